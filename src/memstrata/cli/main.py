@@ -1,0 +1,421 @@
+"""The ``memstrata`` command line."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from importlib import resources
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from memstrata.config import Config
+from memstrata.errors import MemstrataError
+from memstrata.importers import jsonl
+from memstrata.memory import AsyncMemory, prepare_episode
+from memstrata.store import PreparedEpisode
+
+app = typer.Typer(
+    help="Long-term memory for LLM agents: import, search, inspect and benchmark.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+bench_app = typer.Typer(help="Benchmarks that print numbers.", no_args_is_help=True)
+app.add_typer(bench_app, name="bench")
+
+out = Console()
+err = Console(stderr=True)
+
+DbOpt = Annotated[
+    str | None,
+    typer.Option("--db", help="Store file (SQLite). Default: the configured store.",
+                 show_default=False),
+]
+NsOpt = Annotated[
+    str | None,
+    typer.Option("--namespace", "-n", help="Namespace (tenant). Default: the configured one."),
+]
+ConfigOpt = Annotated[
+    Path | None,
+    typer.Option("--config", help="TOML configuration file (else $MEMSTRATA_CONFIG)."),
+]
+
+
+def _config(config: Path | None, **overrides: Any) -> Config:
+    return Config.load(config, **overrides)
+
+
+@contextmanager
+def _errors() -> Iterator[None]:
+    try:
+        yield
+    except MemstrataError as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from None
+
+
+async def _open(cfg: Config, db: str | None) -> AsyncMemory:
+    return await AsyncMemory.open(db, config=cfg)
+
+
+def _progress() -> Progress:
+    return Progress(
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        console=err, transient=False, disable=not err.is_terminal,
+    )
+
+
+@app.command("import")
+def import_(
+    file: Annotated[Path, typer.Argument(help="JSONL or LoCoMo JSON file.", exists=True,
+                                         dir_okay=False)],
+    db: DbOpt = None,
+    namespace: NsOpt = None,
+    fmt: Annotated[
+        str | None,
+        typer.Option("--format", help="jsonl or locomo (default: from the file extension)."),
+    ] = None,
+    batch_size: Annotated[int, typer.Option(help="Episodes per transaction.")] = 256,
+    config: ConfigOpt = None,
+) -> None:
+    """Import episodes. Re-importing the same ids changes nothing (safe to re-run).
+
+    Bad lines (invalid UTF-8, broken JSON, empty text) are listed with their line number;
+    the good lines are imported and the exit status is 1.
+    """
+    kind = fmt or ("locomo" if file.suffix.lower() == ".json" else "jsonl")
+    if kind not in {"jsonl", "locomo"}:
+        err.print(f"[red]error:[/red] unknown format {kind!r}; use jsonl or locomo")
+        raise typer.Exit(2)
+    with _errors():
+        cfg = _config(config)
+        bad = asyncio.run(_import(cfg, db, namespace, file, kind, batch_size))
+    if bad:
+        for line, reason in bad[:50]:
+            err.print(f"[yellow]line {line}:[/yellow] {reason}")
+        if len(bad) > 50:
+            err.print(f"... and {len(bad) - 50} more")
+        err.print(f"[red]{len(bad)} line(s) not imported[/red]")
+        raise typer.Exit(1)
+
+
+async def _import(
+    cfg: Config, db: str | None, namespace: str | None, file: Path, kind: str, batch_size: int
+) -> list[tuple[int, str]]:
+    memory = await _open(cfg, db)
+    bad: list[tuple[int, str]] = []
+    try:
+        batches: dict[str, list[PreparedEpisode]] = {}
+        if kind == "locomo":
+            from memstrata.eval import locomo
+
+            for conv in locomo.load(file):
+                ns = conv.namespace if namespace is None else f"{namespace}/{conv.namespace}"
+                batches[ns] = [prepare_episode(t, cfg) for t in conv.turns]
+        else:
+            ns = namespace or cfg.namespace
+            items: list[PreparedEpisode] = []
+            for line, parsed in jsonl.read(file):
+                if isinstance(parsed, jsonl.BadLine):
+                    bad.append((parsed.line, parsed.reason))
+                    continue
+                try:
+                    items.append(prepare_episode(parsed, cfg))
+                except MemstrataError as exc:
+                    bad.append((line, str(exc)))
+            batches[ns] = items
+        total = sum(len(v) for v in batches.values())
+        added = existing = 0
+        with _progress() as progress:
+            task = progress.add_task("importing", total=total)
+            for ns, items in batches.items():
+                report = await memory.add_many(
+                    items, namespace=ns, batch_size=batch_size,
+                    progress=lambda n: progress.advance(task, n),
+                )
+                added += len(report.added)
+                existing += len(report.existing)
+        out.print(
+            f"imported {added} new episode(s), {existing} already present, into "
+            f"{len(batches)} namespace(s): {', '.join(batches)}"
+        )
+    finally:
+        await memory.close()
+    return bad
+
+
+@app.command()
+def search(
+    query: Annotated[str | None, typer.Argument(help="The question or keywords.")] = None,
+    db: DbOpt = None,
+    namespace: NsOpt = None,
+    k: Annotated[int, typer.Option("--k", "-k", help="Number of hits.")] = 10,
+    queries: Annotated[
+        Path | None,
+        typer.Option("--queries", help='JSONL file of {"id", "query", "namespace"?}.',
+                     exists=True, dir_okay=False),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON line per query.")] = False,
+    recipe: Annotated[str | None, typer.Option(help="rag or default.")] = None,
+    config: ConfigOpt = None,
+) -> None:
+    """Search memory and print hits with the episodes they rest on."""
+    if (query is None) == (queries is None):
+        err.print("[red]error:[/red] give either a QUERY or --queries FILE")
+        raise typer.Exit(2)
+    with _errors():
+        cfg = _config(config)
+        jobs = _query_jobs(query, queries, namespace or cfg.namespace)
+        asyncio.run(_search(cfg, db, jobs, k, recipe, as_json))
+
+
+def _query_jobs(query: str | None, path: Path | None, namespace: str) -> list[dict[str, str]]:
+    if query is not None:
+        return [{"id": "q", "query": query, "namespace": namespace}]
+    assert path is not None
+    jobs = []
+    for line, raw in enumerate(path.read_bytes().splitlines(), start=1):
+        if not raw.strip():
+            continue
+        try:
+            obj = json.loads(raw.decode("utf-8"))
+            jobs.append(
+                {"id": str(obj.get("id", line)), "query": str(obj["query"]),
+                 "namespace": str(obj.get("namespace") or namespace)}
+            )
+        except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError) as exc:
+            raise MemstrataError(f"{path} line {line}: not a query object ({exc})") from exc
+    return jobs
+
+
+async def _search(
+    cfg: Config, db: str | None, jobs: list[dict[str, str]], k: int, recipe: str | None,
+    as_json: bool,
+) -> None:
+    memory = await _open(cfg, db)
+    try:
+        by_ns: dict[str, list[dict[str, str]]] = {}
+        for job in jobs:
+            by_ns.setdefault(job["namespace"], []).append(job)
+        results = {}
+        for ns, group in by_ns.items():
+            found = await memory.search_many(
+                [j["query"] for j in group], namespace=ns, k=k, recipe=recipe, max_tokens=None
+            )
+            results.update({j["id"]: r for j, r in zip(group, found, strict=True)})
+        for job in jobs:
+            result = results[job["id"]]
+            if as_json:
+                line = {
+                    "id": job["id"],
+                    "hits": [
+                        {"kind": h.kind, "text": h.text, "score": h.score, "sources": h.sources}
+                        for h in result.hits
+                    ],
+                }
+                sys.stdout.write(json.dumps(line, ensure_ascii=False) + "\n")
+            else:
+                _print_hits(job["query"], result.hits)
+    finally:
+        await memory.close()
+
+
+def _print_hits(query: str, hits: list[Any]) -> None:
+    table = Table(title=f"“{query}”", show_lines=False, expand=True)
+    table.add_column("#", justify="right", width=3)
+    table.add_column("score", justify="right", width=8)
+    table.add_column("sources", width=10)
+    table.add_column("text", ratio=1)
+    for i, h in enumerate(hits, start=1):
+        table.add_row(str(i), f"{h.score:.4f}", ", ".join(h.sources), h.text)
+    out.print(table)
+
+
+@app.command()
+def stats(
+    db: DbOpt = None,
+    namespace: NsOpt = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+    config: ConfigOpt = None,
+) -> None:
+    """Counts per namespace, LLM calls and failures per stage, file size."""
+    with _errors():
+        cfg = _config(config)
+
+        async def run() -> dict[str, Any]:
+            memory = await _open(cfg, db)
+            try:
+                return await memory.stats(namespace)
+            finally:
+                await memory.close()
+
+        data = asyncio.run(run())
+    if as_json:
+        sys.stdout.write(json.dumps(data, indent=2) + "\n")
+        return
+    out.print(f"store {data['store']} ({data['bytes'] / 1e6:.2f} MB), embedder {data['embedder']}")
+    table = Table("namespace", "episodes", "embedded", "derived records")
+    for ns in data["namespaces"]:
+        recs = ", ".join(f"{k}: {v}" for k, v in ns["records"].items()) or "-"
+        table.add_row(ns["namespace"], str(ns["episodes"]), str(ns["embedded"]), recs)
+    out.print(table)
+    if data["llm"]:
+        llm = Table("stage", "calls", "failures", "cached", "prompt tokens", "completion tokens")
+        for stage, row in data["llm"].items():
+            llm.add_row(stage, *(str(row[c]) for c in
+                                 ("calls", "failures", "cached", "prompt_tokens",
+                                  "completion_tokens")))
+        out.print(llm)
+    else:
+        out.print("no LLM calls recorded")
+
+
+@app.command()
+def delete(
+    db: DbOpt = None,
+    namespace: Annotated[str, typer.Option("--namespace", "-n", help="Namespace to delete from.")]
+    = ...,  # type: ignore[assignment]
+    ids: Annotated[
+        list[str] | None, typer.Option("--id", help="Episode id (repeat). Without it: the whole "
+                                                    "namespace.")
+    ] = None,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask.")] = False,
+    config: ConfigOpt = None,
+) -> None:
+    """Delete episodes (or a whole namespace) and everything derived from them."""
+    what = f"{len(ids)} episode(s) from" if ids else "the whole namespace"
+    if not yes and not typer.confirm(f"Delete {what} {namespace!r}?"):
+        raise typer.Exit(1)
+    with _errors():
+        cfg = _config(config)
+
+        async def run() -> int:
+            memory = await _open(cfg, db)
+            try:
+                return await memory.delete(ids or None, namespace=namespace)
+            finally:
+                await memory.close()
+
+        removed = asyncio.run(run())
+    out.print(f"deleted {removed} episode(s) from {namespace!r}")
+
+
+@app.command("config")
+def show_config(
+    config: ConfigOpt = None,
+) -> None:
+    """Print the effective configuration (defaults < file < MEMSTRATA_* < flags), secrets
+    masked."""
+    with _errors():
+        cfg = _config(config)
+    sys.stdout.write(json.dumps(cfg.masked(), indent=2) + "\n")
+
+
+@app.command()
+def demo(
+    db: Annotated[
+        str | None, typer.Option("--db", help="Where to keep the demo store (default: a temp dir).")
+    ] = None,
+) -> None:
+    """Import the bundled sample conversation and run a few searches (offline)."""
+    sample = resources.files("memstrata.data").joinpath("sample_conversation.jsonl")
+    with tempfile.TemporaryDirectory() as tmp, _errors():
+        path = db or str(Path(tmp) / "demo.db")
+        cfg = Config.load(store=path)
+
+        async def run() -> None:
+            memory = await AsyncMemory.open(config=cfg)
+            try:
+                items = []
+                for _, parsed in jsonl.read(str(sample)):
+                    assert not isinstance(parsed, jsonl.BadLine), parsed
+                    items.append(parsed)
+                report = await memory.add_many(items, namespace="demo")
+                out.print(f"[bold]memstrata demo[/bold]: {len(report.added)} turns imported "
+                          f"into {path} (namespace 'demo')")
+                questions = [
+                    "What is the name of Tomas's dog?",
+                    "When is Maya's talk in Lisbon?",
+                    "How did Maya hurt her ankle?",
+                    "How much money has the charity ride raised?",
+                ]
+                results = await memory.search_many(questions, namespace="demo", k=3)
+                for q, r in zip(questions, results, strict=True):
+                    _print_hits(q, r.hits)
+                    out.print(f"  context: {r.context_tokens} tokens\n")
+                st = await memory.stats("demo")
+                out.print(f"store size {st['bytes'] / 1e3:.0f} kB; no LLM was needed.")
+            finally:
+                await memory.close()
+
+        asyncio.run(run())
+
+
+@bench_app.command("locomo")
+def bench_locomo(
+    file: Annotated[Path, typer.Argument(help="LoCoMo JSON file.", exists=True, dir_okay=False)],
+    db: Annotated[str | None, typer.Option("--db", help="Store (default: a fresh temp file).")]
+    = None,
+    out_dir: Annotated[Path, typer.Option("--out", help="Where to write locomo.json/.md.")]
+    = Path("bench-out"),
+    recipe: Annotated[str, typer.Option(help="Recipe under test.")] = "default",
+    config: ConfigOpt = None,
+) -> None:
+    """Evidence Recall@K / Precision@K per category, beside flat BM25 and flat RAG."""
+    from memstrata.eval import bench_locomo as bl
+
+    with tempfile.TemporaryDirectory() as tmp, _errors():
+        cfg = _config(config)
+        path = db or str(Path(tmp) / "locomo.db")
+        systems = ["bm25", "rag"] + ([recipe] if recipe not in {"bm25", "rag"} else [])
+
+        async def run() -> dict[str, Any]:
+            memory = await AsyncMemory.open(path, config=cfg)
+            try:
+                with _progress() as progress:
+                    task = progress.add_task("importing", total=None)
+                    return await bl.run(memory, file, systems,
+                                        progress=lambda n: progress.advance(task, n))
+            finally:
+                await memory.close()
+
+        report = asyncio.run(run())
+        jpath, mpath = bl.write(report, out_dir)
+    out.print(bl.markdown(report))
+    out.print(f"written {jpath} and {mpath}")
+
+
+@bench_app.command("scale")
+def bench_scale(
+    n: Annotated[int, typer.Option("--n", help="Synthetic episodes to ingest.")] = 100_000,
+    queries: Annotated[int, typer.Option(help="Queries to time.")] = 200,
+    db: Annotated[str | None, typer.Option("--db", help="Store (default: a fresh temp file).")]
+    = None,
+    out_dir: Annotated[Path, typer.Option("--out")] = Path("bench-out"),
+    seed: Annotated[int, typer.Option(help="Random seed of the synthetic data.")] = 7,
+) -> None:
+    """Ingest throughput, p50/p95 search latency and bytes per episode on synthetic data."""
+    from memstrata.eval import bench_scale as bs
+
+    with tempfile.TemporaryDirectory() as tmp, _errors():
+        path = db or str(Path(tmp) / "scale.db")
+        with _progress() as progress:
+            task = progress.add_task("ingesting", total=n)
+            report = bs.run(path, n=n, n_queries=queries, seed=seed,
+                            progress=lambda k: progress.advance(task, k))
+        jpath, mpath = bs.write(report, out_dir)
+    out.print(bs.markdown(report))
+    out.print(f"written {jpath} and {mpath}")
+
+
+def main() -> None:  # pragma: no cover
+    app()

@@ -1,0 +1,130 @@
+"""One configuration object, from code, a TOML file or ``MEMSTRATA_*`` environment variables.
+
+Precedence, lowest first: defaults, the TOML file (``MEMSTRATA_CONFIG`` or an explicit
+path), environment variables, then arguments given in code. Nested fields use a double
+underscore in the environment: ``MEMSTRATA_LLM__BASE_URL=http://127.0.0.1:8080/v1``.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, SecretStr, ValidationError
+
+from memstrata.errors import ConfigError
+
+ENV_PREFIX = "MEMSTRATA_"
+
+
+class EmbedderConfig(BaseModel):
+    kind: Literal["minilm", "openai"] = "minilm"
+    base_url: str | None = None
+    model: str | None = None
+    api_key: SecretStr | None = None
+    dim: int | None = None
+
+
+class LLMConfig(BaseModel):
+    """``kind = "none"`` keeps everything on the LLM-free heuristic tier."""
+
+    kind: Literal["none", "openai", "gguf", "scripted"] = "none"
+    base_url: str | None = None
+    model: str | None = None
+    api_key: SecretStr | None = None
+    model_path: str | None = None
+    cache_dir: str | None = Field(
+        default=None, description="response cache folder; default: beside the store file"
+    )
+    max_retries: int = 2
+    concurrency: int = 4
+    timeout_s: float = 120.0
+
+
+class Budgets(BaseModel):
+    """How much a search returns: items per kind and a token ceiling for the context."""
+
+    episodes: int = 10
+    entities: int = 20
+    facts: int = 20
+    max_tokens: int | None = 2000
+
+
+class RetrievalConfig(BaseModel):
+    """Overrides of the recipe's System-1 knobs (see ``memstrata.retrieval.system1``);
+    ``None`` keeps the recipe's value."""
+
+    candidates: int | None = None
+    rrf_k: int | None = None
+    dense_weight: float | None = None
+    bm25_weight: float | None = None
+    speaker_boost: float | None = None
+    drop_speaker_terms: bool | None = None
+    neighbour_weight: float | None = None
+    neighbour_window: int | None = None
+    expand_top: int | None = None
+    date_boost: float | None = None
+
+
+class Config(BaseModel):
+    store: str = "memstrata.db"
+    namespace: str = "default"
+    recipe: Literal["default", "rag"] = "default"
+    embedder: EmbedderConfig = Field(default_factory=EmbedderConfig)
+    llm: LLMConfig = Field(default_factory=LLMConfig)
+    budgets: Budgets = Field(default_factory=Budgets)
+    retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
+    max_episode_chars: int = Field(
+        default=2_000_000, description="longer episodes are refused with a clear error"
+    )
+
+    @classmethod
+    def load(
+        cls, path: str | Path | None = None, *, env: dict[str, str] | None = None, **overrides: Any
+    ) -> Config:
+        """Defaults < TOML file < environment < ``overrides`` (dotted keys allowed)."""
+        environ = dict(os.environ if env is None else env)
+        data: dict[str, Any] = {}
+        toml_path = path or environ.get(ENV_PREFIX + "CONFIG")
+        if toml_path:
+            p = Path(toml_path).expanduser()
+            try:
+                data = tomllib.loads(p.read_text())
+            except FileNotFoundError as exc:
+                raise ConfigError(f"configuration file {p} does not exist") from exc
+            except tomllib.TOMLDecodeError as exc:
+                raise ConfigError(f"configuration file {p} is not valid TOML: {exc}") from exc
+        for key, value in environ.items():
+            if key.startswith(ENV_PREFIX) and key != ENV_PREFIX + "CONFIG":
+                _set(data, key[len(ENV_PREFIX) :].lower().split("__"), value)
+        for key, value in overrides.items():
+            if value is not None:
+                _set(data, key.replace("__", ".").split("."), value)
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            raise ConfigError(f"invalid configuration: {exc}") from exc
+
+    def masked(self) -> dict[str, Any]:
+        """The effective configuration with secrets shown as ``********``."""
+        return _mask(self.model_dump(mode="json"))
+
+
+def _set(data: dict[str, Any], path: list[str], value: Any) -> None:
+    node = data
+    for part in path[:-1]:
+        nxt = node.setdefault(part, {})
+        if not isinstance(nxt, dict):
+            raise ConfigError(f"configuration key {'.'.join(path)} conflicts with {part}")
+        node = nxt
+    node[path[-1]] = value
+
+
+def _mask(value: Any, key: str = "") -> Any:
+    if isinstance(value, dict):
+        return {k: _mask(v, k) for k, v in value.items()}
+    if key in {"api_key", "password"} and value:
+        return "********"
+    return value

@@ -1,0 +1,1 @@
+"""Readers that turn files into episodes: JSONL and LoCoMo."""

@@ -1,0 +1,66 @@
+"""LLM access for memstrata: one async client over pluggable backends.
+
+Everything else in the library talks to :class:`LLMClient`; backends only turn messages
+into text. Heavy backends (llama.cpp) are imported lazily.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memstrata.llm.base import LLMBackend, LLMClient, request_hash
+from memstrata.llm.cache import ResponseCache
+from memstrata.llm.gguf import GGUFBackend, find_smollm2_gguf
+from memstrata.llm.openai_http import OpenAICompatibleBackend
+from memstrata.llm.schema import bounded_json_schema, parse_structured, repair_json
+from memstrata.llm.scripted import ScriptedBackend, ScriptExhaustedError
+from memstrata.llm.types import (
+    Completion,
+    LLMBackendError,
+    LLMCallRecord,
+    LLMError,
+    LLMOutputError,
+    MemoryUsageSink,
+    Message,
+    UsageSink,
+)
+
+BACKEND_KINDS = ("openai", "gguf", "scripted")
+
+
+def make_backend(kind: str, **options: Any) -> LLMBackend:
+    """Build a backend from config: ``openai`` (base_url, model, api_key, timeout),
+    ``gguf`` (model_path, n_ctx, n_threads, seed) or ``scripted`` (responses)."""
+    if kind == "openai":
+        return OpenAICompatibleBackend(**options)
+    if kind == "gguf":
+        return GGUFBackend(**options)
+    if kind == "scripted":
+        return ScriptedBackend(**options)
+    raise ValueError(f"unknown LLM backend kind {kind!r}; expected one of {BACKEND_KINDS}")
+
+
+__all__ = [
+    "BACKEND_KINDS",
+    "Completion",
+    "GGUFBackend",
+    "LLMBackend",
+    "LLMBackendError",
+    "LLMCallRecord",
+    "LLMClient",
+    "LLMError",
+    "LLMOutputError",
+    "MemoryUsageSink",
+    "Message",
+    "OpenAICompatibleBackend",
+    "ResponseCache",
+    "ScriptExhaustedError",
+    "ScriptedBackend",
+    "UsageSink",
+    "bounded_json_schema",
+    "find_smollm2_gguf",
+    "make_backend",
+    "parse_structured",
+    "repair_json",
+    "request_hash",
+]

@@ -1,0 +1,309 @@
+"""The backend protocol and ``LLMClient``, the single entry point the library calls.
+
+The client owns everything backends should not repeat: bounded schemas, repair and
+validation, retries that quote the validation error back to the model, caching, a
+concurrency limit, and exactly one accounting record per call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any, Protocol, TypeVar, runtime_checkable
+
+from pydantic import BaseModel
+
+from memstrata.llm._aio import LoopLocal
+from memstrata.llm.cache import ResponseCache
+from memstrata.llm.schema import bounded_json_schema, parse_structured
+from memstrata.llm.types import (
+    Completion,
+    LLMBackendError,
+    LLMCallRecord,
+    LLMError,
+    LLMOutputError,
+    Message,
+    UsageSink,
+)
+
+T = TypeVar("T", bound=BaseModel)
+R = TypeVar("R")
+
+logger = logging.getLogger("memstrata.llm")
+
+_MAX_ERROR_CHARS = 500
+_MAX_ECHO_CHARS = 2000
+
+
+@runtime_checkable
+class LLMBackend(Protocol):
+    """A chat model. ``json_schema`` asks for output constrained to that schema."""
+
+    name: str
+    model: str
+
+    async def complete(
+        self,
+        messages: list[Message],
+        *,
+        json_schema: dict[str, Any] | None,
+        max_tokens: int,
+        temperature: float,
+    ) -> Completion: ...
+
+
+def request_hash(
+    backend: LLMBackend,
+    messages: list[Message],
+    json_schema: dict[str, Any] | None,
+    max_tokens: int,
+    temperature: float,
+) -> str:
+    """sha256 of the canonical JSON of everything that determines the answer."""
+    payload = {
+        "backend": backend.name,
+        "model": backend.model,
+        "messages": [m.model_dump() for m in messages],
+        "schema": json_schema,
+        "max_tokens": max_tokens,
+        "temperature": temperature,
+    }
+    canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+class _Tally:
+    """Mutable per-call accounting, summed over attempts."""
+
+    def __init__(self) -> None:
+        self.attempts = 0
+        self.prompt_tokens = 0
+        self.completion_tokens = 0
+        self.model: str | None = None
+
+    def add(self, completion: Completion) -> None:
+        self.prompt_tokens += completion.prompt_tokens
+        self.completion_tokens += completion.completion_tokens
+        self.model = completion.model or self.model
+
+
+class LLMClient:
+    """Structured and plain-text calls with retries, caching and accounting.
+
+    ``max_retries`` extra attempts are shared by invalid outputs and retryable backend
+    errors (timeouts, connection failures, 429, 5xx), so a call is always bounded.
+    """
+
+    def __init__(
+        self,
+        backend: LLMBackend,
+        *,
+        cache: ResponseCache | None = None,
+        usage: UsageSink | None = None,
+        max_retries: int = 2,
+        namespace: str | None = None,
+        concurrency: int = 4,
+        backoff: float = 0.5,
+    ) -> None:
+        if max_retries < 0:
+            raise ValueError("max_retries must be >= 0")
+        if concurrency < 1:
+            raise ValueError("concurrency must be >= 1")
+        self.backend = backend
+        self.cache = cache
+        self.usage = usage
+        self.max_retries = max_retries
+        self.namespace = namespace
+        self.concurrency = concurrency
+        self.backoff = backoff
+        self._semaphore = LoopLocal(lambda: asyncio.Semaphore(concurrency))
+
+    async def structured(
+        self,
+        messages: list[Message],
+        response_model: type[T],
+        *,
+        stage: str,
+        max_tokens: int = 1024,
+        temperature: float = 0.0,
+    ) -> T:
+        """Ask for JSON matching ``response_model`` and return the validated instance."""
+        schema = bounded_json_schema(response_model)
+
+        def parse(text: str) -> T:
+            return parse_structured(text, response_model)
+
+        return await self._call(messages, schema, parse, stage, max_tokens, temperature)
+
+    async def text(
+        self,
+        messages: list[Message],
+        *,
+        stage: str,
+        max_tokens: int = 512,
+        temperature: float = 0.0,
+    ) -> str:
+        """Plain completion text, with the same retries, caching and accounting."""
+        return await self._call(messages, None, lambda t: t, stage, max_tokens, temperature)
+
+    async def _call(
+        self,
+        messages: list[Message],
+        schema: dict[str, Any] | None,
+        parse: Callable[[str], R],
+        stage: str,
+        max_tokens: int,
+        temperature: float,
+    ) -> R:
+        started = time.perf_counter()
+        key = request_hash(self.backend, messages, schema, max_tokens, temperature)
+        tally = _Tally()
+        cached = False
+        error: BaseException | None = None
+        try:
+            if self.cache is not None:
+                hit = await self._cache_io(self.cache.get, key)
+                if hit is not None:
+                    try:
+                        value = parse(hit)
+                    except LLMOutputError:
+                        logger.warning("ignoring cached response that no longer validates")
+                    else:
+                        cached = True
+                        return value
+            text, value = await self._attempts(
+                messages, schema, parse, max_tokens, temperature, tally
+            )
+            if self.cache is not None:
+                await self._cache_io(self.cache.put, key, text)
+            return value
+        except BaseException as exc:
+            error = exc
+            if isinstance(exc, LLMError):
+                logger.warning(
+                    "LLM call failed: stage=%s backend=%s attempts=%d: %s",
+                    stage,
+                    self.backend.name,
+                    tally.attempts,
+                    exc,
+                )
+            raise
+        finally:
+            self._record(stage, key, tally, started, cached, error)
+
+    async def _cache_io(self, fn: Callable[..., R], *args: str) -> R | None:
+        """Run a cache operation off the loop; a broken cache degrades to no cache."""
+        try:
+            return await asyncio.to_thread(fn, *args)
+        except Exception:
+            logger.warning(
+                "response cache %s failed; continuing without it", fn.__name__, exc_info=True
+            )
+            return None
+
+    async def _attempts(
+        self,
+        messages: list[Message],
+        schema: dict[str, Any] | None,
+        parse: Callable[[str], R],
+        max_tokens: int,
+        temperature: float,
+        tally: _Tally,
+    ) -> tuple[str, R]:
+        conversation = list(messages)
+        last_error: LLMError | None = None
+        for attempt in range(self.max_retries + 1):
+            if attempt and isinstance(last_error, LLMBackendError):
+                await asyncio.sleep(min(self.backoff * 2 ** (attempt - 1), 8.0))
+            tally.attempts += 1
+            try:
+                completion = await self._complete(conversation, schema, max_tokens, temperature)
+            except LLMBackendError as exc:
+                last_error = exc
+                if not exc.retryable:
+                    raise
+                logger.info("attempt %d: backend error: %s", attempt + 1, exc)
+                continue
+            tally.add(completion)
+            try:
+                return completion.text, parse(completion.text)
+            except LLMOutputError as exc:
+                last_error = exc
+                logger.info("attempt %d: invalid output: %s", attempt + 1, exc)
+                conversation = [
+                    *messages,
+                    Message(role="assistant", content=completion.text[:_MAX_ECHO_CHARS]),
+                    Message(
+                        role="user",
+                        content=(
+                            f"That reply was invalid: {exc}\n"
+                            "Reply again with only the corrected JSON, matching the schema."
+                        ),
+                    ),
+                ]
+        assert last_error is not None
+        if isinstance(last_error, LLMOutputError):
+            raise LLMOutputError(
+                f"invalid output after {tally.attempts} attempts: {last_error}",
+                raw_text=last_error.raw_text,
+            ) from last_error
+        raise last_error
+
+    async def _complete(
+        self,
+        messages: list[Message],
+        schema: dict[str, Any] | None,
+        max_tokens: int,
+        temperature: float,
+    ) -> Completion:
+        """One backend request; unknown exceptions become ``LLMBackendError``."""
+        async with self._semaphore.get():
+            try:
+                return await self.backend.complete(
+                    messages, json_schema=schema, max_tokens=max_tokens, temperature=temperature
+                )
+            except LLMBackendError:
+                raise
+            except (TimeoutError, ConnectionError) as exc:
+                raise LLMBackendError(
+                    f"{self.backend.name}: {type(exc).__name__}: {exc}", retryable=True
+                ) from exc
+            except Exception as exc:
+                raise LLMBackendError(f"{self.backend.name}: {type(exc).__name__}: {exc}") from exc
+
+    def _record(
+        self,
+        stage: str,
+        key: str,
+        tally: _Tally,
+        started: float,
+        cached: bool,
+        error: BaseException | None,
+    ) -> None:
+        if self.usage is None:
+            return
+        message = None
+        if error is not None:
+            message = f"{type(error).__name__}: {error}"[:_MAX_ERROR_CHARS]
+        self.usage.record_llm_call(
+            LLMCallRecord(
+                stage=stage,
+                backend=self.backend.name,
+                model=tally.model or self.backend.model,
+                prompt_tokens=tally.prompt_tokens,
+                completion_tokens=tally.completion_tokens,
+                latency_ms=(time.perf_counter() - started) * 1000.0,
+                cached=cached,
+                ok=error is None,
+                error=message,
+                attempts=tally.attempts,
+                request_hash=key,
+                created_at=datetime.now(UTC),
+                namespace=self.namespace,
+            )
+        )

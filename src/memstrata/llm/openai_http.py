@@ -1,0 +1,157 @@
+"""Backend for any OpenAI-compatible ``/chat/completions`` endpoint.
+
+One wire format covers OpenAI, vLLM, Ollama, llama.cpp server and LM Studio. Structured
+output uses ``response_format: json_schema`` (OpenAI style). Servers that only know the
+older ``{"type": "json_object", "schema": ...}`` form (llama-cpp-python's server) reject
+it with a 4xx; in ``auto`` mode the backend then switches to that form once and for all.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import Any, Literal
+
+import httpx
+
+from memstrata.llm._aio import LoopLocal
+from memstrata.llm.types import Completion, LLMBackendError, Message
+
+_BODY_EXCERPT = 300
+
+StructuredFormat = Literal["auto", "json_schema", "json_object"]
+
+logger = logging.getLogger("memstrata.llm")
+
+
+class OpenAICompatibleBackend:
+    """Async HTTP client for ``POST {base_url}/chat/completions``."""
+
+    name = "openai"
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        api_key: str | None = None,
+        timeout: float = 60.0,
+        transport: httpx.AsyncBaseTransport | None = None,
+        structured_format: StructuredFormat = "auto",
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.model = model
+        self.timeout = timeout
+        self.structured_format = structured_format
+        self._format: StructuredFormat = (
+            "json_object" if structured_format == "json_object" else "json_schema"
+        )
+        self._api_key = api_key
+        self._transport = transport
+        # httpx pools are tied to the loop that opened them; one client per loop.
+        self._clients = LoopLocal(self._new_client)
+
+    def __repr__(self) -> str:  # never show the key
+        return f"OpenAICompatibleBackend(base_url={self.base_url!r}, model={self.model!r})"
+
+    def _new_client(self) -> httpx.AsyncClient:
+        headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
+        return httpx.AsyncClient(
+            base_url=self.base_url,
+            headers=headers,
+            timeout=self.timeout,
+            transport=self._transport,
+        )
+
+    async def complete(
+        self,
+        messages: list[Message],
+        *,
+        json_schema: dict[str, Any] | None,
+        max_tokens: int,
+        temperature: float,
+    ) -> Completion:
+        payload: dict[str, Any] = {
+            "model": self.model,
+            "messages": [m.model_dump() for m in messages],
+            "max_tokens": max_tokens,
+            "temperature": temperature,
+            "stream": False,
+        }
+        if json_schema is not None:
+            payload["response_format"] = _response_format(json_schema, self._format)
+        response = await self._post(payload)
+        if (
+            json_schema is not None
+            and response.status_code in (400, 422)
+            and self.structured_format == "auto"
+            and self._format == "json_schema"
+            and "response_format" in response.text
+        ):
+            logger.info("%s rejects json_schema response_format; using json_object", self)
+            self._format = "json_object"
+            payload["response_format"] = _response_format(json_schema, self._format)
+            response = await self._post(payload)
+        url = f"{self.base_url}/chat/completions"
+        if response.status_code >= 400:
+            status = response.status_code
+            raise LLMBackendError(
+                self._redact(f"HTTP {status} from {url}: {response.text[:_BODY_EXCERPT]}"),
+                status=status,
+                retryable=status == 429 or status >= 500,
+            )
+        try:
+            data = response.json()
+            message = data["choices"][0]["message"]
+        except (ValueError, KeyError, IndexError, TypeError) as exc:
+            raise LLMBackendError(
+                self._redact(f"unexpected response from {url}: {response.text[:_BODY_EXCERPT]}"),
+                status=response.status_code,
+            ) from exc
+        usage = data.get("usage") or {}
+        return Completion(
+            text=message.get("content") or "",
+            prompt_tokens=int(usage.get("prompt_tokens") or 0),
+            completion_tokens=int(usage.get("completion_tokens") or 0),
+            model=str(data.get("model") or self.model),
+        )
+
+    async def _post(self, payload: dict[str, Any]) -> httpx.Response:
+        url = f"{self.base_url}/chat/completions"
+        try:
+            return await self._clients.get().post("/chat/completions", json=payload)
+        except httpx.TimeoutException as exc:
+            raise LLMBackendError(
+                self._redact(f"timeout calling {url}: {exc!r}"), retryable=True
+            ) from exc
+        except httpx.TransportError as exc:
+            raise LLMBackendError(
+                self._redact(f"cannot reach {url}: {type(exc).__name__}: {exc}"), retryable=True
+            ) from exc
+
+    def _redact(self, text: str) -> str:
+        return text.replace(self._api_key, "***") if self._api_key else text
+
+    async def aclose(self) -> None:
+        """Close the HTTP pool of the running loop (others die with their loops)."""
+        await self._clients.get().aclose()
+
+    async def __aenter__(self) -> OpenAICompatibleBackend:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+
+def _response_format(schema: dict[str, Any], style: StructuredFormat) -> dict[str, Any]:
+    if style == "json_object":
+        return {"type": "json_object", "schema": schema}
+    return {
+        "type": "json_schema",
+        "json_schema": {"name": _schema_name(schema), "schema": schema, "strict": True},
+    }
+
+
+def _schema_name(schema: dict[str, Any]) -> str:
+    """OpenAI requires ``^[a-zA-Z0-9_-]{1,64}$``; derive it from the schema title."""
+    name = re.sub(r"[^a-zA-Z0-9_-]", "_", str(schema.get("title") or "response"))
+    return name[:64] or "response"

@@ -1,0 +1,122 @@
+"""Value types, accounting records and errors shared by every LLM backend.
+
+Kept free of backend imports so that the rest of the library can type against these
+without pulling in httpx or llama.cpp.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict
+
+Role = Literal["system", "user", "assistant"]
+
+
+class Message(BaseModel):
+    """One chat turn; the only prompt shape backends accept, so prompts stay portable."""
+
+    model_config = ConfigDict(frozen=True)
+
+    role: Role
+    content: str
+
+
+@dataclass(frozen=True, slots=True)
+class Completion:
+    """Raw backend answer plus the token counts needed for cost accounting."""
+
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    model: str
+
+
+class LLMCallRecord(BaseModel):
+    """One logical client call (all its attempts), so cost and failures are auditable."""
+
+    stage: str
+    backend: str
+    model: str
+    prompt_tokens: int
+    completion_tokens: int
+    latency_ms: float
+    cached: bool
+    ok: bool
+    error: str | None
+    attempts: int
+    request_hash: str
+    created_at: datetime
+    namespace: str | None
+
+
+@runtime_checkable
+class UsageSink(Protocol):
+    """Where call records go (memory, a database table, a log); must not block for long."""
+
+    def record_llm_call(self, record: LLMCallRecord) -> None: ...
+
+
+class MemoryUsageSink:
+    """Keeps records in a list: for tests, benchmarks and short-lived CLI runs."""
+
+    def __init__(self) -> None:
+        self.records: list[LLMCallRecord] = []
+        self._lock = threading.Lock()
+
+    def record_llm_call(self, record: LLMCallRecord) -> None:
+        with self._lock:
+            self.records.append(record)
+
+    def summary(self) -> dict[str, dict[str, Any]]:
+        """Per-stage totals: calls, failures, cached, tokens and latency (total and mean ms)."""
+        out: dict[str, dict[str, Any]] = {}
+        with self._lock:
+            records = list(self.records)
+        for rec in records:
+            s = out.setdefault(
+                rec.stage,
+                {
+                    "calls": 0,
+                    "failures": 0,
+                    "cached": 0,
+                    "attempts": 0,
+                    "prompt_tokens": 0,
+                    "completion_tokens": 0,
+                    "latency_ms": 0.0,
+                },
+            )
+            s["calls"] += 1
+            s["failures"] += 0 if rec.ok else 1
+            s["cached"] += 1 if rec.cached else 0
+            s["attempts"] += rec.attempts
+            s["prompt_tokens"] += rec.prompt_tokens
+            s["completion_tokens"] += rec.completion_tokens
+            s["latency_ms"] += rec.latency_ms
+        for s in out.values():
+            s["mean_latency_ms"] = s["latency_ms"] / s["calls"]
+        return out
+
+
+class LLMError(Exception):
+    """Base class, so callers can catch every LLM failure in one place."""
+
+
+class LLMOutputError(LLMError):
+    """The model never produced valid output; ``raw_text`` keeps the last answer for debugging."""
+
+    def __init__(self, message: str, *, raw_text: str | None = None) -> None:
+        super().__init__(message)
+        self.raw_text = raw_text
+
+
+class LLMBackendError(LLMError):
+    """Transport or server failure; ``retryable`` marks timeouts, 429 and 5xx."""
+
+    def __init__(self, message: str, *, status: int | None = None, retryable: bool = False) -> None:
+        super().__init__(message)
+        self.status = status
+        self.retryable = retryable

@@ -1,0 +1,213 @@
+"""Typed records of memstrata.
+
+Every record belongs to a namespace. Episodes are the raw, immutable input; everything
+else is *derived* and points back to episodes through :class:`Span` provenance, so that
+any hit can be traced to source text and deleting an episode removes what rested on it.
+
+The derived records cover the five structures memstrata builds:
+
+* Mnemis: :class:`Entity`, :class:`Fact` (edges with a validity window), :class:`Category`
+  (layered, many-to-many parents).
+* PersonalAI: :class:`Entity` (object nodes), :class:`Fact` (simple relations),
+  :class:`Thesis` (propositions linking several entities).
+* HiGMem: turn metadata lives in ``Episode.metadata``; :class:`Event` groups turns.
+* MemTree: :class:`TreeNode`.
+* MindGraph: :class:`ConceptNode`, :class:`ConceptEdge`, :class:`Community`.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+JSONDict = dict[str, Any]
+
+
+def new_id() -> str:
+    """Random, sortable-enough identifier for derived records."""
+    return uuid.uuid4().hex
+
+
+class Span(BaseModel):
+    """A character range ``[start, end)`` of one episode's text, by the episode's external id."""
+
+    model_config = ConfigDict(frozen=True)
+
+    episode: str
+    start: int = Field(ge=0)
+    end: int = Field(ge=0)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Span:
+        if self.end < self.start:
+            raise ValueError(f"span end {self.end} is before start {self.start}")
+        return self
+
+
+class EpisodeIn(BaseModel):
+    """What a caller gives to ``add``: text plus optional context."""
+
+    text: str
+    id: str | None = None
+    speaker: str | None = None
+    role: str | None = None
+    occurred_at: datetime | None = None
+    session: str | None = None
+    metadata: JSONDict = Field(default_factory=dict)
+
+
+class Episode(BaseModel):
+    """A stored piece of raw text: a conversation turn, a message or a document chunk."""
+
+    id: str
+    namespace: str
+    text: str
+    speaker: str | None = None
+    role: str | None = None
+    occurred_at: datetime | None = None
+    session: str | None = None
+    seq: int = 0
+    key: int = Field(default=0, description="the store's internal key, stable within a store")
+    metadata: JSONDict = Field(default_factory=dict)
+    created_at: datetime
+
+
+class Derived(BaseModel):
+    """Base of every record built from episodes; ``sources`` is its provenance."""
+
+    kind: ClassVar[str] = ""
+    id: str = Field(default_factory=new_id)
+    namespace: str
+    sources: list[Span] = Field(default_factory=list)
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+
+
+class Entity(Derived):
+    """A person, place, object, event or concept (Mnemis entity / PersonalAI object node)."""
+
+    kind: ClassVar[str] = "entity"
+    name: str
+    summary: str = ""
+    tags: list[str] = Field(default_factory=list)
+    entity_type: str | None = None
+
+
+class Fact(Derived):
+    """A verifiable statement linking two entities, valid in ``[valid_at, invalid_at)``.
+
+    Superseded facts keep their row and get ``invalid_at`` so history stays queryable.
+    """
+
+    kind: ClassVar[str] = "fact"
+    subject_id: str
+    object_id: str
+    relation: str = ""
+    fact: str
+    valid_at: datetime | None = None
+    invalid_at: datetime | None = None
+
+
+class Thesis(Derived):
+    """A proposition over several entities (PersonalAI thesis node, a hyperedge)."""
+
+    kind: ClassVar[str] = "thesis"
+    text: str
+    entity_ids: list[str] = Field(default_factory=list)
+
+
+class Category(Derived):
+    """A node of the category hierarchy. Layer 1 groups entities; layer i groups layer i-1.
+
+    ``parent_ids`` is many-to-many: a child may sit under several categories.
+    """
+
+    kind: ClassVar[str] = "category"
+    name: str
+    layer: int = Field(ge=1)
+    tags: list[str] = Field(default_factory=list)
+    child_ids: list[str] = Field(default_factory=list)
+    parent_ids: list[str] = Field(default_factory=list)
+
+
+class Event(Derived):
+    """A HiGMem event: a summary and fact sheet over several turns."""
+
+    kind: ClassVar[str] = "event"
+    summary: str
+    facts: list[str] = Field(default_factory=list)
+    turn_ids: list[str] = Field(default_factory=list)
+
+
+class TreeNode(Derived):
+    """A MemTree node: aggregated content at a depth, with its parent (None for the root)."""
+
+    kind: ClassVar[str] = "tree_node"
+    parent_id: str | None = None
+    depth: int = Field(default=0, ge=0)
+    content: str = ""
+
+
+class ConceptNode(Derived):
+    """A MindGraph concept; its sources are the spans of the verbatim quotes it came from."""
+
+    kind: ClassVar[str] = "concept_node"
+    label: str
+    description: str = ""
+
+
+class ConceptEdge(Derived):
+    """A typed relation between two concept nodes, with its own provenance."""
+
+    kind: ClassVar[str] = "concept_edge"
+    source_id: str
+    target_id: str
+    relation: str = ""
+
+
+class Community(Derived):
+    """A group of concept nodes (Leiden community) and its cached report."""
+
+    kind: ClassVar[str] = "community"
+    level: int = 0
+    member_ids: list[str] = Field(default_factory=list)
+    report: str = ""
+
+
+DERIVED_KINDS: dict[str, type[Derived]] = {
+    cls.kind: cls
+    for cls in (Entity, Fact, Thesis, Category, Event, TreeNode, ConceptNode, ConceptEdge,
+                Community)
+}
+
+HitKind = Literal[
+    "episode", "entity", "fact", "thesis", "category", "event", "tree_node", "concept_node",
+    "community",
+]
+
+
+class Hit(BaseModel):
+    """One retrieved item: what it is, its text, its score and the episodes it rests on."""
+
+    kind: str
+    id: str
+    text: str
+    score: float
+    sources: list[str]
+    spans: list[Span] = Field(default_factory=list)
+    routes: list[str] = Field(default_factory=list)
+    metadata: JSONDict = Field(default_factory=dict)
+
+
+class SearchResult(BaseModel):
+    """Hits for one query, the context they render to, and its size in tokens."""
+
+    query: str
+    namespace: str
+    hits: list[Hit]
+    context: str = ""
+    context_tokens: int = 0
+    timings_ms: dict[str, float] = Field(default_factory=dict)

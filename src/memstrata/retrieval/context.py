@@ -1,0 +1,57 @@
+"""Fitting hits to a token budget and rendering them as the context an answer model reads."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from memstrata.models import Hit
+
+
+@lru_cache(maxsize=1)
+def _tokenizer():  # type: ignore[no-untyped-def]
+    from memstrata.embed.minilm import load_tokenizer
+
+    return load_tokenizer(max_tokens=1_000_000)
+
+
+def count_tokens(text: str) -> int:
+    """Word pieces of the MiniLM tokenizer (ships in the package, works offline).
+
+    It is not the answer model's tokenizer; for English it runs within about 10% of
+    common BPE tokenizers, which is what a budget needs.
+    """
+    return len(_tokenizer().encode(text, add_special_tokens=False).ids)
+
+
+def render_hit(hit: Hit) -> str:
+    sources = ", ".join(hit.sources)
+    return f"- ({hit.kind} {sources}) {hit.text}"
+
+
+def fit_to_budget(hits: list[Hit], max_tokens: int | None) -> tuple[list[Hit], str, int]:
+    """Keep hits in order while the rendered context stays within ``max_tokens``."""
+    kept: list[Hit] = []
+    lines: list[str] = []
+    used = 0
+    for hit in hits:
+        line = render_hit(hit)
+        cost = count_tokens(line) + 1
+        if max_tokens is not None and used + cost > max_tokens:
+            if not kept:  # one hit always fits, cut to the budget, so a context is never empty
+                line = _truncate(line, max_tokens)
+                kept.append(hit)
+                lines.append(line)
+                used = count_tokens(line)
+            break
+        kept.append(hit)
+        lines.append(line)
+        used += cost
+    return kept, "\n".join(lines), used
+
+
+def _truncate(text: str, max_tokens: int) -> str:
+    enc = _tokenizer().encode(text, add_special_tokens=False)
+    if len(enc.ids) <= max_tokens:
+        return text
+    end = enc.offsets[max(0, max_tokens - 1)][1]
+    return text[:end] + " …"

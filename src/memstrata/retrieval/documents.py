@@ -1,0 +1,47 @@
+"""What the indexes see of an episode.
+
+Stored text is never changed; these functions decide the *index* views. The speaker is
+part of both views because questions name people ("what did Ana say about ..."), and an
+attached image's caption is part of both because a photo is often the only place a fact
+appears.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+CAPTION_KEYS = ("image_caption", "blip_caption", "caption")
+
+
+def caption_of(metadata: dict[str, Any]) -> str | None:
+    for key in CAPTION_KEYS:
+        value = metadata.get(key)
+        if isinstance(value, str) and value.strip():
+            return value.strip()
+    return None
+
+
+def index_text(text: str, speaker: str | None, metadata: dict[str, Any]) -> str:
+    """Body of the full-text index."""
+    parts = [speaker or "", text]
+    caption = caption_of(metadata)
+    if caption:
+        parts.append(caption)
+    return " \n".join(p for p in parts if p)
+
+
+def embed_text(text: str, speaker: str | None, metadata: dict[str, Any]) -> str:
+    """Input of the embedder."""
+    body = f"{speaker}: {text}" if speaker else text
+    caption = caption_of(metadata)
+    if caption:
+        body += f" [shared a photo: {caption}]"
+    return body
+
+
+def render(text: str, speaker: str | None, when: str | None, metadata: dict[str, Any]) -> str:
+    """How an episode reads in a context handed to an answer model."""
+    head = " ".join(p for p in (f"[{when}]" if when else "", f"{speaker}:" if speaker else "") if p)
+    caption = caption_of(metadata)
+    body = text + (f" [shared a photo: {caption}]" if caption else "")
+    return f"{head} {body}" if head else body

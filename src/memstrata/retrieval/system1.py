@@ -1,0 +1,219 @@
+"""System-1 route over episodes: dense and BM25 candidates fused by reciprocal rank fusion.
+
+On top of plain RRF it applies three LLM-free, data-set-independent refinements:
+
+* **speaker matching** — when a question names a known speaker of the namespace, that
+  person's own turns get a boost, and the name itself is dropped from the BM25 terms (every
+  greeting addressed to a person contains the name, which otherwise crowds out evidence);
+* **session context** — conversation turns lean on their neighbours ("yes, last week!"), so
+  a turn inherits part of the score of the adjacent turns of the same session, and the
+  turns right after a strong hit become candidates themselves;
+* **date handling** — explicit dates in a question ("in May 2023", "2022") raise the turns
+  that occurred in that period.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from memstrata.embed.base import Embedder
+from memstrata.models import Episode, Hit
+from memstrata.retrieval import documents
+from memstrata.retrieval.fusion import rrf
+from memstrata.retrieval.text import content_terms, words
+from memstrata.store.base import SearchFilters, Store
+
+
+@dataclass(frozen=True)
+class System1Params:
+    """Knobs of the route; defaults are what ``memstrata bench locomo`` reports with."""
+
+    candidates: int = 100
+    rrf_k: int = 60
+    dense_weight: float = 1.0
+    bm25_weight: float = 1.0
+    speaker_boost: float = 0.0
+    drop_speaker_terms: bool = False
+    neighbour_weight: float = 0.0
+    neighbour_window: int = 1
+    expand_top: int = 0
+    date_boost: float = 0.0
+
+
+@dataclass
+class QueryPlan:
+    text: str
+    terms: list[str]
+    speakers: list[str]
+    period: tuple[float, float] | None
+
+
+MONTHS = {
+    m: i + 1
+    for i, m in enumerate(
+        "january february march april may june july august september october november december"
+        .split()
+    )
+}
+_YEAR = re.compile(r"\b(19\d\d|20\d\d)\b")
+
+
+def parse_period(text: str) -> tuple[float, float] | None:
+    """A ``[start, end)`` timestamp range for "May 2023", "2022" or "1 May 2023"."""
+    toks = words(text)
+    for i, tok in enumerate(toks):
+        if tok in MONTHS and i + 1 < len(toks) and _YEAR.fullmatch(toks[i + 1]):
+            year, month = int(toks[i + 1]), MONTHS[tok]
+            start = datetime(year, month, 1, tzinfo=UTC)
+            end = datetime(year + (month == 12), month % 12 + 1, 1, tzinfo=UTC)
+            return start.timestamp(), end.timestamp()
+    match = _YEAR.search(text)
+    if match:
+        year = int(match.group(1))
+        return (
+            datetime(year, 1, 1, tzinfo=UTC).timestamp(),
+            datetime(year + 1, 1, 1, tzinfo=UTC).timestamp(),
+        )
+    return None
+
+
+def plan_query(text: str, known_speakers: list[str], params: System1Params) -> QueryPlan:
+    terms = content_terms(text)
+    query_words = set(words(text))
+    mentioned = []
+    for speaker in known_speakers:
+        parts = [w for w in words(speaker) if len(w) > 1]
+        if parts and any(p in query_words or p + "'s" in query_words for p in parts):
+            mentioned.append(speaker)
+    if params.drop_speaker_terms and mentioned:
+        names = {w for s in mentioned for w in words(s)}
+        kept = [t for t in terms if t not in names]
+        terms = kept or terms
+    return QueryPlan(text=text, terms=terms, speakers=mentioned, period=parse_period(text))
+
+
+class EpisodeRoute:
+    """Hybrid retrieval over one namespace's episodes."""
+
+    name = "episodes"
+
+    def __init__(self, store: Store, embedder: Embedder, params: System1Params | None = None):
+        self.store = store
+        self.embedder = embedder
+        self.params = params or System1Params()
+
+    def search(
+        self,
+        namespace: str,
+        queries: list[str],
+        k: int,
+        filters: SearchFilters | None = None,
+    ) -> list[list[Hit]]:
+        p = self.params
+        speakers = self.store.speakers(namespace)
+        plans = [plan_query(q, speakers, p) for q in queries]
+        qvecs = self.embedder.embed(queries)
+        dense = self.store.dense_episodes(
+            namespace, self.embedder.model_id, qvecs, p.candidates, filters
+        )
+        out = []
+        for plan, dense_hits in zip(plans, dense, strict=True):
+            bm25_hits = self.store.bm25_episodes(namespace, plan.terms, p.candidates, filters)
+            scores = rrf(
+                [[key for key, _ in dense_hits], [key for key, _ in bm25_hits]],
+                k=p.rrf_k,
+                weights=[p.dense_weight, p.bm25_weight],
+            )
+            routes: dict[int, list[str]] = defaultdict(list)
+            for key, _ in dense_hits:
+                routes[key].append("dense")
+            for key, _ in bm25_hits:
+                routes[key].append("bm25")
+            out.append(self._refine(plan, scores, routes, k, filters))
+        return out
+
+    def _refine(
+        self,
+        plan: QueryPlan,
+        scores: dict[int, float],
+        routes: dict[int, list[str]],
+        k: int,
+        filters: SearchFilters | None,
+    ) -> list[Hit]:
+        p = self.params
+        if p.expand_top and scores:
+            best = sorted(scores, key=lambda key: -scores[key])[: p.expand_top]
+            for src, neighbours in self.store.session_neighbours(best, p.neighbour_window).items():
+                for key in neighbours:
+                    if key not in scores:
+                        scores[key] = 0.0
+                        routes[key].append(f"context:{src}")
+        episodes = self.store.episodes_by_key(list(scores))
+        if filters is not None and not filters.is_empty():
+            episodes = {key: ep for key, ep in episodes.items() if _passes(ep, filters)}
+        base = {key: scores[key] for key in episodes}
+        final = dict(base)
+        if p.neighbour_weight:
+            by_session: dict[tuple[str, str], list[Episode]] = defaultdict(list)
+            for ep in episodes.values():
+                if ep.session is not None:
+                    by_session[(ep.namespace, ep.session)].append(ep)
+            for group in by_session.values():
+                group.sort(key=lambda e: e.seq)
+                for i, ep in enumerate(group):
+                    near = [
+                        base[g.key]
+                        for g in group[max(0, i - p.neighbour_window) : i + p.neighbour_window + 1]
+                        if g.key != ep.key and abs(g.seq - ep.seq) <= p.neighbour_window
+                    ]
+                    if near:
+                        final[ep.key] += p.neighbour_weight * max(near)
+        for key, ep in episodes.items():
+            factor = 1.0
+            if p.speaker_boost and plan.speakers and ep.speaker in plan.speakers:
+                factor += p.speaker_boost
+            if p.date_boost and plan.period and ep.occurred_at is not None:
+                ts = _timestamp(ep.occurred_at)
+                if plan.period[0] <= ts < plan.period[1]:
+                    factor += p.date_boost
+            final[key] *= factor
+        ranked = sorted(final, key=lambda key: -final[key])[:k]
+        return [self._hit(episodes[key], final[key], routes[key]) for key in ranked]
+
+    @staticmethod
+    def _hit(ep: Episode, score: float, routes: list[str]) -> Hit:
+        when = ep.occurred_at.strftime("%Y-%m-%d %H:%M") if ep.occurred_at else None
+        return Hit(
+            kind="episode",
+            id=ep.id,
+            text=documents.render(ep.text, ep.speaker, when, ep.metadata),
+            score=round(score, 6),
+            sources=[ep.id],
+            routes=sorted(set(routes)),
+            metadata={"speaker": ep.speaker, "session": ep.session},
+        )
+
+
+def _timestamp(value: datetime) -> float:
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return value.timestamp()
+
+
+def _passes(ep: Episode, filters: SearchFilters) -> bool:
+    if filters.speakers and ep.speaker not in filters.speakers:
+        return False
+    if filters.sessions and ep.session not in filters.sessions:
+        return False
+    if filters.since or filters.until:
+        if ep.occurred_at is None:
+            return False
+        ts = _timestamp(ep.occurred_at)
+        if filters.since and ts < _timestamp(filters.since):
+            return False
+        if filters.until and ts > _timestamp(filters.until):
+            return False
+    return True

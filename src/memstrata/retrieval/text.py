@@ -1,0 +1,43 @@
+"""Words for BM25 and for matching names, independent of any store dialect."""
+
+from __future__ import annotations
+
+import re
+
+_WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
+
+# Function words and question scaffolding: they match everything and rank nothing.
+STOPWORDS = frozenset(
+    """
+    a about above after again against all am an and any are aren't as at be because been
+    before being below between both but by can can't cannot could couldn't did didn't do does
+    doesn't doing don't down during each few for from further had hadn't has hasn't have
+    haven't having he he'd he'll he's her here here's hers herself him himself his how how's
+    i i'd i'll i'm i've if in into is isn't it it's its itself let's me more most mustn't my
+    myself no nor not of off on once only or other ought our ours ourselves out over own same
+    shan't she she'd she'll she's should shouldn't so some such than that that's the their
+    theirs them themselves then there there's these they they'd they'll they're they've this
+    those through to too under until up very was wasn't we we'd we'll we're we've were weren't
+    what what's when when's where where's which while who who's whom why why's with won't would
+    wouldn't you you'd you'll you're you've your yours yourself yourselves also just will
+    would like likely kind kinds sort thing things much many yet ever something anything
+    does did do
+    """.split()
+)
+
+
+def words(text: str) -> list[str]:
+    """Lower-cased word tokens, apostrophes kept inside words."""
+    return [w.replace("’", "'") for w in _WORD.findall(text.lower())]
+
+
+def content_terms(text: str) -> list[str]:
+    """Distinct non-stopword terms in order of first appearance; possessive 's dropped."""
+    seen: dict[str, None] = {}
+    for w in words(text):
+        if w.endswith("'s"):
+            w = w[:-2]
+        if w in STOPWORDS or len(w) < 2 and not w.isdigit():
+            continue
+        seen.setdefault(w, None)
+    return list(seen)

@@ -1,0 +1,166 @@
+"""The store interface every backend implements (SQLite embedded, PostgreSQL next).
+
+SQL never leaves the store package: callers speak in records, filters and vectors. The
+conformance tests in ``tests/store`` are written against this interface and run on every
+backend. Methods are synchronous; the async API runs them in a worker thread.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+from pydantic import BaseModel, Field
+
+from memstrata.llm.types import LLMCallRecord
+from memstrata.models import Derived, Episode, JSONDict
+
+
+class PreparedEpisode(BaseModel):
+    """An episode ready to be written: validated text plus what the indexes need."""
+
+    external_id: str
+    text: str
+    speaker: str | None = None
+    role: str | None = None
+    occurred_at: datetime | None = None
+    session: str | None = None
+    metadata: JSONDict = Field(default_factory=dict)
+    content_hash: bytes
+    index_text: str
+    embed_hash: bytes | None = None
+
+
+class AddReport(BaseModel):
+    """What a batch write did: new episodes, and ids that were already there (idempotence)."""
+
+    added: list[str] = Field(default_factory=list)
+    existing: list[str] = Field(default_factory=list)
+
+
+class SearchFilters(BaseModel):
+    """Restrictions applied inside every route before ranking."""
+
+    speakers: list[str] | None = None
+    sessions: list[str] | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+
+    def is_empty(self) -> bool:
+        return not (self.speakers or self.sessions or self.since or self.until)
+
+
+class NamespaceStats(BaseModel):
+    namespace: str
+    episodes: int
+    records: dict[str, int] = Field(default_factory=dict)
+    embedded: int = 0
+
+
+ScoredKeys = list[tuple[int, float]]
+
+
+class Store(ABC):
+    """Persistent memory of every namespace."""
+
+    url: str
+
+    # namespaces -------------------------------------------------------------------------
+    @abstractmethod
+    def namespaces(self) -> list[str]: ...
+
+    @abstractmethod
+    def has_namespace(self, namespace: str) -> bool: ...
+
+    @abstractmethod
+    def delete_namespace(self, namespace: str) -> int:
+        """Remove the namespace and everything in it; returns the episodes removed."""
+
+    # episodes ---------------------------------------------------------------------------
+    @abstractmethod
+    def add_episodes(self, namespace: str, episodes: Sequence[PreparedEpisode]) -> AddReport:
+        """Write a batch atomically. Ids already present are left untouched and reported."""
+
+    @abstractmethod
+    def existing_ids(self, namespace: str, external_ids: Sequence[str]) -> set[str]: ...
+
+    @abstractmethod
+    def get_episodes(self, namespace: str, external_ids: Sequence[str]) -> list[Episode]: ...
+
+    @abstractmethod
+    def episodes_by_key(self, keys: Sequence[int]) -> dict[int, Episode]: ...
+
+    @abstractmethod
+    def iter_episodes(self, namespace: str, after_key: int = 0, limit: int = 1000) -> list[Episode]:
+        """Episodes in insertion order, for builders and exports."""
+
+    @abstractmethod
+    def session_neighbours(self, keys: Sequence[int], window: int) -> dict[int, list[int]]:
+        """For each episode key, the keys of up to ``window`` turns before and after it in
+        the same session (in order, the episode itself excluded)."""
+
+    @abstractmethod
+    def speakers(self, namespace: str) -> list[str]:
+        """Distinct speakers of the namespace, most frequent first."""
+
+    @abstractmethod
+    def delete_episodes(self, namespace: str, external_ids: Sequence[str]) -> int:
+        """Delete episodes and, along provenance, derived records left without sources."""
+
+    # embeddings -------------------------------------------------------------------------
+    @abstractmethod
+    def cached_embeddings(self, model: str, hashes: Sequence[bytes]) -> dict[bytes, NDArray[np.float32]]:
+        ...
+
+    @abstractmethod
+    def put_embeddings(self, model: str, items: Sequence[tuple[bytes, NDArray[np.float32]]]) -> None:
+        ...
+
+    # retrieval primitives ---------------------------------------------------------------
+    @abstractmethod
+    def bm25_episodes(
+        self, namespace: str, terms: Sequence[str], limit: int, filters: SearchFilters | None = None
+    ) -> ScoredKeys:
+        """Episodes matching any of ``terms``, best BM25 first; scores are positive."""
+
+    @abstractmethod
+    def dense_episodes(
+        self,
+        namespace: str,
+        model: str,
+        queries: NDArray[np.float32],
+        limit: int,
+        filters: SearchFilters | None = None,
+    ) -> list[ScoredKeys]:
+        """For each query vector, episodes by cosine similarity, best first."""
+
+    # derived records --------------------------------------------------------------------
+    @abstractmethod
+    def put_records(self, namespace: str, records: Sequence[Derived]) -> None:
+        """Insert or replace derived records with their provenance and links."""
+
+    @abstractmethod
+    def get_records(
+        self, namespace: str, kind: str, ids: Sequence[str] | None = None
+    ) -> list[Derived]: ...
+
+    # accounting and stats ---------------------------------------------------------------
+    @abstractmethod
+    def record_llm_call(self, record: LLMCallRecord) -> None: ...
+
+    @abstractmethod
+    def llm_usage(self, namespace: str | None = None) -> dict[str, dict[str, Any]]:
+        """Per stage: calls, failures, cached, prompt/completion tokens, latency."""
+
+    @abstractmethod
+    def stats(self, namespace: str | None = None) -> list[NamespaceStats]: ...
+
+    @abstractmethod
+    def size_bytes(self) -> int: ...
+
+    @abstractmethod
+    def close(self) -> None: ...

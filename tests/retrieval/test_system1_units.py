@@ -1,0 +1,42 @@
+from datetime import UTC, datetime
+
+from memstrata.retrieval.fusion import rrf, top
+from memstrata.retrieval.system1 import System1Params, parse_period, plan_query
+from memstrata.retrieval.text import content_terms
+
+
+def test_rrf_sums_reciprocal_ranks() -> None:
+    scores = rrf([["a", "b"], ["b", "c"]], k=60)
+    assert scores["b"] == 1 / 62 + 1 / 61
+    assert top(scores, 1) == [("b", scores["b"])]
+    weighted = rrf([["a"], ["b"]], k=1, weights=[2.0, 1.0])
+    assert weighted == {"a": 1.0, "b": 0.5}
+
+
+def test_content_terms_drop_stopwords_and_possessives() -> None:
+    assert content_terms("What did Caroline's dog eat at the park?") == [
+        "caroline", "dog", "eat", "park",
+    ]
+    assert content_terms("the of and") == []
+
+
+def test_plan_query_finds_speakers_and_drops_their_names() -> None:
+    params = System1Params(drop_speaker_terms=True)
+    plan = plan_query("What did Melanie paint?", ["Caroline", "Melanie"], params)
+    assert plan.speakers == ["Melanie"]
+    assert plan.terms == ["paint"]
+    # a question that is only a name keeps it, otherwise BM25 would have nothing
+    assert plan_query("Melanie?", ["Melanie"], params).terms == ["melanie"]
+    # without the option names stay
+    assert "melanie" in plan_query("What did Melanie paint?", ["Melanie"], System1Params()).terms
+
+
+def test_parse_period() -> None:
+    start, end = parse_period("What happened in May 2023?") or (0, 0)
+    assert datetime.fromtimestamp(start, UTC) == datetime(2023, 5, 1, tzinfo=UTC)
+    assert datetime.fromtimestamp(end, UTC) == datetime(2023, 6, 1, tzinfo=UTC)
+    year = parse_period("plans for 2022") or (0, 0)
+    assert datetime.fromtimestamp(year[1], UTC) == datetime(2023, 1, 1, tzinfo=UTC)
+    dec = parse_period("december 2021") or (0, 0)
+    assert datetime.fromtimestamp(dec[1], UTC) == datetime(2022, 1, 1, tzinfo=UTC)
+    assert parse_period("no dates here") is None
