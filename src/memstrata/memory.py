@@ -76,7 +76,9 @@ def prepare_episode(item: EpisodeLike, config: Config) -> PreparedEpisode:
         ep = item
     text = ep.text
     if not text.strip():
-        raise InvalidInputError(f"episode {ep.id or ''} has empty text; nothing to remember".strip())
+        raise InvalidInputError(
+            f"episode {ep.id or ''} has empty text; nothing to remember".strip()
+        )
     if len(text) > config.max_episode_chars:
         raise InvalidInputError(
             f"episode {ep.id or ''} has {len(text):,} characters, more than the limit of "
@@ -142,7 +144,9 @@ class AsyncMemory:
         if path_or_url is not None:
             cfg = cfg.model_copy(update={"store": str(path_or_url)})
         store = await asyncio.to_thread(open_store, cfg.store)
-        emb = embedder or await asyncio.to_thread(_shared_default_embedder, cfg)
+        emb = embedder if embedder is not None else await asyncio.to_thread(
+            _shared_default_embedder, cfg
+        )
         return cls(cfg, store, emb)
 
     async def __aenter__(self) -> AsyncMemory:
@@ -169,8 +173,13 @@ class AsyncMemory:
     ) -> Episode:
         """Remember one piece of text; returns the stored episode."""
         item = {
-            "text": text, "id": id, "speaker": speaker, "role": role,
-            "occurred_at": occurred_at, "session": session, "metadata": metadata or {},
+            "text": text,
+            "id": id,
+            "speaker": speaker,
+            "role": role,
+            "occurred_at": occurred_at,
+            "session": session,
+            "metadata": metadata or {},
         }
         prepared = prepare_episode(item, self.config)
         ns = namespace or self.config.namespace
@@ -250,7 +259,11 @@ class AsyncMemory:
         """Best episodes for ``query`` with their sources, fitted to the token budget."""
         return (
             await self.search_many(
-                [query], namespace=namespace, k=k, recipe=recipe, filters=filters,
+                [query],
+                namespace=namespace,
+                k=k,
+                recipe=recipe,
+                filters=filters,
                 max_tokens=max_tokens,
             )
         )[0]
@@ -295,7 +308,10 @@ class AsyncMemory:
             kept, context, tokens = fit_to_budget(hits, budget)
             results.append(
                 SearchResult(
-                    query=query, namespace=namespace, hits=kept, context=context,
+                    query=query,
+                    namespace=namespace,
+                    hits=kept,
+                    context=context,
                     context_tokens=tokens,
                 )
             )
@@ -306,9 +322,7 @@ class AsyncMemory:
         return await asyncio.to_thread(self.store.get_episodes, ns, ids)
 
     # deleting ---------------------------------------------------------------------------
-    async def delete(
-        self, ids: list[str] | None = None, *, namespace: str | None = None
-    ) -> int:
+    async def delete(self, ids: list[str] | None = None, *, namespace: str | None = None) -> int:
         """Delete episodes by id, or the whole namespace when ``ids`` is None.
 
         Derived records go along provenance. Returns the number of episodes removed.
@@ -394,25 +408,25 @@ class Memory:
             self._loop.close()
 
     def add(self, text: str | bytes, **kwargs: Any) -> Episode:
-        return self._run(self._inner.add(text, **kwargs))  # type: ignore[no-any-return]
+        return self._run(self._inner.add(text, **kwargs))
 
     def add_many(self, items: Iterable[EpisodeLike], **kwargs: Any) -> AddReport:
-        return self._run(self._inner.add_many(items, **kwargs))  # type: ignore[no-any-return]
+        return self._run(self._inner.add_many(items, **kwargs))
 
     def search(self, query: str, **kwargs: Any) -> SearchResult:
-        return self._run(self._inner.search(query, **kwargs))  # type: ignore[no-any-return]
+        return self._run(self._inner.search(query, **kwargs))
 
     def search_many(self, queries: list[str], **kwargs: Any) -> list[SearchResult]:
-        return self._run(self._inner.search_many(queries, **kwargs))  # type: ignore[no-any-return]
+        return self._run(self._inner.search_many(queries, **kwargs))
 
     def get(self, ids: list[str], **kwargs: Any) -> list[Episode]:
-        return self._run(self._inner.get(ids, **kwargs))  # type: ignore[no-any-return]
+        return self._run(self._inner.get(ids, **kwargs))
 
     def delete(self, ids: list[str] | None = None, **kwargs: Any) -> int:
-        return self._run(self._inner.delete(ids, **kwargs))  # type: ignore[no-any-return]
+        return self._run(self._inner.delete(ids, **kwargs))
 
     def namespaces(self) -> list[str]:
-        return self._run(self._inner.namespaces())  # type: ignore[no-any-return]
+        return self._run(self._inner.namespaces())
 
     def stats(self, namespace: str | None = None) -> dict[str, Any]:
-        return self._run(self._inner.stats(namespace))  # type: ignore[no-any-return]
+        return self._run(self._inner.stats(namespace))

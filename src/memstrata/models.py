@@ -179,12 +179,28 @@ class Community(Derived):
 
 DERIVED_KINDS: dict[str, type[Derived]] = {
     cls.kind: cls
-    for cls in (Entity, Fact, Thesis, Category, Event, TreeNode, ConceptNode, ConceptEdge,
-                Community)
+    for cls in (
+        Entity,
+        Fact,
+        Thesis,
+        Category,
+        Event,
+        TreeNode,
+        ConceptNode,
+        ConceptEdge,
+        Community,
+    )
 }
 
 HitKind = Literal[
-    "episode", "entity", "fact", "thesis", "category", "event", "tree_node", "concept_node",
+    "episode",
+    "entity",
+    "fact",
+    "thesis",
+    "category",
+    "event",
+    "tree_node",
+    "concept_node",
     "community",
 ]
 

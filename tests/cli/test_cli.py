@@ -12,12 +12,16 @@ import pytest
 DATA = Path(__file__).parent.parent / "data"
 
 
-def run(env: dict[str, str], *args: str, ok: bool = True, stdin: str | None = None) -> (
-    subprocess.CompletedProcess[str]
-):
+def run(
+    env: dict[str, str], *args: str, ok: bool = True, stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
     proc = subprocess.run(
-        [sys.executable, "-m", "memstrata", *args], capture_output=True, text=True, env=env,
-        input=stdin, timeout=300,
+        [sys.executable, "-m", "memstrata", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        input=stdin,
+        timeout=300,
     )
     if ok:
         assert proc.returncode == 0, proc.stderr + proc.stdout
@@ -30,18 +34,35 @@ def write_jsonl(path: Path, rows: list[dict[str, object]]) -> Path:
 
 
 ROWS = [
-    {"id": "1", "text": "I planted basil and mint on the balcony.", "speaker": "Ana",
-     "at": "2024-04-01T10:00:00", "session": "s1"},
-    {"id": "2", "text": "My brother is learning to fly small planes.", "speaker": "Ben",
-     "at": "2024-04-01T10:01:00", "session": "s1", "metadata": {"mood": "proud"}},
-    {"id": "3", "text": "We adopted a tabby cat called Biscuit.", "speaker": "Ana",
-     "at": "2024-04-02T09:00:00", "session": "s2"},
+    {
+        "id": "1",
+        "text": "I planted basil and mint on the balcony.",
+        "speaker": "Ana",
+        "at": "2024-04-01T10:00:00",
+        "session": "s1",
+    },
+    {
+        "id": "2",
+        "text": "My brother is learning to fly small planes.",
+        "speaker": "Ben",
+        "at": "2024-04-01T10:01:00",
+        "session": "s1",
+        "metadata": {"mood": "proud"},
+    },
+    {
+        "id": "3",
+        "text": "We adopted a tabby cat called Biscuit.",
+        "speaker": "Ana",
+        "at": "2024-04-02T09:00:00",
+        "session": "s2",
+    },
 ]
 
 
 @pytest.mark.slow
-def test_import_search_stats_delete_roundtrip(tmp_path: Path, subprocess_env: dict[str, str]
-                                              ) -> None:
+def test_import_search_stats_delete_roundtrip(
+    tmp_path: Path, subprocess_env: dict[str, str]
+) -> None:
     db = str(tmp_path / "m.db")
     src = write_jsonl(tmp_path / "in.jsonl", ROWS)
     first = run(subprocess_env, "import", str(src), "--db", db, "--namespace", "home")
@@ -49,12 +70,26 @@ def test_import_search_stats_delete_roundtrip(tmp_path: Path, subprocess_env: di
     again = run(subprocess_env, "import", str(src), "--db", db, "--namespace", "home")
     assert "imported 0 new episode(s), 3 already present" in again.stdout
 
-    queries = write_jsonl(tmp_path / "q.jsonl", [
-        {"id": "pet", "query": "what is the cat called?"},
-        {"id": "fly", "query": "who is learning to fly", "namespace": "home"},
-    ])
-    res = run(subprocess_env, "search", "--db", db, "--namespace", "home", "--k", "2",
-              "--queries", str(queries), "--json")
+    queries = write_jsonl(
+        tmp_path / "q.jsonl",
+        [
+            {"id": "pet", "query": "what is the cat called?"},
+            {"id": "fly", "query": "who is learning to fly", "namespace": "home"},
+        ],
+    )
+    res = run(
+        subprocess_env,
+        "search",
+        "--db",
+        db,
+        "--namespace",
+        "home",
+        "--k",
+        "2",
+        "--queries",
+        str(queries),
+        "--json",
+    )
     lines = [json.loads(line) for line in res.stdout.splitlines()]
     assert [line["id"] for line in lines] == ["pet", "fly"]
     assert lines[0]["hits"][0]["sources"] == ["3"]
@@ -67,7 +102,10 @@ def test_import_search_stats_delete_roundtrip(tmp_path: Path, subprocess_env: di
 
     stats = json.loads(run(subprocess_env, "stats", "--db", db, "--json").stdout)
     assert stats["namespaces"][0] == {
-        "namespace": "home", "episodes": 3, "records": {}, "embedded": 3,
+        "namespace": "home",
+        "episodes": 3,
+        "records": {},
+        "embedded": 3,
     }
 
     deleted = run(subprocess_env, "delete", "--db", db, "-n", "home", "--id", "2", "--yes")
@@ -105,8 +143,10 @@ def test_bad_jsonl_lines_are_reported_and_good_ones_kept(
 
 def test_config_masks_secrets(tmp_path: Path, subprocess_env: dict[str, str]) -> None:
     toml = tmp_path / "m.toml"
-    toml.write_text('store = "x.db"\n[llm]\nkind = "openai"\nbase_url = "http://127.0.0.1:9/v1"\n'
-                    'model = "m"\napi_key = "sk-very-secret"\n')
+    toml.write_text(
+        'store = "x.db"\n[llm]\nkind = "openai"\nbase_url = "http://127.0.0.1:9/v1"\n'
+        'model = "m"\napi_key = "sk-very-secret"\n'
+    )
     env = dict(subprocess_env, MEMSTRATA_BUDGETS__EPISODES="7")
     proc = run(env, "config", "--config", str(toml))
     data = json.loads(proc.stdout)

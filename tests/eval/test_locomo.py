@@ -22,7 +22,10 @@ def test_load_turns_sessions_dates_and_captions() -> None:
 def test_evidence_cleaning() -> None:
     known = {"D1:1", "D1:2", "D3:7", "D30:5"}
     assert locomo.clean_evidence(["D:1:1", "D30:05", "D3:7,D1:2", "D9:9", "D1:1"], known) == [
-        "D1:1", "D30:5", "D3:7", "D1:2",
+        "D1:1",
+        "D30:5",
+        "D3:7",
+        "D1:2",
     ]
     convs = locomo.load(DATA)
     assert convs[0].questions[2].evidence == ["D1:3", "D1:1"]

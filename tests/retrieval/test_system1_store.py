@@ -11,20 +11,55 @@ from memstrata.memory import Memory
 from memstrata.store import SearchFilters
 
 TURNS = [
-    {"id": "a1", "text": "Hi Nora, how was your weekend?", "speaker": "Felix", "session": "s1",
-     "occurred_at": datetime(2023, 5, 6, 10, 0)},
-    {"id": "a2", "text": "Great, I went kayaking on the river with my cousin.", "speaker": "Nora",
-     "session": "s1", "occurred_at": datetime(2023, 5, 6, 10, 1)},
-    {"id": "a3", "text": "I went kayaking too, a cold lake trip in March.", "speaker": "Felix",
-     "session": "s1", "occurred_at": datetime(2023, 5, 6, 10, 2)},
-    {"id": "b1", "text": "Guess what I finally bought?", "speaker": "Nora", "session": "s2",
-     "occurred_at": datetime(2024, 2, 1, 9, 0)},
-    {"id": "b2", "text": "An electric piano! I practise scales every evening.", "speaker": "Nora",
-     "session": "s2", "occurred_at": datetime(2024, 2, 1, 9, 1)},
-    {"id": "b3", "text": "Nora, that's wonderful news.", "speaker": "Felix", "session": "s2",
-     "occurred_at": datetime(2024, 2, 1, 9, 2)},
-    {"id": "c1", "text": "Our team shipped the new billing service.", "speaker": "Felix",
-     "session": "s3", "occurred_at": datetime(2024, 7, 9, 15, 0)},
+    {
+        "id": "a1",
+        "text": "Hi Nora, how was your weekend?",
+        "speaker": "Felix",
+        "session": "s1",
+        "occurred_at": datetime(2023, 5, 6, 10, 0),
+    },
+    {
+        "id": "a2",
+        "text": "Great, I went kayaking on the river with my cousin.",
+        "speaker": "Nora",
+        "session": "s1",
+        "occurred_at": datetime(2023, 5, 6, 10, 1),
+    },
+    {
+        "id": "a3",
+        "text": "I went kayaking too, a cold lake trip in March.",
+        "speaker": "Felix",
+        "session": "s1",
+        "occurred_at": datetime(2023, 5, 6, 10, 2),
+    },
+    {
+        "id": "b1",
+        "text": "Guess what I finally bought?",
+        "speaker": "Nora",
+        "session": "s2",
+        "occurred_at": datetime(2024, 2, 1, 9, 0),
+    },
+    {
+        "id": "b2",
+        "text": "An electric piano! I practise scales every evening.",
+        "speaker": "Nora",
+        "session": "s2",
+        "occurred_at": datetime(2024, 2, 1, 9, 1),
+    },
+    {
+        "id": "b3",
+        "text": "Nora, that's wonderful news.",
+        "speaker": "Felix",
+        "session": "s2",
+        "occurred_at": datetime(2024, 2, 1, 9, 2),
+    },
+    {
+        "id": "c1",
+        "text": "Our team shipped the new billing service.",
+        "speaker": "Felix",
+        "session": "s3",
+        "occurred_at": datetime(2024, 7, 9, 15, 0),
+    },
 ]
 
 

@@ -15,7 +15,10 @@ def test_rrf_sums_reciprocal_ranks() -> None:
 
 def test_content_terms_drop_stopwords_and_possessives() -> None:
     assert content_terms("What did Caroline's dog eat at the park?") == [
-        "caroline", "dog", "eat", "park",
+        "caroline",
+        "dog",
+        "eat",
+        "park",
     ]
     assert content_terms("the of and") == []
 

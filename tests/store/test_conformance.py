@@ -93,7 +93,8 @@ def add_embedded(store: Store, embedder, namespace: str, eps: list[PreparedEpiso
     """Write real MiniLM vectors for the episodes, then the episodes (as Memory does)."""
     texts = [documents.embed_text(e.text, e.speaker, e.metadata) for e in eps]
     vecs = embedder.embed(texts)
-    store.put_embeddings(embedder.model_id, [(e.embed_hash, v) for e, v in zip(eps, vecs)])
+    pairs = [(e.embed_hash, v) for e, v in zip(eps, vecs, strict=True)]
+    store.put_embeddings(embedder.model_id, pairs)
     return store.add_episodes(namespace, eps)
 
 
@@ -130,10 +131,18 @@ def test_add_and_get_roundtrip_keeps_every_field(store: Store) -> None:
     tz = timezone(timedelta(hours=2))
     eps = [
         prep(
-            "e1", "Ana moved to Lisbon 🏙 in 2021.", speaker="Ana", role="user", session="s1",
+            "e1",
+            "Ana moved to Lisbon 🏙 in 2021.",
+            speaker="Ana",
+            role="user",
+            session="s1",
             occurred_at=datetime(2023, 5, 1, 14, 30, tzinfo=tz),
-            metadata={"image_caption": "a tram", "n": 3, "nested": {"ok": [1, 2.5, None]},
-                      "ünï": "cödé"},
+            metadata={
+                "image_caption": "a tram",
+                "n": 3,
+                "nested": {"ok": [1, 2.5, None]},
+                "ünï": "cödé",
+            },
         ),
         prep("e2", "No context at all."),
         prep("e3", "Naive time.", occurred_at=datetime(2020, 1, 2, 3, 4, 5)),
@@ -150,7 +159,11 @@ def test_add_and_get_roundtrip_keeps_every_field(store: Store) -> None:
     assert e1.occurred_at.utcoffset() == timedelta(hours=2)
     assert e1.metadata == eps[0].metadata
     assert (e2.speaker, e2.role, e2.session, e2.occurred_at, e2.metadata) == (
-        None, None, None, None, {},
+        None,
+        None,
+        None,
+        None,
+        {},
     )
     assert e3.occurred_at == datetime(2020, 1, 2, 3, 4, 5)
     assert [e.seq for e in (e1, e2, e3)] == [1, 2, 3]
@@ -249,7 +262,8 @@ def test_bm25_respects_filters(store: Store) -> None:
     assert ids(SearchFilters(since=T0 + timedelta(days=4))) == {"bread", "chess"}
     assert ids(SearchFilters(until=T0 + timedelta(days=1))) == {"volcano", "piano"}
     assert ids(SearchFilters(since=T0 + timedelta(days=1), until=T0 + timedelta(days=2))) == {
-        "piano", "garden",
+        "piano",
+        "garden",
     }
     # a naive bound is read as UTC, an aware one in its own zone
     assert ids(SearchFilters(since=datetime(2023, 5, 6, 12, 0))) == {"chess"}
@@ -269,7 +283,9 @@ def test_dense_ranks_the_right_episode_first_with_real_vectors(store: Store, emb
     assert scores == sorted(scores, reverse=True)
     assert all(-1.0001 <= s <= 1.0001 for s in scores)
     # the exact embedded text scores ~1 (vectors are stored as float16)
-    exact = dense(store, embedder, "ns", "cleo: The night train to Vienna was delayed by two hours.")
+    exact = dense(
+        store, embedder, "ns", "cleo: The night train to Vienna was delayed by two hours."
+    )
     assert exact[0][0] == keys["train"] and exact[0][1] > 0.999
     assert len(dense(store, embedder, "ns", "bread", limit=2)) == 2
     # several queries at once, one result list each, in order
@@ -290,7 +306,10 @@ def test_dense_respects_filters(store: Store, embedder) -> None:
     hits = dense(store, embedder, "ns", query, filters=SearchFilters(sessions=["s2", "s3"]))
     assert {k for k, _ in hits} == {keys[i] for i in ("garden", "train", "bread", "chess")}
     hits = dense(
-        store, embedder, "ns", query,
+        store,
+        embedder,
+        "ns",
+        query,
         filters=SearchFilters(since=T0 + timedelta(days=3), until=T0 + timedelta(days=3)),
     )
     assert [k for k, _ in hits] == [keys["train"]]
@@ -303,8 +322,9 @@ def test_dense_index_follows_adds_and_deletes(store: Store, embedder) -> None:
     first = dense(store, embedder, "ns", query)  # loads the index
     assert len(first) == len(CORPUS)
 
-    add_embedded(store, embedder, "ns", [prep("boat", "We sailed a small boat across the lake.",
-                                               embed=True)])
+    add_embedded(
+        store, embedder, "ns", [prep("boat", "We sailed a small boat across the lake.", embed=True)]
+    )
     boat_key = keys_of(store, "ns", ["boat"])["boat"]
     hits = dense(store, embedder, "ns", query)
     assert hits[0][0] == boat_key and len(hits) == len(CORPUS) + 1
@@ -329,8 +349,9 @@ def test_dense_index_after_delete_of_newest_then_add(store: Store, embedder) -> 
     add_embedded(store, embedder, "ns", corpus_eps())
     dense(store, embedder, "ns", "anything")  # loads the index
     store.delete_episodes("ns", ["chess"])  # the newest episode
-    add_embedded(store, embedder, "ns", [prep("boat", "We sailed a small boat across the lake.",
-                                               embed=True)])
+    add_embedded(
+        store, embedder, "ns", [prep("boat", "We sailed a small boat across the lake.", embed=True)]
+    )
     boat_key = keys_of(store, "ns", ["boat"])["boat"]
     hits = dense(store, embedder, "ns", "sailing a boat on a lake")
     assert hits[0][0] == boat_key
@@ -415,11 +436,18 @@ def test_session_neighbours(store: Store) -> None:
 
 
 def test_speakers_most_frequent_first(store: Store) -> None:
-    store.add_episodes("ns", [
-        prep("1", "x", speaker="bo"), prep("2", "y", speaker="al"), prep("3", "z", speaker="al"),
-        prep("4", "w"), prep("5", "v", speaker="al"), prep("6", "u", speaker="bo"),
-        prep("7", "t", speaker="cy"),
-    ])
+    store.add_episodes(
+        "ns",
+        [
+            prep("1", "x", speaker="bo"),
+            prep("2", "y", speaker="al"),
+            prep("3", "z", speaker="al"),
+            prep("4", "w"),
+            prep("5", "v", speaker="al"),
+            prep("6", "u", speaker="bo"),
+            prep("7", "t", speaker="cy"),
+        ],
+    )
     store.add_episodes("other", [prep("1", "q", speaker="zed")])
     assert store.speakers("ns") == ["al", "bo", "cy"]
     assert store.speakers("other") == ["zed"]
@@ -471,28 +499,60 @@ def one_of_each_kind(ns: str) -> list[Derived]:
     def src(*eps: str) -> list[Span]:
         return [Span(episode=e, start=i, end=i + 5) for i, e in enumerate(eps)]
 
-    ana = Entity(namespace=ns, name="Ana", summary="a painter", tags=["person"],
-                 entity_type="person", sources=src("e1"))
+    ana = Entity(
+        namespace=ns,
+        name="Ana",
+        summary="a painter",
+        tags=["person"],
+        entity_type="person",
+        sources=src("e1"),
+    )
     lisbon = Entity(namespace=ns, name="Lisbon", sources=src("e1", "e2"))
     node_a = ConceptNode(namespace=ns, label="painting", description="art", sources=src("e2"))
     node_b = ConceptNode(namespace=ns, label="city", sources=src("e1"))
     root = TreeNode(namespace=ns, depth=0, content="root", sources=src("e1"))
     return [
-        ana, lisbon, node_a, node_b, root,
-        Fact(namespace=ns, subject_id=ana.id, object_id=lisbon.id, relation="lives_in",
-             fact="Ana lives in Lisbon", valid_at=datetime(2021, 3, 1, tzinfo=UTC),
-             sources=src("e1", "e2")),
-        Thesis(namespace=ns, text="Ana paints Lisbon", entity_ids=[ana.id, lisbon.id],
-               sources=src("e2")),
-        Category(namespace=ns, name="people", layer=1, tags=["t"], child_ids=[ana.id],
-                 sources=src("e1")),
-        Event(namespace=ns, summary="Ana moved", facts=["moved"], turn_ids=["e1", "e2"],
-              sources=src("e1", "e2")),
+        ana,
+        lisbon,
+        node_a,
+        node_b,
+        root,
+        Fact(
+            namespace=ns,
+            subject_id=ana.id,
+            object_id=lisbon.id,
+            relation="lives_in",
+            fact="Ana lives in Lisbon",
+            valid_at=datetime(2021, 3, 1, tzinfo=UTC),
+            sources=src("e1", "e2"),
+        ),
+        Thesis(
+            namespace=ns,
+            text="Ana paints Lisbon",
+            entity_ids=[ana.id, lisbon.id],
+            sources=src("e2"),
+        ),
+        Category(
+            namespace=ns, name="people", layer=1, tags=["t"], child_ids=[ana.id], sources=src("e1")
+        ),
+        Event(
+            namespace=ns,
+            summary="Ana moved",
+            facts=["moved"],
+            turn_ids=["e1", "e2"],
+            sources=src("e1", "e2"),
+        ),
         TreeNode(namespace=ns, parent_id=root.id, depth=1, content="leaf", sources=src("e2")),
-        ConceptEdge(namespace=ns, source_id=node_a.id, target_id=node_b.id, relation="in",
-                    sources=src("e2")),
-        Community(namespace=ns, level=1, member_ids=[node_a.id, node_b.id], report="art",
-                  sources=src("e1")),
+        ConceptEdge(
+            namespace=ns, source_id=node_a.id, target_id=node_b.id, relation="in", sources=src("e2")
+        ),
+        Community(
+            namespace=ns,
+            level=1,
+            member_ids=[node_a.id, node_b.id],
+            report="art",
+            sources=src("e1"),
+        ),
     ]
 
 
@@ -512,8 +572,15 @@ def test_records_of_every_kind_roundtrip_with_provenance(store: Store) -> None:
     assert store.get_records("ns", "entity", []) == []
     assert store.get_records("other", "entity") == []
     assert store.stats("ns")[0].records == {
-        "entity": 2, "fact": 1, "thesis": 1, "category": 1, "event": 1, "tree_node": 2,
-        "concept_node": 2, "concept_edge": 1, "community": 1,
+        "entity": 2,
+        "fact": 1,
+        "thesis": 1,
+        "category": 1,
+        "event": 1,
+        "tree_node": 2,
+        "concept_node": 2,
+        "concept_edge": 1,
+        "community": 1,
     }
     with pytest.raises(StoreError, match="unknown record kind"):
         store.get_records("ns", "bogus")
@@ -523,8 +590,9 @@ def test_put_records_replaces_by_id(store: Store) -> None:
     store.add_episodes("ns", [prep("e1", "Ana lives in Lisbon."), prep("e2", "Porto now.")])
     ent = Entity(namespace="ns", name="Ana", sources=[Span(episode="e1", start=0, end=3)])
     store.put_records("ns", [ent])
-    changed = ent.model_copy(update={"summary": "moved", "sources": [
-        Span(episode="e2", start=0, end=5)]})
+    changed = ent.model_copy(
+        update={"summary": "moved", "sources": [Span(episode="e2", start=0, end=5)]}
+    )
     store.put_records("ns", [changed])
     (got,) = store.get_records("ns", "entity")
     assert got.summary == "moved" and got.sources == [Span(episode="e2", start=0, end=5)]
@@ -567,16 +635,24 @@ def test_put_records_batch_order_does_not_matter(store: Store) -> None:
 )
 def test_put_records_with_unknown_category_child_raises_store_error(store: Store) -> None:
     with pytest.raises(StoreError, match="no-such-record"):
-        store.put_records("ns", [Category(namespace="ns", name="c", layer=1,
-                                          child_ids=["no-such-record"])])
+        store.put_records(
+            "ns", [Category(namespace="ns", name="c", layer=1, child_ids=["no-such-record"])]
+        )
 
 
 def test_delete_episodes_cascades_along_provenance(store: Store) -> None:
-    store.add_episodes("ns", [prep("e1", "Ana lives in Lisbon."), prep("e2", "She paints."),
-                              prep("e3", "Unrelated.")])
+    store.add_episodes(
+        "ns",
+        [prep("e1", "Ana lives in Lisbon."), prep("e2", "She paints."), prep("e3", "Unrelated.")],
+    )
     only_e1 = Entity(namespace="ns", name="Ana", sources=[Span(episode="e1", start=0, end=3)])
-    both = Fact(namespace="ns", subject_id=only_e1.id, object_id="x", fact="f", sources=[
-        Span(episode="e1", start=0, end=20), Span(episode="e2", start=0, end=11)])
+    both = Fact(
+        namespace="ns",
+        subject_id=only_e1.id,
+        object_id="x",
+        fact="f",
+        sources=[Span(episode="e1", start=0, end=20), Span(episode="e2", start=0, end=11)],
+    )
     sourceless = Thesis(namespace="ns", text="free-standing")
     store.put_records("ns", [only_e1, both, sourceless])
 
@@ -598,8 +674,10 @@ def test_delete_episodes_cascades_along_provenance(store: Store) -> None:
 def test_delete_namespace_removes_everything(store: Store, embedder) -> None:
     add_embedded(store, embedder, "gone", corpus_eps())
     add_embedded(store, embedder, "kept", [prep("volcano", "Kept volcano note.", embed=True)])
-    store.put_records("gone", [
-        Entity(namespace="gone", name="Ana", sources=[Span(episode="volcano", start=0, end=3)])])
+    store.put_records(
+        "gone",
+        [Entity(namespace="gone", name="Ana", sources=[Span(episode="volcano", start=0, end=3)])],
+    )
     dense(store, embedder, "gone", "volcano")  # load its index
 
     assert store.delete_namespace("gone") == len(CORPUS)
@@ -613,19 +691,38 @@ def test_delete_namespace_removes_everything(store: Store, embedder) -> None:
     assert store.delete_namespace("gone") == 0
     # the other namespace is untouched, and the name can be used again from scratch
     assert [k for k, _ in store.bm25_episodes("kept", ["volcano"], 5)] == list(
-        keys_of(store, "kept", ["volcano"]).values())
+        keys_of(store, "kept", ["volcano"]).values()
+    )
     store.add_episodes("gone", [prep("new", "fresh start")])
     assert store.get_episodes("gone", ["new"])[0].seq == 1
     assert store.bm25_episodes("gone", ["volcano"], 5) == []
 
 
 # accounting, stats, schema --------------------------------------------------------------
-def llm_call(stage: str, *, ns: str | None, ok: bool = True, cached: bool = False,
-             p: int = 10, c: int = 5, ms: float = 100.0) -> LLMCallRecord:
+def llm_call(
+    stage: str,
+    *,
+    ns: str | None,
+    ok: bool = True,
+    cached: bool = False,
+    p: int = 10,
+    c: int = 5,
+    ms: float = 100.0,
+) -> LLMCallRecord:
     return LLMCallRecord(
-        stage=stage, backend="openai", model="m", prompt_tokens=p, completion_tokens=c,
-        latency_ms=ms, cached=cached, ok=ok, error=None if ok else "boom", attempts=1 if ok else 3,
-        request_hash="h", created_at=datetime.now(UTC), namespace=ns,
+        stage=stage,
+        backend="openai",
+        model="m",
+        prompt_tokens=p,
+        completion_tokens=c,
+        latency_ms=ms,
+        cached=cached,
+        ok=ok,
+        error=None if ok else "boom",
+        attempts=1 if ok else 3,
+        request_hash="h",
+        created_at=datetime.now(UTC),
+        namespace=ns,
     )
 
 
@@ -639,7 +736,11 @@ def test_llm_usage_per_stage(store: Store) -> None:
     usage = store.llm_usage()
     assert set(usage) == {"extract", "summarise", "answer"}
     assert usage["extract"] == {
-        "calls": 3, "failures": 1, "cached": 1, "prompt_tokens": 157, "completion_tokens": 23,
+        "calls": 3,
+        "failures": 1,
+        "cached": 1,
+        "prompt_tokens": 157,
+        "completion_tokens": 23,
         "latency_ms": 260.8,
     }
     a = store.llm_usage("a")

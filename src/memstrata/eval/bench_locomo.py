@@ -77,7 +77,7 @@ async def run(
         "systems": {},
     }
     for system in systems:
-        rows = []
+        rows: list[tuple[int, list[str], list[str]]] = []
         t1 = time.perf_counter()
         for conv in conversations:
             ranked = await ranked_sources(memory, system, conv, max(ks))
@@ -99,14 +99,20 @@ def markdown(report: dict[str, Any]) -> str:
         f"{report['questions']} questions); K counts distinct source turns.",
         "",
     ]
-    header = "| system | group | n | " + " | ".join(f"R@{k}" for k in ks) + " | " + " | ".join(
-        f"P@{k}" for k in ks
-    ) + " |"
+    header = (
+        "| system | group | n | "
+        + " | ".join(f"R@{k}" for k in ks)
+        + " | "
+        + " | ".join(f"P@{k}" for k in ks)
+        + " |"
+    )
     lines += [header, "|" + "---|" * (3 + 2 * len(ks))]
     for system, entry in report["systems"].items():
         for group, m in entry["metrics"].items():
-            name = "overall (1-4)" if group == "overall" else (
-                f"{group} {locomo.CATEGORY_NAMES.get(int(group), '')}"
+            name = (
+                "overall (1-4)"
+                if group == "overall"
+                else (f"{group} {locomo.CATEGORY_NAMES.get(int(group), '')}")
             )
             lines.append(
                 f"| {system} | {name} | {int(m['n'])} | "

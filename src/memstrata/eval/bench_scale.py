@@ -28,25 +28,219 @@ from typing import Any
 from memstrata.memory import AsyncMemory
 from memstrata.retrieval.text import content_terms
 
-NAMES = ("Ana Ben Chloe Dev Elif Farid Grace Hiro Ines Jonas Kemi Luca Maya Nadia Omar Priya "
-         "Quinn Rosa Sami Tomas Uma Viktor Wen Ximena Yusuf Zoe").split()
-VERBS = ("visited cooked painted repaired booked cancelled finished started planned adopted "
-         "bought sold borrowed lost found organised joined left hosted practised learned taught "
-         "wrote read watched recorded photographed cleaned built designed ordered delivered").split()
-OBJECTS = ("bicycle garden kitchen guitar novel podcast marathon conference workshop recipe "
-           "apartment puppy kitten laptop camera telescope sculpture mural festival concert "
-           "exhibition startup budget invoice contract roadmap dashboard pipeline database "
-           "server migration wedding birthday picnic barbecue hike trip flight ticket museum "
-           "library lecture thesis exam interview promotion holiday vineyard orchard boat "
-           "piano violin drum choir theatre football tennis chess poem letter diary quilt "
-           "pottery candle bakery cafe market").split()
-PLACES = ("Lisbon Porto Berlin Kyoto Lagos Lima Oslo Prague Seattle Toronto Nairobi Hanoi "
-          "Dublin Boston Denver Madrid Vienna Sydney Cairo Quito the park the office the lake "
-          "the mountains the coast the village downtown the suburbs").split()
-ADJS = ("wonderful stressful exciting quiet chaotic relaxing expensive cheap huge tiny "
-        "surprising boring colourful rainy sunny cold warm noisy peaceful busy").split()
-TIMES = ("yesterday last week this morning on Sunday last month two days ago over the weekend "
-         "last night in spring in autumn").split(" ")
+NAMES = [
+    "Ana",
+    "Ben",
+    "Chloe",
+    "Dev",
+    "Elif",
+    "Farid",
+    "Grace",
+    "Hiro",
+    "Ines",
+    "Jonas",
+    "Kemi",
+    "Luca",
+    "Maya",
+    "Nadia",
+    "Omar",
+    "Priya",
+    "Quinn",
+    "Rosa",
+    "Sami",
+    "Tomas",
+    "Uma",
+    "Viktor",
+    "Wen",
+    "Ximena",
+    "Yusuf",
+    "Zoe",
+]
+VERBS = [
+    "visited",
+    "cooked",
+    "painted",
+    "repaired",
+    "booked",
+    "cancelled",
+    "finished",
+    "started",
+    "planned",
+    "adopted",
+    "bought",
+    "sold",
+    "borrowed",
+    "lost",
+    "found",
+    "organised",
+    "joined",
+    "left",
+    "hosted",
+    "practised",
+    "learned",
+    "taught",
+    "wrote",
+    "read",
+    "watched",
+    "recorded",
+    "photographed",
+    "cleaned",
+    "built",
+    "designed",
+    "ordered",
+    "delivered",
+]
+OBJECTS = [
+    "bicycle",
+    "garden",
+    "kitchen",
+    "guitar",
+    "novel",
+    "podcast",
+    "marathon",
+    "conference",
+    "workshop",
+    "recipe",
+    "apartment",
+    "puppy",
+    "kitten",
+    "laptop",
+    "camera",
+    "telescope",
+    "sculpture",
+    "mural",
+    "festival",
+    "concert",
+    "exhibition",
+    "startup",
+    "budget",
+    "invoice",
+    "contract",
+    "roadmap",
+    "dashboard",
+    "pipeline",
+    "database",
+    "server",
+    "migration",
+    "wedding",
+    "birthday",
+    "picnic",
+    "barbecue",
+    "hike",
+    "trip",
+    "flight",
+    "ticket",
+    "museum",
+    "library",
+    "lecture",
+    "thesis",
+    "exam",
+    "interview",
+    "promotion",
+    "holiday",
+    "vineyard",
+    "orchard",
+    "boat",
+    "piano",
+    "violin",
+    "drum",
+    "choir",
+    "theatre",
+    "football",
+    "tennis",
+    "chess",
+    "poem",
+    "letter",
+    "diary",
+    "quilt",
+    "pottery",
+    "candle",
+    "bakery",
+    "cafe",
+    "market",
+]
+PLACES = [
+    "Lisbon",
+    "Porto",
+    "Berlin",
+    "Kyoto",
+    "Lagos",
+    "Lima",
+    "Oslo",
+    "Prague",
+    "Seattle",
+    "Toronto",
+    "Nairobi",
+    "Hanoi",
+    "Dublin",
+    "Boston",
+    "Denver",
+    "Madrid",
+    "Vienna",
+    "Sydney",
+    "Cairo",
+    "Quito",
+    "the",
+    "park",
+    "the",
+    "office",
+    "the",
+    "lake",
+    "the",
+    "mountains",
+    "the",
+    "coast",
+    "the",
+    "village",
+    "downtown",
+    "the",
+    "suburbs",
+]
+ADJS = [
+    "wonderful",
+    "stressful",
+    "exciting",
+    "quiet",
+    "chaotic",
+    "relaxing",
+    "expensive",
+    "cheap",
+    "huge",
+    "tiny",
+    "surprising",
+    "boring",
+    "colourful",
+    "rainy",
+    "sunny",
+    "cold",
+    "warm",
+    "noisy",
+    "peaceful",
+    "busy",
+]
+TIMES = [
+    "yesterday",
+    "last",
+    "week",
+    "this",
+    "morning",
+    "on",
+    "Sunday",
+    "last",
+    "month",
+    "two",
+    "days",
+    "ago",
+    "over",
+    "the",
+    "weekend",
+    "last",
+    "night",
+    "in",
+    "spring",
+    "in",
+    "autumn",
+]
 TEMPLATES = (
     "I {verb} the {obj} in {place} {time}, it was {adj} and {name} came along.",
     "{name} and I {verb} a {obj} {time}; honestly it felt {adj}.",
@@ -64,14 +258,22 @@ def synthetic_turns(n: int, seed: int = 7) -> list[dict[str, Any]]:
     for i in range(n):
         tpl = rng.choice(TEMPLATES)
         text = tpl.format(
-            verb=rng.choice(VERBS), obj=rng.choice(OBJECTS), obj2=rng.choice(OBJECTS),
-            place=rng.choice(PLACES), time=rng.choice(TIMES), adj=rng.choice(ADJS),
+            verb=rng.choice(VERBS),
+            obj=rng.choice(OBJECTS),
+            obj2=rng.choice(OBJECTS),
+            place=rng.choice(PLACES),
+            time=rng.choice(TIMES),
+            adj=rng.choice(ADJS),
             name=rng.choice(NAMES),
         )
         if rng.random() < 0.5:
             text += " " + rng.choice(TEMPLATES).format(
-                verb=rng.choice(VERBS), obj=rng.choice(OBJECTS), obj2=rng.choice(OBJECTS),
-                place=rng.choice(PLACES), time=rng.choice(TIMES), adj=rng.choice(ADJS),
+                verb=rng.choice(VERBS),
+                obj=rng.choice(OBJECTS),
+                obj2=rng.choice(OBJECTS),
+                place=rng.choice(PLACES),
+                time=rng.choice(TIMES),
+                adj=rng.choice(ADJS),
                 name=rng.choice(NAMES),
             )
         turns.append(
@@ -96,8 +298,11 @@ def synthetic_queries(n: int, seed: int = 11) -> list[str]:
     )
     return [
         rng.choice(forms).format(
-            name=rng.choice(NAMES), place=rng.choice(PLACES), obj=rng.choice(OBJECTS),
-            verb=rng.choice(VERBS), adj=rng.choice(ADJS),
+            name=rng.choice(NAMES),
+            place=rng.choice(PLACES),
+            obj=rng.choice(OBJECTS),
+            verb=rng.choice(VERBS),
+            adj=rng.choice(ADJS),
         )
         for _ in range(n)
     ]
@@ -137,8 +342,7 @@ async def _run(
             for start in range(0, len(queries), 32):
                 group = queries[start : start + 32]
                 t = time.perf_counter()
-                await memory.search_many(group, namespace=ns, k=10, recipe=recipe,
-                                         max_tokens=None)
+                await memory.search_many(group, namespace=ns, k=10, recipe=recipe, max_tokens=None)
                 per = 1000 * (time.perf_counter() - t) / len(group)
                 batched.extend([per] * len(group))
             timings[recipe] = {

@@ -17,8 +17,13 @@ from typing import Any
 
 from memstrata.errors import InvalidInputError
 
-CATEGORY_NAMES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop",
-                  5: "adversarial"}
+CATEGORY_NAMES = {
+    1: "multi-hop",
+    2: "temporal",
+    3: "open-domain",
+    4: "single-hop",
+    5: "adversarial",
+}
 _SESSION = re.compile(r"^session_(\d+)$")
 _EVIDENCE = re.compile(r"D\s*:?\s*(\d+)\s*:\s*(\d+)", re.IGNORECASE)
 
@@ -80,9 +85,7 @@ def _conversation(sample: dict[str, Any], index: int) -> Conversation:
     except KeyError as exc:
         raise InvalidInputError(f"LoCoMo sample {index} has no {exc}") from exc
     turns: list[dict[str, Any]] = []
-    sessions = sorted(
-        (int(m.group(1)), key) for key in conv if (m := _SESSION.match(key))
-    )
+    sessions = sorted((int(m.group(1)), key) for key in conv if (m := _SESSION.match(key)))
     for number, key in sessions:
         when = parse_session_time(str(conv.get(f"{key}_date_time", "")))
         for turn in conv[key] or []:

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from tokenizers import Tokenizer
+
 from memstrata.models import Hit
 
 
 @lru_cache(maxsize=1)
-def _tokenizer():  # type: ignore[no-untyped-def]
+def _tokenizer() -> Tokenizer:
     from memstrata.embed.minilm import load_tokenizer
 
     return load_tokenizer(max_tokens=1_000_000)
@@ -33,9 +35,13 @@ def fit_to_budget(hits: list[Hit], max_tokens: int | None) -> tuple[list[Hit], s
     kept: list[Hit] = []
     lines: list[str] = []
     used = 0
-    for hit in hits:
-        line = render_hit(hit)
-        cost = count_tokens(line) + 1
+    rendered = [render_hit(h) for h in hits]
+    costs = (
+        [len(e.ids) + 1 for e in _tokenizer().encode_batch(rendered, add_special_tokens=False)]
+        if rendered
+        else []
+    )
+    for hit, line, cost in zip(hits, rendered, costs, strict=True):
         if max_tokens is not None and used + cost > max_tokens:
             if not kept:  # one hit always fits, cut to the budget, so a context is never empty
                 line = _truncate(line, max_tokens)

@@ -24,7 +24,7 @@ from memstrata.models import Episode, Hit
 from memstrata.retrieval import documents
 from memstrata.retrieval.fusion import rrf
 from memstrata.retrieval.text import content_terms, words
-from memstrata.store.base import SearchFilters, Store
+from memstrata.store.base import EpisodeMeta, SearchFilters, Store
 
 
 @dataclass(frozen=True)
@@ -54,8 +54,20 @@ class QueryPlan:
 MONTHS = {
     m: i + 1
     for i, m in enumerate(
-        "january february march april may june july august september october november december"
-        .split()
+        [
+            "january",
+            "february",
+            "march",
+            "april",
+            "may",
+            "june",
+            "july",
+            "august",
+            "september",
+            "october",
+            "november",
+            "december",
+        ]
     )
 }
 _YEAR = re.compile(r"\b(19\d\d|20\d\d)\b")
@@ -151,37 +163,44 @@ class EpisodeRoute:
                     if key not in scores:
                         scores[key] = 0.0
                         routes[key].append(f"context:{src}")
-        episodes = self.store.episodes_by_key(list(scores))
+        meta = self.store.episode_meta(list(scores))
         if filters is not None and not filters.is_empty():
-            episodes = {key: ep for key, ep in episodes.items() if _passes(ep, filters)}
-        base = {key: scores[key] for key in episodes}
+            meta = {key: m for key, m in meta.items() if _passes(m, filters)}
+        base = {key: scores[key] for key in meta}
         final = dict(base)
         if p.neighbour_weight:
-            by_session: dict[tuple[str, str], list[Episode]] = defaultdict(list)
-            for ep in episodes.values():
-                if ep.session is not None:
-                    by_session[(ep.namespace, ep.session)].append(ep)
+            by_session: dict[str, list[EpisodeMeta]] = defaultdict(list)
+            for m in meta.values():
+                if m.session is not None:
+                    by_session[m.session].append(m)
             for group in by_session.values():
-                group.sort(key=lambda e: e.seq)
-                for i, ep in enumerate(group):
+                group.sort(key=lambda m: m.seq)
+                w = p.neighbour_window
+                for i, m in enumerate(group):
                     near = [
                         base[g.key]
-                        for g in group[max(0, i - p.neighbour_window) : i + p.neighbour_window + 1]
-                        if g.key != ep.key and abs(g.seq - ep.seq) <= p.neighbour_window
+                        for g in group[max(0, i - w) : i + w + 1]
+                        if g.key != m.key and abs(g.seq - m.seq) <= w
                     ]
                     if near:
-                        final[ep.key] += p.neighbour_weight * max(near)
-        for key, ep in episodes.items():
+                        final[m.key] += p.neighbour_weight * max(near)
+        for key, m in meta.items():
             factor = 1.0
-            if p.speaker_boost and plan.speakers and ep.speaker in plan.speakers:
+            if p.speaker_boost and plan.speakers and m.speaker in plan.speakers:
                 factor += p.speaker_boost
-            if p.date_boost and plan.period and ep.occurred_at is not None:
-                ts = _timestamp(ep.occurred_at)
-                if plan.period[0] <= ts < plan.period[1]:
-                    factor += p.date_boost
+            if (
+                p.date_boost
+                and plan.period
+                and m.occurred_ts is not None
+                and plan.period[0] <= m.occurred_ts < plan.period[1]
+            ):
+                factor += p.date_boost
             final[key] *= factor
         ranked = sorted(final, key=lambda key: -final[key])[:k]
-        return [self._hit(episodes[key], final[key], routes[key]) for key in ranked]
+        episodes = self.store.episodes_by_key(ranked)
+        return [
+            self._hit(episodes[key], final[key], routes[key]) for key in ranked if key in episodes
+        ]
 
     @staticmethod
     def _hit(ep: Episode, score: float, routes: list[str]) -> Hit:
@@ -203,17 +222,17 @@ def _timestamp(value: datetime) -> float:
     return value.timestamp()
 
 
-def _passes(ep: Episode, filters: SearchFilters) -> bool:
-    if filters.speakers and ep.speaker not in filters.speakers:
+def _passes(m: EpisodeMeta, filters: SearchFilters) -> bool:
+    """Candidates added as session context must obey the filters too."""
+    if filters.speakers and m.speaker not in filters.speakers:
         return False
-    if filters.sessions and ep.session not in filters.sessions:
+    if filters.sessions and m.session not in filters.sessions:
         return False
     if filters.since or filters.until:
-        if ep.occurred_at is None:
+        if m.occurred_ts is None:
             return False
-        ts = _timestamp(ep.occurred_at)
-        if filters.since and ts < _timestamp(filters.since):
+        if filters.since and m.occurred_ts < _timestamp(filters.since):
             return False
-        if filters.until and ts > _timestamp(filters.until):
+        if filters.until and m.occurred_ts > _timestamp(filters.until):
             return False
     return True

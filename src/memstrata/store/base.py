@@ -10,7 +10,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
@@ -54,6 +54,16 @@ class SearchFilters(BaseModel):
         return not (self.speakers or self.sessions or self.since or self.until)
 
 
+class EpisodeMeta(NamedTuple):
+    """The few columns ranking needs, without the text (cheap to fetch for many)."""
+
+    key: int
+    session: str | None
+    seq: int
+    speaker: str | None
+    occurred_ts: float | None
+
+
 class NamespaceStats(BaseModel):
     namespace: str
     episodes: int
@@ -95,6 +105,9 @@ class Store(ABC):
     def episodes_by_key(self, keys: Sequence[int]) -> dict[int, Episode]: ...
 
     @abstractmethod
+    def episode_meta(self, keys: Sequence[int]) -> dict[int, EpisodeMeta]: ...
+
+    @abstractmethod
     def iter_episodes(self, namespace: str, after_key: int = 0, limit: int = 1000) -> list[Episode]:
         """Episodes in insertion order, for builders and exports."""
 
@@ -113,12 +126,14 @@ class Store(ABC):
 
     # embeddings -------------------------------------------------------------------------
     @abstractmethod
-    def cached_embeddings(self, model: str, hashes: Sequence[bytes]) -> dict[bytes, NDArray[np.float32]]:
-        ...
+    def cached_embeddings(
+        self, model: str, hashes: Sequence[bytes]
+    ) -> dict[bytes, NDArray[np.float32]]: ...
 
     @abstractmethod
-    def put_embeddings(self, model: str, items: Sequence[tuple[bytes, NDArray[np.float32]]]) -> None:
-        ...
+    def put_embeddings(
+        self, model: str, items: Sequence[tuple[bytes, NDArray[np.float32]]]
+    ) -> None: ...
 
     # retrieval primitives ---------------------------------------------------------------
     @abstractmethod

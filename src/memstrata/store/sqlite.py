@@ -39,6 +39,7 @@ from memstrata.models import (
 )
 from memstrata.store.base import (
     AddReport,
+    EpisodeMeta,
     NamespaceStats,
     PreparedEpisode,
     ScoredKeys,
@@ -98,7 +99,9 @@ class SQLiteStore(Store):
         self._dirty_speakers = False
         try:
             self._conn = sqlite3.connect(
-                self.path, timeout=busy_timeout_ms / 1000, isolation_level=None,
+                self.path,
+                timeout=busy_timeout_ms / 1000,
+                isolation_level=None,
                 check_same_thread=False,
             )
             self._conn.execute(f"PRAGMA busy_timeout={busy_timeout_ms}")
@@ -208,9 +211,7 @@ class SQLiteStore(Store):
             ns_id = self._ns_id(namespace)
             if ns_id is None:
                 return 0
-            rows = conn.execute(
-                "SELECT id FROM episodes WHERE namespace_id=?", (ns_id,)
-            ).fetchall()
+            rows = conn.execute("SELECT id FROM episodes WHERE namespace_id=?", (ns_id,)).fetchall()
             for (key,) in rows:
                 conn.execute("DELETE FROM episodes_fts WHERE rowid=?", (key,))
             conn.execute("DELETE FROM namespaces WHERE id=?", (ns_id,))
@@ -236,10 +237,19 @@ class SQLiteStore(Store):
                     "role, occurred_at, occurred_ts, session, seq, metadata, content_hash, "
                     "embed_hash, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
                     (
-                        ns_id, ep.external_id, ep.text, ep.speaker, ep.role,
-                        _iso(ep.occurred_at), _ts(ep.occurred_at), ep.session, seq,
+                        ns_id,
+                        ep.external_id,
+                        ep.text,
+                        ep.speaker,
+                        ep.role,
+                        _iso(ep.occurred_at),
+                        _ts(ep.occurred_at),
+                        ep.session,
+                        seq,
                         json.dumps(ep.metadata, ensure_ascii=False) if ep.metadata else None,
-                        ep.content_hash, ep.embed_hash, now,
+                        ep.content_hash,
+                        ep.embed_hash,
+                        now,
                     ),
                 )
                 if cur.rowcount == 0:
@@ -281,9 +291,17 @@ class SQLiteStore(Store):
     @staticmethod
     def _episode(row: Sequence[Any]) -> Episode:
         return Episode(
-            key=row[0], namespace=row[1], id=row[2], text=row[3], speaker=row[4], role=row[5],
-            occurred_at=row[6], session=row[7], seq=row[8],
-            metadata=json.loads(row[9]) if row[9] else {}, created_at=row[10],
+            key=row[0],
+            namespace=row[1],
+            id=row[2],
+            text=row[3],
+            speaker=row[4],
+            role=row[5],
+            occurred_at=row[6],
+            session=row[7],
+            seq=row[8],
+            metadata=json.loads(row[9]) if row[9] else {},
+            created_at=row[10],
         )
 
     def get_episodes(self, namespace: str, external_ids: Sequence[str]) -> list[Episode]:
@@ -314,6 +332,19 @@ class SQLiteStore(Store):
                     tuple(chunk),
                 ):
                     out[row[0]] = self._episode(row)
+            return out
+
+    def episode_meta(self, keys: Sequence[int]) -> dict[int, EpisodeMeta]:
+        with self._lock:
+            out: dict[int, EpisodeMeta] = {}
+            for chunk in _chunks(list(keys), 500):
+                marks = ",".join("?" * len(chunk))
+                for row in self._conn.execute(
+                    f"SELECT id, session, seq, speaker, occurred_ts FROM episodes "
+                    f"WHERE id IN ({marks})",
+                    tuple(chunk),
+                ):
+                    out[row[0]] = EpisodeMeta(*row)
             return out
 
     def iter_episodes(self, namespace: str, after_key: int = 0, limit: int = 1000) -> list[Episode]:
@@ -386,7 +417,8 @@ class SQLiteStore(Store):
                 keys.extend(
                     r[0]
                     for r in conn.execute(
-                        f"SELECT id FROM episodes WHERE namespace_id=? AND external_id IN ({marks})",
+                        "SELECT id FROM episodes WHERE namespace_id=? "
+                        f"AND external_id IN ({marks})",
                         (ns_id, *chunk),
                     )
                 )
@@ -420,7 +452,7 @@ class SQLiteStore(Store):
     def _resync_sources(self, conn: sqlite3.Connection, rec_id: str) -> None:
         row = conn.execute("SELECT data FROM records WHERE id=?", (rec_id,)).fetchone()
         spans = conn.execute(
-            "SELECT e.external_id, p.start, p.\"end\" FROM provenance p JOIN episodes e "
+            'SELECT e.external_id, p.start, p."end" FROM provenance p JOIN episodes e '
             "ON e.id=p.episode_id WHERE p.record_id=?",
             (rec_id,),
         ).fetchall()
@@ -459,7 +491,8 @@ class SQLiteStore(Store):
     def _filter_sql(self, filters: SearchFilters | None) -> tuple[str, list[Any]]:
         if filters is None or filters.is_empty():
             return "", []
-        clauses, args = [], []
+        clauses: list[str] = []
+        args: list[Any] = []
         if filters.speakers:
             clauses.append(f"e.speaker IN ({','.join('?' * len(filters.speakers))})")
             args.extend(filters.speakers)
@@ -512,10 +545,13 @@ class SQLiteStore(Store):
             if filters is not None and not filters.is_empty() and len(keys):
                 where, args = self._filter_sql(filters)
                 ok = np.fromiter(
-                    (r[0] for r in self._conn.execute(
-                        f"SELECT e.id FROM episodes e WHERE e.namespace_id=?{where}",
-                        (ns_id, *args),
-                    )),
+                    (
+                        r[0]
+                        for r in self._conn.execute(
+                            f"SELECT e.id FROM episodes e WHERE e.namespace_id=?{where}",
+                            (ns_id, *args),
+                        )
+                    ),
                     dtype=np.int64,
                 )
                 allowed = np.isin(keys, ok)
@@ -559,8 +595,8 @@ class SQLiteStore(Store):
             ).fetchall()
         if new_rows:
             add_keys = np.fromiter((r[0] for r in new_rows), dtype=np.int64, count=len(new_rows))
-            add_mat = np.frombuffer(b"".join(r[1] for r in new_rows), dtype=np.float16)
-            add_mat = add_mat.reshape(len(new_rows), -1).astype(np.float32)
+            half = np.frombuffer(b"".join(r[1] for r in new_rows), dtype=np.float16)
+            add_mat = half.reshape(len(new_rows), -1).astype(np.float32)
             if len(index.keys):
                 index.keys = np.concatenate([index.keys, add_keys])
                 index.matrix = np.vstack([index.matrix, add_mat])
@@ -681,10 +717,19 @@ class SQLiteStore(Store):
                 "completion_tokens, latency_ms, cached, ok, error, attempts, request_hash, "
                 "created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (
-                    record.namespace, record.stage, record.backend, record.model,
-                    record.prompt_tokens, record.completion_tokens, record.latency_ms,
-                    int(record.cached), int(record.ok), record.error, record.attempts,
-                    record.request_hash, record.created_at.isoformat(),
+                    record.namespace,
+                    record.stage,
+                    record.backend,
+                    record.model,
+                    record.prompt_tokens,
+                    record.completion_tokens,
+                    record.latency_ms,
+                    int(record.cached),
+                    int(record.ok),
+                    record.error,
+                    record.attempts,
+                    record.request_hash,
+                    record.created_at.isoformat(),
                 ),
             )
 
@@ -698,8 +743,12 @@ class SQLiteStore(Store):
             ).fetchall()
         return {
             r[0]: {
-                "calls": r[1], "failures": r[2], "cached": r[3], "prompt_tokens": r[4],
-                "completion_tokens": r[5], "latency_ms": round(r[6], 1),
+                "calls": r[1],
+                "failures": r[2],
+                "cached": r[3],
+                "prompt_tokens": r[4],
+                "completion_tokens": r[5],
+                "latency_ms": round(r[6], 1),
             }
             for r in rows
         }

@@ -1,0 +1,95 @@
+"""The offline default embedder: real int8 ONNX MiniLM, no network."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from memstrata.embed import Embedder, MiniLMEmbedder
+from memstrata.embed.minilm import MAX_TOKENS, load_tokenizer
+
+TEXTS = [
+    "The cat sat on the mat.",
+    "Quarterly revenue grew by twelve percent.",
+    "Je voudrais un café, s'il vous plaît.",
+    "東京は日本の首都です。",
+    "🎉🎉 party time!!!",
+    "x",
+]
+
+
+def test_shape_dtype_and_identity(embedder: MiniLMEmbedder) -> None:
+    vecs = embedder.embed(TEXTS)
+    assert vecs.shape == (len(TEXTS), 384) and vecs.dtype == np.float32
+    assert embedder.dim == 384 and embedder.model_id == "all-MiniLM-L6-v2-int8"
+    assert isinstance(embedder, Embedder)
+    assert np.isfinite(vecs).all()
+    # distinct inputs give distinct vectors
+    sims = vecs @ vecs.T
+    assert (sims[~np.eye(len(TEXTS), dtype=bool)] < 0.99).all()
+
+
+def test_unit_norm(embedder: MiniLMEmbedder) -> None:
+    norms = np.linalg.norm(embedder.embed(TEXTS), axis=1)
+    assert np.allclose(norms, 1.0, atol=1e-5)
+
+
+def test_deterministic_and_independent_of_batch_order(embedder: MiniLMEmbedder) -> None:
+    first = embedder.embed(TEXTS)
+    assert np.array_equal(first, embedder.embed(TEXTS))
+    order = [3, 0, 5, 1, 4, 2]
+    shuffled = embedder.embed([TEXTS[i] for i in order])
+    assert np.allclose(shuffled, first[order], atol=1e-6)
+    # a text alone and inside a batch: same direction (int8 kernels may differ in the last bits)
+    alone = embedder.embed([TEXTS[1]])[0]
+    assert float(alone @ first[1]) > 0.999
+
+
+def test_paraphrase_is_closer_than_unrelated(embedder: MiniLMEmbedder) -> None:
+    anchor, para, other = embedder.embed(
+        [
+            "How do I reset my password?",
+            "I forgot my login credentials and need to change them.",
+            "The recipe calls for two cups of flour.",
+        ]
+    )
+    assert float(anchor @ para) > float(anchor @ other) + 0.2
+    assert float(anchor @ para) > 0.4
+
+
+def test_empty_list(embedder: MiniLMEmbedder) -> None:
+    out = embedder.embed([])
+    assert out.shape == (0, 384) and out.dtype == np.float32
+
+
+def test_long_text_is_truncated_not_refused(embedder: MiniLMEmbedder) -> None:
+    head = " ".join(f"word{i} alpha beta" for i in range(200))
+    assert len(load_tokenizer(10**6).encode(head).ids) > MAX_TOKENS
+    a, b, short = embedder.embed(
+        [head + " tail one", head + " a completely different tail", "word0 alpha beta"]
+    )
+    assert np.isclose(np.linalg.norm(a), 1.0, atol=1e-5)
+    # only the first 256 word pieces are seen, so the tails make no difference
+    assert float(a @ b) > 0.9999
+    assert float(a @ short) < 0.999
+
+
+def test_thread_safe(embedder: MiniLMEmbedder) -> None:
+    want = embedder.embed(TEXTS)
+    results: list[np.ndarray] = []
+    errors: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            results.append(embedder.embed(TEXTS))
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert not errors and len(results) == 4
+    assert all(np.array_equal(r, want) for r in results)
