@@ -107,6 +107,17 @@ class Config(BaseModel):
         except ValidationError as exc:
             raise ConfigError(f"invalid configuration: {exc}") from exc
 
+    def with_overrides(self, **overrides: Any) -> Config:
+        """A copy with ``overrides`` (dotted keys allowed) applied and validated."""
+        data = self.model_dump()
+        for key, value in overrides.items():
+            if value is not None:
+                _set(data, key.replace("__", ".").split("."), value)
+        try:
+            return Config.model_validate(data)
+        except ValidationError as exc:
+            raise ConfigError(f"invalid configuration: {exc}") from exc
+
     def masked(self) -> dict[str, Any]:
         """The effective configuration with secrets shown as ``********``."""
         return _mask(self.model_dump(mode="json"))

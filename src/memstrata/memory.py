@@ -19,7 +19,8 @@ from pydantic import ValidationError
 
 from memstrata.config import Config
 from memstrata.embed.base import Embedder, content_hash
-from memstrata.errors import InvalidInputError, NamespaceNotFoundError
+from memstrata.errors import ConfigError, InvalidInputError, NamespaceNotFoundError
+from memstrata.llm.base import LLMClient
 from memstrata.models import Episode, EpisodeIn, SearchResult
 from memstrata.recipes import system1_params
 from memstrata.retrieval import documents
@@ -37,12 +38,57 @@ def make_embedder(config: Config) -> Embedder:
         from memstrata.embed.openai_http import OpenAIEmbedder
 
         if not (cfg.base_url and cfg.model and cfg.dim):
-            raise InvalidInputError("embedder kind 'openai' needs base_url, model and dim")
+            raise ConfigError("embedder kind 'openai' needs base_url, model and dim")
         key = cfg.api_key.get_secret_value() if cfg.api_key else None
         return OpenAIEmbedder(cfg.base_url, cfg.model, cfg.dim, api_key=key)
     from memstrata.embed.minilm import MiniLMEmbedder
 
     return MiniLMEmbedder()
+
+
+def make_llm(config: Config, store: Store, namespace: str | None = None) -> LLMClient | None:
+    """The configured LLM client, accounting into ``store``; None on the heuristic tier.
+
+    Responses are cached beside the store file (``<store>.llm-cache``) unless
+    ``llm.cache_dir`` says otherwise; an in-memory store gets no cache.
+    """
+    cfg = config.llm
+    if cfg.kind == "none":
+        return None
+    from memstrata.llm import LLMClient, ResponseCache, make_backend
+
+    options: dict[str, Any]
+    if cfg.kind == "openai":
+        if not (cfg.base_url and cfg.model):
+            raise ConfigError("llm kind 'openai' needs base_url and model")
+        options = {
+            "base_url": cfg.base_url,
+            "model": cfg.model,
+            "api_key": cfg.api_key.get_secret_value() if cfg.api_key else None,
+            "timeout": cfg.timeout_s,
+        }
+    elif cfg.kind == "gguf":
+        options = {"model_path": cfg.model_path}
+    else:
+        raise ConfigError(
+            "llm kind 'scripted' is for tests: build LLMClient(ScriptedBackend(...)) in code"
+        )
+    cache = None
+    store_path = store.url.removeprefix("sqlite:///")
+    if cfg.cache_dir:
+        folder = Path(cfg.cache_dir).expanduser()
+        folder.mkdir(parents=True, exist_ok=True)
+        cache = ResponseCache(folder / "llm-cache.sqlite")
+    elif store_path != ":memory:":
+        cache = ResponseCache(store_path + ".llm-cache")
+    return LLMClient(
+        make_backend(cfg.kind, **options),
+        cache=cache,
+        usage=store,
+        max_retries=cfg.max_retries,
+        namespace=namespace,
+        concurrency=cfg.concurrency,
+    )
 
 
 _EMBEDDERS: dict[str, Embedder] = {}
@@ -76,9 +122,8 @@ def prepare_episode(item: EpisodeLike, config: Config) -> PreparedEpisode:
         ep = item
     text = ep.text
     if not text.strip():
-        raise InvalidInputError(
-            f"episode {ep.id or ''} has empty text; nothing to remember".strip()
-        )
+        what = f"episode {ep.id!r}" if ep.id else "episode"
+        raise InvalidInputError(f"{what} has empty text; nothing to remember")
     if len(text) > config.max_episode_chars:
         raise InvalidInputError(
             f"episode {ep.id or ''} has {len(text):,} characters, more than the limit of "
@@ -130,6 +175,15 @@ class AsyncMemory:
         self.store = store
         self.embedder = embedder
         self._routes: dict[str, EpisodeRoute] = {}
+        self._llm: LLMClient | None = None
+
+    @property
+    def llm(self) -> LLMClient | None:
+        """The configured LLM client (None without one), built on first use; its calls are
+        accounted in the store and shown by :meth:`stats`."""
+        if self._llm is None:
+            self._llm = make_llm(self.config, self.store)
+        return self._llm
 
     @classmethod
     async def open(
@@ -140,13 +194,24 @@ class AsyncMemory:
         embedder: Embedder | None = None,
         **overrides: Any,
     ) -> AsyncMemory:
-        cfg = config or Config.load(**overrides)
+        if config is None:
+            cfg = Config.load(**overrides)
+        elif overrides:
+            cfg = config.with_overrides(**overrides)
+        else:
+            cfg = config
         if path_or_url is not None:
             cfg = cfg.model_copy(update={"store": str(path_or_url)})
         store = await asyncio.to_thread(open_store, cfg.store)
-        emb = embedder if embedder is not None else await asyncio.to_thread(
-            _shared_default_embedder, cfg
-        )
+        try:
+            emb = (
+                embedder
+                if embedder is not None
+                else await asyncio.to_thread(_shared_default_embedder, cfg)
+            )
+        except BaseException:
+            await asyncio.to_thread(store.close)
+            raise
         return cls(cfg, store, emb)
 
     async def __aenter__(self) -> AsyncMemory:
@@ -299,7 +364,7 @@ class AsyncMemory:
         if not self.store.has_namespace(namespace):
             raise NamespaceNotFoundError(namespace)
         budget = self.config.budgets.max_tokens if max_tokens == -1 else max_tokens
-        k = k or self.config.budgets.episodes
+        k = self.config.budgets.episodes if k is None else k
         if k <= 0:
             raise InvalidInputError(f"k must be positive, got {k}")
         per_query = self._route(recipe).search(namespace, queries, k, filters)
@@ -395,6 +460,10 @@ class Memory:
     @property
     def store(self) -> Store:
         return self._inner.store
+
+    @property
+    def llm(self) -> LLMClient | None:
+        return self._inner.llm
 
     def __enter__(self) -> Memory:
         return self

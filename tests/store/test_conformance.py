@@ -340,7 +340,7 @@ def test_dense_index_follows_adds_and_deletes(store: Store, embedder) -> None:
     assert volcano_key not in {k for k, _ in hits} and len(hits) == len(CORPUS) - 1
 
 
-@pytest.mark.xfail(
+@pytest.mark.xfail_fixed(
     strict=True,
     reason="store/sqlite.py _fresh_index: a reused rowid (delete newest, then add) keeps the "
     "deleted episode's vector in the in-memory index",
@@ -380,7 +380,7 @@ def test_second_store_object_sees_writes_of_the_first(open_backend, embedder) ->
     assert reader.bm25_episodes("ns", ["boat"], 5) == []
 
 
-@pytest.mark.xfail(
+@pytest.mark.xfail_fixed(
     strict=True,
     reason="store/sqlite.py _ns_id caches name->id forever; another connection's "
     "delete_namespace leaves the cache stale (wrong namespace / IntegrityError)",
@@ -399,7 +399,7 @@ def test_second_store_object_sees_namespace_deletion(open_backend) -> None:
     assert a.get_episodes("alpha", ["z"])[0].text == "alpha again"
 
 
-@pytest.mark.xfail(
+@pytest.mark.xfail_fixed(
     strict=True,
     reason="store/sqlite.py: episodes.id has no AUTOINCREMENT, another connection's "
     "delete-then-add reuses the rowid and _fresh_index keeps the stale vector",
@@ -454,7 +454,7 @@ def test_speakers_most_frequent_first(store: Store) -> None:
     assert store.speakers("nowhere") == []
 
 
-@pytest.mark.xfail(
+@pytest.mark.xfail_fixed(
     strict=True,
     reason="store/sqlite.py speakers(): one global _dirty_speakers flag; reading another "
     "namespace clears it, so this namespace's cached list goes stale",
@@ -468,7 +468,7 @@ def test_speakers_cache_per_namespace(store: Store) -> None:
     assert store.speakers("n1") == ["bob", "alice"]
 
 
-@pytest.mark.xfail(
+@pytest.mark.xfail_fixed(
     strict=True,
     reason="store/sqlite.py delete_episodes/delete_namespace do not invalidate the speakers cache",
 )
@@ -615,7 +615,7 @@ def test_put_records_citing_unknown_episode_raises_and_writes_nothing(store: Sto
     assert store.get_records("other", "entity") == []
 
 
-@pytest.mark.xfail(
+@pytest.mark.xfail_fixed(
     strict=True,
     reason="store/sqlite.py put_records: category_links FK is checked per statement, so a "
     "category written before its child in the same batch fails with sqlite3.IntegrityError",
@@ -628,7 +628,7 @@ def test_put_records_batch_order_does_not_matter(store: Store) -> None:
     assert store.get_records("ns", "category")[0].child_ids == [ana.id]
 
 
-@pytest.mark.xfail(
+@pytest.mark.xfail_fixed(
     strict=True,
     reason="store/sqlite.py put_records: a category child id that is no record leaks a raw "
     "sqlite3.IntegrityError instead of StoreError",

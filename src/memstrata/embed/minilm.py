@@ -77,7 +77,9 @@ class MiniLMEmbedder:
         return out
 
     def _embed_batch(self, texts: list[str]) -> Vectors:
-        encodings = self._tokenizer.encode_batch(texts)
+        # Only the first 256 word pieces count; no piece spans more than 100 characters, so
+        # tokenizing beyond that prefix of a huge text would be wasted work.
+        encodings = self._tokenizer.encode_batch([t[: MAX_TOKENS * 100] for t in texts])
         width = max(len(e.ids) for e in encodings)
         ids = np.zeros((len(texts), width), dtype=np.int64)
         mask = np.zeros((len(texts), width), dtype=np.int64)

@@ -37,6 +37,8 @@ class OpenAIEmbedder:
         )
 
     def embed(self, texts: list[str]) -> Vectors:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
         rows: list[list[float]] = []
         for start in range(0, len(texts), self._batch_size):
             batch = texts[start : start + self._batch_size]
@@ -53,7 +55,14 @@ class OpenAIEmbedder:
                 rows.extend(d["embedding"] for d in data)
             except (KeyError, TypeError, ValueError) as exc:
                 raise EmbeddingBackendError(f"unexpected embeddings response: {exc}") from exc
-        arr = np.asarray(rows, dtype=np.float32).reshape(len(texts), -1)
+            if len(data) != len(batch):
+                raise EmbeddingBackendError(
+                    f"endpoint returned {len(data)} vectors for {len(batch)} inputs"
+                )
+        try:
+            arr = np.asarray(rows, dtype=np.float32).reshape(len(texts), -1)
+        except ValueError as exc:
+            raise EmbeddingBackendError(f"vectors of different lengths: {exc}") from exc
         if len(texts) and arr.shape[1] != self.dim:
             raise EmbeddingBackendError(
                 f"endpoint returned {arr.shape[1]}-dimensional vectors, "

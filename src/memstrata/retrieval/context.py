@@ -36,8 +36,14 @@ def fit_to_budget(hits: list[Hit], max_tokens: int | None) -> tuple[list[Hit], s
     lines: list[str] = []
     used = 0
     rendered = [render_hit(h) for h in hits]
+    cap = _char_cap(max_tokens)
     costs = (
-        [len(e.ids) + 1 for e in _tokenizer().encode_batch(rendered, add_special_tokens=False)]
+        [
+            len(e.ids) + 1
+            for e in _tokenizer().encode_batch(
+                [line[:cap] for line in rendered], add_special_tokens=False
+            )
+        ]
         if rendered
         else []
     )
@@ -56,8 +62,17 @@ def fit_to_budget(hits: list[Hit], max_tokens: int | None) -> tuple[list[Hit], s
 
 
 def _truncate(text: str, max_tokens: int) -> str:
-    enc = _tokenizer().encode(text, add_special_tokens=False)
+    """Cut ``text`` so that it plus the ellipsis stays within ``max_tokens``."""
+    enc = _tokenizer().encode(text[: _char_cap(max_tokens)], add_special_tokens=False)
     if len(enc.ids) <= max_tokens:
         return text
-    end = enc.offsets[max(0, max_tokens - 1)][1]
-    return text[:end] + " …"
+    if max_tokens <= 1:
+        return "…"
+    end = enc.offsets[max_tokens - 2][1]
+    return text[:end] + "…"
+
+
+def _char_cap(max_tokens: int | None) -> int | None:
+    """No word piece is longer than 100 characters (longer words become one [UNK]), so
+    counting further than this cannot change whether a text fits the budget."""
+    return None if max_tokens is None else 100 * (max_tokens + 1)

@@ -79,6 +79,10 @@ class Store(ABC):
 
     url: str
 
+    @abstractmethod
+    def schema_version(self) -> int:
+        """Version of the schema the store is at (migrations applied)."""
+
     # namespaces -------------------------------------------------------------------------
     @abstractmethod
     def namespaces(self) -> list[str]: ...

@@ -11,10 +11,11 @@ noticed through ``PRAGMA data_version``.
 
 from __future__ import annotations
 
+import functools
 import json
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -95,8 +96,8 @@ class SQLiteStore(Store):
         self._lock = threading.RLock()
         self._indexes: dict[tuple[int, str], _VectorIndex] = {}
         self._ns_ids: dict[str, int] = {}
-        self._speakers: dict[int, tuple[int, list[str]]] = {}
-        self._dirty_speakers = False
+        self._speakers: dict[int, list[str]] = {}
+        self._seen_version = -1
         try:
             self._conn = sqlite3.connect(
                 self.path,
@@ -104,41 +105,43 @@ class SQLiteStore(Store):
                 isolation_level=None,
                 check_same_thread=False,
             )
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open {self.path}: {exc}") from exc
+        try:
             self._conn.execute(f"PRAGMA busy_timeout={busy_timeout_ms}")
+            self._refuse_foreign()
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA synchronous=NORMAL")
             self._conn.execute("PRAGMA foreign_keys=ON")
             self._migrate()
-        except sqlite3.OperationalError as exc:
-            if "locked" in str(exc) or "busy" in str(exc):
-                raise StoreLockedError(
-                    f"{self.path} is locked by another process; try again when it is done"
-                ) from exc
-            raise StoreError(f"cannot open {self.path}: {exc}") from exc
-        except sqlite3.DatabaseError as exc:
-            raise StoreError(
-                f"{self.path} is not a memstrata database or is corrupt ({exc}); "
-                "restore it from a backup or choose another path"
-            ) from exc
+        except BaseException as exc:
+            self._conn.close()
+            if isinstance(exc, sqlite3.Error):
+                raise _translate(exc, self.path) from exc
+            raise
 
     # plumbing ---------------------------------------------------------------------------
-    def _migrate(self) -> None:
-        conn = self._conn
-        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    def _refuse_foreign(self) -> None:
+        """Leave other applications' SQLite files exactly as they are."""
+        tables = {
+            r[0] for r in self._conn.execute("SELECT name FROM sqlite_master WHERE type='table'")
+        }
         if tables and "memstrata_meta" not in tables:
             raise StoreError(
                 f"{self.path} is an SQLite database but not a memstrata one; choose another path"
             )
+
+    def _migrate(self) -> None:
+        conn = self._conn
+        latest = _migrations()[-1][0]
+        if self._read_version() == latest:
+            return  # the common case needs no write lock
         with self._write():
             conn.execute(
                 "CREATE TABLE IF NOT EXISTS memstrata_meta (key TEXT PRIMARY KEY, value TEXT)"
             )
-            row = conn.execute(
-                "SELECT value FROM memstrata_meta WHERE key='schema_version'"
-            ).fetchone()
-            current = int(row[0]) if row else 0
+            current = self._read_version()
             migrations = _migrations()
-            latest = migrations[-1][0]
             if current > latest:
                 raise StoreError(
                     f"{self.path} has schema version {current}, newer than this memstrata "
@@ -153,11 +156,20 @@ class SQLiteStore(Store):
                         (str(version),),
                     )
 
-    def schema_version(self) -> int:
+    def _read_version(self) -> int:
+        exists = self._conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type='table' AND name='memstrata_meta'"
+        ).fetchone()
+        if not exists:
+            return 0
         row = self._conn.execute(
             "SELECT value FROM memstrata_meta WHERE key='schema_version'"
         ).fetchone()
-        return int(row[0])
+        return int(row[0]) if row else 0
+
+    def schema_version(self) -> int:
+        with self._lock:
+            return self._read_version()
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
@@ -165,22 +177,28 @@ class SQLiteStore(Store):
         with self._lock:
             try:
                 self._conn.execute("BEGIN IMMEDIATE")
-            except sqlite3.OperationalError as exc:
-                if "locked" in str(exc) or "busy" in str(exc):
-                    raise StoreLockedError(
-                        f"{self.path} stayed locked by another writer for longer than the busy "
-                        "timeout; retry, or raise the timeout"
-                    ) from exc
-                raise
+            except sqlite3.Error as exc:
+                raise _translate(exc, self.path) from exc
             try:
                 yield self._conn
-            except BaseException:
-                self._conn.execute("ROLLBACK")
-                raise
-            else:
                 self._conn.execute("COMMIT")
+            except BaseException as exc:
+                if self._conn.in_transaction:
+                    self._conn.execute("ROLLBACK")
+                if isinstance(exc, sqlite3.Error):
+                    raise _translate(exc, self.path) from exc
+                raise
+
+    def _sync_caches(self) -> None:
+        """Forget cached names and speakers when another connection has committed."""
+        version = self._conn.execute("PRAGMA data_version").fetchone()[0]
+        if version != self._seen_version:
+            self._ns_ids.clear()
+            self._speakers.clear()
+            self._seen_version = version
 
     def _ns_id(self, namespace: str, create: bool = False) -> int | None:
+        self._sync_caches()
         cached = self._ns_ids.get(namespace)
         if cached is not None:
             return cached
@@ -216,6 +234,7 @@ class SQLiteStore(Store):
                 conn.execute("DELETE FROM episodes_fts WHERE rowid=?", (key,))
             conn.execute("DELETE FROM namespaces WHERE id=?", (ns_id,))
             self._ns_ids.pop(namespace, None)
+            self._speakers.pop(ns_id, None)
             self._drop_indexes(ns_id)
             return len(rows)
 
@@ -261,7 +280,6 @@ class SQLiteStore(Store):
                     (cur.lastrowid, ep.index_text),
                 )
                 report.added.append(ep.external_id)
-        self._dirty_speakers = True
         self.mark_written(namespace)
         return report
 
@@ -392,19 +410,14 @@ class SQLiteStore(Store):
             ns_id = self._ns_id(namespace)
             if ns_id is None:
                 return []
-            version = self._conn.execute("PRAGMA data_version").fetchone()[0]
-            cached = self._speakers.get(ns_id)
-            if cached is not None and cached[0] == version and not self._dirty_speakers:
-                return cached[1]
-            rows = self._conn.execute(
-                "SELECT speaker FROM episodes WHERE namespace_id=? AND speaker IS NOT NULL "
-                "GROUP BY speaker ORDER BY COUNT(*) DESC",
-                (ns_id,),
-            ).fetchall()
-            names = [r[0] for r in rows]
-            self._speakers[ns_id] = (version, names)
-            self._dirty_speakers = False
-            return names
+            if ns_id not in self._speakers:
+                rows = self._conn.execute(
+                    "SELECT speaker FROM episodes WHERE namespace_id=? AND speaker IS NOT NULL "
+                    "GROUP BY speaker ORDER BY COUNT(*) DESC",
+                    (ns_id,),
+                ).fetchall()
+                self._speakers[ns_id] = [r[0] for r in rows]
+            return self._speakers[ns_id]
 
     def delete_episodes(self, namespace: str, external_ids: Sequence[str]) -> int:
         with self._write() as conn:
@@ -445,8 +458,7 @@ class SQLiteStore(Store):
                     conn.execute("DELETE FROM records WHERE id=?", (rec_id,))
                 else:
                     self._resync_sources(conn, rec_id)
-            for index_key in [k for k in self._indexes if k[0] == ns_id]:
-                self._indexes[index_key].stale = True
+            self.mark_written(namespace)
             return len(keys)
 
     def _resync_sources(self, conn: sqlite3.Connection, rec_id: str) -> None:
@@ -612,8 +624,9 @@ class SQLiteStore(Store):
             del self._indexes[key]
 
     def mark_written(self, namespace: str) -> None:
-        """Tell the vector index that this connection wrote episodes to ``namespace``."""
+        """Tell the caches that this connection changed the episodes of ``namespace``."""
         ns_id = self._ns_ids.get(namespace)
+        self._speakers.pop(ns_id or -1, None)
         for key in [k for k in self._indexes if k[0] == ns_id]:
             self._indexes[key].stale = True
 
@@ -622,6 +635,8 @@ class SQLiteStore(Store):
         if not records:
             return
         with self._write() as conn:
+            # Links may name records later in the same batch: check them once, at the end.
+            conn.execute("PRAGMA defer_foreign_keys=ON")
             ns_id = self._ns_id(namespace, create=True)
             now = _now()
             for rec in records:
@@ -653,6 +668,19 @@ class SQLiteStore(Store):
                         "INSERT OR IGNORE INTO provenance VALUES (?,?,?,?)",
                         (rec.id, row[0], span.start, span.end),
                     )
+            if conn.execute("PRAGMA foreign_key_check(category_links)").fetchone():
+                missing = sorted(
+                    r[0]
+                    for r in conn.execute(
+                        "SELECT DISTINCT child_id FROM category_links WHERE child_id NOT IN "
+                        "(SELECT id FROM records) UNION SELECT DISTINCT parent_id FROM "
+                        "category_links WHERE parent_id NOT IN (SELECT id FROM records)"
+                    )
+                )
+                raise StoreError(
+                    f"category links name records that do not exist: {missing[:5]}; write "
+                    "children before or together with their categories"
+                )
 
     @staticmethod
     def _put_kind_columns(conn: sqlite3.Connection, rec: Derived) -> None:
@@ -791,6 +819,42 @@ class SQLiteStore(Store):
     def close(self) -> None:
         with self._lock:
             self._conn.close()
+
+
+def _translate(exc: sqlite3.Error, path: str) -> StoreError:
+    """SQLite's errors in words a user can act on."""
+    text = str(exc)
+    if isinstance(exc, sqlite3.OperationalError) and ("locked" in text or "busy" in text):
+        return StoreLockedError(
+            f"{path} stayed locked by another process for longer than the busy timeout; "
+            "retry when it is done, or raise the timeout"
+        )
+    if isinstance(exc, sqlite3.ProgrammingError) and "closed" in text:
+        return StoreError(f"{path}: the store has been closed; open it again")
+    if isinstance(exc, sqlite3.IntegrityError):
+        return StoreError(f"{path}: write refused by a consistency rule ({text})")
+    if isinstance(exc, sqlite3.DatabaseError) and not isinstance(exc, sqlite3.OperationalError):
+        return StoreError(
+            f"{path} is not a memstrata database or is corrupt ({text}); "
+            "restore it from a backup or choose another path"
+        )
+    return StoreError(f"{path}: {text}")
+
+
+def _guard(method: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(method)
+    def wrapper(self: SQLiteStore, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except sqlite3.Error as exc:
+            raise _translate(exc, self.path) from exc
+
+    return wrapper
+
+
+# Every public method speaks StoreError, never a raw sqlite3 exception.
+for _name in [n for n in vars(Store) if not n.startswith("_")] + ["schema_version"]:
+    setattr(SQLiteStore, _name, _guard(getattr(SQLiteStore, _name)))
 
 
 def _chunks(items: list[Any], size: int) -> Iterator[list[Any]]:

@@ -1,14 +1,16 @@
 -- memstrata schema v1: namespaces, episodes (+FTS5), the embedding cache, derived records
 -- of the five structures with their provenance, LLM accounting and enrichment failures.
 
+-- AUTOINCREMENT: keys are never reused, so caches keyed by them (the vector index, the
+-- namespace ids of other connections) can tell a deleted row from a new one.
 CREATE TABLE namespaces (
-    id          INTEGER PRIMARY KEY,
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
     name        TEXT NOT NULL UNIQUE,
     created_at  TEXT NOT NULL
 );
 
 CREATE TABLE episodes (
-    id            INTEGER PRIMARY KEY,
+    id            INTEGER PRIMARY KEY AUTOINCREMENT,
     namespace_id  INTEGER NOT NULL REFERENCES namespaces(id) ON DELETE CASCADE,
     external_id   TEXT NOT NULL,
     text          TEXT NOT NULL,
