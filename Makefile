@@ -5,11 +5,29 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
+# llama-cpp-python compiles from source. A -march=native build picks up AMX instructions
+# that crash inside some VMs, so it is built for a portable AVX2 baseline, once per
+# machine, into a wheelhouse that later installs reuse.
+LLAMA_CPP_VERSION := 0.3.36
+WHEELHOUSE ?= $(HOME)/.cache/memstrata/wheels
+LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON \
+	-DGGML_F16C=ON -DGGML_BMI2=ON -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF \
+	-DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF
+LLAMA_WHEEL = $(firstword $(wildcard $(WHEELHOUSE)/llama_cpp_python-$(LLAMA_CPP_VERSION)-*.whl))
+
 .PHONY: demo test lint install bench-locomo bench-scale clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
+	@if [ -z "$(LLAMA_WHEEL)" ]; then \
+		echo "building llama-cpp-python $(LLAMA_CPP_VERSION) (a few minutes, once)"; \
+		CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/python -m pip wheel --quiet --no-deps \
+			--no-cache-dir --no-binary llama-cpp-python -w $(WHEELHOUSE) \
+			llama-cpp-python==$(LLAMA_CPP_VERSION); \
+	fi
+	$(BIN)/python -m pip install --quiet \
+		$$(ls $(WHEELHOUSE)/llama_cpp_python-$(LLAMA_CPP_VERSION)-*.whl | head -n 1)
 	$(BIN)/python -m pip install --quiet -e '.[dev,gguf]'
 	touch $(STAMP)
 

@@ -64,7 +64,6 @@ class RetrievalConfig(BaseModel):
     drop_speaker_terms: bool | None = None
     neighbour_weight: float | None = None
     neighbour_window: int | None = None
-    expand_top: int | None = None
     date_boost: float | None = None
 
 

@@ -12,6 +12,7 @@ from pydantic import BaseModel, Field
 
 from memstrata.llm import (
     GGUFBackend,
+    LLMBackendError,
     LLMClient,
     LLMError,
     MemoryUsageSink,
@@ -34,7 +35,7 @@ PROMPT = [
 
 @pytest.fixture(scope="module")
 def backend(smollm2_gguf: Path) -> Iterator[GGUFBackend]:
-    gguf = GGUFBackend(n_ctx=1024, n_threads=2)
+    gguf = GGUFBackend(n_ctx=1024, n_threads=1)
     assert gguf.model_path == smollm2_gguf
     yield gguf
     gguf.close()
@@ -48,6 +49,32 @@ def test_structured_call_returns_valid_instance(backend: GGUFBackend) -> None:
     (rec,) = usage.records
     assert rec.ok and rec.backend == "gguf" and rec.model == backend.model
     assert rec.prompt_tokens > 0 and rec.completion_tokens > 0
+
+
+class Topic(BaseModel):
+    """Unbounded fields: the client's default bounds must compile as a llama.cpp grammar."""
+
+    topic: str
+    keywords: list[str] = Field(default_factory=list)
+
+
+def test_default_bounds_compile_in_llama_cpp(backend: GGUFBackend) -> None:
+    usage = MemoryUsageSink()
+    prompt = [
+        Message(role="system", content="Answer with JSON only."),
+        Message(role="user", content="Give the topic of: We adopted a greyhound called Pepper."),
+    ]
+    result = asyncio.run(
+        LLMClient(backend, usage=usage).structured(prompt, Topic, stage="topic", max_tokens=64)
+    )
+    assert isinstance(result, Topic)
+    assert usage.records[0].ok and usage.records[0].completion_tokens > 0
+
+
+def test_schema_beyond_grammar_limit_is_refused_not_crashed(backend: GGUFBackend) -> None:
+    schema = {"type": "string", "maxLength": 5000}
+    with pytest.raises(LLMBackendError, match="grammar limit of 1000"):
+        asyncio.run(backend.complete(PROMPT, json_schema=schema, max_tokens=8, temperature=0.0))
 
 
 def test_text_call_and_concurrent_requests_share_one_model(backend: GGUFBackend) -> None:

@@ -50,7 +50,7 @@ def server_url(smollm2_gguf: Path, tmp_path_factory: pytest.TempPathFactory) -> 
         "--host", "127.0.0.1",
         "--port", str(port),
         "--n_ctx", "2048",
-        "--n_threads", "2",
+        "--n_threads", "1",
     ]  # fmt: skip
     with log_path.open("wb") as log:
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)

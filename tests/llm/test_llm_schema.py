@@ -9,6 +9,7 @@ import pytest
 from pydantic import BaseModel, Field
 
 from memstrata.llm import bounded_json_schema
+from memstrata.llm.schema import GRAMMAR_REPEAT_LIMIT
 
 
 class Leaf(BaseModel):
@@ -16,6 +17,8 @@ class Leaf(BaseModel):
     note: str = Field(max_length=10)
     kind: Literal["a", "b"]
     few: list[int] = Field(default_factory=list, max_length=3)
+    essay: str = Field(default="", max_length=50_000)
+    many: list[int] = Field(default_factory=list, min_length=2, max_length=10_000)
 
 
 class Root(BaseModel):
@@ -49,7 +52,7 @@ def test_refs_are_inlined() -> None:
     text = json.dumps(schema)
     assert "$ref" not in text and "$defs" not in text
     leaf = schema["properties"]["leaves"]["items"]
-    assert set(leaf["properties"]) == {"tags", "note", "kind", "few"}
+    assert set(leaf["properties"]) == {"tags", "note", "kind", "few", "essay", "many"}
     assert set(_leaf_variant(schema["properties"]["child"])["properties"]) == set(
         leaf["properties"]
     )
@@ -71,10 +74,26 @@ def test_every_array_and_string_is_bounded() -> None:
     # bounds the model declares itself are kept
     assert leaf["note"]["maxLength"] == 10
     assert leaf["few"]["maxItems"] == 3
+    # looser declared bounds are clamped (llama.cpp cannot compile huge repetitions)
+    assert leaf["essay"]["maxLength"] == 99
+    assert leaf["many"]["maxItems"] == 7 and leaf["many"]["minItems"] == 2
     # nested arrays
     assert props["matrix"]["maxItems"] == 7
     assert props["matrix"]["items"]["maxItems"] == 7
     assert props["matrix"]["items"]["items"]["maxLength"] == 5
+
+
+def test_defaults_fit_llama_cpp_grammar_limit() -> None:
+    schema = bounded_json_schema(Root)
+    limits = [n.get(k, 0) for n in _walk(schema) for k in ("maxItems", "maxLength")]
+    assert max(limits) == GRAMMAR_REPEAT_LIMIT
+
+
+def test_lower_bound_wins_over_default_upper_bound() -> None:
+    class Wide(BaseModel):
+        codes: list[int] = Field(min_length=5)
+
+    assert bounded_json_schema(Wide, max_items=3)["properties"]["codes"]["maxItems"] == 5
 
 
 def test_objects_are_closed_and_fully_required() -> None:

@@ -420,7 +420,7 @@ def bench_locomo(
 
         report = asyncio.run(run())
         jpath, mpath = bl.write(report, out_dir)
-    out.print(bl.markdown(report))
+    sys.stdout.write(bl.markdown(report))
     out.print(f"written {jpath} and {mpath}")
 
 
@@ -449,7 +449,7 @@ def bench_scale(
                 progress=lambda k: progress.advance(task, k),
             )
         jpath, mpath = bs.write(report, out_dir)
-    out.print(bs.markdown(report))
+    sys.stdout.write(bs.markdown(report))
     out.print(f"written {jpath} and {mpath}")
 
 

@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from memstrata.llm._aio import LoopLocal
-from memstrata.llm.types import Completion, LLMError, Message
+from memstrata.llm.schema import GRAMMAR_REPEAT_LIMIT
+from memstrata.llm.types import Completion, LLMBackendError, LLMError, Message
 
 _EXTRA_HINT = "install the extra: pip install 'memstrata[gguf]'"
 
@@ -98,6 +99,7 @@ class GGUFBackend:
             "seed": self.seed,
         }
         if json_schema is not None:
+            _check_grammar_limits(json_schema)
             kwargs["response_format"] = {"type": "json_object", "schema": json_schema}
         async with self._async_lock.get():
             result = await asyncio.to_thread(self._run, kwargs)
@@ -115,3 +117,23 @@ class GGUFBackend:
             if self._llama is not None:
                 self._llama.close()
                 self._llama = None
+
+
+_REPEAT_KEYS = ("maxLength", "minLength", "maxItems", "minItems")
+
+
+def _check_grammar_limits(node: Any) -> None:
+    """Refuse schemas llama.cpp cannot compile: llama-cpp-python would segfault on them."""
+    if isinstance(node, dict):
+        for key in _REPEAT_KEYS:
+            value = node.get(key)
+            if isinstance(value, int) and value > GRAMMAR_REPEAT_LIMIT:
+                raise LLMBackendError(
+                    f"schema {key}={value} exceeds llama.cpp's grammar limit of "
+                    f"{GRAMMAR_REPEAT_LIMIT}; lower the bound (bounded_json_schema clamps it)"
+                )
+        for value in node.values():
+            _check_grammar_limits(value)
+    elif isinstance(node, list):
+        for value in node:
+            _check_grammar_limits(value)

@@ -3,7 +3,8 @@
 One wire format covers OpenAI, vLLM, Ollama, llama.cpp server and LM Studio. Structured
 output uses ``response_format: json_schema`` (OpenAI style). Servers that only know the
 older ``{"type": "json_object", "schema": ...}`` form (llama-cpp-python's server) reject
-it with a 4xx; in ``auto`` mode the backend then switches to that form once and for all.
+it with an error naming ``response_format``; in ``auto`` mode the backend then switches to
+that form once and for all.
 """
 
 from __future__ import annotations
@@ -82,7 +83,7 @@ class OpenAICompatibleBackend:
         response = await self._post(payload)
         if (
             json_schema is not None
-            and response.status_code in (400, 422)
+            and response.status_code in (400, 422, 500)  # llama-cpp-python answers 500
             and self.structured_format == "auto"
             and self._format == "json_schema"
             and "response_format" in response.text

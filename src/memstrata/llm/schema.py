@@ -26,10 +26,19 @@ _SCHEMA_LIST_KEYS = ("anyOf", "oneOf", "allOf", "prefixItems")
 _SCHEMA_MAP_KEYS = ("properties", "patternProperties", "dependentSchemas")
 
 
+# llama.cpp's grammar parser refuses a repetition of more than 1000 (``{0,1000}`` or the
+# nested optionals llama-cpp-python emits), and llama-cpp-python then crashes in sampling.
+GRAMMAR_REPEAT_LIMIT = 1000
+
+
 def bounded_json_schema(
-    model: type[BaseModel], *, max_items: int = 64, max_string: int = 2000
+    model: type[BaseModel], *, max_items: int = 64, max_string: int = GRAMMAR_REPEAT_LIMIT
 ) -> dict[str, Any]:
     """Return ``model``'s JSON schema with refs inlined and every array/string bounded.
+
+    Bounds the model declares are kept when tighter and clamped otherwise (pydantic still
+    enforces the model's own limits on the answer). Keep both bounds at or below
+    ``GRAMMAR_REPEAT_LIMIT`` for llama.cpp backends.
 
     Objects with declared properties get ``additionalProperties: false`` and list every
     property as required (OpenAI strict mode demands both; grammars get shorter too), so
@@ -70,14 +79,20 @@ def _bound(
     types = node.get("type")
     type_set = set(types) if isinstance(types, list) else {types}
     if "array" in type_set:
-        node.setdefault("maxItems", max_items)
+        node["maxItems"] = _clamp(node, "minItems", "maxItems", max_items)
     if "string" in type_set and "enum" not in node and "const" not in node:
-        node.setdefault("maxLength", max_string)
+        node["maxLength"] = _clamp(node, "minLength", "maxLength", max_string)
     if "object" in type_set and "properties" in node:
         node.setdefault("additionalProperties", False)
         node["required"] = list(node["properties"])
     node.pop("default", None)  # everything is required, and strict mode rejects odd defaults
     return node
+
+
+def _clamp(node: dict[str, Any], low_key: str, high_key: str, bound: int) -> int:
+    """The tighter of the declared and default upper bound, never below the lower bound."""
+    high = min(int(node.get(high_key, bound)), bound)
+    return max(high, int(node.get(low_key, 0)))
 
 
 def parse_structured(text: str, model: type[T]) -> T:

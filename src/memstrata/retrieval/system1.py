@@ -6,8 +6,8 @@ On top of plain RRF it applies three LLM-free, data-set-independent refinements:
   person's own turns get a boost, and the name itself is dropped from the BM25 terms (every
   greeting addressed to a person contains the name, which otherwise crowds out evidence);
 * **session context** — conversation turns lean on their neighbours ("yes, last week!"), so
-  a turn inherits part of the score of the adjacent turns of the same session, and the
-  turns right after a strong hit become candidates themselves;
+  a candidate turn inherits part of the best score among the adjacent candidate turns of
+  the same session;
 * **date handling** — explicit dates in a question ("in May 2023", "2022") raise the turns
   that occurred in that period.
 """
@@ -39,7 +39,6 @@ class System1Params:
     drop_speaker_terms: bool = False
     neighbour_weight: float = 0.0
     neighbour_window: int = 1
-    expand_top: int = 0
     date_boost: float = 0.0
 
 
@@ -156,13 +155,6 @@ class EpisodeRoute:
         filters: SearchFilters | None,
     ) -> list[Hit]:
         p = self.params
-        if p.expand_top and scores:
-            best = sorted(scores, key=lambda key: -scores[key])[: p.expand_top]
-            for src, neighbours in self.store.session_neighbours(best, p.neighbour_window).items():
-                for key in neighbours:
-                    if key not in scores:
-                        scores[key] = 0.0
-                        routes[key].append(f"context:{src}")
         meta = self.store.episode_meta(list(scores))
         if filters is not None and not filters.is_empty():
             meta = {key: m for key, m in meta.items() if _passes(m, filters)}
