@@ -291,3 +291,28 @@ def test_async_memory(tmp_path: Path, embedder) -> None:
             assert await m.get(["lh"]) == []
 
     asyncio.run(main())
+
+
+class CountingEmbedder:
+    """The real embedder, counting the texts it is asked to embed."""
+
+    def __init__(self, inner) -> None:
+        self.inner = inner
+        self.model_id = inner.model_id
+        self.dim = inner.dim
+        self.texts: list[str] = []
+
+    def embed(self, texts: list[str]):
+        self.texts.extend(texts)
+        return self.inner.embed(texts)
+
+
+def test_embeddings_are_cached_by_content_hash(tmp_path: Path, embedder) -> None:
+    counting = CountingEmbedder(embedder)
+    with Memory.open(tmp_path / "c.db", embedder=counting) as m:
+        m.add("The same words, said twice.", id="one", speaker="Ana")
+        m.add("The same words, said twice.", id="two", speaker="Ana", namespace="other")
+        m.add("Different words.", id="three", speaker="Ana")
+        assert len(counting.texts) == 2  # the repeated text was embedded once
+        hits = m.search("words said twice", namespace="other", k=1).hits
+        assert hits[0].sources == ["two"]

@@ -255,7 +255,7 @@ import sys
 from memstrata.embed import MiniLMEmbedder
 from memstrata.memory import Memory
 path, tag, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
-emb = MiniLMEmbedder(threads=1)
+emb = MiniLMEmbedder(workers=1)
 print("ready", flush=True)
 sys.stdin.readline()
 with Memory.open(path, embedder=emb) as m:
@@ -301,7 +301,7 @@ def test_two_processes_import_into_one_file(tmp_path: Path, subprocess_env) -> N
         assert count(path, f"SELECT COUNT(*) FROM episodes WHERE external_id LIKE '{tag}-%'") == 300
     assert count(path, "SELECT COUNT(DISTINCT seq) FROM episodes") == 600
     assert count(path, "SELECT MAX(seq) FROM episodes") == 600
-    assert count(path, "SELECT COUNT(*) FROM episodes_fts") == 600
+    assert count(path, "SELECT COUNT(*) FROM fts_1") == 600
     assert (
         count(path, "SELECT COUNT(*) FROM episodes e JOIN embeddings v ON v.hash = e.embed_hash")
         == 600
@@ -359,10 +359,10 @@ def test_kill_9_during_import_leaves_whole_batches_and_resumes(
     stored = count(path)
     assert 0 < stored < 3000 and stored % 100 == 0  # only whole batches are visible
     assert (
-        count(path, "SELECT COUNT(*) FROM episodes e JOIN episodes_fts f ON f.rowid = e.id")
+        count(path, "SELECT COUNT(*) FROM episodes e JOIN fts_1 f ON f.rowid = e.id")
         == stored
     )
-    assert count(path, "SELECT COUNT(*) FROM episodes_fts") == stored
+    assert count(path, "SELECT COUNT(*) FROM fts_1") == stored
     assert (
         count(
             path,
@@ -384,4 +384,4 @@ def test_kill_9_during_import_leaves_whole_batches_and_resumes(
         assert m.stats()["namespaces"][0]["episodes"] == 3000
     assert count(path, "SELECT COUNT(DISTINCT external_id) FROM episodes") == 3000
     assert count(path, "SELECT COUNT(DISTINCT seq) FROM episodes") == 3000
-    assert count(path, "SELECT COUNT(*) FROM episodes_fts") == 3000
+    assert count(path, "SELECT COUNT(*) FROM fts_1") == 3000

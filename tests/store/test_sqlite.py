@@ -24,7 +24,7 @@ def test_schema_version_recorded_in_meta_table(tmp_path: Path) -> None:
     ).fetchone() == (str(latest),)
     assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-    assert {"episodes", "episodes_fts", "embeddings", "records", "provenance"} <= tables
+    assert {"episodes", "embeddings", "records", "provenance", "namespaces"} <= tables
     conn.close()
 
 

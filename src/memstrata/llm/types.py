@@ -13,6 +13,8 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
 
+from memstrata.errors import MemstrataError
+
 Role = Literal["system", "user", "assistant"]
 
 
@@ -101,7 +103,7 @@ class MemoryUsageSink:
         return out
 
 
-class LLMError(Exception):
+class LLMError(MemstrataError):
     """Base class, so callers can catch every LLM failure in one place."""
 
 

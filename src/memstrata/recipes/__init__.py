@@ -16,7 +16,7 @@ RECIPES: dict[str, System1Params] = {
     "rag": System1Params(),
     # A steeper rank discount (k=20 instead of 60) lets the refinements re-order within the
     # head of the list without being swamped by the long, flat RRF tail. Round values; the
-    # dev-split sweep in docs/retrieval.md shows the neighbourhood is flat (k 10-30).
+    # dev-split sweep in docs/benchmarks.md shows the neighbourhood is flat (k 10-30).
     "default": System1Params(
         rrf_k=20,
         speaker_boost=0.5,

@@ -210,6 +210,10 @@ class SQLiteStore(Store):
                 "INSERT INTO namespaces(name, created_at) VALUES (?, ?)", (namespace, _now())
             )
             ns_id = int(cur.lastrowid or 0)
+            self._conn.execute(
+                f"CREATE VIRTUAL TABLE {_fts(ns_id)} USING fts5(body, "
+                "tokenize='porter unicode61 remove_diacritics 2')"
+            )
         else:
             ns_id = int(row[0])
         self._ns_ids[namespace] = ns_id
@@ -230,8 +234,7 @@ class SQLiteStore(Store):
             if ns_id is None:
                 return 0
             rows = conn.execute("SELECT id FROM episodes WHERE namespace_id=?", (ns_id,)).fetchall()
-            for (key,) in rows:
-                conn.execute("DELETE FROM episodes_fts WHERE rowid=?", (key,))
+            conn.execute(f"DROP TABLE IF EXISTS {_fts(ns_id)}")
             conn.execute("DELETE FROM namespaces WHERE id=?", (ns_id,))
             self._ns_ids.pop(namespace, None)
             self._speakers.pop(ns_id, None)
@@ -276,7 +279,7 @@ class SQLiteStore(Store):
                     report.existing.append(ep.external_id)
                     continue
                 conn.execute(
-                    "INSERT INTO episodes_fts(rowid, body) VALUES (?, ?)",
+                    f"INSERT INTO {_fts(ns_id)}(rowid, body) VALUES (?, ?)",
                     (cur.lastrowid, ep.index_text),
                 )
                 report.added.append(ep.external_id)
@@ -447,7 +450,7 @@ class SQLiteStore(Store):
                         tuple(chunk),
                     )
                 )
-                conn.execute(f"DELETE FROM episodes_fts WHERE rowid IN ({marks})", tuple(chunk))
+                conn.execute(f"DELETE FROM {_fts(ns_id)} WHERE rowid IN ({marks})", tuple(chunk))
                 conn.execute(f"DELETE FROM episodes WHERE id IN ({marks})", tuple(chunk))
             # Records whose every source is gone go with them; others just lose those spans.
             for rec_id in affected:
@@ -531,12 +534,18 @@ class SQLiteStore(Store):
             ns_id = self._ns_id(namespace)
             if ns_id is None:
                 return []
-            rows = self._conn.execute(
-                "SELECT f.rowid, bm25(episodes_fts) AS s FROM episodes_fts f "
-                "JOIN episodes e ON e.id=f.rowid "
-                f"WHERE episodes_fts MATCH ? AND e.namespace_id=?{where} ORDER BY s LIMIT ?",
-                (match, ns_id, *args, limit),
-            ).fetchall()
+            fts = _fts(ns_id)
+            if where:
+                sql = (
+                    f"SELECT f.rowid, bm25({fts}) AS s FROM {fts} f JOIN episodes e "
+                    f"ON e.id=f.rowid WHERE {fts} MATCH ?{where} ORDER BY s LIMIT ?"
+                )
+            else:
+                sql = (
+                    f"SELECT rowid, bm25({fts}) AS s FROM {fts} WHERE {fts} MATCH ? "
+                    "ORDER BY s LIMIT ?"
+                )
+            rows = self._conn.execute(sql, (match, *args, limit)).fetchall()
         return [(int(r[0]), -float(r[1])) for r in rows]
 
     def dense_episodes(
@@ -819,6 +828,11 @@ class SQLiteStore(Store):
     def close(self) -> None:
         with self._lock:
             self._conn.close()
+
+
+def _fts(ns_id: int) -> str:
+    """Name of a namespace's full-text table (an integer id, so safe to splice into SQL)."""
+    return f"fts_{int(ns_id)}"
 
 
 def _translate(exc: sqlite3.Error, path: str) -> StoreError:

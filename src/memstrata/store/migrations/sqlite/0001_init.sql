@@ -28,11 +28,9 @@ CREATE TABLE episodes (
 );
 CREATE INDEX episodes_ns_session ON episodes(namespace_id, session, seq);
 
--- BM25 index over what the retriever reads (text, speaker, captions), kept by the store.
-CREATE VIRTUAL TABLE episodes_fts USING fts5(
-    body,
-    tokenize='porter unicode61 remove_diacritics 2'
-);
+-- BM25: one FTS5 table per namespace, fts_<namespace id>, created with the namespace
+-- (see SQLiteStore._fts). A shared table would have to join every match back to episodes
+-- to filter by namespace, which doubles the cost of a query on a large namespace.
 
 -- Embeddings by content hash: the same text is never embedded twice by the same model.
 CREATE TABLE embeddings (
