@@ -98,28 +98,25 @@ class Config(BaseModel):
         for key, value in environ.items():
             if key.startswith(ENV_PREFIX) and key != ENV_PREFIX + "CONFIG":
                 _set(data, key[len(ENV_PREFIX) :].lower().split("__"), value)
-        for key, value in overrides.items():
-            if value is not None:
-                _set(data, key.replace("__", ".").split("."), value)
-        try:
-            return cls.model_validate(data)
-        except ValidationError as exc:
-            raise ConfigError(f"invalid configuration: {exc}") from exc
+        return _validated(data, overrides)
 
     def with_overrides(self, **overrides: Any) -> Config:
         """A copy with ``overrides`` (dotted keys allowed) applied and validated."""
-        data = self.model_dump()
-        for key, value in overrides.items():
-            if value is not None:
-                _set(data, key.replace("__", ".").split("."), value)
-        try:
-            return Config.model_validate(data)
-        except ValidationError as exc:
-            raise ConfigError(f"invalid configuration: {exc}") from exc
+        return _validated(self.model_dump(), overrides)
 
     def masked(self) -> dict[str, Any]:
         """The effective configuration with secrets shown as ``********``."""
         return _mask(self.model_dump(mode="json"))
+
+
+def _validated(data: dict[str, Any], overrides: dict[str, Any]) -> Config:
+    for key, value in overrides.items():
+        if value is not None:
+            _set(data, key.replace("__", ".").split("."), value)
+    try:
+        return Config.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(f"invalid configuration: {exc}") from exc
 
 
 def _set(data: dict[str, Any], path: list[str], value: Any) -> None:

@@ -9,8 +9,6 @@ Systems compared in one run, on one imported copy of the data:
 
 from __future__ import annotations
 
-import asyncio
-import json
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -18,6 +16,7 @@ from typing import Any
 
 from memstrata.eval import locomo
 from memstrata.eval.metrics import distinct_sources, summarise
+from memstrata.eval.report import write_report
 from memstrata.memory import AsyncMemory
 from memstrata.retrieval.text import content_terms
 
@@ -125,13 +124,4 @@ def markdown(report: dict[str, Any]) -> str:
 
 
 def write(report: dict[str, Any], out_dir: str | Path) -> tuple[Path, Path]:
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    jpath, mpath = out / "locomo.json", out / "locomo.md"
-    jpath.write_text(json.dumps(report, indent=2))
-    mpath.write_text(markdown(report))
-    return jpath, mpath
-
-
-def run_sync(memory: AsyncMemory, data_path: str | Path, systems: list[str]) -> dict[str, Any]:
-    return asyncio.run(run(memory, data_path, systems))
+    return write_report(report, out_dir, "locomo", markdown)

@@ -16,7 +16,6 @@ store at that size. Timings:
 from __future__ import annotations
 
 import asyncio
-import json
 import random
 import statistics
 import time
@@ -25,6 +24,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from memstrata.eval.report import write_report
 from memstrata.memory import AsyncMemory
 from memstrata.retrieval.text import content_terms
 
@@ -414,9 +414,4 @@ def markdown(report: dict[str, Any]) -> str:
 
 
 def write(report: dict[str, Any], out_dir: str | Path) -> tuple[Path, Path]:
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    jpath, mpath = out / "scale.json", out / "scale.md"
-    jpath.write_text(json.dumps(report, indent=2))
-    mpath.write_text(markdown(report))
-    return jpath, mpath
+    return write_report(report, out_dir, "scale", markdown)

@@ -197,6 +197,12 @@ class SQLiteStore(Store):
             self._speakers.clear()
             self._seen_version = version
 
+    def _create_ns(self, namespace: str) -> int:
+        """The namespace's id, creating it (inside the caller's write transaction)."""
+        ns_id = self._ns_id(namespace, create=True)
+        assert ns_id is not None
+        return ns_id
+
     def _ns_id(self, namespace: str, create: bool = False) -> int | None:
         self._sync_caches()
         cached = self._ns_ids.get(namespace)
@@ -247,7 +253,7 @@ class SQLiteStore(Store):
         if not episodes:
             return report
         with self._write() as conn:
-            ns_id = self._ns_id(namespace, create=True)
+            ns_id = self._create_ns(namespace)
             seq = conn.execute(
                 "SELECT COALESCE(MAX(seq), 0) FROM episodes WHERE namespace_id=?", (ns_id,)
             ).fetchone()[0]
@@ -330,43 +336,39 @@ class SQLiteStore(Store):
             ns_id = self._ns_id(namespace)
             if ns_id is None:
                 return []
-            out: dict[str, Episode] = {}
-            for chunk in _chunks(list(external_ids), 500):
-                marks = ",".join("?" * len(chunk))
-                for row in self._conn.execute(
-                    f"SELECT {self._EP_COLS} FROM episodes e JOIN namespaces n "
-                    f"ON n.id=e.namespace_id WHERE e.namespace_id=? AND e.external_id IN ({marks})",
-                    (ns_id, *chunk),
-                ):
-                    ep = self._episode(row)
-                    out[ep.id] = ep
+            rows = self._rows_in(
+                f"SELECT {self._EP_COLS} FROM episodes e JOIN namespaces n "
+                "ON n.id=e.namespace_id WHERE e.namespace_id=? AND e.external_id IN ({marks})",
+                external_ids,
+                ns_id,
+            )
+            out = {ep.id: ep for ep in map(self._episode, rows)}
             return [out[i] for i in external_ids if i in out]
 
     def episodes_by_key(self, keys: Sequence[int]) -> dict[int, Episode]:
         with self._lock:
-            out: dict[int, Episode] = {}
-            for chunk in _chunks(list(keys), 500):
-                marks = ",".join("?" * len(chunk))
-                for row in self._conn.execute(
-                    f"SELECT {self._EP_COLS} FROM episodes e JOIN namespaces n "
-                    f"ON n.id=e.namespace_id WHERE e.id IN ({marks})",
-                    tuple(chunk),
-                ):
-                    out[row[0]] = self._episode(row)
-            return out
+            rows = self._rows_in(
+                f"SELECT {self._EP_COLS} FROM episodes e JOIN namespaces n "
+                "ON n.id=e.namespace_id WHERE e.id IN ({marks})",
+                keys,
+            )
+            return {row[0]: self._episode(row) for row in rows}
 
     def episode_meta(self, keys: Sequence[int]) -> dict[int, EpisodeMeta]:
         with self._lock:
-            out: dict[int, EpisodeMeta] = {}
-            for chunk in _chunks(list(keys), 500):
-                marks = ",".join("?" * len(chunk))
-                for row in self._conn.execute(
-                    f"SELECT id, session, seq, speaker, occurred_ts FROM episodes "
-                    f"WHERE id IN ({marks})",
-                    tuple(chunk),
-                ):
-                    out[row[0]] = EpisodeMeta(*row)
-            return out
+            rows = self._rows_in(
+                "SELECT id, session, seq, speaker, occurred_ts FROM episodes WHERE id IN ({marks})",
+                keys,
+            )
+            return {row[0]: EpisodeMeta(*row) for row in rows}
+
+    def _rows_in(self, sql: str, values: Sequence[Any], *lead: Any) -> list[Any]:
+        """Run ``sql`` (with an ``IN ({marks})`` slot) over ``values`` in chunks SQLite takes."""
+        rows: list[Any] = []
+        for chunk in _chunks(list(values), 500):
+            marks = ",".join("?" * len(chunk))
+            rows.extend(self._conn.execute(sql.format(marks=marks), (*lead, *chunk)))
+        return rows
 
     def iter_episodes(self, namespace: str, after_key: int = 0, limit: int = 1000) -> list[Episode]:
         with self._lock:
@@ -646,7 +648,7 @@ class SQLiteStore(Store):
         with self._write() as conn:
             # Links may name records later in the same batch: check them once, at the end.
             conn.execute("PRAGMA defer_foreign_keys=ON")
-            ns_id = self._ns_id(namespace, create=True)
+            ns_id = self._create_ns(namespace)
             now = _now()
             for rec in records:
                 if rec.namespace != namespace:
