@@ -58,7 +58,7 @@ def test_toml_file(toml_file: Path) -> None:
         "toml-model",
     )
     assert cfg.llm.max_retries == 7 and cfg.llm.concurrency == 4  # unset keys keep defaults
-    assert (cfg.budgets.max_tokens, cfg.budgets.episodes, cfg.budgets.entities) == (1234, 4, 20)
+    assert (cfg.budgets.max_tokens, cfg.budgets.episodes) == (1234, 4)
     assert cfg.retrieval.rrf_k == 33
     # found through MEMSTRATA_CONFIG as well
     assert Config.load(env={"MEMSTRATA_CONFIG": str(toml_file)}) == cfg

@@ -44,11 +44,12 @@ class LLMConfig(BaseModel):
 
 
 class Budgets(BaseModel):
-    """How much a search returns: items per kind and a token ceiling for the context."""
+    """How much a search returns: items per kind and a token ceiling for the context.
+
+    Episodes are the only kind System-1 returns; each structure adds its own kind's budget.
+    """
 
     episodes: int = 10
-    entities: int = 20
-    facts: int = 20
     max_tokens: int | None = 2000
 
 
