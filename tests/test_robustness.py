@@ -385,3 +385,21 @@ def test_kill_9_during_import_leaves_whole_batches_and_resumes(
     assert count(path, "SELECT COUNT(DISTINCT external_id) FROM episodes") == 3000
     assert count(path, "SELECT COUNT(DISTINCT seq) FROM episodes") == 3000
     assert count(path, "SELECT COUNT(*) FROM fts_1") == 3000
+
+
+def test_embedder_failure_writes_nothing_and_says_why(tmp_path: Path) -> None:
+    """A batch is stored with its vectors or not at all; the caller keeps the input."""
+    import socket
+
+    from memstrata.embed import EmbeddingBackendError, OpenAIEmbedder
+
+    with socket.socket() as s:  # a port with nobody listening: a real connection refusal
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    dead = OpenAIEmbedder(f"http://127.0.0.1:{port}/v1", "m", dim=8, timeout=2.0)
+    path = tmp_path / "e.db"
+    with Memory.open(path, embedder=dead) as m:
+        with pytest.raises(EmbeddingBackendError, match="embeddings request failed"):
+            m.add_many([{"id": "a", "text": "kept by the caller"}])
+        assert m.namespaces() == [] or m.stats()["namespaces"][0]["episodes"] == 0
+    assert count(path) == 0

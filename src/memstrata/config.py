@@ -30,7 +30,7 @@ class EmbedderConfig(BaseModel):
 class LLMConfig(BaseModel):
     """``kind = "none"`` keeps everything on the LLM-free heuristic tier."""
 
-    kind: Literal["none", "openai", "gguf", "scripted"] = "none"
+    kind: Literal["none", "openai", "gguf"] = "none"
     base_url: str | None = None
     model: str | None = None
     api_key: SecretStr | None = None

@@ -1,8 +1,11 @@
 """The Python API: an async core (:class:`AsyncMemory`) and a thin sync facade (:class:`Memory`).
 
-Raw text is validated and committed before anything is derived from it. Episode ids are
-the caller's (or generated); adding an id that is already stored changes nothing, which
-makes imports idempotent and safe to re-run after a crash.
+Raw text is validated and committed before anything is derived from it. A batch is
+written with its vectors in one transaction: if the embedder fails, nothing of the batch
+is stored and the error says why, so an episode is never searchable by BM25 but invisible
+to the dense route. LLM enrichment (the structure builders) comes after, on stored
+episodes. Episode ids are the caller's (or generated); adding an id that is already stored
+changes nothing, which makes imports idempotent and safe to re-run after a crash.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from pydantic import ValidationError
 from memstrata.config import Config
 from memstrata.embed.base import Embedder, content_hash
 from memstrata.errors import ConfigError, InvalidInputError, NamespaceNotFoundError
-from memstrata.llm.base import LLMClient
+from memstrata.llm import LLMClient, ResponseCache, make_backend
 from memstrata.models import Episode, EpisodeIn, SearchResult
 from memstrata.recipes import system1_params
 from memstrata.retrieval import documents
@@ -55,8 +58,6 @@ def make_llm(config: Config, store: Store, namespace: str | None = None) -> LLMC
     cfg = config.llm
     if cfg.kind == "none":
         return None
-    from memstrata.llm import LLMClient, ResponseCache, make_backend
-
     options: dict[str, Any]
     if cfg.kind == "openai":
         if not (cfg.base_url and cfg.model):
@@ -67,12 +68,8 @@ def make_llm(config: Config, store: Store, namespace: str | None = None) -> LLMC
             "api_key": cfg.api_key.get_secret_value() if cfg.api_key else None,
             "timeout": cfg.timeout_s,
         }
-    elif cfg.kind == "gguf":
-        options = {"model_path": cfg.model_path}
     else:
-        raise ConfigError(
-            "llm kind 'scripted' is for tests: build LLMClient(ScriptedBackend(...)) in code"
-        )
+        options = {"model_path": cfg.model_path}
     cache = None
     store_path = store.url.removeprefix("sqlite:///")
     if cfg.cache_dir:
