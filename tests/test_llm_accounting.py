@@ -49,8 +49,9 @@ def test_no_llm_configured_means_heuristic_tier(tmp_path: Path, embedder: MiniLM
     with Memory.open(tmp_path / "m.db", embedder=embedder) as memory:
         assert memory.llm is None
     cfg = Config(store=str(tmp_path / "x.db"), llm={"kind": "openai"})
-    with Memory.open(config=cfg, embedder=embedder) as memory, pytest.raises(
-        ConfigError, match="needs base_url and model"
+    with (
+        Memory.open(config=cfg, embedder=embedder) as memory,
+        pytest.raises(ConfigError, match="needs base_url and model"),
     ):
         _ = memory.llm
 

@@ -141,11 +141,6 @@ def test_token_budget_limits_context_and_hits(mem: Memory, embedder) -> None:
         tight.close()
 
 
-@pytest.mark.xfail_fixed(
-    strict=True,
-    reason="retrieval/context.py fit_to_budget/_truncate: a first hit cut to the budget gets "
-    "' …' appended after max_tokens tokens, so context_tokens == max_tokens + 1",
-)
 def test_token_budget_is_never_exceeded_when_first_hit_is_cut(mem: Memory) -> None:
     mem.add("The quick brown fox jumps over the lazy dog while the farmer watches. " * 5)
     for budget in (3, 5, 10, 20):
@@ -245,11 +240,6 @@ def test_context_manager_closes_and_data_persists(tmp_path: Path, embedder) -> N
         assert again.search("persist across sessions").hits[0].id == "p"
 
 
-@pytest.mark.xfail_fixed(
-    strict=True,
-    reason="memory.py _search_sync: `k = k or default` turns k=0 into the default, so the "
-    "'k must be positive' check never fires for 0",
-)
 def test_search_with_k_zero_is_rejected(mem: Memory) -> None:
     load_chat(mem)
     with pytest.raises(InvalidInputError, match="k must be positive"):

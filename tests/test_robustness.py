@@ -142,11 +142,6 @@ def test_corrupt_file_is_refused_and_left_untouched(tmp_path: Path, embedder) ->
     assert path.read_bytes() == data
 
 
-@pytest.mark.xfail_fixed(
-    strict=True,
-    reason="store/sqlite.py: sqlite3.DatabaseError ('database disk image is malformed') from "
-    "reads/writes after open is not wrapped in StoreError",
-)
 def test_damaged_pages_surface_as_store_error(tmp_path: Path, embedder) -> None:
     path = tmp_path / "m.db"
     with Memory.open(path, embedder=embedder) as m:
@@ -186,11 +181,6 @@ def test_foreign_sqlite_database_is_refused(tmp_path: Path) -> None:
     assert tables == {"users"}
 
 
-@pytest.mark.xfail_fixed(
-    strict=True,
-    reason="store/sqlite.py __init__: PRAGMA journal_mode=WAL runs before the memstrata check, "
-    "so refusing a foreign database still converts it to WAL",
-)
 def test_foreign_sqlite_database_journal_mode_is_not_changed(tmp_path: Path) -> None:
     path = tmp_path / "app.db"
     conn = sqlite3.connect(path)

@@ -141,11 +141,6 @@ def test_unreachable_server_raises() -> None:
     emb.close()
 
 
-@pytest.mark.xfail_fixed(
-    strict=True,
-    reason="embed/openai_http.py embed: np.asarray([]).reshape(0, -1) raises ValueError for "
-    "an empty input list",
-)
 def test_empty_list_gives_empty_array(server_url: str) -> None:
     emb = OpenAIEmbedder(server_url, "ok", DIM)
     out = emb.embed([])
@@ -153,11 +148,6 @@ def test_empty_list_gives_empty_array(server_url: str) -> None:
     assert out.shape == (0, DIM) and Handler.requests == []
 
 
-@pytest.mark.xfail_fixed(
-    strict=True,
-    reason="embed/openai_http.py embed: the number of returned vectors is never checked; one "
-    "vector of 2*dim for two inputs is silently split in two",
-)
 def test_fewer_vectors_than_inputs_raises(server_url: str) -> None:
     emb = OpenAIEmbedder(server_url, "short", DIM)
     with pytest.raises(EmbeddingBackendError):

@@ -340,11 +340,6 @@ def test_dense_index_follows_adds_and_deletes(store: Store, embedder) -> None:
     assert volcano_key not in {k for k, _ in hits} and len(hits) == len(CORPUS) - 1
 
 
-@pytest.mark.xfail_fixed(
-    strict=True,
-    reason="store/sqlite.py _fresh_index: a reused rowid (delete newest, then add) keeps the "
-    "deleted episode's vector in the in-memory index",
-)
 def test_dense_index_after_delete_of_newest_then_add(store: Store, embedder) -> None:
     add_embedded(store, embedder, "ns", corpus_eps())
     dense(store, embedder, "ns", "anything")  # loads the index
@@ -380,11 +375,6 @@ def test_second_store_object_sees_writes_of_the_first(open_backend, embedder) ->
     assert reader.bm25_episodes("ns", ["boat"], 5) == []
 
 
-@pytest.mark.xfail_fixed(
-    strict=True,
-    reason="store/sqlite.py _ns_id caches name->id forever; another connection's "
-    "delete_namespace leaves the cache stale (wrong namespace / IntegrityError)",
-)
 def test_second_store_object_sees_namespace_deletion(open_backend) -> None:
     a, b = open_backend(), open_backend()
     a.add_episodes("alpha", [prep("x", "alpha secret about turtles")])
@@ -399,11 +389,6 @@ def test_second_store_object_sees_namespace_deletion(open_backend) -> None:
     assert a.get_episodes("alpha", ["z"])[0].text == "alpha again"
 
 
-@pytest.mark.xfail_fixed(
-    strict=True,
-    reason="store/sqlite.py: episodes.id has no AUTOINCREMENT, another connection's "
-    "delete-then-add reuses the rowid and _fresh_index keeps the stale vector",
-)
 def test_second_store_object_dense_after_rowid_reuse(open_backend, embedder) -> None:
     writer, reader = open_backend(), open_backend()
     add_embedded(writer, embedder, "ns", corpus_eps())
@@ -454,11 +439,6 @@ def test_speakers_most_frequent_first(store: Store) -> None:
     assert store.speakers("nowhere") == []
 
 
-@pytest.mark.xfail_fixed(
-    strict=True,
-    reason="store/sqlite.py speakers(): one global _dirty_speakers flag; reading another "
-    "namespace clears it, so this namespace's cached list goes stale",
-)
 def test_speakers_cache_per_namespace(store: Store) -> None:
     store.add_episodes("n1", [prep("1", "hi", speaker="alice")])
     store.add_episodes("n2", [prep("1", "hi", speaker="carol")])
@@ -468,10 +448,6 @@ def test_speakers_cache_per_namespace(store: Store) -> None:
     assert store.speakers("n1") == ["bob", "alice"]
 
 
-@pytest.mark.xfail_fixed(
-    strict=True,
-    reason="store/sqlite.py delete_episodes/delete_namespace do not invalidate the speakers cache",
-)
 def test_speakers_forget_deleted_episodes(store: Store) -> None:
     store.add_episodes("ns", [prep("1", "hi", speaker="alice"), prep("2", "yo", speaker="bob")])
     assert sorted(store.speakers("ns")) == ["alice", "bob"]
@@ -615,11 +591,6 @@ def test_put_records_citing_unknown_episode_raises_and_writes_nothing(store: Sto
     assert store.get_records("other", "entity") == []
 
 
-@pytest.mark.xfail_fixed(
-    strict=True,
-    reason="store/sqlite.py put_records: category_links FK is checked per statement, so a "
-    "category written before its child in the same batch fails with sqlite3.IntegrityError",
-)
 def test_put_records_batch_order_does_not_matter(store: Store) -> None:
     store.add_episodes("ns", [prep("e1", "Ana lives in Lisbon.")])
     ana = Entity(namespace="ns", name="Ana", sources=[Span(episode="e1", start=0, end=3)])
@@ -628,11 +599,6 @@ def test_put_records_batch_order_does_not_matter(store: Store) -> None:
     assert store.get_records("ns", "category")[0].child_ids == [ana.id]
 
 
-@pytest.mark.xfail_fixed(
-    strict=True,
-    reason="store/sqlite.py put_records: a category child id that is no record leaks a raw "
-    "sqlite3.IntegrityError instead of StoreError",
-)
 def test_put_records_with_unknown_category_child_raises_store_error(store: Store) -> None:
     with pytest.raises(StoreError, match="no-such-record"):
         store.put_records(

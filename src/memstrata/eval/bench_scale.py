@@ -70,31 +70,26 @@ TEMPLATES = (
 )
 
 
+def _clause(rng: random.Random) -> str:
+    return rng.choice(TEMPLATES).format(
+        verb=rng.choice(VERBS),
+        obj=rng.choice(OBJECTS),
+        obj2=rng.choice(OBJECTS),
+        place=rng.choice(PLACES),
+        time=rng.choice(TIMES),
+        adj=rng.choice(ADJS),
+        name=rng.choice(NAMES),
+    )
+
+
 def synthetic_turns(n: int, seed: int = 7) -> list[dict[str, Any]]:
     rng = random.Random(seed)
     start = datetime(2023, 1, 1, tzinfo=UTC)
     turns = []
     for i in range(n):
-        tpl = rng.choice(TEMPLATES)
-        text = tpl.format(
-            verb=rng.choice(VERBS),
-            obj=rng.choice(OBJECTS),
-            obj2=rng.choice(OBJECTS),
-            place=rng.choice(PLACES),
-            time=rng.choice(TIMES),
-            adj=rng.choice(ADJS),
-            name=rng.choice(NAMES),
-        )
+        text = _clause(rng)
         if rng.random() < 0.5:
-            text += " " + rng.choice(TEMPLATES).format(
-                verb=rng.choice(VERBS),
-                obj=rng.choice(OBJECTS),
-                obj2=rng.choice(OBJECTS),
-                place=rng.choice(PLACES),
-                time=rng.choice(TIMES),
-                adj=rng.choice(ADJS),
-                name=rng.choice(NAMES),
-            )
+            text += " " + _clause(rng)
         turns.append(
             {
                 "id": f"e{i}",
