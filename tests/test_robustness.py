@@ -348,10 +348,7 @@ def test_kill_9_during_import_leaves_whole_batches_and_resumes(
     conn.close()
     stored = count(path)
     assert 0 < stored < 3000 and stored % 100 == 0  # only whole batches are visible
-    assert (
-        count(path, "SELECT COUNT(*) FROM episodes e JOIN fts_1 f ON f.rowid = e.id")
-        == stored
-    )
+    assert count(path, "SELECT COUNT(*) FROM episodes e JOIN fts_1 f ON f.rowid = e.id") == stored
     assert count(path, "SELECT COUNT(*) FROM fts_1") == stored
     assert (
         count(
