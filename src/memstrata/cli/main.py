@@ -96,6 +96,9 @@ def import_(
 ) -> None:
     """Import episodes. Re-importing the same ids changes nothing (safe to re-run).
 
+    A LoCoMo file goes one namespace per conversation, named by its sample_id (prefixed
+    with "NS/" when --namespace is given); turn ids are the dia_ids.
+
     Bad lines (invalid UTF-8, broken JSON, empty text) are listed with their line number;
     the good lines are imported and the exit status is 1.
     """
