@@ -28,6 +28,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode="markdown",
 )
 bench_app = typer.Typer(help="Benchmarks that print numbers.", no_args_is_help=True)
 app.add_typer(bench_app, name="bench")
