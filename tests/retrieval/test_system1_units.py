@@ -1,6 +1,6 @@
 from datetime import UTC, datetime
 
-from memstrata.retrieval.fusion import rrf, top
+from memstrata.retrieval.fusion import rrf
 from memstrata.retrieval.system1 import System1Params, parse_period, plan_query
 from memstrata.retrieval.text import content_terms
 
@@ -8,7 +8,7 @@ from memstrata.retrieval.text import content_terms
 def test_rrf_sums_reciprocal_ranks() -> None:
     scores = rrf([["a", "b"], ["b", "c"]], k=60)
     assert scores["b"] == 1 / 62 + 1 / 61
-    assert top(scores, 1) == [("b", scores["b"])]
+    assert max(scores, key=scores.__getitem__) == "b"
     weighted = rrf([["a"], ["b"]], k=1, weights=[2.0, 1.0])
     assert weighted == {"a": 1.0, "b": 0.5}
 

@@ -1,4 +1,4 @@
-"""Reciprocal rank fusion and the per-kind budget."""
+"""Reciprocal rank fusion."""
 
 from __future__ import annotations
 
@@ -21,7 +21,3 @@ def rrf(
             scores[item] = scores.get(item, 0.0) + w / (k + rank)
     return scores
 
-
-def top(scores: dict[K, float], n: int) -> list[tuple[K, float]]:
-    """The ``n`` best items, ties broken by first insertion (stable)."""
-    return sorted(scores.items(), key=lambda kv: -kv[1])[:n]
