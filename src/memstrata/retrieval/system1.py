@@ -143,7 +143,7 @@ class EpisodeRoute:
                 routes[key].append("dense")
             for key, _ in bm25_hits:
                 routes[key].append("bm25")
-            out.append(self._refine(plan, scores, routes, k, filters))
+            out.append(self._refine(plan, scores, routes, k))
         return out
 
     def _refine(
@@ -152,12 +152,10 @@ class EpisodeRoute:
         scores: dict[int, float],
         routes: dict[int, list[str]],
         k: int,
-        filters: SearchFilters | None,
     ) -> list[Hit]:
+        """Re-rank fused candidates; both routes applied the filters already in the store."""
         p = self.params
         meta = self.store.episode_meta(list(scores))
-        if filters is not None and not filters.is_empty():
-            meta = {key: m for key, m in meta.items() if _passes(m, filters)}
         base = {key: scores[key] for key in meta}
         final = dict(base)
         if p.neighbour_weight:
@@ -206,25 +204,3 @@ class EpisodeRoute:
             routes=sorted(set(routes)),
             metadata={"speaker": ep.speaker, "session": ep.session},
         )
-
-
-def _timestamp(value: datetime) -> float:
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=UTC)
-    return value.timestamp()
-
-
-def _passes(m: EpisodeMeta, filters: SearchFilters) -> bool:
-    """Candidates added as session context must obey the filters too."""
-    if filters.speakers and m.speaker not in filters.speakers:
-        return False
-    if filters.sessions and m.session not in filters.sessions:
-        return False
-    if filters.since or filters.until:
-        if m.occurred_ts is None:
-            return False
-        if filters.since and m.occurred_ts < _timestamp(filters.since):
-            return False
-        if filters.until and m.occurred_ts > _timestamp(filters.until):
-            return False
-    return True
