@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -254,6 +255,34 @@ with Memory.open(path, embedder=emb) as m:
     report = m.add_many(items, batch_size=25)
 print(len(report.added), flush=True)
 """
+
+
+def _open_and_close(path: str, start: Any) -> str:
+    start.wait()
+    try:
+        SQLiteStore(path).close()
+    except Exception as exc:  # reported to the parent, which asserts on it
+        return repr(exc)
+    return "ok"
+
+
+def test_processes_creating_one_new_file_at_once_all_succeed(tmp_path: Path) -> None:
+    """Setting WAL and migrating a brand-new file races; every opener must get through."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork")
+    failures = []
+    with ctx.Pool(3) as pool:
+        for round_ in range(40):
+            path = str(tmp_path / f"new-{round_}.db")
+            with ctx.Manager() as manager:
+                start = manager.Event()
+                pending = [pool.apply_async(_open_and_close, (path, start)) for _ in range(3)]
+                time.sleep(0.01)
+                start.set()
+                failures += [r for r in (p.get(timeout=60) for p in pending) if r != "ok"]
+            assert SQLiteStore(path).schema_version() >= 1
+    assert failures == []
 
 
 @pytest.mark.slow

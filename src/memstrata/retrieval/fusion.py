@@ -20,4 +20,3 @@ def rrf(
         for rank, item in enumerate(ranking, start=1):
             scores[item] = scores.get(item, 0.0) + w / (k + rank)
     return scores
-

@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import functools
 import json
+import random
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -109,16 +111,39 @@ class SQLiteStore(Store):
             raise StoreError(f"cannot open {self.path}: {exc}") from exc
         try:
             self._conn.execute(f"PRAGMA busy_timeout={busy_timeout_ms}")
-            self._refuse_foreign()
-            self._conn.execute("PRAGMA journal_mode=WAL")
-            self._conn.execute("PRAGMA synchronous=NORMAL")
-            self._conn.execute("PRAGMA foreign_keys=ON")
-            self._migrate()
+            self._set_up(deadline=time.monotonic() + busy_timeout_ms / 1000)
         except BaseException as exc:
             self._conn.close()
             if isinstance(exc, sqlite3.Error):
                 raise _translate(exc, self.path) from exc
             raise
+
+    def _set_up(self, deadline: float) -> None:
+        """Switch to WAL and migrate, retrying while another process does the same.
+
+        Two processes opening a new file at once can get SQLITE_BUSY straight away, without
+        the busy handler being consulted (switching the journal mode, or a reader upgrading
+        while a writer waits). Every step here is idempotent, so the whole sequence is
+        retried until the busy timeout has passed.
+        """
+        delay = 0.005
+        while True:
+            try:
+                self._refuse_foreign()
+                if self._conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                    self._conn.execute("PRAGMA journal_mode=WAL")
+                self._conn.execute("PRAGMA synchronous=NORMAL")
+                self._conn.execute("PRAGMA foreign_keys=ON")
+                self._migrate()
+                return
+            except (sqlite3.OperationalError, StoreLockedError) as exc:
+                text = str(exc)
+                if ("locked" not in text and "busy" not in text) or time.monotonic() > deadline:
+                    raise
+                if self._conn.in_transaction:
+                    self._conn.execute("ROLLBACK")
+                time.sleep(delay + random.random() * delay)
+                delay = min(delay * 2, 0.2)
 
     # plumbing ---------------------------------------------------------------------------
     def _refuse_foreign(self) -> None:
