@@ -16,7 +16,7 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import ValidationError
 
@@ -25,7 +25,7 @@ from memstrata.embed.base import Embedder, content_hash
 from memstrata.errors import ConfigError, InvalidInputError, NamespaceNotFoundError
 from memstrata.llm import LLMClient, ResponseCache, make_backend
 from memstrata.models import Episode, EpisodeIn, SearchResult
-from memstrata.recipes import system1_params
+from memstrata.recipes import BUILT_RECIPES, system1_params
 from memstrata.retrieval import documents
 from memstrata.retrieval.context import fit_to_budget
 from memstrata.retrieval.system1 import EpisodeRoute
@@ -172,7 +172,9 @@ class AsyncMemory:
         self.store = store
         self.embedder = embedder
         self._routes: dict[str, EpisodeRoute] = {}
+        self._graph_routes: dict[str, Any] = {}
         self._llm: LLMClient | None = None
+        self._graphs: Any = None
 
     @property
     def llm(self) -> LLMClient | None:
@@ -308,6 +310,71 @@ class AsyncMemory:
             )
         return self._routes[name]
 
+    def _graph_cache(self) -> Any:
+        from memstrata.structures.mnemis import GraphCache
+
+        if self._graphs is None:
+            self._graphs = GraphCache(self.store, self.embedder)
+        return self._graphs
+
+    def _tier(self, tier: str | None) -> Literal["heuristic", "llm"]:
+        if tier is None:
+            return "llm" if self.config.llm.kind != "none" else "heuristic"
+        if tier == "heuristic":
+            return "heuristic"
+        if tier == "llm":
+            return "llm"
+        raise ConfigError(f"unknown tier {tier!r}; choose heuristic or llm")
+
+    async def build(
+        self,
+        namespace: str | None = None,
+        *,
+        recipe: str = "mnemis",
+        tier: str | None = None,
+        rebuild: bool = False,
+        progress: Progress | None = None,
+    ) -> Any:
+        """Run a recipe's builders over what the namespace holds; only new episodes are
+        processed unless ``rebuild``. Without an LLM configured the tier is ``heuristic``.
+        Returns the builder's report (counts, layers, seconds, LLM usage per stage)."""
+        from memstrata.structures.mnemis import MnemisBuilder
+
+        ns = namespace or self.config.namespace
+        if recipe not in BUILT_RECIPES:
+            raise ConfigError(
+                f"recipe {recipe!r} has nothing to build; choose {sorted(BUILT_RECIPES)}"
+            )
+        if not await asyncio.to_thread(self.store.has_namespace, ns):
+            raise NamespaceNotFoundError(ns)
+        chosen = self._tier(tier)
+        llm = self.llm if chosen == "llm" else None
+        if llm is not None:
+            llm.namespace = ns
+        builder = MnemisBuilder(
+            self.store, self.embedder, tier=chosen, llm=llm, cache=self._graph_cache()
+        )
+        return await builder.build(ns, rebuild=rebuild, progress=progress)
+
+    def _graph_route(self, recipe: str) -> Any:
+        from memstrata.retrieval.mnemis import MnemisRoute
+
+        if recipe not in self._graph_routes:
+            selector = reranker = None
+            if self._tier(None) == "llm" and self.llm is not None:
+                from memstrata.prompts.mnemis import llm_reranker, node_selector
+
+                selector, reranker = node_selector(self.llm), llm_reranker(self.llm)
+            self._graph_routes[recipe] = MnemisRoute(
+                self.store,
+                self.embedder,
+                self._route(recipe),
+                self._graph_cache(),
+                selector=selector,
+                reranker=reranker,
+            )
+        return self._graph_routes[recipe]
+
     async def search(
         self,
         query: str,
@@ -342,29 +409,34 @@ class AsyncMemory:
     ) -> list[SearchResult]:
         """Batch search: queries are embedded together, which is much faster per query."""
         ns = namespace or self.config.namespace
+        name = recipe or self.config.recipe
+        if name in BUILT_RECIPES:
+            self._check_search(queries, ns, k)
+            route = self._graph_route(name)
+            kk = self.config.budgets.episodes if k is None else k
+            per_query = await route.search(ns, queries, kk, filters)
+            return self._results(queries, ns, per_query, max_tokens)
         return await asyncio.to_thread(
             self._search_sync, queries, ns, k, recipe, filters, max_tokens
         )
 
-    def _search_sync(
-        self,
-        queries: list[str],
-        namespace: str,
-        k: int | None,
-        recipe: str | None,
-        filters: SearchFilters | None,
-        max_tokens: int | None,
-    ) -> list[SearchResult]:
+    def _check_search(self, queries: list[str], namespace: str, k: int | None) -> None:
         for q in queries:
             if not isinstance(q, str) or not q.strip():
                 raise InvalidInputError("search query is empty")
         if not self.store.has_namespace(namespace):
             raise NamespaceNotFoundError(namespace)
-        budget = self.config.budgets.max_tokens if max_tokens == -1 else max_tokens
-        k = self.config.budgets.episodes if k is None else k
-        if k <= 0:
+        if k is not None and k <= 0:
             raise InvalidInputError(f"k must be positive, got {k}")
-        per_query = self._route(recipe).search(namespace, queries, k, filters)
+
+    def _results(
+        self,
+        queries: list[str],
+        namespace: str,
+        per_query: list[list[Any]],
+        max_tokens: int | None,
+    ) -> list[SearchResult]:
+        budget = self.config.budgets.max_tokens if max_tokens == -1 else max_tokens
         results = []
         for query, hits in zip(queries, per_query, strict=True):
             kept, context, tokens = fit_to_budget(hits, budget)
@@ -378,6 +450,20 @@ class AsyncMemory:
                 )
             )
         return results
+
+    def _search_sync(
+        self,
+        queries: list[str],
+        namespace: str,
+        k: int | None,
+        recipe: str | None,
+        filters: SearchFilters | None,
+        max_tokens: int | None,
+    ) -> list[SearchResult]:
+        self._check_search(queries, namespace, k)
+        k = self.config.budgets.episodes if k is None else k
+        per_query = self._route(recipe).search(namespace, queries, k, filters)
+        return self._results(queries, namespace, per_query, max_tokens)
 
     async def get(self, ids: list[str], *, namespace: str | None = None) -> list[Episode]:
         ns = namespace or self.config.namespace
@@ -484,6 +570,9 @@ class Memory:
 
     def search_many(self, queries: list[str], **kwargs: Any) -> list[SearchResult]:
         return self._run(self._inner.search_many(queries, **kwargs))
+
+    def build(self, namespace: str | None = None, **kwargs: Any) -> Any:
+        return self._run(self._inner.build(namespace, **kwargs))
 
     def get(self, ids: list[str], **kwargs: Any) -> list[Episode]:
         return self._run(self._inner.get(ids, **kwargs))

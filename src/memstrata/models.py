@@ -91,6 +91,7 @@ class Entity(Derived):
 
     kind: ClassVar[str] = "entity"
     name: str
+    aliases: list[str] = Field(default_factory=list, description="other names merged into it")
     summary: str = ""
     tags: list[str] = Field(default_factory=list)
     entity_type: str | None = None
@@ -107,6 +108,9 @@ class Fact(Derived):
     object_id: str
     relation: str = ""
     fact: str
+    entity_ids: list[str] = Field(
+        default_factory=list, description="every entity the fact mentions, subject first"
+    )
     valid_at: datetime | None = None
     invalid_at: datetime | None = None
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import sys
 import tempfile
@@ -18,7 +19,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from memstrata.config import Config
-from memstrata.errors import MemstrataError
+from memstrata.errors import MemstrataError, NamespaceNotFoundError
 from memstrata.importers import jsonl
 from memstrata.memory import AsyncMemory, prepare_episode
 from memstrata.store import PreparedEpisode
@@ -182,7 +183,9 @@ def search(
         ),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON line per query.")] = False,
-    recipe: Annotated[str | None, typer.Option(help="rag or default.")] = None,
+    recipe: Annotated[
+        str | None, typer.Option(help="rag, default or mnemis (mnemis needs `memstrata build`).")
+    ] = None,
     config: ConfigOpt = None,
 ) -> None:
     """Search memory and print hits with the episodes they rest on."""
@@ -308,6 +311,137 @@ def stats(
 
 
 @app.command()
+def build(
+    db: DbOpt = None,
+    namespace: Annotated[
+        str | None, typer.Option("--namespace", "-n", help="Namespace (default: every one).")
+    ] = None,
+    recipe: Annotated[str, typer.Option(help="Recipe whose structures to build.")] = "mnemis",
+    tier: Annotated[
+        str | None,
+        typer.Option(help="heuristic or llm (default: llm when an LLM is configured)."),
+    ] = None,
+    rebuild: Annotated[bool, typer.Option(help="Drop the structures and build anew.")] = False,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+    config: ConfigOpt = None,
+) -> None:
+    """Build a recipe's structures over what is already imported.
+
+    Resumable: only episodes not yet built are processed, so re-running after an
+    interruption, or after importing more, continues where it stopped (new entities are
+    placed into the existing hierarchy). Prints counts, layers and LLM cost per stage.
+    """
+    with _errors():
+        cfg = _config(config)
+
+        async def run() -> list[dict[str, Any]]:
+            memory = await _open(cfg, db)
+            try:
+                names = [namespace] if namespace else await memory.namespaces()
+                reports = []
+                with _progress() as progress:
+                    for ns in names:
+                        total = (await memory.stats(ns))["namespaces"][0]["episodes"]
+                        task = progress.add_task(f"building {ns}", total=total)
+
+                        def advance(n: int, task: Any = task) -> None:
+                            progress.advance(task, n)
+
+                        report = await memory.build(
+                            ns, recipe=recipe, tier=tier, rebuild=rebuild, progress=advance
+                        )
+                        reports.append(dataclasses.asdict(report))
+                return reports
+            finally:
+                await memory.close()
+
+        reports = asyncio.run(run())
+    if as_json:
+        sys.stdout.write(json.dumps(reports, indent=2, default=str) + "\n")
+        return
+    for r in reports:
+        out.print(
+            f"{r['namespace']}: tier {r['tier']}, {r['episodes']} new episodes, "
+            f"{r['entities']} entities, {r['facts']} facts, {r['categories']} categories "
+            f"(layers {r['layers']}, hierarchy {r['hierarchy']}), {r['seconds']} s, "
+            f"{r['failures']} failed episodes"
+        )
+        for stage, row in r["llm"].items():
+            per = row["prompt_tokens"] / max(1, r["episodes"])
+            out.print(
+                f"  {stage}: {row['calls']} calls, {row['failures']} failures, "
+                f"{row['prompt_tokens']} prompt tokens ({per:.0f} per episode)"
+            )
+
+
+@app.command()
+def show(
+    name: Annotated[str, typer.Argument(help="Category or entity name (case-insensitive).")],
+    db: DbOpt = None,
+    namespace: NsOpt = None,
+    depth: Annotated[int, typer.Option(help="Levels of a category subtree to print.")] = 2,
+    config: ConfigOpt = None,
+) -> None:
+    """Show a category subtree, or an entity with its facts and source turns."""
+    from rich.tree import Tree
+
+    from memstrata.structures.graph import Graph
+
+    with _errors():
+        cfg = _config(config)
+        ns = namespace or cfg.namespace
+
+        async def run() -> Graph:
+            memory = await _open(cfg, db)
+            try:
+                if not memory.store.has_namespace(ns):
+                    raise NamespaceNotFoundError(ns)
+                return Graph.load(memory.store, memory.embedder, ns)
+            finally:
+                await memory.close()
+
+        graph = asyncio.run(run())
+        want = name.casefold()
+        cats = [c for c in graph.categories.values() if c.name.casefold() == want]
+        if cats:
+            for cat in sorted(cats, key=lambda c: -c.layer):
+                tree = Tree(f"[bold]{cat.name}[/] (layer {cat.layer})")
+                _subtree(graph, tree, cat.child_ids, depth)
+                out.print(tree)
+            return
+        ents = [
+            e
+            for e in graph.entities.values()
+            if e.name.casefold() == want or want in (a.casefold() for a in e.aliases)
+        ]
+        if not ents:
+            raise MemstrataError(f"no category or entity named {name!r} in namespace {ns!r}")
+        for ent in ents:
+            out.print(f"[bold]{ent.name}[/] ({', '.join(ent.tags)})")
+            if ent.summary:
+                out.print(ent.summary)
+            eps = graph.episode_ids(ent.id)
+            out.print(f"appears in {len(eps)} episodes: {', '.join(eps[:20])}")
+            facts = sorted(graph.facts_of.get(ent.id, ()), key=lambda f: graph.facts[f].fact)
+            for fid in facts[:30]:
+                f = graph.facts[fid]
+                ended = f" (invalid since {f.invalid_at:%Y-%m-%d})" if f.invalid_at else ""
+                out.print(f"  - {f.fact}{ended}  [{', '.join(graph.episode_ids(fid))}]")
+
+
+def _subtree(graph: Any, tree: Any, ids: list[str], depth: int) -> None:
+    for cid in ids:
+        cat = graph.categories.get(cid)
+        if cat is not None:
+            branch = tree.add(f"{cat.name} (layer {cat.layer}, {len(cat.child_ids)} children)")
+            if depth > 1:
+                _subtree(graph, branch, cat.child_ids, depth - 1)
+        elif cid in graph.entities:
+            ent = graph.entities[cid]
+            tree.add(f"{ent.name} [{len(graph.episode_ids(cid))} episodes]")
+
+
+@app.command()
 def delete(
     db: DbOpt = None,
     namespace: Annotated[
@@ -400,16 +534,22 @@ def bench_locomo(
     out_dir: Annotated[Path, typer.Option("--out", help="Where to write locomo.json/.md.")] = Path(
         "bench-out"
     ),
-    recipe: Annotated[str, typer.Option(help="Recipe under test.")] = "default",
+    recipe: Annotated[
+        str, typer.Option(help="Recipes under test, comma-separated (e.g. default,mnemis).")
+    ] = "default",
     config: ConfigOpt = None,
 ) -> None:
-    """Evidence Recall@K / Precision@K per category, beside flat BM25 and flat RAG."""
+    """Evidence Recall@K / Precision@K per category, beside flat BM25 and flat RAG.
+
+    Recipes that need structures (`mnemis`) are built first, with the configured tier.
+    """
     from memstrata.eval import bench_locomo as bl
 
     with tempfile.TemporaryDirectory() as tmp, _errors():
         cfg = _config(config)
         path = db or str(Path(tmp) / "locomo.db")
-        systems = ["bm25", "rag"] + ([recipe] if recipe not in {"bm25", "rag"} else [])
+        wanted = [r.strip() for r in recipe.split(",") if r.strip()]
+        systems = ["bm25", "rag"] + [r for r in wanted if r not in {"bm25", "rag"}]
 
         async def run() -> dict[str, Any]:
             memory = await AsyncMemory.open(path, config=cfg)

@@ -18,6 +18,7 @@ from memstrata.eval import locomo
 from memstrata.eval.metrics import distinct_sources, summarise
 from memstrata.eval.report import write_report
 from memstrata.memory import AsyncMemory
+from memstrata.recipes import BUILT_RECIPES
 from memstrata.retrieval.text import content_terms
 
 KS = (5, 10, 20, 50)
@@ -76,6 +77,27 @@ async def run(
         "systems": {},
     }
     for system in systems:
+        if system in BUILT_RECIPES:
+            t1 = time.perf_counter()
+            builds = [await memory.build(c.namespace, recipe=system) for c in conversations]
+            report.setdefault("builds", {})[system] = {
+                "seconds": round(time.perf_counter() - t1, 2),
+                "per_namespace": [
+                    {
+                        k: getattr(b, k)
+                        for k in (
+                            "namespace",
+                            "tier",
+                            "entities",
+                            "facts",
+                            "categories",
+                            "layers",
+                            "seconds",
+                        )
+                    }
+                    for b in builds
+                ],
+            }
         rows: list[tuple[int, list[str], list[str]]] = []
         t1 = time.perf_counter()
         for conv in conversations:

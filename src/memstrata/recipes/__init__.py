@@ -2,6 +2,8 @@
 
 * ``rag`` — the flat baseline: dense + BM25 over episodes, plain RRF.
 * ``default`` — System-1 with speaker matching, session context and date handling.
+* ``mnemis`` — System-1 (``default`` for episodes, plus entities and facts) and System-2
+  Global Selection over the category hierarchy, fused; needs ``memstrata build``.
 """
 
 from __future__ import annotations
@@ -26,6 +28,10 @@ RECIPES: dict[str, System1Params] = {
         date_boost=0.3,
     ),
 }
+RECIPES["mnemis"] = RECIPES["default"]
+
+# Recipes that read structures a builder made, and the builder they need.
+BUILT_RECIPES = {"mnemis": "mnemis"}
 
 
 def system1_params(config: Config, recipe: str | None = None) -> System1Params:

@@ -167,6 +167,30 @@ class Store(ABC):
         self, namespace: str, kind: str, ids: Sequence[str] | None = None
     ) -> list[Derived]: ...
 
+    @abstractmethod
+    def write_records(
+        self,
+        namespace: str,
+        put: Sequence[Derived],
+        delete: Sequence[str] = (),
+        built: tuple[str, Sequence[int]] | None = None,
+    ) -> None:
+        """One transaction: delete records by id, insert or replace others, and mark
+        episode keys as done by a builder, so a killed build never half-applies a step."""
+
+    @abstractmethod
+    def built_keys(self, namespace: str, builder: str) -> set[int]:
+        """Episode keys a builder has finished (its resumable progress)."""
+
+    @abstractmethod
+    def reset_build(self, namespace: str, builder: str, kinds: Sequence[str] = ()) -> None:
+        """Forget a builder's progress and drop the records of ``kinds`` (full rebuild)."""
+
+    @abstractmethod
+    def records_stamp(self, namespace: str) -> tuple[int, str]:
+        """(count, last update) of the namespace's derived records: cheap change detection
+        for in-memory indexes over them."""
+
     # accounting and stats ---------------------------------------------------------------
     @abstractmethod
     def record_llm_call(self, record: LLMCallRecord) -> None: ...

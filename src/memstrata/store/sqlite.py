@@ -668,11 +668,40 @@ class SQLiteStore(Store):
 
     # derived records --------------------------------------------------------------------
     def put_records(self, namespace: str, records: Sequence[Derived]) -> None:
-        if not records:
+        self.write_records(namespace, records)
+
+    def write_records(
+        self,
+        namespace: str,
+        put: Sequence[Derived],
+        delete: Sequence[str] = (),
+        built: tuple[str, Sequence[int]] | None = None,
+    ) -> None:
+        if not put and not delete and not built:
             return
         with self._write() as conn:
-            # Links may name records later in the same batch: check them once, at the end.
             conn.execute("PRAGMA defer_foreign_keys=ON")
+            ns_id = self._create_ns(namespace)
+            for chunk in _chunks(list(delete), 500):
+                marks = ",".join("?" * len(chunk))
+                conn.execute(
+                    f"DELETE FROM records WHERE namespace_id=? AND id IN ({marks})",
+                    (ns_id, *chunk),
+                )
+            if built:
+                builder, keys = built
+                now = _now()
+                conn.executemany(
+                    "INSERT OR REPLACE INTO build_progress VALUES (?,?,?,?,?)",
+                    [(ns_id, builder, key, "done", now) for key in keys],
+                )
+            self._put_records(conn, namespace, put)
+
+    def _put_records(
+        self, conn: sqlite3.Connection, namespace: str, records: Sequence[Derived]
+    ) -> None:
+        if records:
+            # Links may name records later in the same batch: checked once, at the end.
             ns_id = self._create_ns(namespace)
             now = _now()
             for rec in records:
@@ -717,6 +746,41 @@ class SQLiteStore(Store):
                     f"category links name records that do not exist: {missing[:5]}; write "
                     "children before or together with their categories"
                 )
+
+    def built_keys(self, namespace: str, builder: str) -> set[int]:
+        with self._lock:
+            ns_id = self._ns_id(namespace)
+            if ns_id is None:
+                return set()
+            return {
+                r[0]
+                for r in self._conn.execute(
+                    "SELECT episode_id FROM build_progress WHERE namespace_id=? AND builder=?",
+                    (ns_id, builder),
+                )
+            }
+
+    def reset_build(self, namespace: str, builder: str, kinds: Sequence[str] = ()) -> None:
+        with self._write() as conn:
+            ns_id = self._ns_id(namespace)
+            if ns_id is None:
+                return
+            conn.execute(
+                "DELETE FROM build_progress WHERE namespace_id=? AND builder=?", (ns_id, builder)
+            )
+            for kind in kinds:
+                conn.execute("DELETE FROM records WHERE namespace_id=? AND kind=?", (ns_id, kind))
+
+    def records_stamp(self, namespace: str) -> tuple[int, str]:
+        with self._lock:
+            ns_id = self._ns_id(namespace)
+            if ns_id is None:
+                return (0, "")
+            row = self._conn.execute(
+                "SELECT COUNT(*), COALESCE(MAX(updated_at), '') FROM records WHERE namespace_id=?",
+                (ns_id,),
+            ).fetchone()
+            return (int(row[0]), str(row[1]))
 
     @staticmethod
     def _put_kind_columns(conn: sqlite3.Connection, rec: Derived) -> None:

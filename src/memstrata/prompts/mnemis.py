@@ -1,0 +1,295 @@
+"""Mnemis prompts: base graph extraction (section 2.1), the hierarchy prompt and the
+Global Selection prompt (appendix D), and a listwise reranker for fusion.
+
+The two appendix D prompts follow the paper's instructions point by point, shortened
+where a small local model needs it. The base graph prompts are written for memstrata
+from the steps section 2.1 describes. Each prompt function returns ``(messages, model)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from memstrata.llm.base import LLMClient
+from memstrata.llm.types import Message
+
+# answers ------------------------------------------------------------------------------
+
+
+class EntityNames(BaseModel):
+    names: list[str] = Field(default_factory=list, max_length=40)
+
+
+class Duplicate(BaseModel):
+    name: str
+    duplicate_of: int = Field(description="index of the existing entity, or -1")
+
+
+class Duplicates(BaseModel):
+    resolutions: list[Duplicate] = Field(default_factory=list, max_length=40)
+
+
+class EntityAttributes(BaseModel):
+    name: str
+    summary: str = Field(max_length=400)
+    tag: list[str] = Field(default_factory=list, max_length=5)
+
+
+class Attributes(BaseModel):
+    entities: list[EntityAttributes] = Field(default_factory=list, max_length=40)
+
+
+class ExtractedFact(BaseModel):
+    source: str
+    target: str
+    relation: str = Field(default="", max_length=60)
+    fact: str = Field(max_length=400)
+    valid_at: str | None = None
+    invalid_at: str | None = None
+
+
+class Facts(BaseModel):
+    facts: list[ExtractedFact] = Field(default_factory=list, max_length=30)
+
+
+class FactResolution(BaseModel):
+    new_fact: int
+    duplicate_of: list[int] = Field(default_factory=list, max_length=10)
+    contradicts: list[int] = Field(default_factory=list, max_length=10)
+
+
+class FactResolutions(BaseModel):
+    resolutions: list[FactResolution] = Field(default_factory=list, max_length=30)
+
+
+class CategoryGroup(BaseModel):
+    category: str = Field(max_length=80)
+    indexes: list[int] = Field(default_factory=list, max_length=200)
+
+
+class CategoryGroups(BaseModel):
+    categories: list[CategoryGroup] = Field(default_factory=list, max_length=100)
+
+
+class SelectedNode(BaseModel):
+    name: str
+    uuid: str
+    get_all_children: bool = False
+
+
+class NodeSelection(BaseModel):
+    nodes: list[SelectedNode] = Field(default_factory=list, max_length=100)
+
+
+class Ranking(BaseModel):
+    order: list[int] = Field(default_factory=list, max_length=100)
+
+
+Prompt = tuple[list[Message], type[BaseModel]]
+
+
+def _msgs(system: str, user: str) -> list[Message]:
+    return [Message(role="system", content=system), Message(role="user", content=user)]
+
+
+def _episodes(current: str, recent: Sequence[str]) -> str:
+    before = "\n".join(recent) if recent else "(none)"
+    return f"<RECENT EPISODES>\n{before}\n</RECENT EPISODES>\n<CURRENT EPISODE>\n{current}\n</CURRENT EPISODE>"
+
+
+# base graph ---------------------------------------------------------------------------
+
+
+def extract_entities(current: str, recent: Sequence[str]) -> Prompt:
+    return _msgs(
+        "You extract entity names from a conversation. An entity is a concrete person, "
+        "organization, place, object, event or well-defined concept. Use recent episodes "
+        "only as context; extract names from the current episode. The speaker counts as "
+        'an entity. Answer JSON: {"names": [...]}.',
+        _episodes(current, recent),
+    ), EntityNames
+
+
+def reflect_entities(current: str, recent: Sequence[str], found: Sequence[str]) -> Prompt:
+    return _msgs(
+        "You check an entity extraction. List entity names in the current episode that "
+        'the extraction missed; an empty list if none. Answer JSON: {"names": [...]}.',
+        f"{_episodes(current, recent)}\n<EXTRACTED>\n{', '.join(found)}\n</EXTRACTED>",
+    ), EntityNames
+
+
+def dedupe_entities(new: Sequence[tuple[str, list[tuple[int, str]]]]) -> Prompt:
+    lines = []
+    for name, cands in new:
+        options = "; ".join(f"{i}: {c}" for i, c in cands)
+        lines.append(f"- {name} -> candidates {options}")
+    return _msgs(
+        "You de-duplicate entities. For each new name, give the index of the existing "
+        "entity it refers to, or -1 if it is a different entity. Same name in other case "
+        'or form is usually the same entity. Answer JSON: {"resolutions": '
+        '[{"name": ..., "duplicate_of": index}]}.',
+        "\n".join(lines),
+    ), Duplicates
+
+
+def entity_attributes(
+    current: str, recent: Sequence[str], entities: Sequence[tuple[str, str]]
+) -> Prompt:
+    listed = "\n".join(f"- {n}: {s or '(no summary yet)'}" for n, s in entities)
+    return _msgs(
+        "For each entity, write a concise summary (at most two sentences) that keeps what "
+        "the existing summary says and adds what the current episode tells, and a tag: a "
+        "list of up to 5 descriptors of at most 3 words giving its type or role. Answer "
+        'JSON: {"entities": [{"name": ..., "summary": ..., "tag": [...]}]}.',
+        f"{_episodes(current, recent)}\n<ENTITIES>\n{listed}\n</ENTITIES>",
+    ), Attributes
+
+
+def extract_facts(current: str, recent: Sequence[str], names: Sequence[str], when: str) -> Prompt:
+    return _msgs(
+        "You extract facts: verifiable statements of a relationship, action or state "
+        "between two of the given entities, from the current episode. Give each fact's "
+        "source and target entity names exactly as listed, a short relation, the fact as "
+        "one sentence, and valid_at / invalid_at as ISO dates when the text says when it "
+        f"started or ended (the episode happened at {when}). Answer JSON: "
+        '{"facts": [{"source": ..., "target": ..., "relation": ..., "fact": ..., '
+        '"valid_at": null, "invalid_at": null}]}.',
+        f"{_episodes(current, recent)}\n<ENTITIES>\n{', '.join(names)}\n</ENTITIES>",
+    ), Facts
+
+
+def reflect_facts(current: str, names: Sequence[str], found: Sequence[str]) -> Prompt:
+    return _msgs(
+        "You check a fact extraction. List facts between the given entities that the "
+        "current episode states but the extraction missed, in the same format; an empty "
+        'list if none. Answer JSON: {"facts": [...]}.',
+        f"<CURRENT EPISODE>\n{current}\n</CURRENT EPISODE>\n<ENTITIES>\n{', '.join(names)}\n"
+        f"</ENTITIES>\n<EXTRACTED>\n" + "\n".join(found) + "\n</EXTRACTED>",
+    ), Facts
+
+
+def resolve_facts(new: Sequence[str], existing: Sequence[str]) -> Prompt:
+    return _msgs(
+        "You compare new facts with existing ones about the same entities. For each new "
+        "fact (by index) list the existing facts it duplicates (same meaning) and the "
+        "existing facts it contradicts (cannot both be true now, e.g. a changed job or "
+        'address). Answer JSON: {"resolutions": [{"new_fact": i, "duplicate_of": [], '
+        '"contradicts": []}]}.',
+        "<NEW FACTS>\n"
+        + "\n".join(f"{i}: {f}" for i, f in enumerate(new))
+        + "\n</NEW FACTS>\n<EXISTING FACTS>\n"
+        + "\n".join(f"{i}: {f}" for i, f in enumerate(existing))
+        + "\n</EXISTING FACTS>",
+    ), FactResolutions
+
+
+# hierarchy (appendix D) ---------------------------------------------------------------
+
+_CATEGORY_SYSTEM = """You are an AI assistant specialized in semantic categorization of nodes.
+# INSTRUCTIONS:
+You are given a list of node names, each prefixed with an index and followed by a brief description (e.g., 1. dog: [domestic animal]).
+1. Group the nodes into semantically meaningful categories based on shared attributes, considering both the node names and their DESCRIPTIONS, not the descriptions alone. All EXISTING CATEGORIES are provided: if a node matches an existing category, add it there; otherwise create a new category. A category name MUST NOT use "and" as a connector (invalid: "Food and Drinks"; valid: "Food", "Drinks").
+2. Output each category with its name and the list of node indexes (integers). Refer to nodes only by index.
+3. A node CAN belong to several categories. When grouping, keep the minimal set of features the grouped items share.
+4. There must be NO leftover nodes. Single-member categories are allowed if necessary.
+5. The node "user" and first-person references ("I", "me") MUST go into one category called "Speaker".
+Answer JSON: {"categories": [{"category": "...", "indexes": [0, 1]}]}"""
+
+
+def categorize(layer: int, nodes: Sequence[tuple[str, str]], existing: Sequence[str]) -> Prompt:
+    content = "\n".join(f"{i}. {n}: [{d}]" for i, (n, d) in enumerate(nodes))
+    guidance = (
+        f"You are at Layer {layer}. Layer 1 holds the most specific categories; higher "
+        "layers group the categories below into broader ones. Make the MINIMAL abstraction: "
+        "specific enough to keep detail, leaving broader grouping to higher layers "
+        '(e.g. Layer 1: "Poodle", "Persian Cat" -> "Dog breeds", "Cat breeds"; Layer 2: '
+        '"Dog breeds", "Cat breeds" -> "Pets"). Do not merge loosely related nodes.'
+    )
+    user = (
+        "<NODE INDEXED NAMES AND DESCRIPTIONS>\n"
+        f"{content}\n</NODE INDEXED NAMES AND DESCRIPTIONS>\n"
+        f"<EXISTING CATEGORIES>\n{', '.join(existing) or '(none)'}\n</EXISTING CATEGORIES>\n"
+        "<GUIDANCE ON CATEGORY GRANULARITY>\n"
+        f"{guidance}\n</GUIDANCE ON CATEGORY GRANULARITY>\n"
+        'The category name MUST NOT include the word "and".'
+    )
+    return _msgs(_CATEGORY_SYSTEM, user), CategoryGroups
+
+
+def select_nodes(query: str, nodes: Sequence[tuple[str, str, list[str]]]) -> Prompt:
+    info = "\n".join(f'- name: "{n}", uuid: "{u}", tags: {t}' for u, n, t in nodes)
+    system = (
+        "You are analyzing a hierarchical knowledge graph to help answer a user query.\n"
+        "Select all nodes that could help answer the query. A node is helpful if it: "
+        "directly relates to the query; covers a clearly relevant topic, concept or "
+        "category; provides useful background or context; contains user-specific "
+        "information (interests, goals, constraints); or likely has helpful sub-nodes.\n"
+        "Do not be overly strict: include nodes that might provide context or "
+        "personalization, even if partially redundant.\n"
+        'For each selected node: "name" is its name, "uuid" its identifier, and '
+        '"get_all_children" is true only if you are confident all its sub-nodes help.\n'
+        'Answer JSON: {"nodes": [{"name": ..., "uuid": ..., "get_all_children": false}]}'
+    )
+    return _msgs(system, f'User Query:\n"{query}"\n\nAvailable Nodes:\n{info}'), NodeSelection
+
+
+def rerank(query: str, kind: str, candidates: Sequence[str]) -> Prompt:
+    listed = "\n".join(f"{i}: {c[:300]}" for i, c in enumerate(candidates))
+    return _msgs(
+        f"Order the {kind} candidates by how much each helps answer the query, most "
+        'helpful first. Answer JSON: {"order": [indexes]}.',
+        f"Query: {query}\n<CANDIDATES>\n{listed}\n</CANDIDATES>",
+    ), Ranking
+
+
+# adapters the builders and routes call -----------------------------------------------
+
+
+def category_grouper(llm: LLMClient, chunk: int = 40) -> Any:
+    """Hierarchy grouping through :func:`categorize`, ``chunk`` nodes per call."""
+
+    async def group(
+        layer: int, nodes: list[tuple[str, str]], existing: list[str]
+    ) -> list[tuple[str, list[int]]]:
+        merged: dict[str, list[int]] = {}
+        known = list(existing)
+        for start in range(0, len(nodes), chunk):
+            part = nodes[start : start + chunk]
+            messages, model = categorize(layer, part, known)
+            answer = await llm.structured(messages, model, stage="mnemis.hierarchy")
+            assert isinstance(answer, CategoryGroups)
+            for g in answer.categories:
+                name = g.category.strip()
+                if not name:
+                    continue
+                merged.setdefault(name, []).extend(
+                    start + i for i in g.indexes if 0 <= i < len(part)
+                )
+                if name not in known:
+                    known.append(name)
+        return list(merged.items())
+
+    return group
+
+
+def node_selector(llm: LLMClient) -> Any:
+    async def select(query: str, nodes: list[tuple[str, str, list[str]]]) -> list[tuple[str, bool]]:
+        messages, model = select_nodes(query, nodes)
+        answer = await llm.structured(messages, model, stage="mnemis.select")
+        assert isinstance(answer, NodeSelection)
+        return [(n.uuid, n.get_all_children) for n in answer.nodes]
+
+    return select
+
+
+def llm_reranker(llm: LLMClient) -> Any:
+    async def rank(query: str, kind: str, texts: list[str]) -> list[int]:
+        messages, model = rerank(query, kind, texts)
+        answer = await llm.structured(messages, model, stage="mnemis.rerank")
+        assert isinstance(answer, Ranking)
+        return answer.order
+
+    return rank

@@ -1,0 +1,158 @@
+"""System-2 Global Selection (Mnemis section 2.3): top-down over the category hierarchy.
+
+From the highest layer down, each layer's candidates are the children of what was
+selected above. The ``llm`` tier asks the paper's selection prompt which nodes help and
+whether all of a node's children do (``get_all_children``); the ``heuristic`` tier keeps
+the ``beam`` nodes most similar to the query that clear ``floor``, and takes all children
+of a node whose similarity clears ``all_children``. At the bottom are entities; the route
+then adds their facts, the entities those facts link to, and their episodes. It returns
+sets, unranked: fusion ranks and budgets them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+from numpy.typing import NDArray
+
+from memstrata.structures.graph import Graph
+from memstrata.structures.hierarchy import Hierarchy
+
+# LLM selection: (query, [(uuid, name, tags)]) -> [(uuid, get_all_children)]
+NodeSelector = Callable[[str, list[tuple[str, str, list[str]]]], Awaitable[list[tuple[str, bool]]]]
+
+
+@dataclass(frozen=True)
+class SelectionParams:
+    beam: int = 6
+    floor: float = 0.2
+    entity_floor: float = 0.3
+    entity_beam: int = 12
+    all_children: float = 0.6
+
+
+@dataclass
+class Selection:
+    categories: list[str] = field(default_factory=list)
+    entities: list[str] = field(default_factory=list)
+    linked_entities: list[str] = field(default_factory=list)
+    facts: list[str] = field(default_factory=list)
+    episodes: list[str] = field(default_factory=list)
+    path: list[list[str]] = field(default_factory=list)
+
+
+def _expand(graph: Graph, selected_entities: list[str]) -> Selection:
+    out = Selection(entities=selected_entities)
+    facts: dict[str, None] = {}
+    linked: dict[str, None] = {}
+    episodes: dict[str, None] = {}
+    chosen = set(selected_entities)
+    for eid in selected_entities:
+        for fid in graph.facts_of.get(eid, ()):
+            facts.setdefault(fid, None)
+            fact = graph.facts[fid]
+            for other in fact.entity_ids or [fact.subject_id, fact.object_id]:
+                if other not in chosen:
+                    linked.setdefault(other, None)
+        for ep in graph.episode_ids(eid):
+            episodes.setdefault(ep, None)
+    out.facts = list(facts)
+    out.linked_entities = list(linked)
+    out.episodes = list(episodes)
+    return out
+
+
+def select_heuristic(
+    graph: Graph, hierarchy: Hierarchy, qvec: NDArray[np.float32], params: SelectionParams
+) -> Selection:
+    top = graph.top_layer()
+    if top == 0:
+        return Selection()
+    frontier = [c.id for c in graph.layer(top)]
+    path: list[list[str]] = []
+    taken: list[str] = []
+    entities: list[str] = []
+    for layer in range(top, 0, -1):
+        cats = [c for c in frontier if c in graph.categories and graph.categories[c].layer == layer]
+        if not cats:
+            break
+        sims = hierarchy.vectors(cats) @ qvec
+        order = np.argsort(-sims)
+        keep = [cats[int(i)] for i in order[: params.beam] if sims[int(i)] >= params.floor]
+        if not keep:
+            keep = [cats[int(order[0])]]
+        path.append(keep)
+        taken.extend(keep)
+        frontier = []
+        for cid in keep:
+            frontier.extend(graph.categories[cid].child_ids)
+        frontier = list(dict.fromkeys(frontier))
+    leaf = [e for e in frontier if e in graph.entities]
+    if leaf:
+        sims = graph.name_vectors(leaf) @ qvec
+        order = np.argsort(-sims)
+        entities = [
+            leaf[int(i)] for i in order[: params.entity_beam] if sims[int(i)] >= params.entity_floor
+        ]
+    sel = _expand(graph, entities)
+    sel.categories = taken
+    sel.path = path
+    return sel
+
+
+async def select_llm(graph: Graph, query: str, selector: NodeSelector) -> Selection:
+    """The paper's route: the LLM picks nodes layer by layer, entities at the bottom."""
+    top = graph.top_layer()
+    if top == 0:
+        return Selection()
+    frontier = [c.id for c in graph.layer(top)]
+    taken: list[str] = []
+    path: list[list[str]] = []
+    entities: list[str] = []
+    while frontier:
+        nodes = []
+        for nid in frontier:
+            rec = graph.categories.get(nid) or graph.entities.get(nid)
+            if rec is not None:
+                nodes.append((nid, rec.name, list(rec.tags)))
+        if not nodes:
+            break
+        picked = await selector(query, nodes)
+        known = {n[0] for n in nodes}
+        picked = [(u, all_kids) for u, all_kids in picked if u in known]
+        path.append([u for u, _ in picked])
+        nxt: list[str] = []
+        for uid, all_kids in picked:
+            if uid in graph.entities:
+                entities.append(uid)
+                continue
+            taken.append(uid)
+            kids = graph.categories[uid].child_ids
+            if all_kids:
+                # Every descendant helps: take the whole subtree's entities at once.
+                entities.extend(_leaves(graph, uid))
+            else:
+                nxt.extend(kids)
+        frontier = list(dict.fromkeys(nxt))
+    sel = _expand(graph, list(dict.fromkeys(entities)))
+    sel.categories = taken
+    sel.path = path
+    return sel
+
+
+def _leaves(graph: Graph, cat_id: str) -> list[str]:
+    out: list[str] = []
+    stack = [cat_id]
+    seen: set[str] = set()
+    while stack:
+        nid = stack.pop()
+        if nid in seen:
+            continue
+        seen.add(nid)
+        if nid in graph.entities:
+            out.append(nid)
+        elif nid in graph.categories:
+            stack.extend(graph.categories[nid].child_ids)
+    return out

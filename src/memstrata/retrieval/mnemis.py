@@ -1,0 +1,257 @@
+"""The Mnemis recipe's retrieval: System-1 and System-2 routes, then fusion.
+
+* **System-1** (section 2.3): episodes through :class:`EpisodeRoute`; entities by
+  summary embedding and name + summary BM25; facts by fact embedding and fact BM25;
+  each kind fused by RRF on its own and cut to ``k`` episodes, ``2k`` entities and facts.
+* **System-2**: :mod:`memstrata.retrieval.global_selection`, unranked sets.
+* **Fusion**: the union per kind, duplicates removed, re-ranked and budgeted. The
+  ``heuristic`` tier ranks System-2's items by their similarity to the query, fuses that
+  ranking with System-1's by RRF, and adds ``agreement`` for an item both routes found;
+  episodes also get a ranking from the facts that cite them. The ``llm`` tier has the LLM
+  order each kind's candidates instead (no offline cross-encoder exists here).
+
+Hits come out episodes first, then facts, then entities: the answer model reads the raw
+turns first, and ``Recall@K`` over distinct sources measures the episode ranking.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from memstrata.embed.base import Embedder
+from memstrata.embed.cache import embed_cached
+from memstrata.models import Hit
+from memstrata.retrieval.fusion import rrf
+from memstrata.retrieval.global_selection import (
+    NodeSelector,
+    Selection,
+    SelectionParams,
+    select_heuristic,
+    select_llm,
+)
+from memstrata.retrieval.record_index import RecordIndex
+from memstrata.retrieval.system1 import EpisodeRoute
+from memstrata.retrieval.text import content_terms
+from memstrata.store.base import SearchFilters, Store
+from memstrata.structures.graph import Graph
+from memstrata.structures.hierarchy import Hierarchy
+from memstrata.structures.mnemis import GraphCache
+
+# LLM reranking: (query, kind, [candidate texts]) -> candidate indexes, best first.
+Reranker = Callable[[str, str, list[str]], Awaitable[list[int]]]
+
+
+@dataclass(frozen=True)
+class MnemisParams:
+    candidates: int = 50
+    rrf_k: int = 20
+    agreement: float = 0.5
+    # Measured on the LoCoMo dev split (docs/benchmarks.md): the facts' episodes at 0.3
+    # raised Recall@10; System-2's episodes at any weight tried (0.2-0.4) lowered it, so
+    # System-2 reaches the episode list only through the facts it selects.
+    fact_weight: float = 0.3
+    s2_weight: float = 0.0
+    selection: SelectionParams = SelectionParams()
+
+
+def entity_text(graph: Graph, eid: str) -> str:
+    e = graph.entities[eid]
+    return f"{e.name}: {e.summary}" if e.summary else e.name
+
+
+class _Indexes:
+    def __init__(self, stamp: tuple[int, str], entities: RecordIndex, facts: RecordIndex):
+        self.stamp = stamp
+        self.entities = entities
+        self.facts = facts
+
+
+class MnemisRoute:
+    """Dual-route retrieval over one namespace's Mnemis graph."""
+
+    name = "mnemis"
+
+    def __init__(
+        self,
+        store: Store,
+        embedder: Embedder,
+        episodes: EpisodeRoute,
+        cache: GraphCache,
+        params: MnemisParams | None = None,
+        *,
+        selector: NodeSelector | None = None,
+        reranker: Reranker | None = None,
+    ) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.episodes = episodes
+        self.cache = cache
+        self.params = params or MnemisParams()
+        self.selector = selector
+        self.reranker = reranker
+        self._indexes: dict[str, _Indexes] = {}
+
+    def _index(self, graph: Graph) -> _Indexes:
+        cached = self._indexes.get(graph.namespace)
+        if cached is not None and cached.stamp == graph.stamp:
+            return cached
+        eids = list(graph.entities)
+        etexts = [entity_text(graph, i) for i in eids]
+        fids = [f for f, fact in graph.facts.items() if fact.invalid_at is None]
+        ftexts = [graph.facts[f].fact for f in fids]
+        vecs = embed_cached(self.store, self.embedder, etexts + ftexts)
+        idx = _Indexes(
+            graph.stamp,
+            RecordIndex(eids, etexts, vecs[: len(eids)]),
+            RecordIndex(fids, ftexts, vecs[len(eids) :]),
+        )
+        self._indexes[graph.namespace] = idx
+        return idx
+
+    async def search(
+        self,
+        namespace: str,
+        queries: list[str],
+        k: int,
+        filters: SearchFilters | None = None,
+    ) -> list[list[Hit]]:
+        import asyncio
+
+        p = self.params
+        ep_lists = await asyncio.to_thread(
+            self.episodes.search, namespace, queries, max(k, p.candidates), filters
+        )
+        graph, hierarchy = await asyncio.to_thread(self.cache.get, namespace)
+        if not graph.entities:
+            return [hits[:k] for hits in ep_lists]
+        idx = await asyncio.to_thread(self._index, graph)
+        qvecs = await asyncio.to_thread(self.embedder.embed, queries)
+        out = []
+        for query, qvec, s1_eps in zip(queries, qvecs, ep_lists, strict=True):
+            out.append(await self._one(graph, hierarchy, idx, query, qvec, s1_eps, k, filters))
+        return out
+
+    async def _one(
+        self,
+        graph: Graph,
+        hierarchy: Hierarchy,
+        idx: _Indexes,
+        query: str,
+        qvec: np.ndarray,
+        s1_eps: list[Hit],
+        k: int,
+        filters: SearchFilters | None,
+    ) -> list[Hit]:
+        p = self.params
+        terms = content_terms(query)
+        two_k = 2 * k
+        s1_ent = self._s1(idx.entities, terms, qvec)
+        s1_fact = self._s1(idx.facts, terms, qvec)
+        if self.selector is not None:
+            sel = await select_llm(graph, query, self.selector)
+        else:
+            sel = select_heuristic(graph, hierarchy, qvec, p.selection)
+        ent_cos = idx.entities.cosine(qvec)
+        fact_cos = idx.facts.cosine(qvec)
+        s2_ent = sorted(
+            dict.fromkeys(sel.entities + sel.linked_entities), key=lambda i: -ent_cos.get(i, -1)
+        )
+        s2_fact = sorted(
+            (f for f in sel.facts if f in fact_cos), key=lambda i: -fact_cos.get(i, -1)
+        )
+        ents = self._fuse([s1_ent, s2_ent])
+        facts = self._fuse([s1_fact, s2_fact])
+        # Episodes: System-1's own ranking, the episodes behind the best facts, and the
+        # System-2 episodes in System-1's order (unranked otherwise).
+        s1_ids = [h.id for h in s1_eps]
+        fact_eps = list(
+            dict.fromkeys(e for f in facts[: p.candidates] for e in graph.episode_ids(f))
+        )
+        s2_set = set(sel.episodes)
+        s2_eps = [e for e in s1_ids if e in s2_set]
+        ep_scores = rrf(
+            [s1_ids, fact_eps, s2_eps], k=p.rrf_k, weights=[1.0, p.fact_weight, p.s2_weight]
+        )
+        ranked_eps = sorted(ep_scores, key=lambda e: -ep_scores[e])
+        if self.reranker is not None:
+            ranked_eps = await self._rerank(
+                query, "episode", ranked_eps, {h.id: h.text for h in s1_eps}
+            )
+            facts = await self._rerank(
+                query, "fact", facts[: 3 * two_k], {f: graph.facts[f].fact for f in facts}
+            )
+            ents = await self._rerank(
+                query, "entity", ents[: 3 * two_k], {e: entity_text(graph, e) for e in ents}
+            )
+        by_id = {h.id: h for h in s1_eps}
+        missing = [e for e in ranked_eps[:k] if e not in by_id]
+        if missing:
+            for ep in self.store.get_episodes(graph.namespace, missing):
+                by_id[ep.id] = EpisodeRoute._hit(ep, 0.0, [])
+        ranked_eps = [e for e in ranked_eps if e in by_id]
+        hits: list[Hit] = []
+        for e in ranked_eps[:k]:
+            h = by_id[e].model_copy()
+            h.score = round(ep_scores.get(e, 0.0), 6)
+            h.routes = sorted(set(h.routes) | {"system1"} | ({"system2"} if e in s2_set else set()))
+            hits.append(h)
+        s2_fact_set, s2_ent_set = set(s2_fact), set(s2_ent)
+        for f in facts[:two_k]:
+            fact = graph.facts[f]
+            hits.append(
+                Hit(
+                    kind="fact",
+                    id=f,
+                    text=fact.fact,
+                    score=round(fact_cos.get(f, 0.0), 6),
+                    sources=graph.episode_ids(f),
+                    spans=list(fact.sources),
+                    routes=["system1"] + (["system2"] if f in s2_fact_set else []),
+                    metadata={"valid_at": fact.valid_at.isoformat() if fact.valid_at else None},
+                )
+            )
+        for e in ents[:two_k]:
+            ent = graph.entities[e]
+            hits.append(
+                Hit(
+                    kind="entity",
+                    id=e,
+                    text=entity_text(graph, e),
+                    score=round(ent_cos.get(e, 0.0), 6),
+                    sources=graph.episode_ids(e)[:5],
+                    routes=["system1"] + (["system2"] if e in s2_ent_set else []),
+                    metadata={"tags": ent.tags, "episodes": len(graph.episode_ids(e))},
+                )
+            )
+        return hits
+
+    def _s1(self, index: RecordIndex, terms: list[str], qvec: np.ndarray) -> list[str]:
+        p = self.params
+        dense = [i for i, _ in index.dense(qvec, p.candidates)]
+        bm25 = [i for i, _ in index.bm25(terms, p.candidates)]
+        scores = rrf([dense, bm25], k=p.rrf_k)
+        return sorted(scores, key=lambda i: -scores[i])
+
+    def _fuse(self, rankings: list[list[str]]) -> list[str]:
+        p = self.params
+        scores = rrf(rankings, k=p.rrf_k)
+        both = set(rankings[0]) & set(rankings[1]) if len(rankings) > 1 else set()
+        for i in both:
+            scores[i] *= 1 + p.agreement
+        return sorted(scores, key=lambda i: -scores[i])
+
+    async def _rerank(
+        self, query: str, kind: str, ids: list[str], texts: dict[str, str]
+    ) -> list[str]:
+        assert self.reranker is not None
+        if len(ids) <= 1:
+            return ids
+        order = await self.reranker(query, kind, [texts[i] for i in ids])
+        seen = [ids[i] for i in dict.fromkeys(order) if 0 <= i < len(ids)]
+        return seen + [i for i in ids if i not in set(seen)]
+
+
+__all__ = ["MnemisParams", "MnemisRoute", "Selection"]

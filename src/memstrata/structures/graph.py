@@ -1,0 +1,175 @@
+"""The Mnemis graph of one namespace, held in memory while it is built or searched.
+
+Entities, facts and categories are records in the store; this class loads them once,
+keeps the lookup tables de-duplication needs (case-folded names, name words, name
+vectors), remembers what changed, and writes the changes back in one transaction.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+
+import numpy as np
+from numpy.typing import NDArray
+
+from memstrata.embed.base import Embedder
+from memstrata.embed.cache import embed_cached
+from memstrata.models import Category, Derived, Entity, Fact, Span
+from memstrata.retrieval.text import content_terms
+from memstrata.store.base import Store
+from memstrata.structures.extract import name_key
+
+SPEAKER_CATEGORY = "Speaker"
+
+
+def fact_key(text: str) -> str:
+    return " ".join(text.casefold().split())
+
+
+class Graph:
+    """Base graph plus hierarchy of one namespace, with change tracking."""
+
+    def __init__(self, store: Store, embedder: Embedder, namespace: str) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.namespace = namespace
+        self.entities: dict[str, Entity] = {}
+        self.facts: dict[str, Fact] = {}
+        self.categories: dict[str, Category] = {}
+        self.by_key: dict[str, str] = {}
+        self.by_word: dict[str, set[str]] = defaultdict(set)
+        self.by_fact: dict[str, str] = {}
+        self.facts_of: dict[str, set[str]] = defaultdict(set)
+        self._name_vecs: dict[str, NDArray[np.float32]] = {}
+        self._index_ids: list[str] = []
+        self._index_rows = np.zeros((0, embedder.dim), dtype=np.float32)
+        self._dirty: set[str] = set()
+        self._deleted: set[str] = set()
+        self.stamp: tuple[int, str] = (0, "")
+
+    # loading ----------------------------------------------------------------------------
+    @classmethod
+    def load(cls, store: Store, embedder: Embedder, namespace: str) -> Graph:
+        g = cls(store, embedder, namespace)
+        g.stamp = store.records_stamp(namespace)
+        for rec in store.get_records(namespace, "entity"):
+            assert isinstance(rec, Entity)
+            g._index_entity(rec)
+        for rec in store.get_records(namespace, "fact"):
+            assert isinstance(rec, Fact)
+            g._index_fact(rec)
+        for rec in store.get_records(namespace, "category"):
+            assert isinstance(rec, Category)
+            g.categories[rec.id] = rec
+        return g
+
+    def is_current(self) -> bool:
+        return self.store.records_stamp(self.namespace) == self.stamp
+
+    def _index_entity(self, ent: Entity) -> None:
+        self.entities[ent.id] = ent
+        self.by_key.setdefault(name_key(ent.name), ent.id)
+        for alias in ent.aliases:
+            self.by_key.setdefault(name_key(alias), ent.id)
+        for w in content_terms(ent.name):
+            self.by_word[w].add(ent.id)
+
+    def _index_fact(self, fact: Fact) -> None:
+        self.facts[fact.id] = fact
+        self.by_fact.setdefault(fact_key(fact.fact), fact.id)
+        for eid in fact.entity_ids or [fact.subject_id, fact.object_id]:
+            self.facts_of[eid].add(fact.id)
+
+    # entities ---------------------------------------------------------------------------
+    def add_entity(self, ent: Entity) -> Entity:
+        self._index_entity(ent)
+        self.touch(ent)
+        return ent
+
+    def alias(self, key: str, entity_id: str) -> None:
+        self.by_key.setdefault(key, entity_id)
+
+    def add_fact(self, fact: Fact) -> Fact:
+        self._index_fact(fact)
+        self.touch(fact)
+        return fact
+
+    def touch(self, rec: Derived) -> None:
+        self._dirty.add(rec.id)
+
+    def delete(self, rec_id: str) -> None:
+        self.categories.pop(rec_id, None)
+        self._dirty.discard(rec_id)
+        self._deleted.add(rec_id)
+
+    def name_vectors(self, ids: Iterable[str]) -> NDArray[np.float32]:
+        """Name embeddings (cached in memory and in the store) of entities or categories."""
+        ids = list(ids)
+        todo = [i for i in ids if i not in self._name_vecs]
+        if todo:
+            names = [self.name_of(i) for i in todo]
+            for i, v in zip(todo, embed_cached(self.store, self.embedder, names), strict=True):
+                self._name_vecs[i] = v
+        if not ids:
+            return np.zeros((0, self.embedder.dim), dtype=np.float32)
+        return np.stack([self._name_vecs[i] for i in ids])
+
+    def entity_index(self) -> tuple[list[str], NDArray[np.float32]]:
+        """Ids and name vectors of every non-speaker entity, grown as entities appear."""
+        indexed = set(self._index_ids)
+        todo = [
+            i for i, e in self.entities.items() if i not in indexed and e.entity_type != "speaker"
+        ]
+        if todo:
+            vecs = self.name_vectors(todo)
+            self._index_ids.extend(todo)
+            self._index_rows = np.concatenate([self._index_rows, vecs])
+        return self._index_ids, self._index_rows
+
+    def name_of(self, rec_id: str) -> str:
+        rec = self.entities.get(rec_id) or self.categories.get(rec_id)
+        if rec is None:
+            raise KeyError(rec_id)
+        return rec.name
+
+    def speakers(self) -> list[str]:
+        return [e.id for e in self.entities.values() if e.entity_type == "speaker"]
+
+    def layer(self, n: int) -> list[Category]:
+        return [c for c in self.categories.values() if c.layer == n]
+
+    def top_layer(self) -> int:
+        return max((c.layer for c in self.categories.values()), default=0)
+
+    def episode_ids(self, rec_id: str) -> list[str]:
+        """The episodes a record rests on, in order of first mention (``episode_idx``)."""
+        rec = self.entities.get(rec_id) or self.facts.get(rec_id)
+        if rec is None:
+            return []
+        return list(dict.fromkeys(s.episode for s in rec.sources))
+
+    # writing ----------------------------------------------------------------------------
+    def pending(self) -> int:
+        return len(self._dirty) + len(self._deleted)
+
+    def flush(self, built: tuple[str, list[int]] | None = None) -> None:
+        """Write every changed record (and the builder's progress) in one transaction."""
+        put: list[Derived] = []
+        for rid in self._dirty:
+            rec = self.entities.get(rid) or self.facts.get(rid) or self.categories.get(rid)
+            if rec is not None:
+                put.append(rec)
+        # Children before the categories that link to them.
+        put.sort(key=lambda r: r.layer if isinstance(r, Category) else 0)
+        self.store.write_records(self.namespace, put, sorted(self._deleted), built)
+        self._dirty.clear()
+        self._deleted.clear()
+        self.stamp = self.store.records_stamp(self.namespace)
+
+
+def add_span(rec: Entity | Fact, span: Span) -> bool:
+    if span in rec.sources:
+        return False
+    rec.sources.append(span)
+    return True

@@ -1,0 +1,414 @@
+"""Mnemis category hierarchy (paper section 2.2), built in full or kept up incrementally.
+
+Rules the builder keeps, whatever the tier:
+
+* layer 1 groups entities, layer i groups layer i-1; a node may have several parents
+  (**many-to-many**);
+* **compression ratio** ``n``: a category has at least ``n`` children, or exactly one
+  (a node *promoted alone* because nothing is close enough to it);
+* **node-count reduction** from layer 2: a layer with more nodes than the one below is
+  not kept and ends the build; so does ``max_layers``, or a layer already as small as
+  ``top_width`` (a single screen for Global Selection);
+* speakers (the user, first-person nodes) sit in one category called ``Speaker``, the
+  one category exempt from ``n`` (two people talking make a category of two).
+
+Paper-silent choices: ``n = 3``, at most 4 layers, groups of about 6 for the heuristic
+clustering (spherical k-means over name embeddings, a second parent when within
+``margin`` of the best), a similarity floor of 0.45 below which a node stands alone.
+
+**Incremental updates** (beyond the paper, which rebuilds periodically): a new entity
+joins the layer-1 categories it is close to; if none is, it is promoted alone through
+every layer, and once ``n`` such lone nodes resemble each other they are merged into a
+new category. A category that grows past ``split_at`` children is split in two when the
+reduction rule allows one more node in its layer. No layer is ever added incrementally;
+``memstrata build --rebuild`` rebuilds from scratch.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from memstrata.models import Category, Span
+from memstrata.retrieval.text import content_terms
+from memstrata.structures.graph import SPEAKER_CATEGORY, Graph
+
+Groups = list[tuple[str, list[int]]]
+# An LLM grouping step: (layer, [(name, description)], existing category names) -> groups.
+LLMGrouper = Callable[[int, list[tuple[str, str]], list[str]], Awaitable[Groups]]
+
+
+@dataclass(frozen=True)
+class HierarchyParams:
+    n: int = 3
+    max_layers: int = 4
+    top_width: int = 12
+    group_size: int = 6
+    margin: float = 0.04
+    max_parents: int = 2
+    floor: float = 0.45
+    split_at: int = 30
+    seed: int = 7
+
+
+def _unit(m: NDArray[np.float32]) -> NDArray[np.float32]:
+    norms = np.linalg.norm(m, axis=-1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return (m / norms).astype(np.float32)
+
+
+class Hierarchy:
+    """Builds and maintains the categories of one :class:`Graph`."""
+
+    def __init__(self, graph: Graph, params: HierarchyParams | None = None) -> None:
+        self.g = graph
+        self.p = params or HierarchyParams()
+        self._vec: dict[str, NDArray[np.float32]] = {}
+
+    # vectors ----------------------------------------------------------------------------
+    def vector(self, node_id: str) -> NDArray[np.float32]:
+        """Entities: name embedding. Categories: the normalised mean of their children."""
+        if node_id in self._vec:
+            return self._vec[node_id]
+        cat = self.g.categories.get(node_id)
+        if cat is None:
+            v = self.g.name_vectors([node_id])[0]
+        else:
+            kids = [self.vector(c) for c in cat.child_ids] or [self.g.name_vectors([node_id])[0]]
+            v = _unit(np.mean(kids, axis=0))
+        self._vec[node_id] = v
+        return v
+
+    def vectors(self, ids: list[str]) -> NDArray[np.float32]:
+        if not ids:
+            return np.zeros((0, self.g.embedder.dim), dtype=np.float32)
+        missing = [i for i in ids if i not in self._vec and i in self.g.entities]
+        if missing:
+            for i, v in zip(missing, self.g.name_vectors(missing), strict=True):
+                self._vec[i] = v
+        return np.stack([self.vector(i) for i in ids])
+
+    # full build -------------------------------------------------------------------------
+    def clear(self) -> None:
+        for cid in list(self.g.categories):
+            self.g.delete(cid)
+        self._vec.clear()
+
+    async def rebuild(self, grouper: LLMGrouper | None = None) -> list[int]:
+        """Drop every category and build the layers again; returns the node count per layer."""
+        self.clear()
+        speakers = self.g.speakers()
+        below = [i for i in self.g.entities if i not in set(speakers)]
+        counts = [len(self.g.entities)]
+        speaker_node: str | None = None
+        for layer in range(1, self.p.max_layers + 1):
+            if not below and speaker_node is None and not speakers:
+                break
+            groups = await self._group(layer, below, grouper)
+            made = [
+                self._new_category(layer, name, [below[i] for i in idx]) for name, idx in groups
+            ]
+            kids = [speaker_node] if speaker_node else speakers
+            if kids:
+                made.append(self._new_category(layer, SPEAKER_CATEGORY, kids, tags=["speaker"]))
+            if layer >= 2 and len(made) > counts[-1]:
+                for c in made:
+                    self._drop(c)
+                break
+            counts.append(len(made))
+            speaker_node = made[-1].id if kids else None
+            below = [c.id for c in made if c.id != speaker_node]
+            if len(made) <= self.p.top_width:
+                break
+        return counts[1:]
+
+    async def _group(self, layer: int, ids: list[str], grouper: LLMGrouper | None) -> Groups:
+        if not ids:
+            return []
+        if grouper is not None:
+            described = [(self._name(i), ", ".join(self._tags(i))) for i in ids]
+            existing = [c.name for c in self.g.layer(layer)]
+            raw = await grouper(layer, described, existing)
+            return self.enforce(raw, len(ids), None, [self._name(i) for i in ids])
+        return self.cluster(self.vectors(ids), [self._name(i) for i in ids])
+
+    def cluster(self, x: NDArray[np.float32], names: list[str]) -> Groups:
+        """Soft spherical k-means, then the compression ratio: small groups dissolve."""
+        n_items = len(x)
+        k = max(1, round(n_items / self.p.group_size))
+        centroids = self._kmeans(x, k)
+        sims = x @ centroids.T
+        groups: list[list[int]] = [[] for _ in range(len(centroids))]
+        for i in range(n_items):
+            order = np.argsort(-sims[i])
+            best = float(sims[i, order[0]])
+            for rank, c in enumerate(order[: self.p.max_parents]):
+                s = float(sims[i, c])
+                if rank == 0 or (s >= best - self.p.margin and s >= self.p.floor):
+                    groups[int(c)].append(i)
+        return self.enforce([("", g) for g in groups], n_items, x, names)
+
+    def enforce(
+        self,
+        groups: Groups,
+        n_items: int,
+        x: NDArray[np.float32] | None = None,
+        names: list[str] | None = None,
+    ) -> Groups:
+        """Apply the compression ratio and "no leftover": groups smaller than ``n`` (but
+        larger than one) dissolve; a node left without a group is promoted alone."""
+        kept: Groups = []
+        for name, idx in groups:
+            idx = sorted({i for i in idx if 0 <= i < n_items})
+            if name and re.search(r"\band\b", name, re.IGNORECASE):
+                continue  # the paper forbids "X and Y" categories
+            if len(idx) >= self.p.n:
+                kept.append((name, idx))
+        placed = {i for _, idx in kept for i in idx}
+        for i in range(n_items):
+            if i not in placed:
+                kept.append(("", [i]))
+        if names is not None:
+            kept = [(nm or self._label([names[i] for i in idx], x, idx), idx) for nm, idx in kept]
+        return kept
+
+    def _label(self, member_names: list[str], x: NDArray[np.float32] | None, idx: list[int]) -> str:
+        """A category name from its members: a word most of them share, else the member
+        nearest the centre."""
+        if len(member_names) == 1:
+            return member_names[0]
+        words = Counter(w for nm in member_names for w in set(content_terms(nm)))
+        common = [w for w, c in words.most_common(2) if c >= max(2, len(member_names) // 3)]
+        if common:
+            return common[0].capitalize()
+        if x is not None:
+            centre = _unit(x[idx].mean(axis=0))
+            return member_names[int(np.argmax(x[idx] @ centre))]
+        return member_names[0]
+
+    def _kmeans(self, x: NDArray[np.float32], k: int) -> NDArray[np.float32]:
+        rng = np.random.default_rng(self.p.seed)
+        n_items = len(x)
+        k = min(k, n_items)
+        first = int(rng.integers(n_items))
+        chosen = [first]
+        dist = 1.0 - x @ x[first]
+        for _ in range(1, k):
+            weights = np.clip(dist, 0, None) ** 2
+            total = float(weights.sum())
+            nxt = (
+                int(rng.choice(n_items, p=weights / total))
+                if total > 0
+                else int(rng.integers(n_items))
+            )
+            chosen.append(nxt)
+            dist = np.minimum(dist, 1.0 - x @ x[nxt])
+        c = x[chosen].copy()
+        for _ in range(12):
+            assign = np.argmax(x @ c.T, axis=1)
+            new = np.zeros_like(c)
+            np.add.at(new, assign, x)
+            empty = ~new.any(axis=1)
+            new[empty] = c[empty]
+            new = _unit(new)
+            if np.allclose(new, c):
+                break
+            c = new
+        return c
+
+    # incremental ------------------------------------------------------------------------
+    def place(self, entity_ids: list[str]) -> None:
+        """Fold new entities into an existing hierarchy without rebuilding it."""
+        if not self.g.categories:
+            return
+        for eid in entity_ids:
+            ent = self.g.entities[eid]
+            if ent.entity_type == "speaker":
+                self._place_speaker(eid)
+            else:
+                self._place(eid, 1)
+
+    def _place_speaker(self, eid: str) -> None:
+        speaker = next((c for c in self.g.layer(1) if c.name == SPEAKER_CATEGORY), None)
+        if speaker is None:
+            self._chain(eid, 1, SPEAKER_CATEGORY)
+        elif eid not in speaker.child_ids:
+            self._link(speaker, eid)
+
+    def _place(self, node_id: str, layer: int) -> None:
+        top = self.g.top_layer()
+        if layer > top:
+            return
+        cats = [
+            c
+            for c in self.g.layer(layer)
+            if len(c.child_ids) >= self.p.n and c.name != SPEAKER_CATEGORY
+        ]
+        v = self.vector(node_id)
+        if cats:
+            sims = self.vectors([c.id for c in cats]) @ v
+            order = np.argsort(-sims)
+            best = float(sims[order[0]])
+            if best >= self.p.floor:
+                for rank, i in enumerate(order[: self.p.max_parents]):
+                    if rank == 0 or float(sims[i]) >= best - self.p.margin:
+                        self._link(cats[int(i)], node_id)
+                        self._maybe_split(cats[int(i)])
+                return
+        if self._merge_lone(node_id, layer):
+            return
+        self._chain(node_id, layer, self._name(node_id))
+
+    def _chain(self, node_id: str, layer: int, name: str) -> None:
+        """Promote a node alone: a one-child category here and up to the top layer."""
+        child = node_id
+        for lyr in range(layer, self.g.top_layer() + 1):
+            cat = self._new_category(lyr, name, [child])
+            child = cat.id
+
+    def _lone_chain(self, cat: Category) -> bool:
+        """True for a one-child category whose ancestors all have one child too."""
+        while True:
+            if len(cat.child_ids) != 1:
+                return False
+            parents = [self.g.categories[p] for p in cat.parent_ids if p in self.g.categories]
+            if not parents:
+                return True
+            if len(parents) != 1:
+                return False
+            cat = parents[0]
+
+    def _merge_lone(self, node_id: str, layer: int) -> bool:
+        """Join ``n - 1`` similar lone nodes of this layer and the new node into a category."""
+        lone = [
+            c
+            for c in self.g.layer(layer)
+            if c.name != SPEAKER_CATEGORY and self._lone_chain(c) and c.child_ids[0] != node_id
+        ]
+        if len(lone) < self.p.n - 1:
+            return False
+        v = self.vector(node_id)
+        sims = self.vectors([c.child_ids[0] for c in lone]) @ v
+        close = [lone[int(i)] for i in np.argsort(-sims) if float(sims[int(i)]) >= self.p.floor]
+        if len(close) < self.p.n - 1:
+            return False
+        members = [node_id] + [c.child_ids[0] for c in close]
+        for c in close:
+            self._drop_chain(c)
+        names = [self._name(m) for m in members]
+        cat = self._new_category(
+            layer, self._label(names, self.vectors(members), list(range(len(members)))), members
+        )
+        self._place(cat.id, layer + 1)
+        return True
+
+    def _drop_chain(self, cat: Category) -> None:
+        while True:
+            parents = [self.g.categories[p] for p in cat.parent_ids if p in self.g.categories]
+            self._drop(cat)
+            if not parents:
+                return
+            cat = parents[0]
+
+    def _maybe_split(self, cat: Category) -> None:
+        if len(cat.child_ids) <= self.p.split_at:
+            return
+        below = len(self.g.entities) if cat.layer == 1 else len(self.g.layer(cat.layer - 1))
+        if len(self.g.layer(cat.layer)) + 1 > below:
+            return  # one more node here would break the reduction rule
+        kids = list(cat.child_ids)
+        x = self.vectors(kids)
+        c = self._kmeans(x, 2)
+        assign = np.argmax(x @ c.T, axis=1)
+        halves = [[kids[i] for i in range(len(kids)) if assign[i] == h] for h in (0, 1)]
+        if min(len(h) for h in halves) < self.p.n:
+            return
+        parents = list(cat.parent_ids)
+        layer = cat.layer
+        self._drop(cat)
+        for half in halves:
+            names = [self._name(m) for m in half]
+            new = self._new_category(
+                layer, self._label(names, self.vectors(half), list(range(len(half)))), half
+            )
+            for pid in parents:
+                if pid in self.g.categories:
+                    self._link(self.g.categories[pid], new.id)
+
+    # records ----------------------------------------------------------------------------
+    def _name(self, node_id: str) -> str:
+        return self.g.name_of(node_id)
+
+    def _tags(self, node_id: str) -> list[str]:
+        rec = self.g.entities.get(node_id) or self.g.categories.get(node_id)
+        return list(rec.tags) if rec is not None else []
+
+    def _new_category(
+        self, layer: int, name: str, children: list[str], tags: list[str] | None = None
+    ) -> Category:
+        cat = Category(
+            namespace=self.g.namespace,
+            name=name,
+            layer=layer,
+            tags=tags if tags is not None else [self._name(c) for c in children[:3]],
+            child_ids=[],
+        )
+        self.g.categories[cat.id] = cat
+        for child in children:
+            self._link(cat, child)
+        self.g.touch(cat)
+        return cat
+
+    def _link(self, cat: Category, child: str) -> None:
+        if child in cat.child_ids:
+            return
+        cat.child_ids.append(child)
+        cat.sources = _merge_sources(cat.sources, self._sources(child))
+        self.g.touch(cat)
+        sub = self.g.categories.get(child)
+        if sub is not None and cat.id not in sub.parent_ids:
+            sub.parent_ids.append(cat.id)
+            self.g.touch(sub)
+        self._invalidate(cat.id)
+
+    def _invalidate(self, cat_id: str) -> None:
+        self._vec.pop(cat_id, None)
+        cat = self.g.categories.get(cat_id)
+        if cat is not None:
+            for p in cat.parent_ids:
+                self._invalidate(p)
+
+    def _drop(self, cat: Category) -> None:
+        for pid in cat.parent_ids:
+            parent = self.g.categories.get(pid)
+            if parent is not None and cat.id in parent.child_ids:
+                parent.child_ids.remove(cat.id)
+                self.g.touch(parent)
+                self._invalidate(pid)
+        for child in cat.child_ids:
+            sub = self.g.categories.get(child)
+            if sub is not None and cat.id in sub.parent_ids:
+                sub.parent_ids.remove(cat.id)
+                self.g.touch(sub)
+        self._vec.pop(cat.id, None)
+        self.g.delete(cat.id)
+
+    def _sources(self, node_id: str) -> list[Span]:
+        """A category rests on the first mention of each child (provenance stays small)."""
+        rec = self.g.entities.get(node_id) or self.g.categories.get(node_id)
+        if rec is None or not rec.sources:
+            return []
+        return rec.sources[:1]
+
+
+def _merge_sources(have: list[Span], more: list[Span]) -> list[Span]:
+    out = list(have)
+    for s in more:
+        if s not in out and len(out) < 50:
+            out.append(s)
+    return out

@@ -1,0 +1,188 @@
+"""Each rule of the Mnemis ``llm`` tier, driven by the scripted LLM backend."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime
+
+from memstrata.llm import LLMClient
+from memstrata.llm.scripted import ScriptedBackend
+from memstrata.models import Category, Entity, Episode, Span
+from memstrata.prompts.mnemis import category_grouper, node_selector
+from memstrata.retrieval.global_selection import select_llm
+from memstrata.store import PreparedEpisode, SQLiteStore
+from memstrata.structures.base_graph_llm import LLMBaseGraph
+from memstrata.structures.graph import Graph
+from memstrata.structures.hierarchy import Hierarchy, HierarchyParams
+
+
+def episode(store: SQLiteStore, eid: str, text: str, when: datetime) -> Episode:
+    import hashlib
+
+    h = hashlib.sha256(text.encode()).digest()[:16]
+    store.add_episodes(
+        "t",
+        [
+            PreparedEpisode(
+                external_id=eid,
+                text=text,
+                speaker="Maya",
+                occurred_at=when,
+                content_hash=h,
+                index_text=text,
+            )
+        ],
+    )
+    [ep] = store.get_episodes("t", [eid])
+    return ep
+
+
+def test_reflection_dedup_and_contradiction(embedder) -> None:
+    store = SQLiteStore(":memory:")
+    e1 = episode(store, "e1", "I work at Acme in Lisbon.", datetime(2024, 1, 1, tzinfo=UTC))
+    e2 = episode(store, "e2", "I quit ACME and joined Globex.", datetime(2024, 6, 1, tzinfo=UTC))
+
+    def dedupe(messages) -> str:  # answers by name, whatever order the names were asked in
+        import json
+
+        asked = messages[-1].content
+        res = [{"name": n, "duplicate_of": 0} for n in ("ACME", "Maya") if f"- {n} ->" in asked]
+        res += [{"name": "Globex", "duplicate_of": -1}] if "- Globex ->" in asked else []
+        return json.dumps({"resolutions": res})
+
+    backend = ScriptedBackend(
+        [
+            {"names": ["Acme"]},
+            {"names": ["Lisbon"]},  # reflection finds the missed name
+            {"entities": [{"name": "Acme", "summary": "Maya's employer", "tag": ["company"]}]},
+            {
+                "facts": [
+                    {
+                        "source": "Maya",
+                        "target": "Acme",
+                        "relation": "works at",
+                        "fact": "Maya works at Acme",
+                        "valid_at": "2024-01-01",
+                    }
+                ]
+            },
+            {"facts": []},
+            {"names": ["ACME", "Globex"]},
+            {"names": []},
+            dedupe,
+            {"entities": []},
+            {
+                "facts": [
+                    {
+                        "source": "Maya",
+                        "target": "Globex",
+                        "relation": "works at",
+                        "fact": "Maya works at Globex",
+                    },
+                    {
+                        "source": "Maya",
+                        "target": "ACME",
+                        "relation": "left",
+                        "fact": "Maya quit Acme",
+                    },
+                ]
+            },
+            {"facts": []},
+            {"resolutions": [{"new_fact": 1, "duplicate_of": [], "contradicts": [0]}]},
+        ]
+    )
+    graph = Graph(store, embedder, "t")
+    builder = LLMBaseGraph(graph, LLMClient(backend, max_retries=0))
+    asyncio.run(builder.add([e1, e2]))
+    assert builder.failed == {} and backend.remaining == 0
+    names = sorted(e.name for e in graph.entities.values())
+    assert names == ["Acme", "Globex", "Lisbon", "Maya"]  # ACME merged into Acme
+    acme = next(e for e in graph.entities.values() if e.name == "Acme")
+    assert acme.aliases == ["ACME"] and acme.tags == ["company"]
+    assert {s.episode for s in acme.sources} == {"e1", "e2"}  # episodic edges
+    old = next(f for f in graph.facts.values() if f.fact == "Maya works at Acme")
+    assert old.invalid_at == datetime(2024, 6, 1, tzinfo=UTC)  # superseded, not deleted
+    assert len(graph.facts) == 3
+    graph.flush()
+    stored = {f.fact: f for f in store.get_records("t", "fact")}
+    assert stored["Maya works at Acme"].invalid_at is not None
+
+
+def test_a_failing_stage_is_counted_and_the_episode_left_for_a_retry(embedder) -> None:
+    store = SQLiteStore(":memory:")
+    e1 = episode(store, "e1", "I like tea.", datetime(2024, 1, 1, tzinfo=UTC))
+    backend = ScriptedBackend(["not json at all", "still not json"])
+    builder = LLMBaseGraph(Graph(store, embedder, "t"), LLMClient(backend, max_retries=1))
+    created = asyncio.run(builder.add([e1]))
+    assert created == [] and list(builder.failed) == ["e1"]
+    assert store.get_episodes("t", ["e1"])[0].text == "I like tea."
+
+
+def _entities(graph: Graph, names: list[str]) -> list[str]:
+    ids = []
+    for n in names:
+        ent = graph.add_entity(
+            Entity(namespace="t", name=n, sources=[Span(episode="e1", start=0, end=1)])
+        )
+        ids.append(ent.id)
+    return ids
+
+
+def test_hierarchy_prompt_rules_n_many_to_many_and_no_and(embedder) -> None:
+    store = SQLiteStore(":memory:")
+    graph = Graph(store, embedder, "t")
+    _entities(graph, ["apple", "cherry", "banana", "fire truck", "rose", "ant", "flea"])
+    backend = ScriptedBackend(
+        [
+            {
+                "categories": [
+                    {"category": "Fruit", "indexes": [0, 1, 2]},
+                    {"category": "Red things", "indexes": [0, 1, 3, 4]},
+                    {"category": "Tiny", "indexes": [5, 6]},
+                    {"category": "Food and Drinks", "indexes": [0, 1, 2]},
+                ]
+            },
+            # Layer 2: five overlapping groups over four nodes breaks the reduction rule.
+            {"categories": [{"category": f"G{i}", "indexes": [0, 1, 2]} for i in range(5)]},
+        ]
+    )
+    h = Hierarchy(graph, HierarchyParams(n=3, top_width=1))
+    counts = asyncio.run(h.rebuild(category_grouper(LLMClient(backend, max_retries=0))))
+    assert counts == [4]  # the oversized layer 2 was not kept
+    layer1 = {c.name: c for c in graph.layer(1)}
+    assert set(layer1) == {"Fruit", "Red things", "ant", "flea"}  # "Tiny" < n dissolved
+    apple = graph.by_key["apple"]
+    assert apple in layer1["Fruit"].child_ids and apple in layer1["Red things"].child_ids
+    assert len(layer1["ant"].child_ids) == 1  # promoted alone
+    assert graph.top_layer() == 1
+
+
+def test_global_selection_honours_get_all_children(embedder) -> None:
+    store = SQLiteStore(":memory:")
+    graph = Graph(store, embedder, "t")
+    fruit = _entities(graph, ["apple", "pear", "plum"])
+    tools = _entities(graph, ["hammer", "saw", "drill"])
+    c_fruit = Category(namespace="t", name="Fruit", layer=1, child_ids=fruit)
+    c_tools = Category(namespace="t", name="Tools", layer=1, child_ids=tools)
+    top = Category(namespace="t", name="Things", layer=2, child_ids=[c_fruit.id, c_tools.id])
+    c_fruit.parent_ids = c_tools.parent_ids = [top.id]
+    for c in (c_fruit, c_tools, top):
+        graph.categories[c.id] = c
+    backend = ScriptedBackend(
+        [
+            {"nodes": [{"name": "Things", "uuid": top.id, "get_all_children": False}]},
+            {
+                "nodes": [
+                    {"name": "Fruit", "uuid": c_fruit.id, "get_all_children": True},
+                    {"name": "Tools", "uuid": c_tools.id, "get_all_children": False},
+                ]
+            },
+            {"nodes": [{"name": "saw", "uuid": tools[1], "get_all_children": False}]},
+        ]
+    )
+    sel = asyncio.run(select_llm(graph, "fruit and a saw", node_selector(LLMClient(backend))))
+    assert backend.remaining == 0
+    assert set(sel.entities) == set(fruit) | {tools[1]}
+    # Fruit's children were taken without being listed to the LLM again.
+    listed = backend.requests[2].messages[-1].content
+    assert "apple" not in listed and "hammer" in listed
