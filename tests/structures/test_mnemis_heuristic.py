@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from memstrata.importers import jsonl
 from memstrata.memory import Memory
-from memstrata.models import Entity, Span
+from memstrata.models import Entity
 from memstrata.store import SQLiteStore
 from memstrata.structures.extract import mentions, name_key
 from memstrata.structures.graph import SPEAKER_CATEGORY, Graph
@@ -190,4 +190,3 @@ def test_deleting_an_episode_removes_what_rested_only_on_it(tmp_path: Path, embe
         after = Graph.load(store, embedder, "default")
     assert not set(e.id for e in only) & set(after.entities)
     assert all(s.episode != "t24" for e in after.entities.values() for s in e.sources)
-    _ = Span

@@ -16,6 +16,7 @@ turns first, and ``Recall@K`` over distinct sources measures the episode ranking
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
@@ -118,8 +119,6 @@ class MnemisRoute:
         k: int,
         filters: SearchFilters | None = None,
     ) -> list[list[Hit]]:
-        import asyncio
-
         p = self.params
         ep_lists = await asyncio.to_thread(
             self.episodes.search, namespace, queries, max(k, p.candidates), filters
