@@ -328,17 +328,38 @@ class Hierarchy:
         halves = [[kids[i] for i in range(len(kids)) if assign[i] == h] for h in (0, 1)]
         if min(len(h) for h in halves) < self.p.n:
             return
-        parents = list(cat.parent_ids)
-        layer = cat.layer
-        self._drop(cat)
-        for half in halves:
-            names = [self._name(m) for m in half]
-            new = self._new_category(
-                layer, self._label(names, self.vectors(half), list(range(len(half)))), half
-            )
-            for pid in parents:
-                if pid in self.g.categories:
-                    self._link(self.g.categories[pid], new.id)
+        made = [
+            self._new_category(
+                cat.layer,
+                self._label(
+                    [self._name(m) for m in half], self.vectors(half), list(range(len(half)))
+                ),
+                half,
+            ).id
+            for half in halves
+        ]
+        self._replace(cat, made)
+
+    def _replace(self, old: Category, new_ids: list[str]) -> None:
+        """Put ``new_ids`` where ``old`` was under each of its parents, then drop ``old``.
+
+        A parent that held ``old`` alone would be left with fewer than ``n`` children, so
+        it is itself replaced by one lone category per new node, recursively upwards: one
+        more node per layer, which the reduction rule allows once the layer below grew."""
+        parents = [self.g.categories[p] for p in old.parent_ids if p in self.g.categories]
+        self._drop(old)
+        for parent in parents:
+            for nid in new_ids:
+                self._link(parent, nid)
+            if len(parent.child_ids) == 1 or len(parent.child_ids) >= self.p.n:
+                continue
+            if parent.name == SPEAKER_CATEGORY:
+                continue
+            lone = [
+                self._new_category(parent.layer, self._name(kid), [kid]).id
+                for kid in list(parent.child_ids)
+            ]
+            self._replace(parent, lone)
 
     # records ----------------------------------------------------------------------------
     def _name(self, node_id: str) -> str:
