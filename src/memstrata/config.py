@@ -35,6 +35,10 @@ class LLMConfig(BaseModel):
     model: str | None = None
     api_key: SecretStr | None = None
     model_path: str | None = None
+    threads: int | None = Field(
+        default=None,
+        description="gguf: CPU threads for the model; default: llama.cpp's (half the cores)",
+    )
     cache_dir: str | None = Field(
         default=None, description="response cache folder; default: beside the store file"
     )

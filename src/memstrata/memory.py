@@ -69,7 +69,7 @@ def make_llm(config: Config, store: Store, namespace: str | None = None) -> LLMC
             "timeout": cfg.timeout_s,
         }
     else:
-        options = {"model_path": cfg.model_path}
+        options = {"model_path": cfg.model_path, "n_threads": cfg.threads}
     cache = None
     store_path = store.url.removeprefix("sqlite:///")
     if cfg.cache_dir:

@@ -4,50 +4,45 @@ and incremental builds, and the ``mnemis`` recipe's search."""
 from __future__ import annotations
 
 import asyncio
-from importlib import resources
 from pathlib import Path
 
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from memstrata.importers import jsonl
 from memstrata.memory import Memory
-from memstrata.models import Entity
+from memstrata.models import Category, Entity
 from memstrata.store import SQLiteStore
 from memstrata.structures.extract import mentions, name_key
 from memstrata.structures.graph import SPEAKER_CATEGORY, Graph
-from memstrata.structures.hierarchy import Hierarchy, HierarchyParams
-
-
-def sample_items() -> list[dict]:
-    path = resources.files("memstrata.data").joinpath("sample_conversation.jsonl")
-    return [item for _, item in jsonl.read(Path(str(path))) if isinstance(item, dict)]
+from memstrata.structures.hierarchy import Hierarchy, HierarchyParams, hierarchy_problems
 
 
 def check_hierarchy(graph: Graph, n: int, max_layers: int) -> None:
-    """Every rule of the hierarchy, checked over the whole graph."""
-    cats = graph.categories
-    top = graph.top_layer()
-    assert top <= max_layers
-    counts = [len(graph.entities)] + [len(graph.layer(i)) for i in range(1, top + 1)]
-    for i in range(2, top + 1):
-        assert counts[i] <= counts[i - 1], f"layer {i} larger than layer {i - 1}: {counts}"
-    for c in cats.values():
-        if c.name != SPEAKER_CATEGORY:  # the paper puts every speaker there, however few
-            assert len(c.child_ids) >= n or len(c.child_ids) == 1, (c.name, len(c.child_ids))
-        for child in c.child_ids:
-            if c.layer == 1:
-                assert child in graph.entities
-            else:
-                assert cats[child].layer == c.layer - 1
-                assert c.id in cats[child].parent_ids
-        if c.layer < top:
-            assert c.parent_ids, f"{c.name} at layer {c.layer} has no parent"
-    placed = {child for c in graph.layer(1) for child in c.child_ids}
-    assert set(graph.entities) <= placed, "entities left out of layer 1"
-    speaker_cats = [c for c in graph.layer(1) if c.name == SPEAKER_CATEGORY]
-    for sid in graph.speakers():
-        assert any(sid in c.child_ids for c in speaker_cats)
+    assert hierarchy_problems(graph, n, max_layers) == []
+
+
+def test_hierarchy_problems_names_each_broken_rule(embedder) -> None:
+    graph = Graph(SQLiteStore(":memory:"), embedder, "p")
+    ids = [graph.add_entity(Entity(namespace="p", name=w)).id for w in WORDS[:5]]
+    speaker = graph.add_entity(Entity(namespace="p", name="Ana", entity_type="speaker")).id
+    pair = Category(namespace="p", name="pair", layer=1, child_ids=ids[:2])
+    wide = [Category(namespace="p", name=f"w{i}", layer=2, child_ids=[pair.id]) for i in range(2)]
+    pair.parent_ids = [w.id for w in wide]
+    for c in (pair, *wide):
+        graph.categories[c.id] = c
+    problems = "\n".join(hierarchy_problems(graph, n=3, max_layers=1))
+    assert "2 layers, more than 1" in problems
+    assert "layer 2 has 2 nodes, more than layer 1 (1)" in problems
+    assert "'pair' (layer 1) has 2 children, fewer than 3" in problems
+    assert "4 entities outside layer 1" in problems  # 3 words and the speaker
+    assert f"speaker 'Ana' is not under {SPEAKER_CATEGORY}" in problems
+    # Repaired: one layer, every entity placed, the speaker under Speaker.
+    for w in wide:
+        del graph.categories[w.id]
+    pair.child_ids, pair.parent_ids = ids, []
+    spk = Category(namespace="p", name=SPEAKER_CATEGORY, layer=1, child_ids=[speaker])
+    graph.categories[spk.id] = spk
+    assert hierarchy_problems(graph, n=3, max_layers=1) == []
 
 
 def test_mentions_find_speakers_names_phrases_and_activities() -> None:
@@ -63,10 +58,10 @@ def test_mentions_find_speakers_names_phrases_and_activities() -> None:
 
 
 def test_build_makes_entities_facts_episodic_edges_and_a_valid_hierarchy(
-    tmp_path: Path, embedder
+    tmp_path: Path, embedder, sample
 ) -> None:
     with Memory.open(tmp_path / "m.db", embedder=embedder) as m:
-        m.add_many(sample_items())
+        m.add_many(sample)
         report = m.build()
         assert report.tier == "heuristic" and report.hierarchy == "built"
         assert report.episodes == 32 and report.entities > 20 and report.facts > 5
@@ -80,8 +75,10 @@ def test_build_makes_entities_facts_episodic_edges_and_a_valid_hierarchy(
         assert len(fact.entity_ids) >= 2 and fact.sources and fact.valid_at is not None
 
 
-def test_build_resumes_and_places_new_entities_incrementally(tmp_path: Path, embedder) -> None:
-    items = sample_items()
+def test_build_resumes_and_places_new_entities_incrementally(
+    tmp_path: Path, embedder, sample
+) -> None:
+    items = list(sample)
     with Memory.open(tmp_path / "m.db", embedder=embedder) as m:
         m.add_many(items[:24])
         first = m.build()
@@ -192,10 +189,10 @@ def test_incremental_inserts_keep_every_hierarchy_rule(embedder, order, split) -
 
 
 def test_mnemis_search_returns_episodes_facts_entities_with_sources(
-    tmp_path: Path, embedder
+    tmp_path: Path, embedder, sample
 ) -> None:
     with Memory.open(tmp_path / "m.db", embedder=embedder) as m:
-        m.add_many(sample_items())
+        m.add_many(sample)
         m.build()
         r = m.search(
             "Where is Maya flying for the conference?", recipe="mnemis", k=5, max_tokens=None
@@ -209,16 +206,20 @@ def test_mnemis_search_returns_episodes_facts_entities_with_sources(
     assert r.context_tokens > 0 and "fact" in r.context
 
 
-def test_mnemis_search_before_build_falls_back_to_episodes(tmp_path: Path, embedder) -> None:
+def test_mnemis_search_before_build_falls_back_to_episodes(
+    tmp_path: Path, embedder, sample
+) -> None:
     with Memory.open(tmp_path / "m.db", embedder=embedder) as m:
-        m.add_many(sample_items())
+        m.add_many(sample)
         r = m.search("Lisbon", recipe="mnemis", k=3)
     assert [h.kind for h in r.hits] == ["episode"] * len(r.hits) and r.hits
 
 
-def test_deleting_an_episode_removes_what_rested_only_on_it(tmp_path: Path, embedder) -> None:
+def test_deleting_an_episode_removes_what_rested_only_on_it(
+    tmp_path: Path, embedder, sample
+) -> None:
     with Memory.open(tmp_path / "m.db", embedder=embedder) as m:
-        m.add_many(sample_items())
+        m.add_many(sample)
         m.build()
         store = m._inner.store
         graph = Graph.load(store, embedder, "default")

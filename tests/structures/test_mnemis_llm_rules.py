@@ -170,14 +170,14 @@ def test_global_selection_honours_get_all_children(embedder) -> None:
         graph.categories[c.id] = c
     backend = ScriptedBackend(
         [
-            {"nodes": [{"name": "Things", "uuid": top.id, "get_all_children": False}]},
+            {"nodes": [{"name": "Things", "uuid": top.id[:8], "get_all_children": False}]},
             {
                 "nodes": [
-                    {"name": "Fruit", "uuid": c_fruit.id, "get_all_children": True},
-                    {"name": "Tools", "uuid": c_tools.id, "get_all_children": False},
+                    {"name": "Fruit", "uuid": c_fruit.id[:8], "get_all_children": True},
+                    {"name": "Tools", "uuid": c_tools.id[:8], "get_all_children": False},
                 ]
             },
-            {"nodes": [{"name": "saw", "uuid": tools[1], "get_all_children": False}]},
+            {"nodes": [{"name": "saw", "uuid": tools[1][:8], "get_all_children": False}]},
         ]
     )
     sel = asyncio.run(select_llm(graph, "fruit and a saw", node_selector(LLMClient(backend))))
@@ -186,3 +186,4 @@ def test_global_selection_honours_get_all_children(embedder) -> None:
     # Fruit's children were taken without being listed to the LLM again.
     listed = backend.requests[2].messages[-1].content
     assert "apple" not in listed and "hammer" in listed
+    assert f'uuid: "{tools[0][:8]}"' in listed  # short ids, mapped back to the full ones

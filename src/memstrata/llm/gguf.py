@@ -57,7 +57,7 @@ class GGUFBackend:
         self.model_path = path
         self.model = path.stem
         self.n_ctx = n_ctx
-        self.n_threads = n_threads
+        self.n_threads = n_threads  # None: llama.cpp's default, half the cores
         self.seed = seed
         self._llama: Any = None
         # llama.cpp contexts are not thread-safe. The thread lock is the real guard (a

@@ -9,9 +9,10 @@ from the steps section 2.1 describes. Each prompt function returns ``(messages, 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from functools import lru_cache
+from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, create_model
 
 from memstrata.llm.base import LLMClient
 from memstrata.llm.types import Message
@@ -19,76 +20,146 @@ from memstrata.llm.types import Message
 # answers ------------------------------------------------------------------------------
 
 
+Name = Annotated[str, Field(max_length=60)]
+
+# Tight bounds keep a small local model from rambling: the grammar closes each list at
+# its bound, and a reply cut at ``MAX_TOKENS`` is closed and parsed, not thrown away.
+
+
 class EntityNames(BaseModel):
-    names: list[str] = Field(default_factory=list, max_length=40)
+    names: list[Name] = Field(default_factory=list, max_length=12)
 
 
 class Duplicate(BaseModel):
-    name: str
+    name: Name
     duplicate_of: int = Field(description="index of the existing entity, or -1")
 
 
 class Duplicates(BaseModel):
-    resolutions: list[Duplicate] = Field(default_factory=list, max_length=40)
+    resolutions: list[Duplicate] = Field(default_factory=list, max_length=12)
 
 
 class EntityAttributes(BaseModel):
-    name: str
-    summary: str = Field(max_length=400)
-    tag: list[str] = Field(default_factory=list, max_length=5)
+    name: Name
+    summary: str = Field(max_length=240)
+    tag: list[Annotated[str, Field(max_length=30)]] = Field(default_factory=list, max_length=3)
 
 
 class Attributes(BaseModel):
-    entities: list[EntityAttributes] = Field(default_factory=list, max_length=40)
+    entities: list[EntityAttributes] = Field(default_factory=list, max_length=12)
 
 
 class ExtractedFact(BaseModel):
-    source: str
-    target: str
-    relation: str = Field(default="", max_length=60)
-    fact: str = Field(max_length=400)
-    valid_at: str | None = None
-    invalid_at: str | None = None
+    source: Name
+    target: Name
+    relation: str = Field(default="", max_length=40)
+    fact: str = Field(max_length=200)
+    valid_at: str | None = Field(default=None, max_length=25)
+    invalid_at: str | None = Field(default=None, max_length=25)
 
 
 class Facts(BaseModel):
-    facts: list[ExtractedFact] = Field(default_factory=list, max_length=30)
+    facts: list[ExtractedFact] = Field(default_factory=list, max_length=6)
 
 
 class FactResolution(BaseModel):
     new_fact: int
-    duplicate_of: list[int] = Field(default_factory=list, max_length=10)
-    contradicts: list[int] = Field(default_factory=list, max_length=10)
+    duplicate_of: list[int] = Field(default_factory=list, max_length=5)
+    contradicts: list[int] = Field(default_factory=list, max_length=5)
 
 
 class FactResolutions(BaseModel):
-    resolutions: list[FactResolution] = Field(default_factory=list, max_length=30)
+    resolutions: list[FactResolution] = Field(default_factory=list, max_length=12)
 
 
 class CategoryGroup(BaseModel):
-    category: str = Field(max_length=80)
-    indexes: list[int] = Field(default_factory=list, max_length=200)
+    category: str = Field(max_length=40)
+    indexes: list[int] = Field(default_factory=list, max_length=30)
 
 
 class CategoryGroups(BaseModel):
-    categories: list[CategoryGroup] = Field(default_factory=list, max_length=100)
+    categories: list[CategoryGroup] = Field(default_factory=list, max_length=15)
 
 
 class SelectedNode(BaseModel):
-    name: str
-    uuid: str
+    name: Name
+    uuid: str = Field(max_length=40)
     get_all_children: bool = False
 
 
 class NodeSelection(BaseModel):
-    nodes: list[SelectedNode] = Field(default_factory=list, max_length=100)
+    nodes: list[SelectedNode] = Field(default_factory=list, max_length=15)
 
 
 class Ranking(BaseModel):
-    order: list[int] = Field(default_factory=list, max_length=100)
+    order: list[int] = Field(default_factory=list, max_length=30)
+
+
+# Which fields hold an entity name, and which lists hold such objects (for ``naming``).
+_NAME_FIELDS = {
+    "Duplicate": ("name",),
+    "EntityAttributes": ("name",),
+    "ExtractedFact": ("source", "target"),
+}
+_NESTED: dict[str, type[BaseModel]] = {
+    "resolutions": Duplicate,
+    "entities": EntityAttributes,
+    "facts": ExtractedFact,
+}
+
+# Completion budget per stage, in tokens (what a full answer within the bounds above
+# needs in practice; the paper gives none).
+MAX_TOKENS: dict[str, int] = {
+    "mnemis.entities": 120,
+    "mnemis.entities_reflect": 80,
+    "mnemis.dedupe": 160,
+    "mnemis.attributes": 360,
+    "mnemis.facts": 240,
+    "mnemis.facts_reflect": 120,
+    "mnemis.facts_resolve": 160,
+    "mnemis.hierarchy": 480,
+    "mnemis.select": 320,
+    "mnemis.rerank": 160,
+}
 
 
 Prompt = tuple[list[Message], type[BaseModel]]
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def naming(model: type[M], names: Sequence[str], *, one_each: bool = False) -> type[M]:
+    """``model`` with every entity-name field restricted to ``names``.
+
+    A grammar-constrained backend then cannot invent or misspell an entity (a 135M model
+    otherwise writes URLs and blanks there), and the answer costs fewer tokens. Other
+    backends get the names as a JSON-schema ``enum``; pydantic checks them either way.
+    ``one_each``: the answer has one item per name at most (de-duplication, attributes),
+    so a model that repeats itself is cut off by the grammar.
+    """
+    unique = tuple(dict.fromkeys(names))
+    return _naming(model, unique, len(unique) if one_each else None)  # type: ignore[return-value]
+
+
+@lru_cache(maxsize=128)
+def _naming(model: type[BaseModel], names: tuple[str, ...], cap: int | None) -> type[BaseModel]:
+    if not names:
+        return model
+    choice: Any = Literal.__getitem__(names)
+    fields: dict[str, Any] = {}
+    for field, info in model.model_fields.items():
+        if field in _NAME_FIELDS.get(model.__name__, ()):
+            fields[field] = (choice, ...)
+        elif field in _NESTED:
+            item: Any = _naming(_NESTED[field], names, None)
+            bounds = [b for b in (_max_items(info), cap) if b is not None]
+            bound = min(bounds) if bounds else None
+            fields[field] = (list[item], Field(default_factory=list, max_length=bound))
+    return create_model(model.__name__, __base__=model, **fields)
+
+
+def _max_items(info: Any) -> int | None:
+    return next((m.max_length for m in info.metadata if hasattr(m, "max_length")), None)
 
 
 def _msgs(system: str, user: str) -> list[Message]:
@@ -132,7 +203,7 @@ def dedupe_entities(new: Sequence[tuple[str, list[tuple[int, str]]]]) -> Prompt:
         'or form is usually the same entity. Answer JSON: {"resolutions": '
         '[{"name": ..., "duplicate_of": index}]}.',
         "\n".join(lines),
-    ), Duplicates
+    ), naming(Duplicates, [n for n, _ in new], one_each=True)
 
 
 def entity_attributes(
@@ -145,7 +216,7 @@ def entity_attributes(
         "list of up to 5 descriptors of at most 3 words giving its type or role. Answer "
         'JSON: {"entities": [{"name": ..., "summary": ..., "tag": [...]}]}.',
         f"{_episodes(current, recent)}\n<ENTITIES>\n{listed}\n</ENTITIES>",
-    ), Attributes
+    ), naming(Attributes, [n for n, _ in entities], one_each=True)
 
 
 def extract_facts(current: str, recent: Sequence[str], names: Sequence[str], when: str) -> Prompt:
@@ -158,7 +229,7 @@ def extract_facts(current: str, recent: Sequence[str], names: Sequence[str], whe
         '{"facts": [{"source": ..., "target": ..., "relation": ..., "fact": ..., '
         '"valid_at": null, "invalid_at": null}]}.',
         f"{_episodes(current, recent)}\n<ENTITIES>\n{', '.join(names)}\n</ENTITIES>",
-    ), Facts
+    ), naming(Facts, names)
 
 
 def reflect_facts(current: str, names: Sequence[str], found: Sequence[str]) -> Prompt:
@@ -168,7 +239,7 @@ def reflect_facts(current: str, names: Sequence[str], found: Sequence[str]) -> P
         'list if none. Answer JSON: {"facts": [...]}.',
         f"<CURRENT EPISODE>\n{current}\n</CURRENT EPISODE>\n<ENTITIES>\n{', '.join(names)}\n"
         f"</ENTITIES>\n<EXTRACTED>\n" + "\n".join(found) + "\n</EXTRACTED>",
-    ), Facts
+    ), naming(Facts, names)
 
 
 def resolve_facts(new: Sequence[str], existing: Sequence[str]) -> Prompt:
@@ -245,10 +316,16 @@ def rerank(query: str, kind: str, candidates: Sequence[str]) -> Prompt:
     ), Ranking
 
 
+async def ask(llm: LLMClient, prompt: Prompt, stage: str) -> BaseModel:
+    """Send one prompt with its stage's completion budget; returns the validated answer."""
+    messages, model = prompt
+    return await llm.structured(messages, model, stage=stage, max_tokens=MAX_TOKENS[stage])
+
+
 # adapters the builders and routes call -----------------------------------------------
 
 
-def category_grouper(llm: LLMClient, chunk: int = 40) -> Any:
+def category_grouper(llm: LLMClient, chunk: int = 20) -> Any:
     """Hierarchy grouping through :func:`categorize`, ``chunk`` nodes per call."""
 
     async def group(
@@ -258,8 +335,7 @@ def category_grouper(llm: LLMClient, chunk: int = 40) -> Any:
         known = list(existing)
         for start in range(0, len(nodes), chunk):
             part = nodes[start : start + chunk]
-            messages, model = categorize(layer, part, known)
-            answer = await llm.structured(messages, model, stage="mnemis.hierarchy")
+            answer = await ask(llm, categorize(layer, part, known), "mnemis.hierarchy")
             assert isinstance(answer, CategoryGroups)
             for g in answer.categories:
                 name = g.category.strip()
@@ -277,8 +353,7 @@ def category_grouper(llm: LLMClient, chunk: int = 40) -> Any:
 
 def node_selector(llm: LLMClient) -> Any:
     async def select(query: str, nodes: list[tuple[str, str, list[str]]]) -> list[tuple[str, bool]]:
-        messages, model = select_nodes(query, nodes)
-        answer = await llm.structured(messages, model, stage="mnemis.select")
+        answer = await ask(llm, select_nodes(query, nodes), "mnemis.select")
         assert isinstance(answer, NodeSelection)
         return [(n.uuid, n.get_all_children) for n in answer.nodes]
 
@@ -287,8 +362,7 @@ def node_selector(llm: LLMClient) -> Any:
 
 def llm_reranker(llm: LLMClient) -> Any:
     async def rank(query: str, kind: str, texts: list[str]) -> list[int]:
-        messages, model = rerank(query, kind, texts)
-        answer = await llm.structured(messages, model, stage="mnemis.rerank")
+        answer = await ask(llm, rerank(query, kind, texts), "mnemis.rerank")
         assert isinstance(answer, Ranking)
         return answer.order
 

@@ -112,16 +112,19 @@ async def select_llm(graph: Graph, query: str, selector: NodeSelector) -> Select
     path: list[list[str]] = []
     entities: list[str] = []
     while frontier:
-        nodes = []
-        for nid in frontier:
-            rec = graph.categories.get(nid) or graph.entities.get(nid)
-            if rec is not None:
-                nodes.append((nid, rec.name, list(rec.tags)))
-        if not nodes:
+        live = [n for n in frontier if n in graph.categories or n in graph.entities]
+        if not live:
             break
-        picked = await selector(query, nodes)
-        known = {n[0] for n in nodes}
-        picked = [(u, all_kids) for u, all_kids in picked if u in known]
+        short = _short_ids(live)
+        nodes = []
+        for sid, nid in short.items():
+            rec = graph.categories.get(nid) or graph.entities[nid]
+            nodes.append((sid, rec.name, list(rec.tags)))
+        picked = [
+            (short[u.strip()], all_kids)
+            for u, all_kids in await selector(query, nodes)
+            if u.strip() in short
+        ]
         path.append([u for u, _ in picked])
         nxt: list[str] = []
         for uid, all_kids in picked:
@@ -140,6 +143,13 @@ async def select_llm(graph: Graph, query: str, selector: NodeSelector) -> Select
     sel.categories = taken
     sel.path = path
     return sel
+
+
+def _short_ids(ids: list[str]) -> dict[str, str]:
+    """The first 8 hex digits of each uuid, or the full uuids if two share them: a small
+    model copies 8 characters far more reliably (and cheaply) than 32."""
+    short = {i[:8]: i for i in ids}
+    return short if len(short) == len(ids) else {i: i for i in ids}
 
 
 def _leaves(graph: Graph, cat_id: str) -> list[str]:

@@ -87,12 +87,14 @@ class LLMBaseGraph:
     async def _episode(self, ep: Episode) -> list[str]:
         current = _line(ep)
         recent = list(self.recent)
-        msgs, model = prompts.extract_entities(current, recent)
-        found = await self.llm.structured(msgs, model, stage="mnemis.entities")
+        found = await prompts.ask(
+            self.llm, prompts.extract_entities(current, recent), "mnemis.entities"
+        )
         assert isinstance(found, prompts.EntityNames)
         names = [n.strip() for n in found.names if n.strip()]
-        msgs, model = prompts.reflect_entities(current, recent, names)
-        missed = await self.llm.structured(msgs, model, stage="mnemis.entities_reflect")
+        missed = await prompts.ask(
+            self.llm, prompts.reflect_entities(current, recent, names), "mnemis.entities_reflect"
+        )
         assert isinstance(missed, prompts.EntityNames)
         names += [n.strip() for n in missed.names if n.strip()]
         if ep.speaker:
@@ -128,8 +130,7 @@ class LLMBaseGraph:
                 asks.append((name, [(j, g.entities[e].name) for j, e in enumerate(ids)]))
         decided: dict[str, str] = {}
         if asks:
-            msgs, model = prompts.dedupe_entities(asks)
-            answer = await self.llm.structured(msgs, model, stage="mnemis.dedupe")
+            answer = await prompts.ask(self.llm, prompts.dedupe_entities(asks), "mnemis.dedupe")
             assert isinstance(answer, prompts.Duplicates)
             for r in answer.resolutions:
                 options = cand_ids.get(r.name) or []
@@ -163,8 +164,9 @@ class LLMBaseGraph:
         if not ids:
             return
         listed = [(n, g.entities[e].summary) for n, e in ids.items()]
-        msgs, model = prompts.entity_attributes(current, recent, listed)
-        answer = await self.llm.structured(msgs, model, stage="mnemis.attributes")
+        answer = await prompts.ask(
+            self.llm, prompts.entity_attributes(current, recent, listed), "mnemis.attributes"
+        )
         assert isinstance(answer, prompts.Attributes)
         for a in answer.entities:
             eid = ids.get(a.name)
@@ -186,11 +188,15 @@ class LLMBaseGraph:
             return
         names = list(ids)
         when = ep.occurred_at.isoformat() if ep.occurred_at else "an unknown time"
-        msgs, model = prompts.extract_facts(current, recent, names, when)
-        first = await self.llm.structured(msgs, model, stage="mnemis.facts")
+        first = await prompts.ask(
+            self.llm, prompts.extract_facts(current, recent, names, when), "mnemis.facts"
+        )
         assert isinstance(first, prompts.Facts)
-        msgs, model = prompts.reflect_facts(current, names, [f.fact for f in first.facts])
-        more = await self.llm.structured(msgs, model, stage="mnemis.facts_reflect")
+        more = await prompts.ask(
+            self.llm,
+            prompts.reflect_facts(current, names, [f.fact for f in first.facts]),
+            "mnemis.facts_reflect",
+        )
         assert isinstance(more, prompts.Facts)
         lowered = {n.casefold(): e for n, e in ids.items()}
         new: list[Fact] = []
@@ -217,10 +223,11 @@ class LLMBaseGraph:
         dup: dict[int, list[str]] = {}
         contra: dict[int, list[str]] = {}
         if existing:
-            msgs, model = prompts.resolve_facts(
-                [f.fact for f in new], [g.facts[e].fact for e in existing]
+            answer = await prompts.ask(
+                self.llm,
+                prompts.resolve_facts([f.fact for f in new], [g.facts[e].fact for e in existing]),
+                "mnemis.facts_resolve",
             )
-            answer = await self.llm.structured(msgs, model, stage="mnemis.facts_resolve")
             assert isinstance(answer, prompts.FactResolutions)
             for r in answer.resolutions:
                 if 0 <= r.new_fact < len(new):
