@@ -188,3 +188,22 @@ def test_bench_locomo_and_scale_print_numbers(
     assert scale["episodes"] == 300 and scale["ingest_episodes_per_s"] > 0
     assert scale["bytes_per_episode"] > 100
     assert {"rag", "default", "flat_bm25_only"} <= set(scale["search"])
+
+
+@pytest.mark.slow
+def test_bench_mnemis_reports_build_and_insert_latency(
+    tmp_path: Path, subprocess_env: dict[str, str]
+) -> None:
+    out = tmp_path / "out"
+    data = str(DATA / "tiny_locomo.json")
+    args = ("bench", "mnemis", data, "--conversation", "tiny-1", "--turns", "3")
+    run(subprocess_env, *args, "--inserts", "2", "--out", str(out))
+    report = json.loads((out / "mnemis.json").read_text())
+    assert report["tier"] == "heuristic" and report["turns"] == 3
+    assert report["build"]["episodes"] == 3 and report["build"]["entities"] > 0
+    assert report["hierarchy_problems"] == [] and report["llm_stages"] == {}
+    assert report["inserts"]["n"] == 2 and report["inserts"]["add_ms"]["p50"] > 0
+    assert report["inserts"]["hierarchy_problems"] == []
+    assert "| add + build |" in (out / "mnemis.md").read_text()
+    bad = run(subprocess_env, *args, "--inserts", "5", "--out", str(out), ok=False)
+    assert bad.returncode == 2 and "tiny-1 has 5 turns" in bad.stderr

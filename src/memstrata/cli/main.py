@@ -568,6 +568,63 @@ def bench_locomo(
     out.print(f"written {jpath} and {mpath}")
 
 
+@bench_app.command("mnemis")
+def bench_mnemis(
+    file: Annotated[Path, typer.Argument(help="LoCoMo JSON file.", exists=True, dir_okay=False)],
+    conversation: Annotated[str, typer.Option(help="Which conversation to slice.")] = "conv-26",
+    turns: Annotated[int, typer.Option(help="Turns imported and built first.")] = 60,
+    inserts: Annotated[
+        int, typer.Option(help="Turns then added one by one, each with an incremental build.")
+    ] = 0,
+    tier: Annotated[
+        str | None,
+        typer.Option(help="heuristic or llm; llm without a configured LLM uses the bundled GGUF."),
+    ] = None,
+    db: Annotated[
+        str | None, typer.Option("--db", help="Store (default: a fresh temp file).")
+    ] = None,
+    out_dir: Annotated[Path, typer.Option("--out", help="Where to write mnemis.json/.md.")] = Path(
+        "bench-out"
+    ),
+    config: ConfigOpt = None,
+) -> None:
+    """Build cost on a slice of one conversation: seconds, LLM calls and tokens per turn
+    per stage, hierarchy rules checked, and single-episode insert latency (p50/p95)."""
+    from memstrata.eval import bench_mnemis as bm
+
+    with tempfile.TemporaryDirectory() as tmp, _errors():
+        cfg = _config(config)
+        if tier == "llm" and cfg.llm.kind == "none":
+            cfg.llm.kind = "gguf"
+        path = db or str(Path(tmp) / "mnemis.db")
+
+        async def run() -> dict[str, Any]:
+            memory = await AsyncMemory.open(path, config=cfg)
+            try:
+                with _progress() as progress:
+                    task = progress.add_task("building", total=turns)
+                    return await bm.run(
+                        memory,
+                        file,
+                        conversation=conversation,
+                        turns=turns,
+                        inserts=inserts,
+                        tier=tier,
+                        progress=lambda n: progress.advance(task, n),
+                    )
+            finally:
+                await memory.close()
+
+        try:
+            report = asyncio.run(run())
+        except ValueError as exc:
+            err.print(f"[red]error:[/red] {exc}")
+            raise typer.Exit(2) from None
+        jpath, mpath = bm.write(report, out_dir)
+    sys.stdout.write(bm.markdown(report))
+    out.print(f"written {jpath} and {mpath}")
+
+
 @bench_app.command("scale")
 def bench_scale(
     n: Annotated[int, typer.Option("--n", help="Synthetic episodes to ingest.")] = 100_000,

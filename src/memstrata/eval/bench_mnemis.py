@@ -1,0 +1,209 @@
+"""``memstrata bench mnemis``: what building the Mnemis structures costs, on a LoCoMo slice.
+
+One conversation of a LoCoMo file, into a fresh store:
+
+1. the first ``turns`` turns are imported, then built with the chosen tier (timed);
+2. every hierarchy rule is checked on the result (:func:`hierarchy_problems`);
+3. the next ``inserts`` turns are added one at a time, each followed by an incremental
+   build, and both steps are timed: ``add`` alone is the baseline of the same run, so
+   ``build`` is what the structures add to one episode's insert;
+4. the rules are checked again.
+
+For the ``llm`` tier the report gives, per stage, the LLM calls and the prompt and
+completion tokens per imported turn (read back from the store's accounting), beside the
+paper's reference of about 8,900 prompt tokens per LoCoMo turn for the base graph and
+the hierarchy together.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from memstrata.eval import locomo
+from memstrata.eval.report import write_report
+from memstrata.memory import AsyncMemory
+from memstrata.structures.graph import Graph
+from memstrata.structures.hierarchy import HierarchyParams, hierarchy_problems
+
+PAPER_PROMPT_TOKENS_PER_TURN = 8900
+
+
+def _pct(values: list[float], q: float) -> float:
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def _problems(memory: AsyncMemory, namespace: str) -> list[str]:
+    p = HierarchyParams()
+    return hierarchy_problems(
+        Graph.load(memory.store, memory.embedder, namespace), p.n, p.max_layers
+    )
+
+
+async def run(
+    memory: AsyncMemory,
+    data_path: str | Path,
+    *,
+    conversation: str = "conv-26",
+    turns: int = 60,
+    inserts: int = 0,
+    tier: str | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> dict[str, Any]:
+    convs = {c.namespace: c for c in locomo.load(data_path)}
+    if conversation not in convs:
+        raise ValueError(f"no conversation {conversation!r} in {data_path}; have {sorted(convs)}")
+    conv = convs[conversation]
+    if turns < 1 or turns + inserts > len(conv.turns):
+        raise ValueError(
+            f"{conversation} has {len(conv.turns)} turns; asked for {turns} + {inserts} inserts"
+        )
+    ns = conv.namespace
+    await memory.add_many(conv.turns[:turns], namespace=ns)
+    build = await memory.build(ns, tier=tier, progress=progress)
+    stages = {
+        stage: {
+            "calls": u["calls"],
+            "failures": u["failures"],
+            "prompt_tokens": u["prompt_tokens"],
+            "completion_tokens": u["completion_tokens"],
+            "calls_per_turn": round(u["calls"] / turns, 2),
+            "prompt_tokens_per_turn": round(u["prompt_tokens"] / turns, 1),
+            "completion_tokens_per_turn": round(u["completion_tokens"] / turns, 1),
+            "seconds": round(u["latency_ms"] / 1000, 1),
+        }
+        for stage, u in sorted(build.llm.items())
+    }
+    llm = memory.llm
+    report: dict[str, Any] = {
+        "data": str(data_path),
+        "conversation": ns,
+        "turns": turns,
+        "tier": build.tier,
+        "llm": f"{llm.backend.name}:{llm.backend.model}" if llm and build.tier == "llm" else None,
+        "build": {
+            "seconds": build.seconds,
+            "stage_seconds": build.stage_seconds,
+            "episodes": build.episodes,
+            "failed_episodes": build.failures,
+            "failed_llm_calls": build.llm_failures,
+            "errors": build.errors[:5],
+            "entities": build.entities,
+            "facts": build.facts,
+            "categories": build.categories,
+            "layers": build.layers,
+        },
+        "llm_stages": stages,
+        "per_turn": {
+            "calls": round(sum(s["calls"] for s in stages.values()) / turns, 2),
+            "prompt_tokens": round(sum(s["prompt_tokens"] for s in stages.values()) / turns, 1),
+            "completion_tokens": round(
+                sum(s["completion_tokens"] for s in stages.values()) / turns, 1
+            ),
+            "paper_prompt_tokens": PAPER_PROMPT_TOKENS_PER_TURN,
+        },
+        "hierarchy_problems": _problems(memory, ns),
+    }
+    if inserts:
+        add_ms: list[float] = []
+        build_ms: list[float] = []
+        for turn in conv.turns[turns : turns + inserts]:
+            t0 = time.perf_counter()
+            await memory.add(
+                turn["text"], **{k: v for k, v in turn.items() if k != "text"}, namespace=ns
+            )
+            t1 = time.perf_counter()
+            await memory.build(ns, tier=tier)
+            t2 = time.perf_counter()
+            add_ms.append(1000 * (t1 - t0))
+            build_ms.append(1000 * (t2 - t1))
+        total = [a + b for a, b in zip(add_ms, build_ms, strict=True)]
+        report["inserts"] = {
+            "n": inserts,
+            "add_ms": {
+                "p50": round(statistics.median(add_ms), 1),
+                "p95": round(_pct(add_ms, 0.95), 1),
+            },
+            "build_ms": {
+                "p50": round(statistics.median(build_ms), 1),
+                "p95": round(_pct(build_ms, 0.95), 1),
+            },
+            "add_and_build_ms": {
+                "p50": round(statistics.median(total), 1),
+                "p95": round(_pct(total, 0.95), 1),
+            },
+            "hierarchy_problems": _problems(memory, ns),
+        }
+    return report
+
+
+def _rules(problems: list[str]) -> str:
+    return "all hold" if not problems else "; ".join(problems)
+
+
+def _row(*cells: Any) -> str:
+    return "| " + " | ".join(str(c) for c in cells) + " |"
+
+
+def markdown(report: dict[str, Any]) -> str:
+    b = report["build"]
+    lines = [
+        f"# Mnemis build: {report['conversation']}, first {report['turns']} turns, "
+        f"tier {report['tier']}" + (f" ({report['llm']})" if report["llm"] else ""),
+        "",
+        f"- build: {b['seconds']} s ({b['stage_seconds']}); {b['entities']} entities, "
+        f"{b['facts']} facts, {b['categories']} categories, layers {b['layers']}",
+        f"- failed episodes: {b['failed_episodes']}; failed LLM calls: {b['failed_llm_calls']}",
+        f"- hierarchy rules: {_rules(report['hierarchy_problems'])}",
+    ]
+    if report["llm_stages"]:
+        pt = report["per_turn"]
+        share = pt["prompt_tokens"] / pt["paper_prompt_tokens"]
+        lines += [
+            "",
+            "| stage | calls | failures | calls/turn | prompt tok/turn | completion tok/turn | s |",
+            "|---|---:|---:|---:|---:|---:|---:|",
+        ]
+        for stage, s in report["llm_stages"].items():
+            lines.append(
+                _row(
+                    stage,
+                    s["calls"],
+                    s["failures"],
+                    s["calls_per_turn"],
+                    s["prompt_tokens_per_turn"],
+                    s["completion_tokens_per_turn"],
+                    s["seconds"],
+                )
+            )
+        lines += [
+            _row("**all**", "", "", pt["calls"], pt["prompt_tokens"], pt["completion_tokens"], ""),
+            "",
+            f"Prompt tokens per turn: {pt['prompt_tokens']} (paper: about "
+            f"{pt['paper_prompt_tokens']}; {share:.0%} of it).",
+        ]
+    ins = report.get("inserts")
+    if ins:
+        lines += [
+            "",
+            f"## {ins['n']} single-episode inserts, each followed by an incremental build",
+            "",
+            "| step | p50 ms | p95 ms |",
+            "|---|---:|---:|",
+            _row("add (baseline)", ins["add_ms"]["p50"], ins["add_ms"]["p95"]),
+            _row("build", ins["build_ms"]["p50"], ins["build_ms"]["p95"]),
+            _row("add + build", ins["add_and_build_ms"]["p50"], ins["add_and_build_ms"]["p95"]),
+            "",
+            f"Hierarchy rules after the inserts: {_rules(ins['hierarchy_problems'])}",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def write(report: dict[str, Any], out_dir: str | Path) -> tuple[Path, Path]:
+    return write_report(report, out_dir, "mnemis", markdown)
