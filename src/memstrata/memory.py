@@ -21,7 +21,8 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from memstrata.config import Config
-from memstrata.embed.base import Embedder, content_hash
+from memstrata.embed.base import Embedder
+from memstrata.embed.cache import ensure_embedded
 from memstrata.errors import ConfigError, InvalidInputError, NamespaceNotFoundError
 from memstrata.llm import LLMClient, ResponseCache, make_backend
 from memstrata.models import Episode, EpisodeIn, SearchResult
@@ -288,13 +289,7 @@ class AsyncMemory:
         fresh = [p for p in batch if p.external_id not in known]
         if fresh:
             texts = [documents.embed_text(p.text, p.speaker, p.metadata) for p in fresh]
-            hashes = [content_hash(t) for t in texts]
-            model = self.embedder.model_id
-            cached = self.store.cached_embeddings(model, hashes)
-            todo = {h: t for h, t in zip(hashes, texts, strict=True) if h not in cached}
-            if todo:
-                vectors = self.embedder.embed(list(todo.values()))
-                self.store.put_embeddings(model, list(zip(todo, vectors, strict=True)))
+            hashes = ensure_embedded(self.store, self.embedder, texts)
             for p, h in zip(fresh, hashes, strict=True):
                 p.embed_hash = h
         report = self.store.add_episodes(namespace, fresh)

@@ -10,22 +10,30 @@ from memstrata.embed.base import Embedder, Vectors, content_hash
 from memstrata.store.base import Store
 
 
-def embed_cached(store: Store, embedder: Embedder, texts: Sequence[str]) -> Vectors:
-    """Vectors for ``texts`` in order; only texts never seen by this model are embedded."""
-    if not texts:
-        return np.zeros((0, embedder.dim), dtype=np.float32)
+def ensure_embedded(store: Store, embedder: Embedder, texts: Sequence[str]) -> list[bytes]:
+    """Store a vector for every text this model has never seen; returns each text's hash
+    (the key episodes and records point to)."""
     hashes = [content_hash(t) for t in texts]
-    model = embedder.model_id
-    known = store.cached_embeddings(model, hashes)
+    if not hashes:
+        return hashes
+    known = store.cached_embeddings(embedder.model_id, hashes)
     todo: dict[bytes, str] = {}
     for h, t in zip(hashes, texts, strict=True):
         if h not in known:
             todo.setdefault(h, t)
     if todo:
         fresh = embedder.embed(list(todo.values()))
-        pairs = list(zip(todo, fresh, strict=True))
-        store.put_embeddings(model, pairs)
-        # The store keeps float16; use the stored precision so cached and fresh agree.
-        for h, v in pairs:
-            known[h] = v.astype(np.float16).astype(np.float32)
+        store.put_embeddings(embedder.model_id, list(zip(todo, fresh, strict=True)))
+    return hashes
+
+
+def embed_cached(store: Store, embedder: Embedder, texts: Sequence[str]) -> Vectors:
+    """Vectors for ``texts`` in order; only texts never seen by this model are embedded.
+
+    Every vector is read back from the store, so fresh and cached ones share its float16
+    precision."""
+    if not texts:
+        return np.zeros((0, embedder.dim), dtype=np.float32)
+    hashes = ensure_embedded(store, embedder, texts)
+    known = store.cached_embeddings(embedder.model_id, list(dict.fromkeys(hashes)))
     return np.stack([known[h] for h in hashes]).astype(np.float32)

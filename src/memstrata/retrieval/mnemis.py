@@ -127,14 +127,14 @@ class MnemisRoute:
         filters: SearchFilters | None = None,
     ) -> list[list[Hit]]:
         p = self.params
+        qvecs = await asyncio.to_thread(self.embedder.embed, queries)
         ep_lists = await asyncio.to_thread(
-            self.episodes.search, namespace, queries, max(k, p.candidates), filters
+            self.episodes.search, namespace, queries, max(k, p.candidates), filters, qvecs
         )
         graph, hierarchy = await asyncio.to_thread(self.cache.get, namespace)
         if not graph.entities:
             return [hits[:k] for hits in ep_lists]
         idx = await asyncio.to_thread(self._index, graph)
-        qvecs = await asyncio.to_thread(self.embedder.embed, queries)
         out = []
         for query, qvec, s1_eps in zip(queries, qvecs, ep_lists, strict=True):
             out.append(await self._one(graph, hierarchy, idx, query, qvec, s1_eps, k, filters))

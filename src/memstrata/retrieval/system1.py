@@ -19,7 +19,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from memstrata.embed.base import Embedder
+from memstrata.embed.base import Embedder, Vectors
 from memstrata.models import Episode, Hit
 from memstrata.retrieval import documents
 from memstrata.retrieval.fusion import rrf
@@ -122,11 +122,14 @@ class EpisodeRoute:
         queries: list[str],
         k: int,
         filters: SearchFilters | None = None,
+        qvecs: Vectors | None = None,
     ) -> list[list[Hit]]:
+        """``qvecs``: the queries' vectors when the caller already has them."""
         p = self.params
         speakers = self.store.speakers(namespace)
         plans = [plan_query(q, speakers, p) for q in queries]
-        qvecs = self.embedder.embed(queries)
+        if qvecs is None:
+            qvecs = self.embedder.embed(queries)
         dense = self.store.dense_episodes(
             namespace, self.embedder.model_id, qvecs, p.candidates, filters
         )
