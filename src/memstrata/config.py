@@ -75,7 +75,7 @@ class RetrievalConfig(BaseModel):
 class Config(BaseModel):
     store: str = "memstrata.db"
     namespace: str = "default"
-    recipe: Literal["default", "rag"] = "default"
+    recipe: Literal["default", "rag", "mnemis"] = "default"
     embedder: EmbedderConfig = Field(default_factory=EmbedderConfig)
     llm: LLMConfig = Field(default_factory=LLMConfig)
     budgets: Budgets = Field(default_factory=Budgets)

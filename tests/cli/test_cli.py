@@ -169,6 +169,7 @@ def test_demo_runs_offline(subprocess_env: dict[str, str]) -> None:
     proc = run(subprocess_env, "demo")
     assert "32 turns imported" in proc.stdout
     assert "Pepper" in proc.stdout
+    assert "mnemis build:" in proc.stdout and "(fact)" in proc.stdout
 
 
 @pytest.mark.slow

@@ -206,6 +206,14 @@ def test_mnemis_search_returns_episodes_facts_entities_with_sources(
     assert r.context_tokens > 0 and "fact" in r.context
 
 
+def test_mnemis_as_the_configured_recipe(tmp_path: Path, embedder, sample) -> None:
+    with Memory.open(tmp_path / "m.db", embedder=embedder, recipe="mnemis") as m:
+        m.add_many(sample)
+        m.build()
+        kinds = {h.kind for h in m.search("Where is Maya flying?", k=3, max_tokens=None).hits}
+    assert kinds == {"episode", "fact", "entity"}
+
+
 def test_mnemis_search_before_build_falls_back_to_episodes(
     tmp_path: Path, embedder, sample
 ) -> None:

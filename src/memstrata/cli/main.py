@@ -263,7 +263,8 @@ def _print_hits(query: str, hits: list[Any]) -> None:
     table.add_column("sources", width=10)
     table.add_column("text", ratio=1)
     for i, h in enumerate(hits, start=1):
-        table.add_row(str(i), f"{h.score:.4f}", ", ".join(h.sources), h.text)
+        text = h.text if h.kind == "episode" else f"({h.kind}) {h.text}"
+        table.add_row(str(i), f"{h.score:.4f}", ", ".join(h.sources), text)
     out.print(table)
 
 
@@ -517,6 +518,16 @@ def demo(
                 for q, r in zip(questions, results, strict=True):
                     _print_hits(q, r.hits)
                     out.print(f"  context: {r.context_tokens} tokens\n")
+                built = await memory.build("demo")
+                out.print(
+                    f"[bold]mnemis[/bold] build: {built.entities} entities, {built.facts} "
+                    f"facts, layers {built.layers}, {built.seconds:.1f} s"
+                )
+                question = "What has Tomas been doing with his dog?"
+                (graph_result,) = await memory.search_many(
+                    [question], namespace="demo", k=3, recipe="mnemis"
+                )
+                _print_hits(question, graph_result.hits[:6])
                 st = await memory.stats("demo")
                 out.print(f"store size {st['bytes'] / 1e3:.0f} kB; no LLM was needed.")
             finally:
