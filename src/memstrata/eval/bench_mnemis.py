@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from memstrata.eval import locomo
+from memstrata.eval.metrics import percentile
 from memstrata.eval.report import write_report
 from memstrata.memory import AsyncMemory
 from memstrata.structures.graph import Graph
@@ -32,11 +33,8 @@ from memstrata.structures.hierarchy import HierarchyParams, hierarchy_problems
 PAPER_PROMPT_TOKENS_PER_TURN = 8900
 
 
-def _pct(values: list[float], q: float) -> float:
-    if not values:
-        return 0.0
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+def _p50_p95(ms: list[float]) -> dict[str, float]:
+    return {"p50": round(statistics.median(ms), 1), "p95": round(percentile(ms, 0.95), 1)}
 
 
 def _problems(memory: AsyncMemory, namespace: str) -> list[str]:
@@ -126,18 +124,9 @@ async def run(
         total = [a + b for a, b in zip(add_ms, build_ms, strict=True)]
         report["inserts"] = {
             "n": inserts,
-            "add_ms": {
-                "p50": round(statistics.median(add_ms), 1),
-                "p95": round(_pct(add_ms, 0.95), 1),
-            },
-            "build_ms": {
-                "p50": round(statistics.median(build_ms), 1),
-                "p95": round(_pct(build_ms, 0.95), 1),
-            },
-            "add_and_build_ms": {
-                "p50": round(statistics.median(total), 1),
-                "p95": round(_pct(total, 0.95), 1),
-            },
+            "add_ms": _p50_p95(add_ms),
+            "build_ms": _p50_p95(build_ms),
+            "add_and_build_ms": _p50_p95(total),
             "hierarchy_problems": _problems(memory, ns),
         }
     return report

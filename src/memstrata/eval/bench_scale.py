@@ -24,6 +24,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from memstrata.eval.metrics import percentile
 from memstrata.eval.report import write_report
 from memstrata.memory import AsyncMemory
 from memstrata.retrieval.text import content_terms
@@ -122,13 +123,8 @@ def synthetic_queries(n: int, seed: int = 11) -> list[str]:
     ]
 
 
-def _pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
-
-
 def _summary(ms: list[float]) -> dict[str, float]:
-    return {"p50_ms": round(statistics.median(ms), 2), "p95_ms": round(_pct(ms, 0.95), 2)}
+    return {"p50_ms": round(statistics.median(ms), 2), "p95_ms": round(percentile(ms, 0.95), 2)}
 
 
 async def _run(

@@ -13,6 +13,14 @@ from collections.abc import Iterable, Sequence
 from statistics import mean
 
 
+def percentile(values: Sequence[float], q: float) -> float:
+    """The nearest-rank ``q`` quantile (0 <= q <= 1) of ``values``; 0.0 when empty."""
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
 def distinct_sources(hit_sources: Iterable[Sequence[str]]) -> list[str]:
     seen: dict[str, None] = {}
     for sources in hit_sources:

@@ -237,15 +237,16 @@ class MnemisRoute:
             )
         for e in ents[:two_k]:
             ent = graph.entities[e]
+            cited = graph.episode_ids(e)
             hits.append(
                 Hit(
                     kind="entity",
                     id=e,
                     text=entity_text(graph, e),
                     score=round(ent_cos.get(e, 0.0), 6),
-                    sources=graph.episode_ids(e)[:5],
+                    sources=cited[:5],
                     routes=["system1"] + (["system2"] if e in s2_ent_set else []),
-                    metadata={"tags": ent.tags, "episodes": len(graph.episode_ids(e))},
+                    metadata={"tags": ent.tags, "episodes": len(cited)},
                 )
             )
         return hits
