@@ -12,8 +12,9 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, SecretStr, ValidationError
+from pydantic import BaseModel, Field, SecretStr, ValidationError, model_validator
 
+from memstrata.engine.recipe import Recipe
 from memstrata.errors import ConfigError
 
 ENV_PREFIX = "MEMSTRATA_"
@@ -72,10 +73,32 @@ class RetrievalConfig(BaseModel):
     date_boost: float | None = None
 
 
+class BuildConfig(BaseModel):
+    """When and how a recipe's builders run as episodes arrive.
+
+    ``mode``: ``inline`` runs them inside ``add``/``add_many`` (the default without an
+    LLM: the heuristic tier is cheap); ``queue`` only commits the episode, and a worker
+    (``memstrata worker`` or ``AsyncMemory.start_worker``) folds it in later (the default
+    with an LLM); ``manual`` leaves it to ``memstrata build``.
+    """
+
+    mode: Literal["inline", "queue", "manual"] | None = None
+    batch_size: int = Field(default=64, ge=1, description="episodes per builder step")
+    max_attempts: int = Field(default=3, ge=1, description="tries before a failure is dead")
+    backoff_s: float = Field(default=30.0, ge=0, description="wait before the first retry")
+    lease_s: float = Field(default=300.0, gt=0, description="a build lease lasts this long")
+    wait_s: float = Field(default=600.0, ge=0, description="how long build waits for a lease")
+    poll_s: float = Field(default=1.0, gt=0, description="worker's pause when idle")
+
+
 class Config(BaseModel):
     store: str = "memstrata.db"
     namespace: str = "default"
-    recipe: Literal["default", "rag", "mnemis"] = "default"
+    recipe: str = Field(default="default", description="the recipe add, search and ask use")
+    recipes: dict[str, Recipe] = Field(
+        default_factory=dict, description="recipes defined here, [recipes.NAME] in TOML"
+    )
+    build: BuildConfig = Field(default_factory=BuildConfig)
     embedder: EmbedderConfig = Field(default_factory=EmbedderConfig)
     llm: LLMConfig = Field(default_factory=LLMConfig)
     budgets: Budgets = Field(default_factory=Budgets)
@@ -83,6 +106,19 @@ class Config(BaseModel):
     max_episode_chars: int = Field(
         default=2_000_000, description="longer episodes are refused with a clear error"
     )
+
+    @model_validator(mode="after")
+    def _known_recipe(self) -> Config:
+        from memstrata.engine.registry import Registry
+
+        Registry.load(self.recipes).recipe(self.recipe)
+        return self
+
+    @property
+    def build_mode(self) -> str:
+        if self.build.mode is not None:
+            return self.build.mode
+        return "inline" if self.llm.kind == "none" else "queue"
 
     @classmethod
     def load(
@@ -121,6 +157,8 @@ def _validated(data: dict[str, Any], overrides: dict[str, Any]) -> Config:
     try:
         return Config.model_validate(data)
     except ValidationError as exc:
+        raise ConfigError(f"invalid configuration: {exc}") from exc
+    except ConfigError as exc:
         raise ConfigError(f"invalid configuration: {exc}") from exc
 
 

@@ -219,6 +219,9 @@ class Hit(BaseModel):
     sources: list[str]
     spans: list[Span] = Field(default_factory=list)
     routes: list[str] = Field(default_factory=list)
+    ranks: dict[str, int] = Field(
+        default_factory=dict, description="route of the recipe -> its rank there (from 1)"
+    )
     metadata: JSONDict = Field(default_factory=dict)
 
 
@@ -230,4 +233,5 @@ class SearchResult(BaseModel):
     hits: list[Hit]
     context: str = ""
     context_tokens: int = 0
+    pending: int = Field(default=0, description="episodes the recipe has not folded in yet")
     timings_ms: dict[str, float] = Field(default_factory=dict)

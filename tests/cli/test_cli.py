@@ -106,7 +106,10 @@ def test_import_search_stats_delete_roundtrip(
         "episodes": 3,
         "records": {},
         "embedded": 3,
+        "builds": {},
+        "failures": [],
     }
+    assert stats["recipe"] == "default" and stats["build_mode"] == "inline"
 
     deleted = run(subprocess_env, "delete", "--db", db, "-n", "home", "--id", "2", "--yes")
     assert "deleted 1 episode" in deleted.stdout
@@ -192,19 +195,23 @@ def test_bench_locomo_and_scale_print_numbers(
 
 
 @pytest.mark.slow
-def test_bench_mnemis_reports_build_and_insert_latency(
+def test_bench_build_reports_build_and_insert_latency(
     tmp_path: Path, subprocess_env: dict[str, str]
 ) -> None:
     out = tmp_path / "out"
     data = str(DATA / "tiny_locomo.json")
-    args = ("bench", "mnemis", data, "--conversation", "tiny-1", "--turns", "3")
+    args = ("bench", "build", data, "--recipe", "mnemis", "--conversation", "tiny-1")
+    args += ("--turns", "3")
     run(subprocess_env, *args, "--inserts", "2", "--out", str(out))
-    report = json.loads((out / "mnemis.json").read_text())
+    report = json.loads((out / "build-mnemis.json").read_text())
     assert report["tier"] == "heuristic" and report["turns"] == 3
-    assert report["build"]["episodes"] == 3 and report["build"]["entities"] > 0
-    assert report["hierarchy_problems"] == [] and report["llm_stages"] == {}
+    assert report["build"]["episodes"] == 3
+    assert report["build"]["builders"]["mnemis"]["entity"] > 0
+    assert report["problems"] == [] and report["llm_stages"] == {}
     assert report["inserts"]["n"] == 2 and report["inserts"]["add_ms"]["p50"] > 0
-    assert report["inserts"]["hierarchy_problems"] == []
-    assert "| add + build |" in (out / "mnemis.md").read_text()
+    assert report["inserts"]["problems"] == []
+    assert "| add + build |" in (out / "build-mnemis.md").read_text()
+    nothing = run(subprocess_env, "bench", "build", data, "--recipe", "rag", ok=False)
+    assert nothing.returncode == 2 and "builds nothing" in nothing.stderr
     bad = run(subprocess_env, *args, "--inserts", "5", "--out", str(out), ok=False)
     assert bad.returncode == 2 and "tiny-1 has 5 turns" in bad.stderr

@@ -1,85 +1,37 @@
-"""The ``memstrata`` command line."""
+"""The ``memstrata`` command line: the everyday verbs. Building and the queue worker are
+in :mod:`.build`, benchmarks in :mod:`.bench`, the demo in :mod:`.demo`."""
 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import json
 import sys
-import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
-from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
-from memstrata.config import Config
-from memstrata.errors import MemstrataError, NamespaceNotFoundError
-from memstrata.importers import jsonl
-from memstrata.memory import AsyncMemory, prepare_episode
-from memstrata.store import PreparedEpisode
-
-app = typer.Typer(
-    help="Long-term memory for LLM agents: import, search, inspect and benchmark.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    rich_markup_mode="markdown",
+from memstrata.cli.common import (
+    ConfigOpt,
+    DbOpt,
+    NsOpt,
+    RecipeOpt,
+    app,
+    err,
+    errors,
+    load_config,
+    open_memory,
+    out,
+    print_hits,
+    progress_bar,
 )
-bench_app = typer.Typer(help="Benchmarks that print numbers.", no_args_is_help=True)
-app.add_typer(bench_app, name="bench")
-
-out = Console()
-err = Console(stderr=True)
-
-DbOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--db", help="Store file (SQLite). Default: the configured store.", show_default=False
-    ),
-]
-NsOpt = Annotated[
-    str | None,
-    typer.Option("--namespace", "-n", help="Namespace (tenant). Default: the configured one."),
-]
-ConfigOpt = Annotated[
-    Path | None,
-    typer.Option("--config", help="TOML configuration file (else $MEMSTRATA_CONFIG)."),
-]
-
-
-def _config(config: Path | None, **overrides: Any) -> Config:
-    return Config.load(config, **overrides)
-
-
-@contextmanager
-def _errors() -> Iterator[None]:
-    try:
-        yield
-    except MemstrataError as exc:
-        err.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(2) from None
-
-
-async def _open(cfg: Config, db: str | None) -> AsyncMemory:
-    return await AsyncMemory.open(db, config=cfg)
-
-
-def _progress() -> Progress:
-    return Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=err,
-        transient=False,
-        disable=not err.is_terminal,
-    )
+from memstrata.config import Config
+from memstrata.errors import MemstrataError
+from memstrata.importers import jsonl
+from memstrata.memory import prepare_episode
+from memstrata.store import PreparedEpisode
 
 
 @app.command("import")
@@ -108,12 +60,12 @@ def import_(
     if kind not in {"jsonl", "locomo"}:
         err.print(f"[red]error:[/red] unknown format {kind!r}; use jsonl or locomo")
         raise typer.Exit(2)
-    with _errors():
-        cfg = _config(config)
+    with errors():
+        cfg = load_config(config)
         bad = asyncio.run(_import(cfg, db, namespace, file, kind, batch_size))
     if bad:
         for line, reason in bad[:50]:
-            err.print(f"[yellow]line {line}:[/yellow] {reason}")
+            err.print(Text.assemble((f"line {line}: ", "yellow"), reason))
         if len(bad) > 50:
             err.print(f"... and {len(bad) - 50} more")
         err.print(f"[red]{len(bad)} line(s) not imported[/red]")
@@ -123,7 +75,7 @@ def import_(
 async def _import(
     cfg: Config, db: str | None, namespace: str | None, file: Path, kind: str, batch_size: int
 ) -> list[tuple[int, str]]:
-    memory = await _open(cfg, db)
+    memory = await open_memory(cfg, db)
     bad: list[tuple[int, str]] = []
     try:
         batches: dict[str, list[PreparedEpisode]] = {}
@@ -147,7 +99,7 @@ async def _import(
             batches[ns] = items
         total = sum(len(v) for v in batches.values())
         added = existing = 0
-        with _progress() as progress:
+        with progress_bar() as progress:
             task = progress.add_task("importing", total=total)
             for ns, items in batches.items():
                 report = await memory.add_many(
@@ -183,19 +135,25 @@ def search(
         ),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON line per query.")] = False,
-    recipe: Annotated[
-        str | None, typer.Option(help="rag, default or mnemis (mnemis needs `memstrata build`).")
-    ] = None,
+    recipe: RecipeOpt = None,
+    explain: Annotated[
+        bool, typer.Option("--explain", help="Show which routes found each hit, at what rank.")
+    ] = False,
     config: ConfigOpt = None,
 ) -> None:
-    """Search memory and print hits with the episodes they rest on."""
+    """Search memory and print hits with the episodes they rest on.
+
+    With --explain, each hit shows the recipe's routes that found it with its rank in
+    each (and the route's own sub-routes), and the score is the fused one. A note says
+    how many episodes the recipe's builders have not folded in yet.
+    """
     if (query is None) == (queries is None):
         err.print("[red]error:[/red] give either a QUERY or --queries FILE")
         raise typer.Exit(2)
-    with _errors():
-        cfg = _config(config)
+    with errors():
+        cfg = load_config(config)
         jobs = _query_jobs(query, queries, namespace or cfg.namespace)
-        asyncio.run(_search(cfg, db, jobs, k, recipe, as_json))
+        asyncio.run(_search(cfg, db, jobs, k, recipe, as_json, explain))
 
 
 def _query_jobs(query: str | None, path: Path | None, namespace: str) -> list[dict[str, str]]:
@@ -227,8 +185,9 @@ async def _search(
     k: int,
     recipe: str | None,
     as_json: bool,
+    explain: bool = False,
 ) -> None:
-    memory = await _open(cfg, db)
+    memory = await open_memory(cfg, db)
     try:
         by_ns: dict[str, list[dict[str, str]]] = {}
         for job in jobs:
@@ -242,30 +201,30 @@ async def _search(
         for job in jobs:
             result = results[job["id"]]
             if as_json:
-                line = {
-                    "id": job["id"],
-                    "hits": [
-                        {"kind": h.kind, "text": h.text, "score": h.score, "sources": h.sources}
-                        for h in result.hits
-                    ],
-                }
+                hits = []
+                for h in result.hits:
+                    row: dict[str, Any] = {
+                        "kind": h.kind,
+                        "text": h.text,
+                        "score": h.score,
+                        "sources": h.sources,
+                    }
+                    if explain:
+                        row.update(ranks=h.ranks, routes=h.routes)
+                    hits.append(row)
+                line: dict[str, Any] = {"id": job["id"], "hits": hits}
+                if explain:
+                    line["pending"] = result.pending
                 sys.stdout.write(json.dumps(line, ensure_ascii=False) + "\n")
             else:
-                _print_hits(job["query"], result.hits)
+                print_hits(job["query"], result.hits, explain=explain)
+                if result.pending:
+                    err.print(
+                        f"note: {result.pending} episode(s) not yet folded into this "
+                        "recipe's structures (memstrata build, or a worker)"
+                    )
     finally:
         await memory.close()
-
-
-def _print_hits(query: str, hits: list[Any]) -> None:
-    table = Table(title=f"“{query}”", show_lines=False, expand=True)
-    table.add_column("#", justify="right", width=3)
-    table.add_column("score", justify="right", width=8)
-    table.add_column("sources", width=10)
-    table.add_column("text", ratio=1)
-    for i, h in enumerate(hits, start=1):
-        text = h.text if h.kind == "episode" else f"({h.kind}) {h.text}"
-        table.add_row(str(i), f"{h.score:.4f}", ", ".join(h.sources), text)
-    out.print(table)
 
 
 @app.command()
@@ -276,11 +235,11 @@ def stats(
     config: ConfigOpt = None,
 ) -> None:
     """Counts per namespace, LLM calls and failures per stage, file size."""
-    with _errors():
-        cfg = _config(config)
+    with errors():
+        cfg = load_config(config)
 
         async def run() -> dict[str, Any]:
-            memory = await _open(cfg, db)
+            memory = await open_memory(cfg, db)
             try:
                 return await memory.stats(namespace)
             finally:
@@ -290,12 +249,29 @@ def stats(
     if as_json:
         sys.stdout.write(json.dumps(data, indent=2) + "\n")
         return
-    out.print(f"store {data['store']} ({data['bytes'] / 1e6:.2f} MB), embedder {data['embedder']}")
-    table = Table("namespace", "episodes", "embedded", "derived records")
+    out.print(
+        f"store {data['store']} ({data['bytes'] / 1e6:.2f} MB), embedder {data['embedder']}, "
+        f"recipe {data['recipe']} (builds {data['build_mode']})"
+    )
+    table = Table("namespace", "episodes", "embedded", "derived records", "builds")
     for ns in data["namespaces"]:
         recs = ", ".join(f"{k}: {v}" for k, v in ns["records"].items()) or "-"
-        table.add_row(ns["namespace"], str(ns["episodes"]), str(ns["embedded"]), recs)
+        builds = "; ".join(
+            f"{b}: {c['done']} done, {c['queued']} queued, {c['failed']} failed, {c['dead']} dead"
+            for b, c in ns["builds"].items()
+        )
+        table.add_row(
+            Text(ns["namespace"]), str(ns["episodes"]), str(ns["embedded"]), recs, builds or "-"
+        )
     out.print(table)
+    for ns in data["namespaces"]:
+        for f in ns["failures"][:10]:
+            err.print(
+                Text(
+                    f"{ns['namespace']}: {f['builder']} {f['status']} on {f['episode']} after "
+                    f"{f['attempts']} attempt(s): {f['error']}"
+                )
+            )
     if data["llm"]:
         llm = Table("stage", "calls", "failures", "cached", "prompt tokens", "completion tokens")
         for stage, row in data["llm"].items():
@@ -309,137 +285,6 @@ def stats(
         out.print(llm)
     else:
         out.print("no LLM calls recorded")
-
-
-@app.command()
-def build(
-    db: DbOpt = None,
-    namespace: Annotated[
-        str | None, typer.Option("--namespace", "-n", help="Namespace (default: every one).")
-    ] = None,
-    recipe: Annotated[str, typer.Option(help="Recipe whose structures to build.")] = "mnemis",
-    tier: Annotated[
-        str | None,
-        typer.Option(help="heuristic or llm (default: llm when an LLM is configured)."),
-    ] = None,
-    rebuild: Annotated[bool, typer.Option(help="Drop the structures and build anew.")] = False,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
-    config: ConfigOpt = None,
-) -> None:
-    """Build a recipe's structures over what is already imported.
-
-    Resumable: only episodes not yet built are processed, so re-running after an
-    interruption, or after importing more, continues where it stopped (new entities are
-    placed into the existing hierarchy). Prints counts, layers and LLM cost per stage.
-    """
-    with _errors():
-        cfg = _config(config)
-
-        async def run() -> list[dict[str, Any]]:
-            memory = await _open(cfg, db)
-            try:
-                names = [namespace] if namespace else await memory.namespaces()
-                reports = []
-                with _progress() as progress:
-                    for ns in names:
-                        total = (await memory.stats(ns))["namespaces"][0]["episodes"]
-                        task = progress.add_task(f"building {ns}", total=total)
-
-                        def advance(n: int, task: Any = task) -> None:
-                            progress.advance(task, n)
-
-                        report = await memory.build(
-                            ns, recipe=recipe, tier=tier, rebuild=rebuild, progress=advance
-                        )
-                        reports.append(dataclasses.asdict(report))
-                return reports
-            finally:
-                await memory.close()
-
-        reports = asyncio.run(run())
-    if as_json:
-        sys.stdout.write(json.dumps(reports, indent=2, default=str) + "\n")
-        return
-    for r in reports:
-        out.print(
-            f"{r['namespace']}: tier {r['tier']}, {r['episodes']} new episodes, "
-            f"{r['entities']} entities, {r['facts']} facts, {r['categories']} categories "
-            f"(layers {r['layers']}, hierarchy {r['hierarchy']}), {r['seconds']} s, "
-            f"{r['failures']} failed episodes"
-        )
-        for stage, row in r["llm"].items():
-            per = row["prompt_tokens"] / max(1, r["episodes"])
-            out.print(
-                f"  {stage}: {row['calls']} calls, {row['failures']} failures, "
-                f"{row['prompt_tokens']} prompt tokens ({per:.0f} per episode)"
-            )
-
-
-@app.command()
-def show(
-    name: Annotated[str, typer.Argument(help="Category or entity name (case-insensitive).")],
-    db: DbOpt = None,
-    namespace: NsOpt = None,
-    depth: Annotated[int, typer.Option(help="Levels of a category subtree to print.")] = 2,
-    config: ConfigOpt = None,
-) -> None:
-    """Show a category subtree, or an entity with its facts and source turns."""
-    from rich.tree import Tree
-
-    from memstrata.structures.graph import Graph
-
-    with _errors():
-        cfg = _config(config)
-        ns = namespace or cfg.namespace
-
-        async def run() -> Graph:
-            memory = await _open(cfg, db)
-            try:
-                if not memory.store.has_namespace(ns):
-                    raise NamespaceNotFoundError(ns)
-                return Graph.load(memory.store, memory.embedder, ns)
-            finally:
-                await memory.close()
-
-        graph = asyncio.run(run())
-        want = name.casefold()
-        cats = [c for c in graph.categories.values() if c.name.casefold() == want]
-        if cats:
-            for cat in sorted(cats, key=lambda c: -c.layer):
-                tree = Tree(f"[bold]{cat.name}[/] (layer {cat.layer})")
-                _subtree(graph, tree, cat.child_ids, depth)
-                out.print(tree)
-            return
-        ents = [
-            e
-            for e in graph.entities.values()
-            if e.name.casefold() == want or want in (a.casefold() for a in e.aliases)
-        ]
-        if not ents:
-            raise MemstrataError(f"no category or entity named {name!r} in namespace {ns!r}")
-        for ent in ents:
-            out.print(f"[bold]{ent.name}[/] ({', '.join(ent.tags)})")
-            if ent.summary:
-                out.print(ent.summary)
-            eps = graph.episode_ids(ent.id)
-            out.print(f"appears in {len(eps)} episodes: {', '.join(eps[:20])}")
-            facts = sorted(graph.facts_of.get(ent.id, ()), key=lambda f: graph.facts[f].fact)
-            for fid in facts[:30]:
-                f = graph.facts[fid]
-                ended = f" (invalid since {f.invalid_at:%Y-%m-%d})" if f.invalid_at else ""
-                out.print(f"  - {f.fact}{ended}  [{', '.join(graph.episode_ids(fid))}]")
-
-
-def _subtree(graph: Any, tree: Any, ids: list[str], depth: int) -> None:
-    for cid in ids:
-        cat = graph.categories.get(cid)
-        if cat is not None:
-            branch = tree.add(f"{cat.name} (layer {cat.layer}, {len(cat.child_ids)} children)")
-            if depth > 1:
-                _subtree(graph, branch, cat.child_ids, depth - 1)
-        elif cid in graph.entities:
-            ent = graph.entities[cid]
-            tree.add(f"{ent.name} [{len(graph.episode_ids(cid))} episodes]")
 
 
 @app.command()
@@ -459,11 +304,11 @@ def delete(
     what = f"{len(ids)} episode(s) from" if ids else "the whole namespace"
     if not yes and not typer.confirm(f"Delete {what} {namespace!r}?"):
         raise typer.Exit(1)
-    with _errors():
-        cfg = _config(config)
+    with errors():
+        cfg = load_config(config)
 
         async def run() -> int:
-            memory = await _open(cfg, db)
+            memory = await open_memory(cfg, db)
             try:
                 return await memory.delete(ids or None, namespace=namespace)
             finally:
@@ -473,196 +318,92 @@ def delete(
     out.print(f"deleted {removed} episode(s) from {namespace!r}")
 
 
+@app.command()
+def ask(
+    question: Annotated[str, typer.Argument(help="The question.")],
+    db: DbOpt = None,
+    namespace: NsOpt = None,
+    k: Annotated[int, typer.Option("--k", "-k", help="Episodes handed to the answerer.")] = 10,
+    recipe: RecipeOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="The answer as one JSON object.")] = False,
+    config: ConfigOpt = None,
+) -> None:
+    """Answer a question from memory, citing the episodes it rests on.
+
+    With an LLM configured, the recipe's answerer writes the answer from the retrieved
+    context and says NO_ANSWER when the context does not hold it. Without one, it
+    quotes the best supporting sentences (marked extractive).
+    """
+    with errors():
+        cfg = load_config(config)
+
+        async def run() -> Any:
+            memory = await open_memory(cfg, db)
+            try:
+                return await memory.ask(question, namespace=namespace, k=k, recipe=recipe)
+            finally:
+                await memory.close()
+
+        answer = asyncio.run(run())
+    if as_json:
+        sys.stdout.write(answer.model_dump_json(exclude={"hits"}) + "\n")
+        return
+    how = "extractive" if answer.extractive else "generated"
+    out.print(Text(answer.text))
+    out.print(
+        Text(
+            f"sources: {', '.join(answer.sources) or '-'} ({how}"
+            + (", abstained" if answer.abstained else "")
+            + ")",
+            style="dim",
+        )
+    )
+
+
+@app.command()
+def recipes(
+    as_json: Annotated[
+        bool, typer.Option("--json", help="One object per recipe: name, description, ...")
+    ] = False,
+    config: ConfigOpt = None,
+) -> None:
+    """List every recipe: built-in, from installed designs, and from the configuration."""
+    from memstrata.engine import Registry
+
+    with errors():
+        cfg = load_config(config)
+        reg = Registry.load(cfg.recipes)
+    rows = [{**r.summary(), "origin": reg.origin.get(n, "")} for n, r in reg.recipes.items()]
+    if as_json:
+        sys.stdout.write(json.dumps(rows, indent=2) + "\n")
+        return
+    table = Table("recipe", "builds", "routes", "from", "description")
+    for r in rows:
+        table.add_row(
+            Text(r["name"]),
+            Text(", ".join(r["builders"]) or "-"),
+            Text(", ".join(r["routes"])),
+            Text(r["origin"]),
+            Text(r["description"]),
+        )
+    out.print(table)
+    for problem in reg.errors:
+        err.print(Text(f"a design plug-in did not load: {problem}", style="yellow"))
+
+
 @app.command("config")
-def show_config(
+def showload_config(
     config: ConfigOpt = None,
 ) -> None:
     """Print the effective configuration (defaults < file < MEMSTRATA_* < flags), secrets
     masked."""
-    with _errors():
-        cfg = _config(config)
+    with errors():
+        cfg = load_config(config)
     sys.stdout.write(json.dumps(cfg.masked(), indent=2) + "\n")
 
 
-@app.command()
-def demo(
-    db: Annotated[
-        str | None, typer.Option("--db", help="Where to keep the demo store (default: a temp dir).")
-    ] = None,
-) -> None:
-    """Import the bundled sample conversation and run a few searches (offline)."""
-    sample = resources.files("memstrata.data").joinpath("sample_conversation.jsonl")
-    with tempfile.TemporaryDirectory() as tmp, _errors():
-        path = db or str(Path(tmp) / "demo.db")
-        cfg = Config.load(store=path)
-
-        async def run() -> None:
-            memory = await AsyncMemory.open(config=cfg)
-            try:
-                items = []
-                for _, parsed in jsonl.read(str(sample)):
-                    assert not isinstance(parsed, jsonl.BadLine), parsed
-                    items.append(parsed)
-                report = await memory.add_many(items, namespace="demo")
-                out.print(
-                    f"[bold]memstrata demo[/bold]: {len(report.added)} turns imported "
-                    f"into {path} (namespace 'demo')"
-                )
-                questions = [
-                    "What is the name of Tomas's dog?",
-                    "When is Maya's talk in Lisbon?",
-                    "How did Maya hurt her ankle?",
-                    "How much money has the charity ride raised?",
-                ]
-                results = await memory.search_many(questions, namespace="demo", k=3)
-                for q, r in zip(questions, results, strict=True):
-                    _print_hits(q, r.hits)
-                    out.print(f"  context: {r.context_tokens} tokens\n")
-                built = await memory.build("demo")
-                out.print(
-                    f"[bold]mnemis[/bold] build: {built.entities} entities, {built.facts} "
-                    f"facts, layers {built.layers}, {built.seconds:.1f} s"
-                )
-                question = "What has Tomas been doing with his dog?"
-                (graph_result,) = await memory.search_many(
-                    [question], namespace="demo", k=3, recipe="mnemis"
-                )
-                _print_hits(question, graph_result.hits[:6])
-                st = await memory.stats("demo")
-                out.print(f"store size {st['bytes'] / 1e3:.0f} kB; no LLM was needed.")
-            finally:
-                await memory.close()
-
-        asyncio.run(run())
-
-
-@bench_app.command("locomo")
-def bench_locomo(
-    file: Annotated[Path, typer.Argument(help="LoCoMo JSON file.", exists=True, dir_okay=False)],
-    db: Annotated[
-        str | None, typer.Option("--db", help="Store (default: a fresh temp file).")
-    ] = None,
-    out_dir: Annotated[Path, typer.Option("--out", help="Where to write locomo.json/.md.")] = Path(
-        "bench-out"
-    ),
-    recipe: Annotated[
-        str, typer.Option(help="Recipes under test, comma-separated (e.g. default,mnemis).")
-    ] = "default",
-    config: ConfigOpt = None,
-) -> None:
-    """Evidence Recall@K / Precision@K per category, beside flat BM25 and flat RAG.
-
-    Recipes that need structures (`mnemis`) are built first, with the configured tier.
-    """
-    from memstrata.eval import bench_locomo as bl
-
-    with tempfile.TemporaryDirectory() as tmp, _errors():
-        cfg = _config(config)
-        path = db or str(Path(tmp) / "locomo.db")
-        wanted = [r.strip() for r in recipe.split(",") if r.strip()]
-        systems = ["bm25", "rag"] + [r for r in wanted if r not in {"bm25", "rag"}]
-
-        async def run() -> dict[str, Any]:
-            memory = await AsyncMemory.open(path, config=cfg)
-            try:
-                with _progress() as progress:
-                    task = progress.add_task("importing", total=None)
-                    return await bl.run(
-                        memory, file, systems, progress=lambda n: progress.advance(task, n)
-                    )
-            finally:
-                await memory.close()
-
-        report = asyncio.run(run())
-        jpath, mpath = bl.write(report, out_dir)
-    sys.stdout.write(bl.markdown(report))
-    out.print(f"written {jpath} and {mpath}")
-
-
-@bench_app.command("mnemis")
-def bench_mnemis(
-    file: Annotated[Path, typer.Argument(help="LoCoMo JSON file.", exists=True, dir_okay=False)],
-    conversation: Annotated[str, typer.Option(help="Which conversation to slice.")] = "conv-26",
-    turns: Annotated[int, typer.Option(help="Turns imported and built first.")] = 60,
-    inserts: Annotated[
-        int, typer.Option(help="Turns then added one by one, each with an incremental build.")
-    ] = 0,
-    tier: Annotated[
-        str | None,
-        typer.Option(help="heuristic or llm; llm without a configured LLM uses the bundled GGUF."),
-    ] = None,
-    db: Annotated[
-        str | None, typer.Option("--db", help="Store (default: a fresh temp file).")
-    ] = None,
-    out_dir: Annotated[Path, typer.Option("--out", help="Where to write mnemis.json/.md.")] = Path(
-        "bench-out"
-    ),
-    config: ConfigOpt = None,
-) -> None:
-    """Build cost on a slice of one conversation: seconds, LLM calls and tokens per turn
-    per stage, hierarchy rules checked, and single-episode insert latency (p50/p95)."""
-    from memstrata.eval import bench_mnemis as bm
-
-    with tempfile.TemporaryDirectory() as tmp, _errors():
-        cfg = _config(config)
-        if tier == "llm" and cfg.llm.kind == "none":
-            cfg.llm.kind = "gguf"
-        path = db or str(Path(tmp) / "mnemis.db")
-
-        async def run() -> dict[str, Any]:
-            memory = await AsyncMemory.open(path, config=cfg)
-            try:
-                with _progress() as progress:
-                    task = progress.add_task("building", total=turns)
-                    return await bm.run(
-                        memory,
-                        file,
-                        conversation=conversation,
-                        turns=turns,
-                        inserts=inserts,
-                        tier=tier,
-                        progress=lambda n: progress.advance(task, n),
-                    )
-            finally:
-                await memory.close()
-
-        try:
-            report = asyncio.run(run())
-        except ValueError as exc:
-            err.print(f"[red]error:[/red] {exc}")
-            raise typer.Exit(2) from None
-        jpath, mpath = bm.write(report, out_dir)
-    sys.stdout.write(bm.markdown(report))
-    out.print(f"written {jpath} and {mpath}")
-
-
-@bench_app.command("scale")
-def bench_scale(
-    n: Annotated[int, typer.Option("--n", help="Synthetic episodes to ingest.")] = 100_000,
-    queries: Annotated[int, typer.Option(help="Queries to time.")] = 200,
-    db: Annotated[
-        str | None, typer.Option("--db", help="Store (default: a fresh temp file).")
-    ] = None,
-    out_dir: Annotated[Path, typer.Option("--out")] = Path("bench-out"),
-    seed: Annotated[int, typer.Option(help="Random seed of the synthetic data.")] = 7,
-) -> None:
-    """Ingest throughput, p50/p95 search latency and bytes per episode on synthetic data."""
-    from memstrata.eval import bench_scale as bs
-
-    with tempfile.TemporaryDirectory() as tmp, _errors():
-        path = db or str(Path(tmp) / "scale.db")
-        with _progress() as progress:
-            task = progress.add_task("ingesting", total=n)
-            report = bs.run(
-                path,
-                n=n,
-                n_queries=queries,
-                seed=seed,
-                progress=lambda k: progress.advance(task, k),
-            )
-        jpath, mpath = bs.write(report, out_dir)
-    sys.stdout.write(bs.markdown(report))
-    out.print(f"written {jpath} and {mpath}")
+# The other commands register themselves on ``app`` when imported.
+from memstrata.cli import bench, build, demo  # noqa: E402, F401
 
 
 def main() -> None:  # pragma: no cover

@@ -18,7 +18,6 @@ from memstrata.eval import locomo
 from memstrata.eval.metrics import distinct_sources, summarise
 from memstrata.eval.report import write_report
 from memstrata.memory import AsyncMemory
-from memstrata.recipes import BUILT_RECIPES
 from memstrata.retrieval.text import content_terms
 
 KS = (5, 10, 20, 50)
@@ -77,23 +76,21 @@ async def run(
         "systems": {},
     }
     for system in systems:
-        if system in BUILT_RECIPES:
+        if system != "bm25" and memory.engine.builders(system):
             t1 = time.perf_counter()
-            builds = [await memory.build(c.namespace, recipe=system) for c in conversations]
+            builds = [
+                b for c in conversations for b in await memory.build(c.namespace, recipe=system)
+            ]
             report.setdefault("builds", {})[system] = {
                 "seconds": round(time.perf_counter() - t1, 2),
                 "per_namespace": [
                     {
-                        k: getattr(b, k)
-                        for k in (
-                            "namespace",
-                            "tier",
-                            "entities",
-                            "facts",
-                            "categories",
-                            "layers",
-                            "seconds",
-                        )
+                        "namespace": b.namespace,
+                        "builder": b.builder,
+                        "tier": b.tier,
+                        "seconds": b.seconds,
+                        **b.counts,
+                        **b.details,
                     }
                     for b in builds
                 ],

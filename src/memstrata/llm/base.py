@@ -8,6 +8,7 @@ concurrency limit, and exactly one accounting record per call.
 from __future__ import annotations
 
 import asyncio
+import copy
 import hashlib
 import json
 import logging
@@ -122,6 +123,15 @@ class LLMClient:
         self.concurrency = concurrency
         self.backoff = backoff
         self._semaphore = LoopLocal(lambda: asyncio.Semaphore(concurrency))
+
+    def scoped(self, *, namespace: str | None = None, usage: UsageSink | None = None) -> LLMClient:
+        """A client for one namespace (and optionally one more usage sink) that shares this
+        one's backend, cache and concurrency limit; records still go to this one's sink."""
+        other = copy.copy(self)
+        other.namespace = namespace
+        if usage is not None:
+            other.usage = _Tee(self.usage, usage)
+        return other
 
     async def structured(
         self,
@@ -307,3 +317,16 @@ class LLMClient:
                 namespace=self.namespace,
             )
         )
+
+
+class _Tee:
+    """Sends each call record to two sinks (the store, and a per-request tally)."""
+
+    def __init__(self, first: UsageSink | None, second: UsageSink) -> None:
+        self.first = first
+        self.second = second
+
+    def record_llm_call(self, record: LLMCallRecord) -> None:
+        if self.first is not None:
+            self.first.record_llm_call(record)
+        self.second.record_llm_call(record)

@@ -19,6 +19,8 @@ from collections import defaultdict
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from pydantic import BaseModel, ConfigDict
+
 from memstrata.embed.base import Embedder, Vectors
 from memstrata.models import Episode, Hit
 from memstrata.retrieval import documents
@@ -27,9 +29,10 @@ from memstrata.retrieval.text import content_terms, words
 from memstrata.store.base import EpisodeMeta, SearchFilters, Store
 
 
-@dataclass(frozen=True)
-class System1Params:
+class System1Params(BaseModel):
     """Knobs of the route; defaults are what ``memstrata bench locomo`` reports with."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     candidates: int = 100
     rrf_k: int = 60
@@ -40,6 +43,20 @@ class System1Params:
     neighbour_weight: float = 0.0
     neighbour_window: int = 1
     date_boost: float = 0.0
+
+
+# The ``default`` recipe's knobs. A steeper rank discount (k=20 instead of 60) lets the
+# refinements re-order within the head of the list without being swamped by the long,
+# flat RRF tail. Round values; the dev-split sweep in docs/benchmarks.md shows the
+# neighbourhood is flat (k 10-30).
+DEFAULT_SYSTEM1 = System1Params(
+    rrf_k=20,
+    speaker_boost=0.5,
+    drop_speaker_terms=True,
+    neighbour_weight=0.2,
+    neighbour_window=1,
+    date_boost=0.3,
+)
 
 
 @dataclass

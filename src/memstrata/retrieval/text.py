@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+_SENTENCE = re.compile(r"[^.!?\n]+(?:[.!?]+|$)")
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
 
 # Function words and question scaffolding: they match everything and rank nothing.
@@ -41,3 +42,17 @@ def content_terms(text: str) -> list[str]:
             continue
         seen.setdefault(w, None)
     return list(seen)
+
+
+def sentences(text: str) -> list[tuple[int, int]]:
+    """Character spans of the sentences of ``text`` (surrounding whitespace excluded)."""
+    out = []
+    for m in _SENTENCE.finditer(text):
+        start, end = m.start(), m.end()
+        while start < end and text[start].isspace():
+            start += 1
+        while end > start and text[end - 1].isspace():
+            end -= 1
+        if end > start and any(c.isalnum() for c in text[start:end]):
+            out.append((start, end))
+    return out

@@ -69,6 +69,21 @@ class NamespaceStats(BaseModel):
     episodes: int
     records: dict[str, int] = Field(default_factory=dict)
     embedded: int = 0
+    builds: dict[str, dict[str, int]] = Field(
+        default_factory=dict,
+        description="per builder: episodes done, failed (to be retried) and dead (gave up)",
+    )
+
+
+class BuildFailure(NamedTuple):
+    """An episode a builder could not fold in, and why."""
+
+    episode: str
+    builder: str
+    status: str  # "failed": retried after retry_at; "dead": attempts used up
+    attempts: int
+    error: str
+    retry_at: float | None
 
 
 ScoredKeys = list[tuple[int, float]]
@@ -185,6 +200,60 @@ class Store(ABC):
     @abstractmethod
     def reset_build(self, namespace: str, builder: str, kinds: Sequence[str] = ()) -> None:
         """Forget a builder's progress and drop the records of ``kinds`` (full rebuild)."""
+
+    # the build queue ----------------------------------------------------------------
+    # Pending work is every (episode, builder) pair without a done mark: the queue is
+    # derived from committed episodes, so it survives any crash and cannot drift from them.
+    @abstractmethod
+    def pending_episodes(
+        self,
+        namespace: str,
+        builder: str,
+        limit: int = 1000,
+        after_key: int = 0,
+        now: float | None = None,
+    ) -> list[Episode]:
+        """Episodes ``builder`` has not folded in, in insertion order: no mark yet, or a
+        failed mark whose retry time has come (``now``, epoch seconds). Dead ones are left
+        out until :meth:`retry_failed`."""
+
+    @abstractmethod
+    def pending_count(self, namespace: str, builder: str) -> int:
+        """Episodes without a done mark of ``builder`` (failed and dead ones included)."""
+
+    @abstractmethod
+    def mark_failed(
+        self,
+        namespace: str,
+        builder: str,
+        failures: Sequence[tuple[int, str]],
+        max_attempts: int,
+        backoff_s: float,
+    ) -> None:
+        """Record failed attempts (episode key, error). The next try waits
+        ``backoff_s * 2**(attempts-1)``; at ``max_attempts`` the mark becomes dead."""
+
+    @abstractmethod
+    def retry_failed(self, namespace: str, builder: str | None = None) -> int:
+        """Make failed and dead marks retryable now, attempts reset; returns how many."""
+
+    @abstractmethod
+    def build_failures(
+        self, namespace: str, builder: str | None = None, limit: int = 50
+    ) -> list[BuildFailure]: ...
+
+    @abstractmethod
+    def acquire_lease(self, namespace: str, builder: str, owner: str, ttl_s: float) -> bool:
+        """Take or renew the build lease of (namespace, builder) for ``owner``; True if
+        ``owner`` holds it now. An expired lease, or one held by a process of this host
+        that no longer runs, is taken over. ``owner`` is ``host:pid:token``."""
+
+    @abstractmethod
+    def release_lease(self, namespace: str, builder: str, owner: str) -> None: ...
+
+    @abstractmethod
+    def lease_holder(self, namespace: str, builder: str) -> str | None:
+        """The owner of a live lease, or None."""
 
     @abstractmethod
     def records_stamp(self, namespace: str) -> tuple[int, str]:

@@ -49,6 +49,7 @@ from memstrata.store.base import (
     SearchFilters,
     Store,
 )
+from memstrata.store.sqlite_builds import BuildBookkeeping
 
 BUSY_TIMEOUT_MS = 30_000
 
@@ -89,7 +90,7 @@ class _VectorIndex:
     stale: bool = True
 
 
-class SQLiteStore(Store):
+class SQLiteStore(BuildBookkeeping, Store):
     """A memstrata database in one SQLite file (``:memory:`` works for throwaway use)."""
 
     def __init__(self, path: str | Path, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> None:
@@ -689,12 +690,7 @@ class SQLiteStore(Store):
                     (ns_id, *chunk),
                 )
             if built:
-                builder, keys = built
-                now = _now()
-                conn.executemany(
-                    "INSERT OR REPLACE INTO build_progress VALUES (?,?,?,?,?)",
-                    [(ns_id, builder, key, "done", now) for key in keys],
-                )
+                self._mark_done(conn, ns_id, *built)
             self._put_records(conn, namespace, put)
 
     def _put_records(
@@ -746,30 +742,6 @@ class SQLiteStore(Store):
                     f"category links name records that do not exist: {missing[:5]}; write "
                     "children before or together with their categories"
                 )
-
-    def built_keys(self, namespace: str, builder: str) -> set[int]:
-        with self._lock:
-            ns_id = self._ns_id(namespace)
-            if ns_id is None:
-                return set()
-            return {
-                r[0]
-                for r in self._conn.execute(
-                    "SELECT episode_id FROM build_progress WHERE namespace_id=? AND builder=?",
-                    (ns_id, builder),
-                )
-            }
-
-    def reset_build(self, namespace: str, builder: str, kinds: Sequence[str] = ()) -> None:
-        with self._write() as conn:
-            ns_id = self._ns_id(namespace)
-            if ns_id is None:
-                return
-            conn.execute(
-                "DELETE FROM build_progress WHERE namespace_id=? AND builder=?", (ns_id, builder)
-            )
-            for kind in kinds:
-                conn.execute("DELETE FROM records WHERE namespace_id=? AND kind=?", (ns_id, kind))
 
     def records_stamp(self, namespace: str) -> tuple[int, str]:
         with self._lock:
@@ -901,7 +873,11 @@ class SQLiteStore(Store):
                 )
                 out.append(
                     NamespaceStats(
-                        namespace=name, episodes=episodes, records=records, embedded=embedded
+                        namespace=name,
+                        episodes=episodes,
+                        records=records,
+                        embedded=embedded,
+                        builds=self._build_counts(ns_id),
                     )
                 )
             return out

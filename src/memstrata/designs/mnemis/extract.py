@@ -23,9 +23,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from memstrata.retrieval.text import STOPWORDS
+from memstrata.retrieval.text import STOPWORDS, sentences
 
-_SENTENCE = re.compile(r"[^.!?\n]+(?:[.!?]+|$)")
 _TOKEN = re.compile(r"[A-Za-z][A-Za-z'’\-]*|\d+")
 
 DETERMINERS = frozenset(
@@ -53,20 +52,6 @@ EMPTY_NOUNS = frozenset(
     months moment moments one ones kind sort part today tomorrow yesterday while end idea
     ideas other others same rest stuff much many few more most best least whole fun""".split()
 )
-
-
-def sentences(text: str) -> list[tuple[int, int]]:
-    """Character spans of the sentences of ``text`` (surrounding whitespace excluded)."""
-    out = []
-    for m in _SENTENCE.finditer(text):
-        start, end = m.start(), m.end()
-        while start < end and text[start].isspace():
-            start += 1
-        while end > start and text[end - 1].isspace():
-            end -= 1
-        if end > start and any(c.isalnum() for c in text[start:end]):
-            out.append((start, end))
-    return out
 
 
 def singular(word: str) -> str:

@@ -13,12 +13,12 @@ from collections.abc import Iterable
 import numpy as np
 from numpy.typing import NDArray
 
+from memstrata.designs.mnemis.extract import name_key
 from memstrata.embed.base import Embedder
 from memstrata.embed.cache import embed_cached
 from memstrata.models import Category, Derived, Entity, Fact, Span
 from memstrata.retrieval.text import content_terms
 from memstrata.store.base import Store
-from memstrata.structures.extract import name_key
 
 SPEAKER_CATEGORY = "Speaker"
 

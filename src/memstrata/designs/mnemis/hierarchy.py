@@ -34,9 +34,9 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from memstrata.designs.mnemis.graph import SPEAKER_CATEGORY, Graph
 from memstrata.models import Category, Span
 from memstrata.retrieval.text import content_terms
-from memstrata.structures.graph import SPEAKER_CATEGORY, Graph
 
 Groups = list[tuple[str, list[int]]]
 # An LLM grouping step: (layer, [(name, description)], existing category names) -> groups.

@@ -19,15 +19,15 @@ from datetime import datetime
 
 import numpy as np
 
+from memstrata.designs.mnemis import prompts
+from memstrata.designs.mnemis.base_graph import BaseGraphParams
+from memstrata.designs.mnemis.extract import name_key
+from memstrata.designs.mnemis.graph import Graph, add_span
 from memstrata.embed.cache import embed_cached
 from memstrata.errors import MemstrataError
 from memstrata.llm.base import LLMClient
 from memstrata.models import Entity, Episode, Fact, Span
-from memstrata.prompts import mnemis as prompts
 from memstrata.retrieval.text import content_terms
-from memstrata.structures.base_graph import BaseGraphParams
-from memstrata.structures.extract import name_key
-from memstrata.structures.graph import Graph, add_span
 
 
 def _line(ep: Episode) -> str:

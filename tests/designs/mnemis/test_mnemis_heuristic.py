@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 from memstrata.memory import Memory
 from memstrata.models import Category, Entity
 from memstrata.store import SQLiteStore
-from memstrata.structures.extract import mentions, name_key
-from memstrata.structures.graph import SPEAKER_CATEGORY, Graph
-from memstrata.structures.hierarchy import Hierarchy, HierarchyParams, hierarchy_problems
+from memstrata.designs.mnemis.extract import mentions, name_key
+from memstrata.designs.mnemis.graph import SPEAKER_CATEGORY, Graph
+from memstrata.designs.mnemis.hierarchy import Hierarchy, HierarchyParams, hierarchy_problems
 
 
 def check_hierarchy(graph: Graph, n: int, max_layers: int) -> None:
@@ -62,9 +62,11 @@ def test_build_makes_entities_facts_episodic_edges_and_a_valid_hierarchy(
 ) -> None:
     with Memory.open(tmp_path / "m.db", embedder=embedder) as m:
         m.add_many(sample)
-        report = m.build()
-        assert report.tier == "heuristic" and report.hierarchy == "built"
-        assert report.episodes == 32 and report.entities > 20 and report.facts > 5
+        (report,) = m.build(recipe="mnemis")
+        assert report.tier == "heuristic" and report.details["hierarchy"] == "built"
+        assert report.episodes == 32 and report.failed == 0
+        assert report.counts["entity"] > 20 and report.counts["fact"] > 5
+        assert report.details["entities"] == report.counts["entity"]
         graph = Graph.load(m._inner.store, embedder, "default")
     check_hierarchy(graph, n=3, max_layers=4)
     lisbon = graph.entities[graph.by_key["lisbon"]]
@@ -81,15 +83,15 @@ def test_build_resumes_and_places_new_entities_incrementally(
     items = list(sample)
     with Memory.open(tmp_path / "m.db", embedder=embedder) as m:
         m.add_many(items[:24])
-        first = m.build()
-        again = m.build()
-        assert again.episodes == 0 and again.hierarchy == "unchanged"
+        (first,) = m.build(recipe="mnemis")
+        (again,) = m.build(recipe="mnemis")
+        assert again.episodes == 0 and again.details["hierarchy"] == "unchanged"
         before = set(Graph.load(m._inner.store, embedder, "default").categories)
         m.add_many(items[24:])
-        later = m.build()
-        assert later.episodes == 8 and later.hierarchy == "incremental"
+        (later,) = m.build(recipe="mnemis")
+        assert later.episodes == 8 and later.details["hierarchy"] == "incremental"
         graph = Graph.load(m._inner.store, embedder, "default")
-    assert first.entities < later.entities
+    assert first.counts["entity"] < later.counts["entity"]
     assert before & set(graph.categories), "the hierarchy was rebuilt instead of updated"
     check_hierarchy(graph, n=3, max_layers=4)
 
@@ -164,7 +166,7 @@ def test_mnemis_search_returns_episodes_facts_entities_with_sources(
 ) -> None:
     with Memory.open(tmp_path / "m.db", embedder=embedder) as m:
         m.add_many(sample)
-        m.build()
+        m.build(recipe="mnemis")
         r = m.search(
             "Where is Maya flying for the conference?", recipe="mnemis", k=5, max_tokens=None
         )
@@ -180,7 +182,7 @@ def test_mnemis_search_returns_episodes_facts_entities_with_sources(
 def test_mnemis_as_the_configured_recipe(tmp_path: Path, embedder, sample) -> None:
     with Memory.open(tmp_path / "m.db", embedder=embedder, recipe="mnemis") as m:
         m.add_many(sample)
-        m.build()
+        m.build(recipe="mnemis")
         kinds = {h.kind for h in m.search("Where is Maya flying?", k=3, max_tokens=None).hits}
     assert kinds == {"episode", "fact", "entity"}
 
@@ -199,7 +201,7 @@ def test_deleting_an_episode_removes_what_rested_only_on_it(
 ) -> None:
     with Memory.open(tmp_path / "m.db", embedder=embedder) as m:
         m.add_many(sample)
-        m.build()
+        m.build(recipe="mnemis")
         store = m._inner.store
         graph = Graph.load(store, embedder, "default")
         only = [e for e in graph.entities.values() if {s.episode for s in e.sources} == {"t24"}]

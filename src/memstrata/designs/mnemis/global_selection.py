@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import NDArray
 
-from memstrata.structures.graph import Graph
-from memstrata.structures.hierarchy import Hierarchy
+from memstrata.designs.mnemis.graph import Graph
+from memstrata.designs.mnemis.hierarchy import Hierarchy
 
 # LLM selection: (query, [(uuid, name, tags)]) -> [(uuid, get_all_children)]
 NodeSelector = Callable[[str, list[tuple[str, str, list[str]]]], Awaitable[list[tuple[str, bool]]]]

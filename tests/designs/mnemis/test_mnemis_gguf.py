@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from memstrata.memory import Memory
-from memstrata.structures.graph import Graph
-from memstrata.structures.hierarchy import hierarchy_problems
+from memstrata.designs.mnemis.graph import Graph
+from memstrata.designs.mnemis.hierarchy import hierarchy_problems
 
 pytestmark = pytest.mark.slow
 
@@ -19,8 +19,8 @@ pytestmark = pytest.mark.slow
 def test_llm_tier_builds_and_searches_with_smollm2(tmp_path: Path, embedder, sample) -> None:
     with Memory.open(tmp_path / "m.db", embedder=embedder, llm={"kind": "gguf"}) as m:
         m.add_many(sample[:2])
-        report = m.build(tier="llm")
-        assert report.tier == "llm" and report.hierarchy == "built"
+        (report,) = m.build(recipe="mnemis", tier="llm")
+        assert report.tier == "llm" and report.details["hierarchy"] == "built"
         assert report.episodes == 2
         usage = m.stats()["llm"]
         for stage in ("entities", "entities_reflect", "attributes", "hierarchy"):

@@ -3,7 +3,7 @@
 * **System-1** (section 2.3): episodes through :class:`EpisodeRoute`; entities by
   summary embedding and name + summary BM25; facts by fact embedding and fact BM25;
   each kind fused by RRF on its own and cut to ``k`` episodes, ``2k`` entities and facts.
-* **System-2**: :mod:`memstrata.retrieval.global_selection`, unranked sets.
+* **System-2**: :mod:`memstrata.designs.mnemis.global_selection`, unranked sets.
 * **Fusion**: the union per kind, duplicates removed, re-ranked and budgeted. The
   ``heuristic`` tier ranks System-2's items by their similarity to the query, fuses that
   ranking with System-1's by RRF, and adds ``agreement`` for an item both routes found;
@@ -20,35 +20,40 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
 
-from memstrata.embed.base import Embedder
-from memstrata.embed.cache import embed_cached
-from memstrata.models import Hit
-from memstrata.retrieval.fusion import rrf
-from memstrata.retrieval.global_selection import (
+from memstrata.designs.mnemis.builder import BUILDER, graph_cache
+from memstrata.designs.mnemis.global_selection import (
     NodeSelector,
     Selection,
     SelectionParams,
     select_heuristic,
     select_llm,
 )
+from memstrata.designs.mnemis.graph import Graph
+from memstrata.designs.mnemis.hierarchy import Hierarchy
+from memstrata.designs.mnemis.prompts import llm_reranker, node_selector
+from memstrata.embed.base import Embedder
+from memstrata.embed.cache import embed_cached
+from memstrata.engine.contracts import Context, Route
+from memstrata.models import Hit
+from memstrata.retrieval.fusion import rrf
 from memstrata.retrieval.record_index import RecordIndex
-from memstrata.retrieval.system1 import EpisodeRoute
+from memstrata.retrieval.system1 import DEFAULT_SYSTEM1, EpisodeRoute, System1Params
 from memstrata.retrieval.text import content_terms
 from memstrata.store.base import SearchFilters, Store
-from memstrata.structures.graph import Graph
-from memstrata.structures.hierarchy import Hierarchy
-from memstrata.structures.mnemis import GraphCache
 
 # LLM reranking: (query, kind, [candidate texts]) -> candidate indexes, best first.
 Reranker = Callable[[str, str, list[str]], Awaitable[list[int]]]
 
 
-@dataclass(frozen=True)
-class MnemisParams:
+class MnemisParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    #: the System-1 episode route this one builds on (the ``default`` recipe's knobs)
+    system1: System1Params = Field(default_factory=lambda: DEFAULT_SYSTEM1)
     candidates: int = 50
     rrf_k: int = 20
     agreement: float = 0.5
@@ -62,7 +67,7 @@ class MnemisParams:
     # Recall@10 by 0.07; weights of 0.5 and more, or 20 entities, cost overall recall.
     entity_weight: float = 0.3
     entity_depth: int = 10
-    selection: SelectionParams = SelectionParams()
+    selection: SelectionParams = Field(default_factory=SelectionParams)
 
 
 def entity_text(graph: Graph, eid: str) -> str:
@@ -77,32 +82,35 @@ class _Indexes:
         self.facts = facts
 
 
-class MnemisRoute:
-    """Dual-route retrieval over one namespace's Mnemis graph."""
+class MnemisRoute(Route):
+    """Dual-route retrieval over one namespace's Mnemis graph: episodes, facts, entities."""
 
     name = "mnemis"
+    Params = MnemisParams
+    needs = (BUILDER,)
 
-    def __init__(
-        self,
-        store: Store,
-        embedder: Embedder,
-        episodes: EpisodeRoute,
-        cache: GraphCache,
-        params: MnemisParams | None = None,
-        *,
-        selector: NodeSelector | None = None,
-        reranker: Reranker | None = None,
-    ) -> None:
-        self.store = store
-        self.embedder = embedder
-        self.episodes = episodes
-        self.cache = cache
-        self.params = params or MnemisParams()
-        self.selector = selector
-        self.reranker = reranker
+    def __init__(self, params: BaseModel | None = None) -> None:
+        super().__init__(params)
+        assert isinstance(self.params, MnemisParams)
+        self.p: MnemisParams = self.params
         self._indexes: dict[str, _Indexes] = {}
 
-    def _index(self, graph: Graph) -> _Indexes:
+    async def search(
+        self,
+        ctx: Context,
+        namespace: str,
+        queries: list[str],
+        k: int,
+        filters: SearchFilters | None = None,
+    ) -> list[list[Hit]]:
+        selector = reranker = None
+        if ctx.tier == "llm" and ctx.llm is not None:
+            llm = ctx.llm.scoped(namespace=namespace)
+            selector, reranker = node_selector(llm), llm_reranker(llm)
+        run = _Search(self, ctx, selector, reranker)
+        return await run.search(namespace, queries, k, filters)
+
+    def index(self, store: Store, embedder: Embedder, graph: Graph) -> _Indexes:
         cached = self._indexes.get(graph.namespace)
         if cached is not None and cached.stamp == graph.stamp:
             return cached
@@ -110,7 +118,7 @@ class MnemisRoute:
         etexts = [entity_text(graph, i) for i in eids]
         fids = [f for f, fact in graph.facts.items() if fact.invalid_at is None]
         ftexts = [graph.facts[f].fact for f in fids]
-        vecs = embed_cached(self.store, self.embedder, etexts + ftexts)
+        vecs = embed_cached(store, embedder, etexts + ftexts)
         idx = _Indexes(
             graph.stamp,
             RecordIndex(eids, etexts, vecs[: len(eids)]),
@@ -118,6 +126,26 @@ class MnemisRoute:
         )
         self._indexes[graph.namespace] = idx
         return idx
+
+
+class _Search:
+    """One search call: the route's parameters and caches, this call's LLM adapters."""
+
+    def __init__(
+        self,
+        route: MnemisRoute,
+        ctx: Context,
+        selector: NodeSelector | None,
+        reranker: Reranker | None,
+    ) -> None:
+        self.route = route
+        self.params = route.p
+        self.store = ctx.store
+        self.embedder = ctx.embedder
+        self.cache = graph_cache(ctx)
+        self.episodes = EpisodeRoute(ctx.store, ctx.embedder, route.p.system1)
+        self.selector = selector
+        self.reranker = reranker
 
     async def search(
         self,
@@ -134,7 +162,7 @@ class MnemisRoute:
         graph, hierarchy = await asyncio.to_thread(self.cache.get, namespace)
         if not graph.entities:
             return [hits[:k] for hits in ep_lists]
-        idx = await asyncio.to_thread(self._index, graph)
+        idx = await asyncio.to_thread(self.route.index, self.store, self.embedder, graph)
         out = []
         for query, qvec, s1_eps in zip(queries, qvecs, ep_lists, strict=True):
             out.append(await self._one(graph, hierarchy, idx, query, qvec, s1_eps, k, filters))

@@ -6,9 +6,9 @@ it occurs in, so ``episode_idx`` is the list of distinct episodes in ``sources``
 Two tiers share de-duplication and writing:
 
 * ``heuristic`` (this module's :class:`HeuristicBaseGraph`): mentions from
-  :mod:`memstrata.structures.extract`, extractive summaries (the first sentences that
+  :mod:`memstrata.designs.mnemis.extract`, extractive summaries (the first sentences that
   mention the entity), facts as sentences naming two or more entities;
-* ``llm`` (:mod:`memstrata.structures.base_graph_llm`): the paper's extraction,
+* ``llm`` (:mod:`memstrata.designs.mnemis.base_graph_llm`): the paper's extraction,
   reflection, de-duplication, attribute and edge prompts.
 
 De-duplication, both tiers: a name whose key (case-folded, singular, determiners off)
@@ -25,11 +25,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from memstrata.designs.mnemis.extract import Mention, mentions, name_key
+from memstrata.designs.mnemis.graph import Graph, add_span, fact_key
 from memstrata.embed.cache import embed_cached
 from memstrata.models import Entity, Episode, Fact, Span
 from memstrata.retrieval.text import content_terms
-from memstrata.structures.extract import Mention, mentions, name_key
-from memstrata.structures.graph import Graph, add_span, fact_key
 
 
 @dataclass(frozen=True)

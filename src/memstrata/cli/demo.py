@@ -1,0 +1,69 @@
+"""``memstrata demo``: the bundled sample conversation, searched and built, offline."""
+
+from __future__ import annotations
+
+import asyncio
+import tempfile
+from importlib import resources
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from memstrata.cli.common import app, errors, out, print_hits
+from memstrata.config import Config
+from memstrata.importers import jsonl
+from memstrata.memory import AsyncMemory
+
+
+@app.command()
+def demo(
+    db: Annotated[
+        str | None, typer.Option("--db", help="Where to keep the demo store (default: a temp dir).")
+    ] = None,
+) -> None:
+    """Import the bundled sample conversation and run a few searches (offline)."""
+    sample = resources.files("memstrata.data").joinpath("sample_conversation.jsonl")
+    with tempfile.TemporaryDirectory() as tmp, errors():
+        path = db or str(Path(tmp) / "demo.db")
+        cfg = Config.load(store=path)
+
+        async def run() -> None:
+            memory = await AsyncMemory.open(config=cfg)
+            try:
+                items = []
+                for _, parsed in jsonl.read(str(sample)):
+                    assert not isinstance(parsed, jsonl.BadLine), parsed
+                    items.append(parsed)
+                report = await memory.add_many(items, namespace="demo")
+                out.print(
+                    f"[bold]memstrata demo[/bold]: {len(report.added)} turns imported "
+                    f"into {path} (namespace 'demo')"
+                )
+                questions = [
+                    "What is the name of Tomas's dog?",
+                    "When is Maya's talk in Lisbon?",
+                    "How did Maya hurt her ankle?",
+                    "How much money has the charity ride raised?",
+                ]
+                results = await memory.search_many(questions, namespace="demo", k=3)
+                for q, r in zip(questions, results, strict=True):
+                    print_hits(q, r.hits)
+                    out.print(f"  context: {r.context_tokens} tokens\n")
+                (built,) = await memory.build("demo", recipe="mnemis")
+                figures = {**built.counts, **built.details}
+                out.print(
+                    f"[bold]mnemis[/bold] build: {figures['entities']} entities, "
+                    f"{figures['facts']} facts, layers {figures['layers']}, {built.seconds:.1f} s"
+                )
+                question = "What has Tomas been doing with his dog?"
+                (graph_result,) = await memory.search_many(
+                    [question], namespace="demo", k=3, recipe="mnemis"
+                )
+                print_hits(question, graph_result.hits[:6])
+                st = await memory.stats("demo")
+                out.print(f"store size {st['bytes'] / 1e3:.0f} kB; no LLM was needed.")
+            finally:
+                await memory.close()
+
+        asyncio.run(run())

@@ -1,0 +1,159 @@
+"""The Mnemis builder: base graph, then hierarchy, folded in batch by batch.
+
+Each batch's records and its done marks are written in one transaction
+(:meth:`Graph.flush`), so a killed build resumes after the last whole batch. New entities
+are placed into an existing hierarchy incrementally; a namespace without one gets a full
+hierarchy build in :meth:`MnemisBuilder.finish`, once the drain has folded in every
+pending episode (so a first import builds the hierarchy over all of it at once).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from memstrata.designs.mnemis.base_graph import BaseGraphParams, HeuristicBaseGraph
+from memstrata.designs.mnemis.graph import Graph
+from memstrata.designs.mnemis.hierarchy import Hierarchy, HierarchyParams, hierarchy_problems
+from memstrata.embed.base import Embedder
+from memstrata.engine.contracts import Builder, Context, StepResult
+from memstrata.errors import ConfigError
+from memstrata.models import Episode
+from memstrata.store.base import Store
+
+BUILDER = "mnemis"
+KINDS = ("entity", "fact", "category")
+
+
+class GraphCache:
+    """One loaded :class:`Graph` and :class:`Hierarchy` per namespace, reloaded when some
+    other writer changed the namespace's records."""
+
+    def __init__(self, store: Store, embedder: Embedder) -> None:
+        self.store = store
+        self.embedder = embedder
+        self._graphs: dict[str, tuple[Graph, Hierarchy]] = {}
+
+    def get(self, namespace: str, params: HierarchyParams | None = None) -> tuple[Graph, Hierarchy]:
+        cached = self._graphs.get(namespace)
+        if cached is not None and cached[0].is_current():
+            return cached
+        graph = Graph.load(self.store, self.embedder, namespace)
+        entry = (graph, Hierarchy(graph, params))
+        self._graphs[namespace] = entry
+        return entry
+
+    def forget(self, namespace: str) -> None:
+        self._graphs.pop(namespace, None)
+
+
+def graph_cache(ctx: Context) -> GraphCache:
+    """The process-wide graph cache the builder and the route share."""
+    return ctx.state("mnemis.graphs", lambda: GraphCache(ctx.store, ctx.embedder))
+
+
+class MnemisBuildParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    base: BaseGraphParams = Field(default_factory=BaseGraphParams)
+    hierarchy: HierarchyParams = Field(default_factory=HierarchyParams)
+
+
+class MnemisBuilder(Builder):
+    """Entities, facts (with validity windows) and the category hierarchy over entities."""
+
+    name = BUILDER
+    kinds = KINDS
+    Params = MnemisBuildParams
+    stage_prefix = "mnemis."
+
+    @property
+    def p(self) -> MnemisBuildParams:
+        assert isinstance(self.params, MnemisBuildParams)
+        return self.params
+
+    async def update(self, ctx: Context, namespace: str, episodes: Sequence[Episode]) -> StepResult:
+        cache = graph_cache(ctx)
+        graph, hierarchy = await asyncio.to_thread(cache.get, namespace, self.p.hierarchy)
+        try:
+            base = self._base(ctx, graph)
+            batch = list(episodes)
+            if ctx.tier == "llm":
+                created: list[str] = await base.add(batch)
+            else:
+                created = await asyncio.to_thread(base.add, batch)
+            if graph.categories:
+                await asyncio.to_thread(hierarchy.place, created)
+                ctx.shared[f"mnemis.hierarchy.{namespace}"] = "incremental"
+            failed: dict[str, str] = dict(getattr(base, "failed", {}))
+            keys = [ep.key for ep in batch if ep.id not in failed]
+            await asyncio.to_thread(graph.flush, (self.name, keys))
+        except BaseException:
+            cache.forget(namespace)  # the in-memory graph holds unwritten changes
+            raise
+        return StepResult(failed=failed)
+
+    async def finish(self, ctx: Context, namespace: str) -> None:
+        cache = graph_cache(ctx)
+        graph, hierarchy = await asyncio.to_thread(cache.get, namespace, self.p.hierarchy)
+        if graph.categories or not graph.entities:
+            return
+        try:
+            await hierarchy.rebuild(self._grouper(ctx))
+            await asyncio.to_thread(graph.flush)
+            ctx.shared[f"mnemis.hierarchy.{namespace}"] = "built"
+        except BaseException:
+            cache.forget(namespace)
+            raise
+
+    async def reset(self, ctx: Context, namespace: str) -> None:
+        await super().reset(ctx, namespace)
+        graph_cache(ctx).forget(namespace)
+        ctx.shared.pop(f"mnemis.base.{namespace}", None)
+
+    async def describe(self, ctx: Context, namespace: str) -> dict[str, Any]:
+        graph, _ = await asyncio.to_thread(graph_cache(ctx).get, namespace, self.p.hierarchy)
+        top = graph.top_layer()
+        return {
+            # what the last drain did to the hierarchy: built, incremental or unchanged
+            "hierarchy": ctx.shared.pop(f"mnemis.hierarchy.{namespace}", "unchanged"),
+            "entities": len(graph.entities),
+            "facts": len(graph.facts),
+            "categories": len(graph.categories),
+            "layers": [len(graph.layer(i)) for i in range(1, top + 1)],
+        }
+
+    async def check(self, ctx: Context, namespace: str) -> list[str]:
+        graph, _ = await asyncio.to_thread(graph_cache(ctx).get, namespace, self.p.hierarchy)
+        return hierarchy_problems(graph, self.p.hierarchy.n, self.p.hierarchy.max_layers)
+
+    def _base(self, ctx: Context, graph: Graph) -> Any:
+        """The tier's base-graph builder, kept per namespace while its graph is loaded, so
+        the llm tier's window of recent episodes carries over from one batch to the next."""
+        key = f"mnemis.base.{graph.namespace}"
+        held = ctx.shared.get(key)
+        if held is not None and held.graph is graph and held.tier == ctx.tier:
+            return held
+        if ctx.tier == "llm":
+            from memstrata.designs.mnemis.base_graph_llm import LLMBaseGraph
+
+            if ctx.llm is None:
+                raise ConfigError(
+                    "the llm tier needs an LLM; configure llm.kind or use --tier heuristic"
+                )
+            base: Any = LLMBaseGraph(graph, ctx.llm, self.p.base)
+        else:
+            base = HeuristicBaseGraph(graph, self.p.base)
+        base.tier = ctx.tier
+        ctx.shared[key] = base
+        return base
+
+    def _grouper(self, ctx: Context) -> Any:
+        if ctx.tier != "llm" or ctx.llm is None:
+            return None
+        from memstrata.designs.mnemis.prompts import category_grouper
+
+        return category_grouper(ctx.llm)

@@ -1,0 +1,65 @@
+"""System-1 over episodes as a design: the ``system1`` route and the flat recipes.
+
+* ``rag``: the flat baseline, dense + BM25 over episodes, plain RRF.
+* ``default``: System-1 with speaker matching, session context and date handling
+  (:mod:`memstrata.retrieval.system1`); builds nothing.
+
+The route itself is a core primitive that other designs reuse; this package only makes
+it selectable by name.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from pydantic import BaseModel
+
+from memstrata.engine.contracts import Context, Design, Route
+from memstrata.engine.recipe import Recipe, RouteSpec
+from memstrata.models import Hit
+from memstrata.retrieval.system1 import DEFAULT_SYSTEM1, EpisodeRoute, System1Params
+from memstrata.store.base import SearchFilters
+
+
+class System1Route(Route):
+    """Dense + BM25 over episodes, fused by RRF, with the refinements of its params."""
+
+    name = "system1"
+    Params = System1Params
+
+    def __init__(self, params: BaseModel | None = None) -> None:
+        super().__init__(params)
+        assert isinstance(self.params, System1Params)
+        self.p: System1Params = self.params
+
+    async def search(
+        self,
+        ctx: Context,
+        namespace: str,
+        queries: list[str],
+        k: int,
+        filters: SearchFilters | None = None,
+    ) -> list[list[Hit]]:
+        route = EpisodeRoute(ctx.store, ctx.embedder, self.p)
+        return await asyncio.to_thread(route.search, namespace, queries, k, filters)
+
+
+RECIPES = [
+    Recipe(
+        name="rag",
+        description="Flat baseline: dense + BM25 over episodes, plain RRF.",
+        routes=[RouteSpec(name="system1")],
+    ),
+    Recipe(
+        name="default",
+        description="System-1 over episodes with speaker, session and date refinements.",
+        routes=[RouteSpec(name="system1", params=DEFAULT_SYSTEM1.model_dump())],
+    ),
+]
+
+design = Design(
+    name="system1",
+    routes=[System1Route],
+    recipes=RECIPES,
+    description="Hybrid episode retrieval, the flat baselines.",
+)

@@ -1,0 +1,52 @@
+"""The engine: contracts that designs implement, recipes as data, fusion, the runner.
+
+* :mod:`.contracts`: ``Builder``, ``Route``, ``Answerer``, ``Design``, ``Context``;
+* :mod:`.recipe`: ``Recipe`` and its parts (pydantic, also written in TOML);
+* :mod:`.registry`: built-in and entry-point designs, recipes by name;
+* :mod:`.fusion`: routes' hits into one budgeted list;
+* :mod:`.engine`: drains builders under a lease, runs routes, answers;
+* :mod:`.worker`: the queue worker; :mod:`.answer`: the generic ``grounded`` answerer.
+"""
+
+from memstrata.engine.contracts import (
+    Answer,
+    Answerer,
+    Builder,
+    BuildReport,
+    Context,
+    Design,
+    NoParams,
+    Route,
+    ShowNode,
+    StepResult,
+    Tier,
+)
+from memstrata.engine.engine import BuildBusyError, Engine
+from memstrata.engine.recipe import AnswererSpec, BuilderSpec, FusionSpec, Recipe, RouteSpec
+from memstrata.engine.registry import ENTRY_POINT_GROUP, Registry
+from memstrata.engine.worker import WorkerReport, run_worker
+
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "Answer",
+    "Answerer",
+    "AnswererSpec",
+    "BuildBusyError",
+    "BuildReport",
+    "Builder",
+    "BuilderSpec",
+    "Context",
+    "Design",
+    "Engine",
+    "FusionSpec",
+    "NoParams",
+    "Recipe",
+    "Registry",
+    "Route",
+    "RouteSpec",
+    "ShowNode",
+    "StepResult",
+    "Tier",
+    "WorkerReport",
+    "run_worker",
+]

@@ -1,0 +1,104 @@
+"""The generic answer stage, ``grounded``: every recipe has it unless it names its own.
+
+* With an LLM: the hits are shown with the episode ids they rest on, and the model answers
+  from them only, citing ids, or says :data:`~memstrata.engine.prompts.NO_ANSWER`, which
+  becomes ``abstained=True``. Cited ids that are not among the hits' sources are dropped,
+  so an answer never cites something it was not given.
+* Without one: the best supporting sentences of the hits, each with its sources, marked
+  ``extractive``. A sentence scores by its cosine to the question plus its share of the
+  question's content terms; the answer abstains when there are no hits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import numpy as np
+from pydantic import BaseModel, Field
+
+from memstrata.engine.contracts import Answer, Answerer, Context
+from memstrata.engine.prompts import NO_ANSWER, GroundedReply, grounded_answer
+from memstrata.llm.types import LLMError, MemoryUsageSink
+from memstrata.models import Hit
+from memstrata.retrieval.text import content_terms, sentences
+
+
+class GroundedParams(BaseModel):
+    max_items: int = Field(default=20, ge=1, description="hits shown to the model")
+    max_chars: int = Field(default=600, ge=50, description="characters of each hit shown")
+    sentences: int = Field(default=2, ge=1, description="extractive: sentences returned")
+    max_tokens: int = Field(default=200, ge=16, description="completion budget of the reply")
+
+
+class GroundedAnswerer(Answerer):
+    name = "grounded"
+    Params = GroundedParams
+
+    async def answer(self, ctx: Context, namespace: str, question: str, hits: list[Hit]) -> Answer:
+        p = self.params
+        assert isinstance(p, GroundedParams)
+        if ctx.llm is None:
+            return await asyncio.to_thread(self._extractive, ctx, question, hits)
+        shown = hits[: p.max_items]
+        context = [(", ".join(h.sources[:5]), h.text[: p.max_chars]) for h in shown]
+        messages, model = grounded_answer(question, context)
+        tally = MemoryUsageSink()
+        llm = ctx.llm.scoped(namespace=namespace, usage=tally)
+        try:
+            reply = await llm.structured(
+                messages, model, stage="answer.grounded", max_tokens=p.max_tokens
+            )
+        finally:
+            usage = _usage(tally)
+        assert isinstance(reply, GroundedReply)
+        text = reply.answer.strip()
+        abstained = not text or NO_ANSWER in text.upper().replace(" ", "_")
+        allowed = {s for h in shown for s in h.sources}
+        cited = [s for s in dict.fromkeys(x.strip() for x in reply.sources) if s in allowed]
+        return Answer(
+            question=question,
+            text=NO_ANSWER if abstained else text,
+            sources=[] if abstained else cited,
+            abstained=abstained,
+            usage=usage,
+            hits=shown,
+        )
+
+    def _extractive(self, ctx: Context, question: str, hits: list[Hit]) -> Answer:
+        p = self.params
+        assert isinstance(p, GroundedParams)
+        if not hits:
+            return Answer(question=question, text=NO_ANSWER, abstained=True, extractive=True)
+        pieces: list[tuple[str, Hit]] = []
+        for h in hits:
+            for start, end in sentences(h.text) or [(0, len(h.text))]:
+                pieces.append((h.text[start:end], h))
+        terms = set(content_terms(question))
+        vecs = ctx.embedder.embed([question] + [t for t, _ in pieces])
+        cos = vecs[1:] @ vecs[0]
+        scores = []
+        for i, (text, _) in enumerate(pieces):
+            overlap = len(terms & set(content_terms(text))) / len(terms) if terms else 0.0
+            scores.append(float(cos[i]) + overlap)
+        best = np.argsort(-np.asarray(scores), kind="stable")[: p.sentences]
+        chosen = [pieces[i] for i in sorted(best)]
+        sources = list(dict.fromkeys(s for _, h in chosen for s in h.sources))
+        return Answer(
+            question=question,
+            text=" ".join(t for t, _ in chosen),
+            sources=sources,
+            extractive=True,
+            hits=hits,
+        )
+
+
+def _usage(tally: MemoryUsageSink) -> dict[str, int]:
+    recs = tally.records
+    return {
+        "calls": len(recs),
+        "prompt_tokens": sum(r.prompt_tokens for r in recs),
+        "completion_tokens": sum(r.completion_tokens for r in recs),
+    }
+
+
+__all__ = ["GroundedAnswerer", "GroundedParams", "LLMError"]

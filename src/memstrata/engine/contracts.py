@@ -1,0 +1,223 @@
+"""The contracts a design is written against: ``Builder``, ``Route``, ``Answerer``, ``Design``.
+
+The engine knows these types and nothing of any particular design. A design is a package
+that subclasses them and hands a :class:`Design` to the registry, either as a built-in
+(``memstrata.designs``) or through the ``memstrata.designs`` entry-point group.
+
+* A **builder** folds new episodes into its structures. The engine decides *which*
+  episodes are pending (those without a done mark for the builder), hands them over in
+  batches, and calls :meth:`Builder.finish` once a drain is over. The builder writes its
+  records and the done marks of the batch in one store transaction
+  (``Store.write_records(..., built=(name, keys))``), so a killed build resumes after the
+  last whole batch and never half-applies one.
+* A **route** answers queries from what the builders made; it returns hits best first,
+  each with the episodes (and spans) it rests on.
+* An **answerer** turns a question and the fused hits into an :class:`Answer`.
+"""
+
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from memstrata.embed.base import Embedder
+from memstrata.llm.base import LLMClient
+from memstrata.models import Episode, Hit
+from memstrata.store.base import SearchFilters, Store
+
+Tier = Literal["heuristic", "llm"]
+S = TypeVar("S")
+
+
+class NoParams(BaseModel):
+    """Parameters of a part that has none; unknown keys are refused."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+@dataclass
+class Context:
+    """What a builder, route or answerer may use. One per open memory, long-lived.
+
+    ``llm`` is None on the heuristic tier. ``shared`` holds state that the parts of one
+    design share within a process (for example a loaded graph), created on first use.
+    """
+
+    store: Store
+    embedder: Embedder
+    llm: LLMClient | None = None
+    tier: Tier = "heuristic"
+    progress: Callable[[int], None] | None = None
+    shared: dict[str, Any] = field(default_factory=dict)
+
+    def state(self, key: str, factory: Callable[[], S]) -> S:
+        """The process-wide object under ``key``, made by ``factory`` the first time."""
+        if key not in self.shared:
+            self.shared[key] = factory()
+        value: S = self.shared[key]
+        return value
+
+    def with_tier(
+        self, tier: Tier, llm: LLMClient | None, progress: Callable[[int], None] | None = None
+    ) -> Context:
+        """The same context (and shared state) for another tier or progress callback."""
+        return Context(self.store, self.embedder, llm, tier, progress, self.shared)
+
+    def advance(self, n: int) -> None:
+        if self.progress is not None:
+            self.progress(n)
+
+
+class StepResult(BaseModel):
+    """What one :meth:`Builder.update` call did.
+
+    ``failed`` maps episode ids the builder could not fold in to the reason; the engine
+    records them for a bounded number of retries. Done marks of the other episodes were
+    written by the builder with its records.
+    """
+
+    failed: dict[str, str] = Field(default_factory=dict)
+
+
+class BuildReport(BaseModel):
+    """The outcome of building one recipe's builders over one namespace."""
+
+    namespace: str
+    builder: str
+    tier: Tier
+    episodes: int = 0
+    failed: int = 0
+    errors: list[str] = Field(default_factory=list)
+    seconds: float = 0.0
+    counts: dict[str, int] = Field(default_factory=dict, description="records per kind")
+    details: dict[str, Any] = Field(default_factory=dict, description="builder-specific")
+    llm: dict[str, dict[str, Any]] = Field(default_factory=dict, description="usage per stage")
+    skipped: str | None = Field(
+        default=None, description="why nothing ran (another process holds the build lease)"
+    )
+
+    @property
+    def llm_failures(self) -> int:
+        return sum(int(v.get("failures", 0)) for v in self.llm.values())
+
+
+class Builder(ABC):
+    """Turns episodes into structures, incrementally and resumably.
+
+    Subclasses set ``name`` (unique; keys progress and leases), ``kinds`` (the record
+    kinds it owns, dropped on rebuild) and ``Params``.
+    """
+
+    name: ClassVar[str]
+    kinds: ClassVar[tuple[str, ...]] = ()
+    Params: ClassVar[type[BaseModel]] = NoParams
+    #: stage-name prefix of its LLM calls, for the per-stage usage in its reports
+    stage_prefix: ClassVar[str] = ""
+
+    def __init__(self, params: BaseModel | None = None) -> None:
+        self.params = params if params is not None else self.Params()
+
+    @abstractmethod
+    async def update(self, ctx: Context, namespace: str, episodes: Sequence[Episode]) -> StepResult:
+        """Fold ``episodes`` (pending, in insertion order) into the structures; write the
+        records and the done marks of the episodes that succeeded in one transaction."""
+
+    async def finish(self, ctx: Context, namespace: str) -> None:  # noqa: B027 - optional hook
+        """Called once after a drain (also when nothing was pending): whole-namespace steps
+        such as a first hierarchy build. Must be idempotent and cheap when there is
+        nothing to do."""
+
+    async def reset(self, ctx: Context, namespace: str) -> None:
+        """Drop the builder's records and progress (``rebuild`` then folds in everything)."""
+        import asyncio
+
+        await asyncio.to_thread(ctx.store.reset_build, namespace, self.name, self.kinds)
+
+    async def describe(self, ctx: Context, namespace: str) -> dict[str, Any]:
+        """Builder-specific figures for reports (layers, depth, ...)."""
+        return {}
+
+    async def check(self, ctx: Context, namespace: str) -> list[str]:
+        """Broken invariants of the structures, as sentences; empty when all hold."""
+        return []
+
+
+class Route(ABC):
+    """Answers queries from one namespace's structures; hits best first."""
+
+    name: ClassVar[str]
+    Params: ClassVar[type[BaseModel]] = NoParams
+    #: builders whose structures the route reads (for the pending count of a search)
+    needs: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self, params: BaseModel | None = None) -> None:
+        self.params = params if params is not None else self.Params()
+
+    @abstractmethod
+    async def search(
+        self,
+        ctx: Context,
+        namespace: str,
+        queries: list[str],
+        k: int,
+        filters: SearchFilters | None = None,
+    ) -> list[list[Hit]]:
+        """For each query, hits best first. ``k`` is the episode budget; other kinds
+        follow the route's own rule (the recipe's fusion budgets cut them)."""
+
+
+class Answer(BaseModel):
+    """An answer with the episodes it cites. ``abstained``: the context did not hold it."""
+
+    question: str
+    text: str
+    sources: list[str] = Field(default_factory=list)
+    abstained: bool = False
+    extractive: bool = Field(default=False, description="sentences quoted, no model wrote it")
+    usage: dict[str, int] = Field(default_factory=dict)
+    hits: list[Hit] = Field(default_factory=list, description="what the answer was given")
+
+
+class Answerer(ABC):
+    """The answer stage of a recipe."""
+
+    name: ClassVar[str]
+    Params: ClassVar[type[BaseModel]] = NoParams
+
+    def __init__(self, params: BaseModel | None = None) -> None:
+        self.params = params if params is not None else self.Params()
+
+    @abstractmethod
+    async def answer(
+        self, ctx: Context, namespace: str, question: str, hits: list[Hit]
+    ) -> Answer: ...
+
+
+class ShowNode(BaseModel):
+    """One line of what ``show`` prints, with its children (a tree)."""
+
+    text: str
+    children: list[ShowNode] = Field(default_factory=list)
+
+
+@dataclass
+class Design:
+    """What a design package contributes. ``recipes`` are the presets it ships (data)."""
+
+    name: str
+    builders: Sequence[type[Builder]] = ()
+    routes: Sequence[type[Route]] = ()
+    answerers: Sequence[type[Answerer]] = ()
+    recipes: Sequence[Any] = ()  # memstrata.engine.recipe.Recipe
+    #: ``show NAME``: the design's view of a named structure, or None if it has none
+    show: Callable[[Context, str, str], list[ShowNode] | None] | None = None
+    description: str = ""
+
+
+def elapsed(t0: float) -> float:
+    return round(time.perf_counter() - t0, 3)

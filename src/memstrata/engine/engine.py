@@ -1,0 +1,341 @@
+"""The engine: runs a recipe's builders over pending episodes and its routes over queries.
+
+It names no design. Builders, routes and answerers are found in the :class:`Registry`
+by the names a :class:`Recipe` gives, instantiated once per open memory with the recipe's
+parameters, and driven through their contracts:
+
+* **drain** folds a namespace's pending episodes into one builder, batch by batch, under
+  a lease in the store so that no two processes build the same (namespace, builder) at
+  once. A batch that fails is marked failed with its error and retried later with
+  backoff, a bounded number of times; the episodes themselves are never touched.
+* **search** runs the recipe's routes, fuses their hits (:mod:`memstrata.engine.fusion`)
+  and says how many episodes the recipe's builders have not folded in yet.
+* **ask** hands the fused hits to the recipe's answerer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from memstrata.embed.base import Embedder
+from memstrata.engine.contracts import (
+    Answer,
+    Builder,
+    BuildReport,
+    Context,
+    Route,
+    ShowNode,
+    Tier,
+    elapsed,
+)
+from memstrata.engine.fusion import cut, merge, rerank
+from memstrata.engine.prompts import Ranking
+from memstrata.engine.prompts import rerank as rerank_prompt
+from memstrata.engine.recipe import Recipe
+from memstrata.engine.registry import Registry
+from memstrata.errors import ConfigError, MemstrataError
+from memstrata.llm.base import LLMClient
+from memstrata.models import Hit
+from memstrata.retrieval.system1 import System1Params
+from memstrata.store.base import SearchFilters, Store
+
+logger = logging.getLogger("memstrata.engine")
+
+
+class BuildBusyError(MemstrataError):
+    """Another process holds the build lease of a namespace and builder."""
+
+
+class Engine:
+    """One open memory's recipes, parts and build bookkeeping."""
+
+    def __init__(
+        self,
+        store: Store,
+        embedder: Embedder,
+        registry: Registry,
+        *,
+        llm: Callable[[], LLMClient | None],
+        build: Any,
+        retrieval: dict[str, Any] | None = None,
+    ) -> None:
+        self.store = store
+        self.registry = registry
+        self.build_cfg = build
+        self.retrieval = {k: v for k, v in (retrieval or {}).items() if v is not None}
+        self._llm = llm
+        self.base = Context(store, embedder)
+        self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self._builders: dict[tuple[str, int], Builder] = {}
+        self._routes: dict[tuple[str, int], Route] = {}
+        self._finished: set[tuple[str, str]] = set()
+
+    # parts ------------------------------------------------------------------------------
+    def recipe(self, name: str) -> Recipe:
+        return self.registry.recipe(name)
+
+    def builders(self, name: str) -> list[Builder]:
+        recipe = self.recipe(name)
+        out = []
+        for i, spec in enumerate(recipe.builders):
+            if (name, i) not in self._builders:
+                self._builders[(name, i)] = self.registry.builder(spec)
+            out.append(self._builders[(name, i)])
+        return out
+
+    def routes(self, name: str) -> list[Route]:
+        recipe = self.recipe(name)
+        out = []
+        for i, spec in enumerate(recipe.routes):
+            if (name, i) not in self._routes:
+                cls = self.registry.routes[spec.name]
+                self._routes[(name, i)] = self.registry.route(spec, self._overrides(cls, spec))
+            out.append(self._routes[(name, i)])
+        return out
+
+    def _overrides(self, cls: type[Route], spec: Any) -> dict[str, Any]:
+        """``[retrieval]`` config knobs tune System-1 wherever a route uses it: the route's
+        own parameters when they are System-1's, or its ``system1`` field."""
+        if not self.retrieval:
+            return {}
+        if cls.Params is System1Params:
+            return dict(self.retrieval)
+        field = cls.Params.model_fields.get("system1")
+        if field is not None and field.annotation is System1Params:
+            nested = spec.params.get("system1", {})
+            if isinstance(nested, System1Params):
+                nested = nested.model_dump()
+            base = (
+                System1Params.model_validate(nested)
+                if nested
+                else field.get_default(call_default_factory=True)
+            )
+            return {"system1": {**base.model_dump(), **self.retrieval}}
+        return {}
+
+    def tier(self, tier: str | None) -> Tier:
+        if tier is None:
+            return "heuristic" if self._llm() is None else "llm"
+        if tier in ("heuristic", "llm"):
+            return tier  # type: ignore[return-value]
+        raise ConfigError(f"unknown tier {tier!r}; choose heuristic or llm")
+
+    def context(
+        self,
+        namespace: str,
+        tier: str | None = None,
+        progress: Callable[[int], None] | None = None,
+    ) -> Context:
+        chosen = self.tier(tier)
+        llm = self._llm() if chosen == "llm" else None
+        if chosen == "llm" and llm is None:
+            raise ConfigError("the llm tier needs an LLM; configure llm.kind or use heuristic")
+        scoped = llm.scoped(namespace=namespace) if llm is not None else None
+        return self.base.with_tier(chosen, scoped, progress)
+
+    # building ---------------------------------------------------------------------------
+    async def build(
+        self,
+        namespace: str,
+        recipe: str,
+        *,
+        tier: str | None = None,
+        rebuild: bool = False,
+        wait: bool = True,
+        progress: Callable[[int], None] | None = None,
+    ) -> list[BuildReport]:
+        """Fold every pending episode into each of the recipe's builders."""
+        ctx = self.context(namespace, tier, progress)
+        reports = []
+        for builder in self.builders(recipe):
+            if rebuild:
+                await self._lease(namespace, builder, wait=True)
+                try:
+                    await builder.reset(ctx, namespace)
+                finally:
+                    await asyncio.to_thread(
+                        self.store.release_lease, namespace, builder.name, self.owner
+                    )
+            reports.append(await self.drain(ctx, namespace, builder, wait=wait))
+        return reports
+
+    async def drain(
+        self,
+        ctx: Context,
+        namespace: str,
+        builder: Builder,
+        *,
+        wait: bool = False,
+        describe: bool = True,
+    ) -> BuildReport:
+        t0 = time.perf_counter()
+        report = BuildReport(namespace=namespace, builder=builder.name, tier=ctx.tier)
+        if not await self._lease(namespace, builder, wait=wait):
+            holder = await asyncio.to_thread(self.store.lease_holder, namespace, builder.name)
+            report.skipped = f"another process ({holder}) is building {builder.name!r}"
+            return report
+        cfg = self.build_cfg
+        try:
+            after = 0
+            while True:
+                page = await asyncio.to_thread(
+                    self.store.pending_episodes, namespace, builder.name, cfg.batch_size, after
+                )
+                if not page:
+                    break
+                after = page[-1].key
+                try:
+                    failed = (await builder.update(ctx, namespace, page)).failed
+                except (asyncio.CancelledError, KeyboardInterrupt):
+                    raise
+                except Exception as exc:
+                    logger.warning("builder %s failed a batch: %s", builder.name, exc)
+                    failed = {ep.id: f"{type(exc).__name__}: {exc}" for ep in page}
+                if failed:
+                    keys = {ep.id: ep.key for ep in page}
+                    await asyncio.to_thread(
+                        self.store.mark_failed,
+                        namespace,
+                        builder.name,
+                        [(keys[i], err) for i, err in failed.items() if i in keys],
+                        cfg.max_attempts,
+                        cfg.backoff_s,
+                    )
+                    report.errors.extend(f"{i}: {e}" for i, e in list(failed.items())[:5])
+                report.episodes += len(page)
+                report.failed += len(failed)
+                ctx.advance(len(page))
+                await asyncio.to_thread(
+                    self.store.acquire_lease, namespace, builder.name, self.owner, cfg.lease_s
+                )
+            if report.episodes or (namespace, builder.name) not in self._finished:
+                try:
+                    await builder.finish(ctx, namespace)
+                    self._finished.add((namespace, builder.name))
+                except (asyncio.CancelledError, KeyboardInterrupt):
+                    raise
+                except Exception as exc:
+                    logger.warning("builder %s could not finish: %s", builder.name, exc)
+                    report.errors.append(f"finish: {type(exc).__name__}: {exc}")
+        finally:
+            await asyncio.to_thread(self.store.release_lease, namespace, builder.name, self.owner)
+        if describe:
+            report.details = await builder.describe(ctx, namespace)
+            counts = (await asyncio.to_thread(self.store.stats, namespace))[0].records
+            report.counts = {k: v for k, v in counts.items() if k in builder.kinds}
+        if describe and ctx.tier == "llm" and builder.stage_prefix:
+            usage = await asyncio.to_thread(self.store.llm_usage, namespace)
+            report.llm = {k: v for k, v in usage.items() if k.startswith(builder.stage_prefix)}
+        report.seconds = elapsed(t0)
+        return report
+
+    async def _lease(self, namespace: str, builder: Builder, *, wait: bool) -> bool:
+        cfg = self.build_cfg
+        deadline = time.monotonic() + cfg.wait_s
+        while True:
+            got = await asyncio.to_thread(
+                self.store.acquire_lease, namespace, builder.name, self.owner, cfg.lease_s
+            )
+            if got or not wait:
+                return got
+            if time.monotonic() > deadline:
+                holder = await asyncio.to_thread(self.store.lease_holder, namespace, builder.name)
+                raise BuildBusyError(
+                    f"another process ({holder}) is building {builder.name!r} in namespace "
+                    f"{namespace!r}; waited {cfg.wait_s:.0f} s (build.wait_s)"
+                )
+            await asyncio.sleep(min(1.0, cfg.wait_s / 10 or 0.1))
+
+    async def pending(self, namespace: str, recipe: str) -> int:
+        """Episodes some builder of the recipe has not folded in yet."""
+        counts = [
+            await asyncio.to_thread(self.store.pending_count, namespace, b.name)
+            for b in self.builders(recipe)
+        ]
+        return max(counts, default=0)
+
+    def stats(self, namespace: str | None, recipe: str) -> dict[str, Any]:
+        """Store counts, the build queue of each builder (the recipe's ones listed even
+        before their first run), recent failures, LLM usage."""
+        spaces = []
+        for s in self.store.stats(namespace):
+            row = s.model_dump()
+            for b in self.builders(recipe):
+                row["builds"].setdefault(b.name, {"done": 0, "failed": 0, "dead": 0})
+            for counts in row["builds"].values():
+                counts["queued"] = max(0, s.episodes - sum(counts.values()))
+            row["failures"] = [f._asdict() for f in self.store.build_failures(s.namespace)]
+            spaces.append(row)
+        return {
+            "store": self.store.url,
+            "bytes": self.store.size_bytes(),
+            "recipe": recipe,
+            "namespaces": spaces,
+            "llm": self.store.llm_usage(namespace),
+        }
+
+    async def show(self, namespace: str, name: str) -> list[ShowNode]:
+        """The first design view that knows ``name``; empty when none does."""
+        ctx = self.base
+        for design in self.registry.designs.values():
+            if design.show is not None:
+                found = await asyncio.to_thread(design.show, ctx, namespace, name)
+                if found:
+                    return found
+        return []
+
+    def recipe_summaries(self) -> list[dict[str, Any]]:
+        return [
+            {**r.summary(), "origin": self.registry.origin.get(n, "")}
+            for n, r in self.registry.recipes.items()
+        ]
+
+    # searching --------------------------------------------------------------------------
+    async def search(
+        self,
+        namespace: str,
+        queries: list[str],
+        k: int,
+        recipe: str,
+        filters: SearchFilters | None = None,
+    ) -> list[list[Hit]]:
+        spec = self.recipe(recipe)
+        routes = self.routes(recipe)
+        ctx = self.context(namespace)
+        per_route = [await r.search(ctx, namespace, queries, k, filters) for r in routes]
+        names = [s.name for s in spec.routes]
+        labels = [n if names.count(n) == 1 else f"{n}#{i + 1}" for i, n in enumerate(names)]
+        out = []
+        for qi, query in enumerate(queries):
+            merged = merge(
+                [
+                    (label, s.weight, hits[qi])
+                    for label, s, hits in zip(labels, spec.routes, per_route, strict=True)
+                ],
+                spec.fusion,
+            )
+            if spec.fusion.reranker == "llm" and ctx.llm is not None:
+                merged = await rerank(query, merged, spec.fusion, k, _reorder(ctx.llm))
+            out.append(cut(merged, spec.fusion, k))
+        return out
+
+    async def answer(self, namespace: str, question: str, hits: list[Hit], recipe: str) -> Answer:
+        answerer = self.registry.answerer(self.recipe(recipe).answerer)
+        return await answerer.answer(self.context(namespace), namespace, question, hits)
+
+
+def _reorder(llm: LLMClient) -> Callable[[str, str, list[str]], Any]:
+    async def reorder(query: str, kind: str, texts: list[str]) -> list[int]:
+        messages, model = rerank_prompt(query, kind, texts)
+        reply = await llm.structured(messages, model, stage="fusion.rerank", max_tokens=200)
+        assert isinstance(reply, Ranking)
+        return reply.order
+
+    return reorder

@@ -1,0 +1,102 @@
+"""Fusion: the hits of several routes become one ranked, de-duplicated, budgeted list.
+
+Per kind, every route's ranking of that kind enters a weighted reciprocal rank fusion
+(:func:`memstrata.retrieval.fusion.rrf`). A hit found by several routes keeps the text of
+the best-ranked one and the union of their sources; ``Hit.ranks`` records which route
+found it at what rank, ``Hit.score`` becomes the fused score. With one route, fusion
+keeps that route's order exactly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+
+from memstrata.engine.recipe import FusionSpec
+from memstrata.models import Hit
+from memstrata.retrieval.fusion import rrf
+
+# (query, kind, candidate texts) -> candidate indexes, best first
+Reorder = Callable[[str, str, list[str]], Awaitable[list[int]]]
+
+
+def fuse(
+    per_route: Sequence[tuple[str, float, list[Hit]]],
+    spec: FusionSpec,
+    k: int,
+) -> list[Hit]:
+    """``per_route``: (route name, weight, hits best first) for one query."""
+    return cut(merge(per_route, spec), spec, k)
+
+
+def merge(per_route: Sequence[tuple[str, float, list[Hit]]], spec: FusionSpec) -> list[Hit]:
+    """Every distinct hit once, each kind ordered by fused score; kinds not yet cut."""
+    kinds: list[str] = list(spec.kind_order)
+    for _, _, hits in per_route:
+        for h in hits:
+            if h.kind not in kinds:
+                kinds.append(h.kind)
+    out: list[Hit] = []
+    for kind in kinds:
+        rankings: list[list[str]] = []
+        weights: list[float] = []
+        merged: dict[str, Hit] = {}
+        for route, weight, hits in per_route:
+            ranking = []
+            for rank, h in enumerate((h for h in hits if h.kind == kind), start=1):
+                if h.id in ranking:
+                    continue
+                ranking.append(h.id)
+                if h.id not in merged:
+                    merged[h.id] = h.model_copy(deep=True)
+                    merged[h.id].ranks = {}
+                else:
+                    _absorb(merged[h.id], h)
+                merged[h.id].ranks[route] = rank
+            rankings.append(ranking)
+            weights.append(weight)
+        if not merged:
+            continue
+        scores = rrf(rankings, k=spec.rrf_k, weights=weights)
+        # Ties (including every item of a zero-weight route) keep first-seen order.
+        order = sorted(merged, key=lambda i: -scores[i])
+        for i in order:
+            hit = merged[i]
+            hit.score = round(scores[i], 6)
+            out.append(hit)
+    return out
+
+
+def cut(hits: list[Hit], spec: FusionSpec, k: int) -> list[Hit]:
+    """Keep each kind's budget (``spec.limit``) in the given order."""
+    taken: dict[str, int] = {}
+    kept = []
+    for h in hits:
+        n = taken.get(h.kind, 0)
+        if n < spec.limit(h.kind, k):
+            kept.append(h)
+            taken[h.kind] = n + 1
+    return kept
+
+
+async def rerank(
+    query: str, hits: list[Hit], spec: FusionSpec, k: int, reorder: Reorder
+) -> list[Hit]:
+    """Let ``reorder`` order each kind's window (twice its budget) before the cut."""
+    out: list[Hit] = []
+    kinds = list(dict.fromkeys(h.kind for h in hits))
+    for kind in kinds:
+        group = [h for h in hits if h.kind == kind]
+        window = group[: 2 * spec.limit(kind, k)]
+        if len(window) > 1:
+            order = await reorder(query, kind, [h.text for h in window])
+            picked = [window[i] for i in dict.fromkeys(order) if 0 <= i < len(window)]
+            seen = {id(h) for h in picked}
+            window = picked + [h for h in window if id(h) not in seen]
+        out.extend(window)
+    return out
+
+
+def _absorb(into: Hit, other: Hit) -> None:
+    into.sources = list(dict.fromkeys(into.sources + other.sources))
+    into.spans = list(dict.fromkeys(into.spans + other.spans))
+    into.routes = sorted(set(into.routes) | set(other.routes))

@@ -1,0 +1,145 @@
+"""Where designs, their parts and recipes are found by name.
+
+Designs come from two places: the built-ins listed in :mod:`memstrata.designs`, and any
+installed distribution that declares an entry point in the ``memstrata.designs`` group::
+
+    [project.entry-points."memstrata.designs"]
+    tiny = "tiny_design:design"     # a Design, or a function returning one
+
+Recipes come from the designs and from the configuration (``[recipes.NAME]``); a
+configured recipe may replace a design's recipe of the same name.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from collections.abc import Mapping, Sequence
+from importlib.metadata import entry_points
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from memstrata.engine.answer import GroundedAnswerer
+from memstrata.engine.contracts import Answerer, Builder, Design, Route
+from memstrata.engine.recipe import Recipe
+from memstrata.errors import ConfigError
+
+ENTRY_POINT_GROUP = "memstrata.designs"
+logger = logging.getLogger("memstrata.engine")
+
+P = TypeVar("P", Builder, Route, Answerer)
+
+
+def _builtin_designs() -> list[Design]:
+    from memstrata.designs import BUILTIN
+
+    return [importlib.import_module(path).design for path in BUILTIN]
+
+
+def _plugin_designs() -> tuple[list[Design], list[str]]:
+    designs, errors = [], []
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            obj = ep.load()
+            design = obj() if callable(obj) and not isinstance(obj, Design) else obj
+            if not isinstance(design, Design):
+                raise TypeError(f"{ep.value} is not a memstrata Design")
+            designs.append(design)
+        except Exception as exc:  # a broken plug-in must not take the library down
+            logger.warning("design plug-in %r failed to load: %s", ep.name, exc)
+            errors.append(f"{ep.name} ({ep.value}): {type(exc).__name__}: {exc}")
+    return designs, errors
+
+
+class Registry:
+    """Every registered design's parts and recipes, by name."""
+
+    def __init__(
+        self, designs: list[Design], extra_recipes: Mapping[str, Recipe] | None = None
+    ) -> None:
+        self.designs: dict[str, Design] = {}
+        self.builders: dict[str, type[Builder]] = {}
+        self.routes: dict[str, type[Route]] = {}
+        self.answerers: dict[str, type[Answerer]] = {GroundedAnswerer.name: GroundedAnswerer}
+        self.recipes: dict[str, Recipe] = {}
+        self.origin: dict[str, str] = {}
+        self.errors: list[str] = []
+        for design in designs:
+            self._add(design)
+        for name, recipe in (extra_recipes or {}).items():
+            self.recipes[name] = recipe.model_copy(update={"name": name})
+            self.origin[name] = "config"
+        for name, recipe in self.recipes.items():
+            self._check(name, recipe)
+
+    @classmethod
+    def load(cls, extra_recipes: Mapping[str, Recipe] | None = None) -> Registry:
+        plugins, errors = _plugin_designs()
+        reg = cls(_builtin_designs() + plugins, extra_recipes)
+        reg.errors.extend(errors)
+        return reg
+
+    def _add(self, design: Design) -> None:
+        if design.name in self.designs:
+            raise ConfigError(f"two designs are named {design.name!r}")
+        self.designs[design.name] = design
+        _put(self.builders, design.builders, design.name)
+        _put(self.routes, design.routes, design.name)
+        _put(self.answerers, design.answerers, design.name)
+        for recipe in design.recipes:
+            if recipe.name in self.recipes:
+                raise ConfigError(f"design {design.name!r}: recipe {recipe.name!r} exists")
+            self.recipes[recipe.name] = recipe
+            self.origin[recipe.name] = design.name
+
+    def _check(self, name: str, recipe: Recipe) -> None:
+        """Every name a recipe uses must exist; parameters are validated on use."""
+        missing = [b.name for b in recipe.builders if b.name not in self.builders]
+        missing += [r.name for r in recipe.routes if r.name not in self.routes]
+        if recipe.answerer.name not in self.answerers:
+            missing.append(recipe.answerer.name)
+        if missing:
+            raise ConfigError(
+                f"recipe {name!r} names parts no design provides: {', '.join(missing)} "
+                f"(builders: {sorted(self.builders)}; routes: {sorted(self.routes)})"
+            )
+
+    def recipe(self, name: str) -> Recipe:
+        try:
+            return self.recipes[name]
+        except KeyError:
+            raise ConfigError(
+                f"unknown recipe {name!r}; choose one of {sorted(self.recipes)}"
+            ) from None
+
+    def builder(self, spec: Any) -> Builder:
+        return _make(self.builders, "builder", spec.name, spec.params)
+
+    def route(self, spec: Any, overrides: dict[str, Any] | None = None) -> Route:
+        return _make(self.routes, "route", spec.name, spec.params, overrides)
+
+    def answerer(self, spec: Any) -> Answerer:
+        return _make(self.answerers, "answerer", spec.name, spec.params)
+
+
+def _put(table: dict[str, type[P]], parts: Sequence[type[P]], design: str) -> None:
+    for part in parts:
+        if part.name in table and table[part.name] is not part:
+            raise ConfigError(f"design {design!r}: the name {part.name!r} is already taken")
+        table[part.name] = part
+
+
+def _make(
+    table: Mapping[str, type[P]],
+    what: str,
+    name: str,
+    params: dict[str, Any],
+    overrides: dict[str, Any] | None = None,
+) -> P:
+    cls = table[name]
+    try:
+        model: BaseModel = cls.Params.model_validate({**params, **(overrides or {})})
+    except ValidationError as exc:
+        raise ConfigError(f"{what} {name!r}: invalid parameters: {exc}") from exc
+    return cls(model)

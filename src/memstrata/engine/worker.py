@@ -1,0 +1,75 @@
+"""The queue worker: folds pending episodes into a recipe's builders, namespace by namespace.
+
+The queue is the store's: every (episode, builder) pair without a done mark. The worker
+needs no state of its own, so killing it at any moment loses nothing: each builder step
+is one transaction, and a restarted worker takes over the dead one's leases (same host:
+at once; elsewhere: when the lease expires) and continues.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable, Sequence
+
+from pydantic import BaseModel, Field
+
+from memstrata.engine.engine import Engine
+
+logger = logging.getLogger("memstrata.worker")
+
+
+class WorkerReport(BaseModel):
+    """What a worker run did: episodes folded in and failed, per namespace."""
+
+    rounds: int = 0
+    episodes: int = 0
+    failed: int = 0
+    namespaces: dict[str, int] = Field(default_factory=dict)
+    errors: list[str] = Field(default_factory=list)
+
+
+async def run_worker(
+    engine: Engine,
+    recipe: str,
+    *,
+    namespaces: Sequence[str] | None = None,
+    once: bool = False,
+    stop: asyncio.Event | None = None,
+    poll_s: float = 1.0,
+    tier: str | None = None,
+    on_step: Callable[[str, int], None] | None = None,
+) -> WorkerReport:
+    """Drain until stopped (or, with ``once``, until nothing is pending).
+
+    Episodes whose retry time has not come yet wait for a later round; ``once`` stops
+    when a round folds nothing in, so it leaves them for the next run.
+    """
+    report = WorkerReport()
+    stop = stop or asyncio.Event()
+    builders = engine.builders(recipe)
+    while not stop.is_set():
+        report.rounds += 1
+        names = list(namespaces) if namespaces else await asyncio.to_thread(engine.store.namespaces)
+        done = 0
+        for ns in names:
+            if stop.is_set():
+                break
+            ctx = engine.context(ns, tier)
+            for builder in builders:
+                step = await engine.drain(ctx, ns, builder, wait=False, describe=False)
+                done += step.episodes
+                report.episodes += step.episodes
+                report.failed += step.failed
+                report.errors.extend(step.errors[:5])
+                if step.episodes:
+                    report.namespaces[ns] = report.namespaces.get(ns, 0) + step.episodes
+                    if on_step is not None:
+                        on_step(ns, step.episodes)
+        if once and done == 0:
+            break
+        if done == 0:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), timeout=poll_s)
+    return report

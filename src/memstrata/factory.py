@@ -1,0 +1,77 @@
+"""Building the configured parts: the embedder and the LLM client."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from memstrata.config import Config
+from memstrata.embed.base import Embedder
+from memstrata.errors import ConfigError
+from memstrata.llm import LLMClient, ResponseCache, make_backend
+from memstrata.store import Store
+
+
+def make_embedder(config: Config) -> Embedder:
+    cfg = config.embedder
+    if cfg.kind == "openai":
+        from memstrata.embed.openai_http import OpenAIEmbedder
+
+        if not (cfg.base_url and cfg.model and cfg.dim):
+            raise ConfigError("embedder kind 'openai' needs base_url, model and dim")
+        key = cfg.api_key.get_secret_value() if cfg.api_key else None
+        return OpenAIEmbedder(cfg.base_url, cfg.model, cfg.dim, api_key=key)
+    from memstrata.embed.minilm import MiniLMEmbedder
+
+    return MiniLMEmbedder()
+
+
+def make_llm(config: Config, store: Store, namespace: str | None = None) -> LLMClient | None:
+    """The configured LLM client, accounting into ``store``; None on the heuristic tier.
+
+    Responses are cached beside the store file (``<store>.llm-cache``) unless
+    ``llm.cache_dir`` says otherwise; an in-memory store gets no cache.
+    """
+    cfg = config.llm
+    if cfg.kind == "none":
+        return None
+    options: dict[str, Any]
+    if cfg.kind == "openai":
+        if not (cfg.base_url and cfg.model):
+            raise ConfigError("llm kind 'openai' needs base_url and model")
+        options = {
+            "base_url": cfg.base_url,
+            "model": cfg.model,
+            "api_key": cfg.api_key.get_secret_value() if cfg.api_key else None,
+            "timeout": cfg.timeout_s,
+        }
+    else:
+        options = {"model_path": cfg.model_path, "n_threads": cfg.threads}
+    cache = None
+    store_path = store.url.removeprefix("sqlite:///")
+    if cfg.cache_dir:
+        folder = Path(cfg.cache_dir).expanduser()
+        folder.mkdir(parents=True, exist_ok=True)
+        cache = ResponseCache(folder / "llm-cache.sqlite")
+    elif store_path != ":memory:":
+        cache = ResponseCache(store_path + ".llm-cache")
+    return LLMClient(
+        make_backend(cfg.kind, **options),
+        cache=cache,
+        usage=store,
+        max_retries=cfg.max_retries,
+        namespace=namespace,
+        concurrency=cfg.concurrency,
+    )
+
+
+_EMBEDDERS: dict[str, Embedder] = {}
+
+
+def shared_default_embedder(config: Config) -> Embedder:
+    """One ONNX session per process for the default model: it is 23 MB and slow to load."""
+    if config.embedder.kind != "minilm":
+        return make_embedder(config)
+    if "minilm" not in _EMBEDDERS:
+        _EMBEDDERS["minilm"] = make_embedder(config)
+    return _EMBEDDERS["minilm"]
