@@ -85,6 +85,10 @@ class Derived(BaseModel):
     created_at: datetime | None = None
     updated_at: datetime | None = None
 
+    def search_text(self) -> str:
+        """What text search (BM25 and embeddings) sees of the record."""
+        return ""
+
 
 class Entity(Derived):
     """A person, place, object, event or concept (Mnemis entity / PersonalAI object node)."""
@@ -95,6 +99,9 @@ class Entity(Derived):
     summary: str = ""
     tags: list[str] = Field(default_factory=list)
     entity_type: str | None = None
+
+    def search_text(self) -> str:
+        return f"{self.name}: {self.summary}" if self.summary else self.name
 
 
 class Fact(Derived):
@@ -114,6 +121,9 @@ class Fact(Derived):
     valid_at: datetime | None = None
     invalid_at: datetime | None = None
 
+    def search_text(self) -> str:
+        return self.fact
+
 
 class Thesis(Derived):
     """A proposition over several entities (PersonalAI thesis node, a hyperedge)."""
@@ -121,6 +131,9 @@ class Thesis(Derived):
     kind: ClassVar[str] = "thesis"
     text: str
     entity_ids: list[str] = Field(default_factory=list)
+
+    def search_text(self) -> str:
+        return self.text
 
 
 class Category(Derived):
@@ -136,6 +149,9 @@ class Category(Derived):
     child_ids: list[str] = Field(default_factory=list)
     parent_ids: list[str] = Field(default_factory=list)
 
+    def search_text(self) -> str:
+        return f"{self.name}: {', '.join(self.tags)}" if self.tags else self.name
+
 
 class Event(Derived):
     """A HiGMem event: a summary and fact sheet over several turns."""
@@ -144,6 +160,9 @@ class Event(Derived):
     summary: str
     facts: list[str] = Field(default_factory=list)
     turn_ids: list[str] = Field(default_factory=list)
+
+    def search_text(self) -> str:
+        return self.summary
 
 
 class TreeNode(Derived):
@@ -154,6 +173,9 @@ class TreeNode(Derived):
     depth: int = Field(default=0, ge=0)
     content: str = ""
 
+    def search_text(self) -> str:
+        return self.content
+
 
 class ConceptNode(Derived):
     """A MindGraph concept; its sources are the spans of the verbatim quotes it came from."""
@@ -161,6 +183,9 @@ class ConceptNode(Derived):
     kind: ClassVar[str] = "concept_node"
     label: str
     description: str = ""
+
+    def search_text(self) -> str:
+        return f"{self.label}: {self.description}" if self.description else self.label
 
 
 class ConceptEdge(Derived):
@@ -171,6 +196,9 @@ class ConceptEdge(Derived):
     target_id: str
     relation: str = ""
 
+    def search_text(self) -> str:
+        return self.relation
+
 
 class Community(Derived):
     """A group of concept nodes (Leiden community) and its cached report."""
@@ -179,6 +207,9 @@ class Community(Derived):
     level: int = 0
     member_ids: list[str] = Field(default_factory=list)
     report: str = ""
+
+    def search_text(self) -> str:
+        return self.report
 
 
 DERIVED_KINDS: dict[str, type[Derived]] = {

@@ -144,3 +144,47 @@ def bench_scale(
         jpath, mpath = bs.write(report, out_dir)
     sys.stdout.write(bs.markdown(report))
     out.print(f"written {jpath} and {mpath}")
+
+
+@bench_app.command("inline")
+def bench_inline(
+    file: Annotated[Path, typer.Argument(help="LoCoMo JSON file.", exists=True, dir_okay=False)],
+    recipe: Annotated[str, typer.Option(help="Recipe whose builders run inline.")] = "mnemis",
+    conversation: Annotated[
+        str | None, typer.Option(help="Conversation for the bulk step (default: the first).")
+    ] = None,
+    size: Annotated[int, typer.Option(help="Episodes in the large namespace.")] = 5000,
+    adds: Annotated[int, typer.Option(help="Single adds timed, per mode.")] = 100,
+    out_dir: Annotated[Path, typer.Option("--out")] = Path("bench-out"),
+    config: ConfigOpt = None,
+) -> None:
+    """Cost of keeping structures current on add (build.mode inline, heuristic tier):
+    add_many of a conversation against add_many + build, and single-add p50/p95 on a
+    large namespace against add alone."""
+    from memstrata.eval import bench_inline as bi
+
+    with tempfile.TemporaryDirectory() as tmp, errors():
+        cfg = load_config(config, **{"llm.kind": "none"})
+
+        async def run() -> dict[str, Any]:
+            with progress_bar() as progress:
+                task = progress.add_task("filling", total=size)
+                return await bi.run(
+                    file,
+                    tmp,
+                    cfg,
+                    recipe=recipe,
+                    conversation=conversation,
+                    size=size,
+                    adds=adds,
+                    progress=lambda n: progress.advance(task, n),
+                )
+
+        try:
+            report = asyncio.run(run())
+        except ValueError as exc:
+            err.print(f"error: {exc}", markup=False)
+            raise typer.Exit(2) from None
+        jpath, mpath = bi.write(report, out_dir)
+    sys.stdout.write(bi.markdown(report))
+    out.print(f"written {jpath} and {mpath}", markup=False)

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.text import Text
 
 from memstrata.cli.common import app, errors, out, print_hits
 from memstrata.config import Config
@@ -61,6 +62,13 @@ def demo(
                     [question], namespace="demo", k=3, recipe="mnemis"
                 )
                 print_hits(question, graph_result.hits[:6])
+                answer = await memory.ask("Where is Maya's conference talk?", namespace="demo", k=3)
+                out.print(
+                    Text.assemble(
+                        ("ask", "bold"),
+                        f": {answer.text}  [sources {', '.join(answer.sources)}; extractive]",
+                    )
+                )
                 st = await memory.stats("demo")
                 out.print(f"store size {st['bytes'] / 1e3:.0f} kB; no LLM was needed.")
             finally:

@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 
 import numpy as np
 from pydantic import BaseModel, Field
@@ -52,7 +53,7 @@ class GroundedAnswerer(Answerer):
             usage = _usage(tally)
         assert isinstance(reply, GroundedReply)
         text = reply.answer.strip()
-        abstained = not text or NO_ANSWER in text.upper().replace(" ", "_")
+        abstained = _says_no_answer(text)
         allowed = {s for h in shown for s in h.sources}
         cited = [s for s in dict.fromkeys(x.strip() for x in reply.sources) if s in allowed]
         return Answer(
@@ -69,27 +70,53 @@ class GroundedAnswerer(Answerer):
         assert isinstance(p, GroundedParams)
         if not hits:
             return Answer(question=question, text=NO_ANSWER, abstained=True, extractive=True)
-        pieces: list[tuple[str, Hit]] = []
+        pieces: list[tuple[str, str, Hit]] = []  # (head, sentence, hit)
         for h in hits:
-            for start, end in sentences(h.text) or [(0, len(h.text))]:
-                pieces.append((h.text[start:end], h))
+            head, body = _split_head(h)
+            for start, end in sentences(body) or [(0, len(body))]:
+                pieces.append((head, body[start:end], h))
         terms = set(content_terms(question))
-        vecs = ctx.embedder.embed([question] + [t for t, _ in pieces])
+        vecs = ctx.embedder.embed([question] + [sentence for _, sentence, _ in pieces])
         cos = vecs[1:] @ vecs[0]
         scores = []
-        for i, (text, _) in enumerate(pieces):
-            overlap = len(terms & set(content_terms(text))) / len(terms) if terms else 0.0
+        for i, (_, sentence, _) in enumerate(pieces):
+            overlap = len(terms & set(content_terms(sentence))) / len(terms) if terms else 0.0
             scores.append(float(cos[i]) + overlap)
         best = np.argsort(-np.asarray(scores), kind="stable")[: p.sentences]
         chosen = [pieces[i] for i in sorted(best)]
-        sources = list(dict.fromkeys(s for _, h in chosen for s in h.sources))
+        sources = list(dict.fromkeys(s for _, _, h in chosen for s in h.sources))
         return Answer(
             question=question,
-            text=" ".join(t for t, _ in chosen),
+            text=" ".join(head + sentence for head, sentence, _ in chosen),
             sources=sources,
             extractive=True,
             hits=hits,
         )
+
+
+_HEAD = re.compile(r"^(\[[^\]\n]{1,40}\]\s*)?([^:\n]{1,60}:\s)?")
+
+
+def _split_head(hit: Hit) -> tuple[str, str]:
+    """An episode hit reads ``[date] speaker: text``; the head is kept for the quote but
+    not scored, or every sentence would match the speaker's name in the question."""
+    if hit.kind != "episode":
+        return "", hit.text
+    m = _HEAD.match(hit.text)
+    speaker = hit.metadata.get("speaker")
+    if m is None or not m.group(0) or (m.group(2) and m.group(2).strip()[:-1] != speaker):
+        return "", hit.text
+    return m.group(0), hit.text[m.end() :]
+
+
+def _says_no_answer(text: str) -> bool:
+    """The reply abstains: it is empty, holds the marker (any case), or is nothing but the
+    marker written loosely ("No answer.", "no-answer"). An answer that merely contains the
+    words ("She got no answer from the bank.") is an answer."""
+    if not text or NO_ANSWER in text.upper():
+        return True
+    loose = re.sub(r"[\s-]+", "_", text.strip(" \t\n.!\"'`*")).upper()
+    return loose == NO_ANSWER
 
 
 def _usage(tally: MemoryUsageSink) -> dict[str, int]:

@@ -10,15 +10,14 @@ from __future__ import annotations
 
 from typing import Any
 
-CAPTION_KEYS = ("image_caption", "blip_caption", "caption")
+#: memstrata's metadata key for a description of an attached image. Importers map their
+#: format's own field onto it (the LoCoMo reader does); nothing else is read.
+IMAGE_CAPTION = "image_caption"
 
 
 def caption_of(metadata: dict[str, Any]) -> str | None:
-    for key in CAPTION_KEYS:
-        value = metadata.get(key)
-        if isinstance(value, str) and value.strip():
-            return value.strip()
-    return None
+    value = metadata.get(IMAGE_CAPTION)
+    return value.strip() if isinstance(value, str) and value.strip() else None
 
 
 def index_text(text: str, speaker: str | None, metadata: dict[str, Any]) -> str:

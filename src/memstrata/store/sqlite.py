@@ -1,12 +1,9 @@
 """Embedded store: one SQLite file in WAL mode, FTS5 for BM25, an in-process vector index.
 
-Why an in-process exact index rather than an ANN library or ``sqlite-vec``: vectors are kept
-once, in the ``embeddings`` table keyed by content hash (that table *is* the embedding
-cache), and each namespace's matrix is loaded into memory on first search and then kept in
-step incrementally. Exact search over 100,000 MiniLM vectors is one float32 matrix-vector
-product (a few milliseconds on two cores, see ``memstrata bench scale``), it has perfect
-recall, needs no index build and no extra bytes on disk. Other processes' writes are
-noticed through ``PRAGMA data_version``.
+This module holds the connection, migrations, namespaces, episodes and accounting. The rest
+of ``SQLiteStore`` lives in mixins, one responsibility each, to keep modules small:
+``sqlite_search`` (embedding cache, BM25, the vector index and why it is exact),
+``sqlite_records`` (derived records and provenance) and ``sqlite_builds`` (build queue).
 """
 
 from __future__ import annotations
@@ -19,55 +16,20 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-from numpy.typing import NDArray
-
 from memstrata.errors import StoreError, StoreLockedError
 from memstrata.llm.types import LLMCallRecord
-from memstrata.models import (
-    DERIVED_KINDS,
-    Category,
-    ConceptEdge,
-    Derived,
-    Entity,
-    Episode,
-    Fact,
-    TreeNode,
-)
-from memstrata.store.base import (
-    AddReport,
-    EpisodeMeta,
-    NamespaceStats,
-    PreparedEpisode,
-    ScoredKeys,
-    SearchFilters,
-    Store,
-)
+from memstrata.models import Episode
+from memstrata.store.base import AddReport, EpisodeMeta, NamespaceStats, PreparedEpisode, Store
 from memstrata.store.sqlite_builds import BuildBookkeeping
+from memstrata.store.sqlite_common import _chunks, _fts, _iso, _now, _ts
+from memstrata.store.sqlite_records import DerivedRecords
+from memstrata.store.sqlite_search import SearchPrimitives, _VectorIndex
 
 BUSY_TIMEOUT_MS = 30_000
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat()
-
-
-def _iso(value: datetime | None) -> str | None:
-    return value.isoformat() if value else None
-
-
-def _ts(value: datetime | None) -> float | None:
-    if value is None:
-        return None
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=UTC)
-    return value.timestamp()
 
 
 def _migrations() -> list[tuple[int, str]]:
@@ -79,18 +41,7 @@ def _migrations() -> list[tuple[int, str]]:
     return sorted(out)
 
 
-@dataclass
-class _VectorIndex:
-    """One namespace's episode vectors, kept in step with the table."""
-
-    keys: NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    matrix: NDArray[np.float32] = field(default_factory=lambda: np.zeros((0, 0), np.float32))
-    max_key: int = 0
-    data_version: int = -1
-    stale: bool = True
-
-
-class SQLiteStore(BuildBookkeeping, Store):
+class SQLiteStore(BuildBookkeeping, DerivedRecords, SearchPrimitives, Store):
     """A memstrata database in one SQLite file (``:memory:`` works for throwaway use)."""
 
     def __init__(self, path: str | Path, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> None:
@@ -480,334 +431,9 @@ class SQLiteStore(BuildBookkeeping, Store):
                 )
                 conn.execute(f"DELETE FROM {_fts(ns_id)} WHERE rowid IN ({marks})", tuple(chunk))
                 conn.execute(f"DELETE FROM episodes WHERE id IN ({marks})", tuple(chunk))
-            # Records whose every source is gone go with them; others just lose those spans.
-            for rec_id in affected:
-                left = conn.execute(
-                    "SELECT 1 FROM provenance WHERE record_id=? LIMIT 1", (rec_id,)
-                ).fetchone()
-                if left is None:
-                    conn.execute("DELETE FROM records WHERE id=?", (rec_id,))
-                else:
-                    self._resync_sources(conn, rec_id)
+            self._follow_provenance(conn, affected)
             self.mark_written(namespace)
             return len(keys)
-
-    def _resync_sources(self, conn: sqlite3.Connection, rec_id: str) -> None:
-        row = conn.execute("SELECT data FROM records WHERE id=?", (rec_id,)).fetchone()
-        spans = conn.execute(
-            'SELECT e.external_id, p.start, p."end" FROM provenance p JOIN episodes e '
-            "ON e.id=p.episode_id WHERE p.record_id=?",
-            (rec_id,),
-        ).fetchall()
-        data = json.loads(row[0])
-        data["sources"] = [{"episode": s[0], "start": s[1], "end": s[2]} for s in spans]
-        conn.execute(
-            "UPDATE records SET data=?, updated_at=? WHERE id=?", (json.dumps(data), _now(), rec_id)
-        )
-
-    # embeddings -------------------------------------------------------------------------
-    def cached_embeddings(
-        self, model: str, hashes: Sequence[bytes]
-    ) -> dict[bytes, NDArray[np.float32]]:
-        out: dict[bytes, NDArray[np.float32]] = {}
-        with self._lock:
-            for chunk in _chunks(list(set(hashes)), 500):
-                marks = ",".join("?" * len(chunk))
-                for h, blob in self._conn.execute(
-                    f"SELECT hash, vec FROM embeddings WHERE model=? AND hash IN ({marks})",
-                    (model, *chunk),
-                ):
-                    out[h] = np.frombuffer(blob, dtype=np.float16).astype(np.float32)
-        return out
-
-    def put_embeddings(
-        self, model: str, items: Sequence[tuple[bytes, NDArray[np.float32]]]
-    ) -> None:
-        if not items:
-            return
-        # float16 halves the bytes; cosine agreement with float32 stays above 0.9999.
-        rows = [(model, h, np.asarray(v, dtype=np.float16).tobytes()) for h, v in items]
-        with self._write() as conn:
-            conn.executemany("INSERT OR IGNORE INTO embeddings VALUES (?,?,?)", rows)
-
-    # retrieval primitives ---------------------------------------------------------------
-    def _filter_sql(self, filters: SearchFilters | None) -> tuple[str, list[Any]]:
-        if filters is None or filters.is_empty():
-            return "", []
-        clauses: list[str] = []
-        args: list[Any] = []
-        if filters.speakers:
-            clauses.append(f"e.speaker IN ({','.join('?' * len(filters.speakers))})")
-            args.extend(filters.speakers)
-        if filters.sessions:
-            clauses.append(f"e.session IN ({','.join('?' * len(filters.sessions))})")
-            args.extend(filters.sessions)
-        if filters.since:
-            clauses.append("e.occurred_ts >= ?")
-            args.append(_ts(filters.since))
-        if filters.until:
-            clauses.append("e.occurred_ts <= ?")
-            args.append(_ts(filters.until))
-        return " AND " + " AND ".join(clauses), args
-
-    def bm25_episodes(
-        self, namespace: str, terms: Sequence[str], limit: int, filters: SearchFilters | None = None
-    ) -> ScoredKeys:
-        terms = [t for t in terms if t]
-        if not terms or limit <= 0:
-            return []
-        match = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
-        where, args = self._filter_sql(filters)
-        with self._lock:
-            ns_id = self._ns_id(namespace)
-            if ns_id is None:
-                return []
-            fts = _fts(ns_id)
-            if where:
-                sql = (
-                    f"SELECT f.rowid, bm25({fts}) AS s FROM {fts} f JOIN episodes e "
-                    f"ON e.id=f.rowid WHERE {fts} MATCH ?{where} ORDER BY s LIMIT ?"
-                )
-            else:
-                sql = (
-                    f"SELECT rowid, bm25({fts}) AS s FROM {fts} WHERE {fts} MATCH ? "
-                    "ORDER BY s LIMIT ?"
-                )
-            rows = self._conn.execute(sql, (match, *args, limit)).fetchall()
-        return [(int(r[0]), -float(r[1])) for r in rows]
-
-    def dense_episodes(
-        self,
-        namespace: str,
-        model: str,
-        queries: NDArray[np.float32],
-        limit: int,
-        filters: SearchFilters | None = None,
-    ) -> list[ScoredKeys]:
-        with self._lock:
-            ns_id = self._ns_id(namespace)
-            if ns_id is None or limit <= 0:
-                return [[] for _ in range(len(queries))]
-            index = self._fresh_index(ns_id, model)
-            keys, matrix = index.keys, index.matrix
-            allowed: NDArray[np.bool_] | None = None
-            if filters is not None and not filters.is_empty() and len(keys):
-                where, args = self._filter_sql(filters)
-                ok = np.fromiter(
-                    (
-                        r[0]
-                        for r in self._conn.execute(
-                            f"SELECT e.id FROM episodes e WHERE e.namespace_id=?{where}",
-                            (ns_id, *args),
-                        )
-                    ),
-                    dtype=np.int64,
-                )
-                allowed = np.isin(keys, ok)
-        if not len(keys):
-            return [[] for _ in range(len(queries))]
-        scores = np.asarray(queries, dtype=np.float32) @ matrix.T
-        if allowed is not None:
-            scores[:, ~allowed] = -np.inf
-        n = min(limit, scores.shape[1])
-        out: list[ScoredKeys] = []
-        for row in scores:
-            top = np.argpartition(-row, n - 1)[:n] if n < len(row) else np.arange(len(row))
-            top = top[np.argsort(-row[top], kind="stable")]
-            out.append([(int(keys[i]), float(row[i])) for i in top if np.isfinite(row[i])])
-        return out
-
-    def _fresh_index(self, ns_id: int, model: str) -> _VectorIndex:
-        """Bring the in-memory matrix in step with the table, loading only what is new."""
-        index = self._indexes.setdefault((ns_id, model), _VectorIndex())
-        version = self._conn.execute("PRAGMA data_version").fetchone()[0]
-        if not index.stale and version == index.data_version:
-            return index
-        count, max_key = self._conn.execute(
-            "SELECT COUNT(*), COALESCE(MAX(e.id), 0) FROM episodes e JOIN embeddings v "
-            "ON v.model=? AND v.hash=e.embed_hash WHERE e.namespace_id=?",
-            (model, ns_id),
-        ).fetchone()
-        new_rows = self._conn.execute(
-            "SELECT e.id, v.vec FROM episodes e JOIN embeddings v ON v.model=? "
-            "AND v.hash=e.embed_hash WHERE e.namespace_id=? AND e.id>? ORDER BY e.id",
-            (model, ns_id, index.max_key),
-        ).fetchall()
-        if len(index.keys) + len(new_rows) != count:
-            index.keys = np.zeros(0, dtype=np.int64)
-            index.matrix = np.zeros((0, 0), np.float32)
-            index.max_key = 0
-            new_rows = self._conn.execute(
-                "SELECT e.id, v.vec FROM episodes e JOIN embeddings v ON v.model=? "
-                "AND v.hash=e.embed_hash WHERE e.namespace_id=? ORDER BY e.id",
-                (model, ns_id),
-            ).fetchall()
-        if new_rows:
-            add_keys = np.fromiter((r[0] for r in new_rows), dtype=np.int64, count=len(new_rows))
-            half = np.frombuffer(b"".join(r[1] for r in new_rows), dtype=np.float16)
-            add_mat = half.reshape(len(new_rows), -1).astype(np.float32)
-            if len(index.keys):
-                index.keys = np.concatenate([index.keys, add_keys])
-                index.matrix = np.vstack([index.matrix, add_mat])
-            else:
-                index.keys, index.matrix = add_keys, add_mat
-            index.max_key = int(max_key)
-        index.data_version = version
-        index.stale = False
-        return index
-
-    def _drop_indexes(self, ns_id: int) -> None:
-        for key in [k for k in self._indexes if k[0] == ns_id]:
-            del self._indexes[key]
-
-    def mark_written(self, namespace: str) -> None:
-        """Tell the caches that this connection changed the episodes of ``namespace``."""
-        ns_id = self._ns_ids.get(namespace)
-        self._speakers.pop(ns_id or -1, None)
-        for key in [k for k in self._indexes if k[0] == ns_id]:
-            self._indexes[key].stale = True
-
-    # derived records --------------------------------------------------------------------
-    def put_records(self, namespace: str, records: Sequence[Derived]) -> None:
-        self.write_records(namespace, records)
-
-    def write_records(
-        self,
-        namespace: str,
-        put: Sequence[Derived],
-        delete: Sequence[str] = (),
-        built: tuple[str, Sequence[int]] | None = None,
-    ) -> None:
-        if not put and not delete and not built:
-            return
-        with self._write() as conn:
-            conn.execute("PRAGMA defer_foreign_keys=ON")
-            ns_id = self._create_ns(namespace)
-            for chunk in _chunks(list(delete), 500):
-                marks = ",".join("?" * len(chunk))
-                conn.execute(
-                    f"DELETE FROM records WHERE namespace_id=? AND id IN ({marks})",
-                    (ns_id, *chunk),
-                )
-            if built:
-                self._mark_done(conn, ns_id, *built)
-            self._put_records(conn, namespace, put)
-
-    def _put_records(
-        self, conn: sqlite3.Connection, namespace: str, records: Sequence[Derived]
-    ) -> None:
-        if records:
-            # Links may name records later in the same batch: checked once, at the end.
-            ns_id = self._create_ns(namespace)
-            now = _now()
-            for rec in records:
-                if rec.namespace != namespace:
-                    raise StoreError(
-                        f"record {rec.id} belongs to namespace {rec.namespace!r}, not {namespace!r}"
-                    )
-                data = rec.model_dump_json()
-                created = _iso(rec.created_at) or now
-                conn.execute(
-                    "INSERT INTO records(id, namespace_id, kind, data, created_at, updated_at) "
-                    "VALUES (?,?,?,?,?,?) ON CONFLICT(id) DO UPDATE SET data=excluded.data, "
-                    "updated_at=excluded.updated_at",
-                    (rec.id, ns_id, rec.kind, data, created, now),
-                )
-                self._put_kind_columns(conn, rec)
-                conn.execute("DELETE FROM provenance WHERE record_id=?", (rec.id,))
-                for span in rec.sources:
-                    row = conn.execute(
-                        "SELECT id FROM episodes WHERE namespace_id=? AND external_id=?",
-                        (ns_id, span.episode),
-                    ).fetchone()
-                    if row is None:
-                        raise StoreError(
-                            f"record {rec.id} cites episode {span.episode!r}, "
-                            f"which is not in namespace {namespace!r}"
-                        )
-                    conn.execute(
-                        "INSERT OR IGNORE INTO provenance VALUES (?,?,?,?)",
-                        (rec.id, row[0], span.start, span.end),
-                    )
-            if conn.execute("PRAGMA foreign_key_check(category_links)").fetchone():
-                missing = sorted(
-                    r[0]
-                    for r in conn.execute(
-                        "SELECT DISTINCT child_id FROM category_links WHERE child_id NOT IN "
-                        "(SELECT id FROM records) UNION SELECT DISTINCT parent_id FROM "
-                        "category_links WHERE parent_id NOT IN (SELECT id FROM records)"
-                    )
-                )
-                raise StoreError(
-                    f"category links name records that do not exist: {missing[:5]}; write "
-                    "children before or together with their categories"
-                )
-
-    def records_stamp(self, namespace: str) -> tuple[int, str]:
-        with self._lock:
-            ns_id = self._ns_id(namespace)
-            if ns_id is None:
-                return (0, "")
-            row = self._conn.execute(
-                "SELECT COUNT(*), COALESCE(MAX(updated_at), '') FROM records WHERE namespace_id=?",
-                (ns_id,),
-            ).fetchone()
-            return (int(row[0]), str(row[1]))
-
-    @staticmethod
-    def _put_kind_columns(conn: sqlite3.Connection, rec: Derived) -> None:
-        if isinstance(rec, Entity):
-            conn.execute("INSERT OR REPLACE INTO entities VALUES (?,?)", (rec.id, rec.name))
-        elif isinstance(rec, Fact):
-            conn.execute(
-                "INSERT OR REPLACE INTO facts VALUES (?,?,?,?,?)",
-                (rec.id, rec.subject_id, rec.object_id, _iso(rec.valid_at), _iso(rec.invalid_at)),
-            )
-        elif isinstance(rec, Category):
-            conn.execute("INSERT OR REPLACE INTO categories VALUES (?,?)", (rec.id, rec.layer))
-            conn.execute("DELETE FROM category_links WHERE parent_id=?", (rec.id,))
-            conn.executemany(
-                "INSERT OR IGNORE INTO category_links VALUES (?,?)",
-                [(rec.id, child) for child in rec.child_ids],
-            )
-        elif isinstance(rec, TreeNode):
-            conn.execute(
-                "INSERT OR REPLACE INTO tree_nodes VALUES (?,?,?)",
-                (rec.id, rec.parent_id, rec.depth),
-            )
-        elif isinstance(rec, ConceptEdge):
-            conn.execute(
-                "INSERT OR REPLACE INTO concept_edges VALUES (?,?,?)",
-                (rec.id, rec.source_id, rec.target_id),
-            )
-
-    def get_records(
-        self, namespace: str, kind: str, ids: Sequence[str] | None = None
-    ) -> list[Derived]:
-        model = DERIVED_KINDS.get(kind)
-        if model is None:
-            raise StoreError(f"unknown record kind {kind!r}; known: {sorted(DERIVED_KINDS)}")
-        with self._lock:
-            ns_id = self._ns_id(namespace)
-            if ns_id is None:
-                return []
-            if ids is None:
-                rows = self._conn.execute(
-                    "SELECT data FROM records WHERE namespace_id=? AND kind=? ORDER BY rowid",
-                    (ns_id, kind),
-                ).fetchall()
-            else:
-                rows = []
-                for chunk in _chunks(list(ids), 500):
-                    marks = ",".join("?" * len(chunk))
-                    rows.extend(
-                        self._conn.execute(
-                            f"SELECT data FROM records WHERE namespace_id=? AND kind=? "
-                            f"AND id IN ({marks})",
-                            (ns_id, kind, *chunk),
-                        ).fetchall()
-                    )
-            return [model.model_validate_json(r[0]) for r in rows]
 
     # accounting and stats ---------------------------------------------------------------
     def record_llm_call(self, record: LLMCallRecord) -> None:
@@ -897,11 +523,6 @@ class SQLiteStore(BuildBookkeeping, Store):
             self._conn.close()
 
 
-def _fts(ns_id: int) -> str:
-    """Name of a namespace's full-text table (an integer id, so safe to splice into SQL)."""
-    return f"fts_{int(ns_id)}"
-
-
 def _translate(exc: sqlite3.Error, path: str) -> StoreError:
     """SQLite's errors in words a user can act on."""
     text = str(exc)
@@ -936,11 +557,6 @@ def _guard(method: Callable[..., Any]) -> Callable[..., Any]:
 # Every public method speaks StoreError, never a raw sqlite3 exception.
 for _name in [n for n in vars(Store) if not n.startswith("_")] + ["schema_version"]:
     setattr(SQLiteStore, _name, _guard(getattr(SQLiteStore, _name)))
-
-
-def _chunks(items: list[Any], size: int) -> Iterator[list[Any]]:
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
 
 
 def _split_sql(script: str) -> list[str]:

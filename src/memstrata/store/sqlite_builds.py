@@ -59,11 +59,13 @@ class BuildBookkeeping:
 
     @staticmethod
     def _mark_done(conn: sqlite3.Connection, ns_id: int, builder: str, keys: Sequence[int]) -> None:
+        """Done marks; an episode deleted meanwhile is skipped, not an error."""
         now = time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime())
         conn.executemany(
             "INSERT OR REPLACE INTO build_progress(namespace_id, builder, episode_id, status, "
-            "updated_at, attempts, error, retry_at) VALUES (?,?,?,'done',?,0,NULL,NULL)",
-            [(ns_id, builder, key, now) for key in keys],
+            "updated_at, attempts, error, retry_at) SELECT ?,?,?,'done',?,0,NULL,NULL "
+            "WHERE EXISTS (SELECT 1 FROM episodes WHERE id=?)",
+            [(ns_id, builder, key, now, key) for key in keys],
         )
 
     def built_keys(self, namespace: str, builder: str) -> set[int]:
@@ -144,6 +146,8 @@ class BuildBookkeeping:
             if ns_id is None:
                 return
             for key, error in failures:
+                if conn.execute("SELECT 1 FROM episodes WHERE id=?", (key,)).fetchone() is None:
+                    continue  # deleted since it was handed out
                 row = conn.execute(
                     "SELECT attempts FROM build_progress WHERE namespace_id=? AND builder=? "
                     "AND episode_id=? AND status!='done'",

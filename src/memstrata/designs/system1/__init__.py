@@ -1,4 +1,5 @@
-"""System-1 over episodes as a design: the ``system1`` route and the flat recipes.
+"""System-1 as a design: the ``system1`` route over episodes, the ``records`` route over
+derived records of any kind (:mod:`.records`), and the flat recipes.
 
 * ``rag``: the flat baseline, dense + BM25 over episodes, plain RRF.
 * ``default``: System-1 with speaker matching, session context and date handling
@@ -14,6 +15,7 @@ import asyncio
 
 from pydantic import BaseModel
 
+from memstrata.designs.system1.records import RecordsRoute
 from memstrata.engine.contracts import Context, Design, Route
 from memstrata.engine.recipe import Recipe, RouteSpec
 from memstrata.models import Hit
@@ -59,7 +61,7 @@ RECIPES = [
 
 design = Design(
     name="system1",
-    routes=[System1Route],
+    routes=[System1Route, RecordsRoute],
     recipes=RECIPES,
     description="Hybrid episode retrieval, the flat baselines.",
 )

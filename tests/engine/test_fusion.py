@@ -1,0 +1,68 @@
+"""Fusion of several routes' hits: weighted RRF per kind, merging, budgets, reranking."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from memstrata.engine.fusion import cut, fuse, merge, rerank
+from memstrata.engine.recipe import FusionSpec
+from memstrata.models import Hit
+
+
+def hit(kind: str, id: str, *sources: str) -> Hit:
+    return Hit(kind=kind, id=id, text=f"{kind} {id}", score=0.0, sources=list(sources) or [id])
+
+
+def test_one_route_keeps_its_order_and_records_ranks() -> None:
+    hits = [hit("episode", e) for e in ("c", "a", "b")]
+    out = fuse([("only", 1.0, hits)], FusionSpec(), k=10)
+    assert [h.id for h in out] == ["c", "a", "b"]
+    assert [h.ranks for h in out] == [{"only": 1}, {"only": 2}, {"only": 3}]
+    assert out[0].score > out[1].score > out[2].score
+    assert hits[0].ranks == {}  # the routes' own hits are not changed
+
+
+def test_two_routes_fuse_by_weighted_rrf_and_merge_duplicates() -> None:
+    a = [hit("episode", "x", "e1"), hit("episode", "y", "e2")]
+    b = [hit("episode", "y", "e2", "e9"), hit("episode", "z", "e3")]
+    spec = FusionSpec(rrf_k=1)
+    out = fuse([("a", 1.0, a), ("b", 1.0, b)], spec, k=10)
+    assert [h.id for h in out] == ["y", "x", "z"]  # y: 1/3 + 1/2 beats x: 1/2
+    y = out[0]
+    assert y.ranks == {"a": 2, "b": 1} and y.sources == ["e2", "e9"]
+    assert y.score == pytest.approx(1 / 3 + 1 / 2, abs=1e-6)
+    # a heavier weight on route a puts its first hit on top
+    out = fuse([("a", 3.0, a), ("b", 1.0, b)], spec, k=10)
+    assert [h.id for h in out] == ["x", "y", "z"]
+    # a zero-weight route contributes nothing but keeps its hits after the others
+    out = fuse([("a", 1.0, a), ("b", 0.0, b)], spec, k=10)
+    assert [h.id for h in out] == ["x", "y", "z"] and out[2].score == 0.0
+
+
+def test_budgets_per_kind_and_kind_order() -> None:
+    hits = [hit("fact", f"f{i}") for i in range(9)] + [hit("episode", f"e{i}") for i in range(9)]
+    spec = FusionSpec(kind_order=["episode", "fact"], budgets={"episode": 1, "fact": 2})
+    out = fuse([("r", 1.0, hits)], spec, k=3)
+    assert [h.kind for h in out] == ["episode"] * 3 + ["fact"] * 6
+    spec = FusionSpec(kind_order=["fact"], budgets={"episode": 0.5})
+    out = fuse([("r", 1.0, hits)], spec, k=4)
+    assert [h.kind for h in out] == ["fact"] * 4 + ["episode"] * 2
+    assert spec.limit("entity", 4) == 4  # a kind not named gets k
+
+
+def test_rerank_changes_what_the_cut_keeps() -> None:
+    hits = [hit("episode", f"e{i}") for i in range(6)]
+    spec = FusionSpec()
+    merged = merge([("r", 1.0, hits)], spec)
+    seen: list[tuple[str, str, list[str]]] = []
+
+    async def reverse(query: str, kind: str, texts: list[str]) -> list[int]:
+        seen.append((query, kind, texts))
+        return [3, 99, 3, 2]  # out-of-range and repeated indexes are ignored
+
+    out = cut(asyncio.run(rerank("q", merged, spec, 2, reverse)), spec, 2)
+    # the window is twice the budget (4 items); the reranker's order wins inside it
+    assert seen == [("q", "episode", ["episode e0", "episode e1", "episode e2", "episode e3"])]
+    assert [h.id for h in out] == ["e3", "e2"]
