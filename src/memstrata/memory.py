@@ -131,15 +131,8 @@ class AsyncMemory:
         metadata: dict[str, Any] | None = None,
     ) -> Episode:
         """Remember one piece of text; returns the stored episode."""
-        item = {
-            "text": text,
-            "id": id,
-            "speaker": speaker,
-            "role": role,
-            "occurred_at": occurred_at,
-            "session": session,
-            "metadata": metadata or {},
-        }
+        item: dict[str, Any] = dict(text=text, id=id, speaker=speaker, role=role)
+        item.update(occurred_at=occurred_at, session=session, metadata=metadata or {})
         prepared = prepare_episode(item, self.config)
         ns = self._ns(namespace)
         await asyncio.to_thread(self._write_batch, ns, [prepared])

@@ -132,8 +132,10 @@ class Builder(ABC):
         such as a first hierarchy build. Must be idempotent and cheap when there is
         nothing to do."""
 
-    async def reset(self, ctx: Context, namespace: str) -> None:
-        """Drop the builder's records and progress (``rebuild`` then folds in everything)."""
+    async def rebuild(self, ctx: Context, namespace: str) -> None:
+        """Start the structures over: drop the builder's records and progress marks. The
+        engine then folds every episode in again through :meth:`update` and
+        :meth:`finish`, under its lease and failure handling."""
         import asyncio
 
         await asyncio.to_thread(ctx.store.reset_build, namespace, self.name, self.kinds)

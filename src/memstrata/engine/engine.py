@@ -158,7 +158,7 @@ class Engine:
             if rebuild:
                 await self._lease(namespace, builder, wait=True)
                 try:
-                    await builder.reset(ctx, namespace)
+                    await builder.rebuild(ctx, namespace)
                 finally:
                     await asyncio.to_thread(
                         self.store.release_lease, namespace, builder.name, self.owner

@@ -75,8 +75,21 @@ class Registry:
 
     @classmethod
     def load(cls, extra_recipes: Mapping[str, Recipe] | None = None) -> Registry:
+        builtins = _builtin_designs()
         plugins, errors = _plugin_designs()
-        reg = cls(_builtin_designs() + plugins, extra_recipes)
+        try:
+            cls(builtins + plugins)
+        except ConfigError:  # keep the plug-ins that fit, in order; report the others
+            fit: list[Design] = []
+            for design in plugins:
+                try:
+                    cls(builtins + fit + [design])
+                    fit.append(design)
+                except ConfigError as exc:
+                    logger.warning("design plug-in %r left out: %s", design.name, exc)
+                    errors.append(f"{design.name}: {exc}")
+            plugins = fit
+        reg = cls(builtins + plugins, extra_recipes)
         reg.errors.extend(errors)
         return reg
 
@@ -94,7 +107,8 @@ class Registry:
             self.origin[recipe.name] = design.name
 
     def _check(self, name: str, recipe: Recipe) -> None:
-        """Every name a recipe uses must exist; parameters are validated on use."""
+        """Every name a recipe uses must exist and its parameters must be valid (they are
+        validated again on use, with the configuration's overrides)."""
         missing = [b.name for b in recipe.builders if b.name not in self.builders]
         missing += [r.name for r in recipe.routes if r.name not in self.routes]
         if recipe.answerer.name not in self.answerers:
@@ -104,6 +118,19 @@ class Registry:
                 f"recipe {name!r} names parts no design provides: {', '.join(missing)} "
                 f"(builders: {sorted(self.builders)}; routes: {sorted(self.routes)})"
             )
+        a = recipe.answerer
+        parts = [
+            ("builder", s.name, self.builders[s.name].Params, s.params) for s in recipe.builders
+        ]
+        parts += [("route", s.name, self.routes[s.name].Params, s.params) for s in recipe.routes]
+        parts.append(("answerer", a.name, self.answerers[a.name].Params, a.params))
+        for what, part, model, params in parts:
+            try:
+                model.model_validate(params)
+            except ValidationError as exc:
+                raise ConfigError(
+                    f"recipe {name!r}: {what} {part!r}: invalid parameters: {exc}"
+                ) from exc
 
     def recipe(self, name: str) -> Recipe:
         try:

@@ -109,8 +109,8 @@ class MnemisBuilder(Builder):
             cache.forget(namespace)
             raise
 
-    async def reset(self, ctx: Context, namespace: str) -> None:
-        await super().reset(ctx, namespace)
+    async def rebuild(self, ctx: Context, namespace: str) -> None:
+        await super().rebuild(ctx, namespace)
         graph_cache(ctx).forget(namespace)
         ctx.shared.pop(f"mnemis.base.{namespace}", None)
 

@@ -1,0 +1,65 @@
+"""Two processes building the same namespace at once do not double any structure."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from memstrata.designs.mnemis.graph import Graph
+from memstrata.designs.mnemis.hierarchy import hierarchy_problems
+from memstrata.memory import Memory
+
+pytestmark = pytest.mark.slow
+
+
+def _turns() -> list[dict[str, str]]:
+    people = ["Ana", "Ben", "Chloe", "Dev"]
+    places = ["Lisbon", "Oslo", "Kyoto", "Quito", "Hanoi", "Lima", "Porto", "Cairo"]
+    hobbies = ["pottery", "climbing", "chess", "sailing", "baking", "cycling"]
+    out = []
+    for i in range(240):
+        who, where, what = people[i % 4], places[i % 8], hobbies[i % 6]
+        text = f"{who} told Maria about {what} classes in {where} with coach {people[(i + 1) % 4]}."
+        out.append({"id": f"t{i}", "text": text, "speaker": who, "session": f"s{i // 20}"})
+    return out
+
+
+def test_two_builds_at_once_build_everything_exactly_once(
+    tmp_path: Path, embedder, subprocess_env: dict[str, str]
+) -> None:
+    db = tmp_path / "m.db"
+    with Memory.open(db, embedder=embedder, **{"build.mode": "manual"}) as m:
+        m.add_many(_turns(), namespace="ns")
+    env = {**subprocess_env, "MEMSTRATA_BUILD__BATCH_SIZE": "8"}
+    cmd = [sys.executable, "-m", "memstrata", "build", "--db", str(db), "-n", "ns"]
+    cmd += ["--recipe", "mnemis", "--json"]
+    procs = [subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, text=True) for _ in range(2)]
+    reports = []
+    for p in procs:
+        stdout, _ = p.communicate(timeout=300)
+        assert p.returncode == 0
+        reports.append(json.loads(stdout)[0])
+    # the loser waited for the winner's lease, then found nothing left to do
+    assert sorted(r["episodes"] for r in reports) == [0, 240]
+    with Memory.open(db, embedder=embedder) as m:
+        graph = Graph.load(m.store, embedder, "ns")
+        names = [e.name.casefold() for e in graph.entities.values()]
+        facts = [f.fact.casefold() for f in graph.facts.values()]
+        stats = m.stats("ns")["namespaces"][0]
+    assert len(names) == len(set(names)) and len(facts) == len(set(facts))
+    assert hierarchy_problems(graph) == []
+    assert stats["builds"]["mnemis"]["done"] == 240
+
+    # the same data built once, alone, gives the same structures
+    single = tmp_path / "single.db"
+    with Memory.open(single, embedder=embedder, **{"build.mode": "manual"}) as m:
+        m.add_many(_turns(), namespace="ns")
+    subprocess.run(cmd[:5] + [str(single)] + cmd[6:], env=env, check=True, capture_output=True)
+    with Memory.open(single, embedder=embedder) as m:
+        alone = Graph.load(m.store, embedder, "ns")
+    assert sorted(names) == sorted(e.name.casefold() for e in alone.entities.values())
+    assert sorted(facts) == sorted(f.fact.casefold() for f in alone.facts.values())
