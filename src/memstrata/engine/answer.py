@@ -40,6 +40,8 @@ class GroundedAnswerer(Answerer):
         assert isinstance(p, GroundedParams)
         if ctx.llm is None:
             return await asyncio.to_thread(self._extractive, ctx, question, hits)
+        if not hits:  # nothing to ground an answer in: no call, the same as extractive
+            return Answer(question=question, text=NO_ANSWER, abstained=True)
         shown = hits[: p.max_items]
         context = [(", ".join(h.sources[:5]), h.text[: p.max_chars]) for h in shown]
         messages, model = grounded_answer(question, context)
@@ -55,7 +57,9 @@ class GroundedAnswerer(Answerer):
         text = reply.answer.strip()
         abstained = _says_no_answer(text)
         allowed = {s for h in shown for s in h.sources}
-        cited = [s for s in dict.fromkeys(x.strip() for x in reply.sources) if s in allowed]
+        # Ids are shown as "[a, b]"; a model may copy them that way.
+        named = (i.strip() for x in reply.sources for i in x.strip("[] ").split(","))
+        cited = [s for s in dict.fromkeys(named) if s in allowed]
         return Answer(
             question=question,
             text=NO_ANSWER if abstained else text,
