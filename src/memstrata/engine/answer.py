@@ -15,7 +15,7 @@ import asyncio
 import re
 
 import numpy as np
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from memstrata.engine.contracts import Answer, Answerer, Context
 from memstrata.engine.prompts import NO_ANSWER, GroundedReply, grounded_answer
@@ -25,6 +25,8 @@ from memstrata.retrieval.text import content_terms, sentences
 
 
 class GroundedParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
     max_items: int = Field(default=20, ge=1, description="hits shown to the model")
     max_chars: int = Field(default=600, ge=50, description="characters of each hit shown")
     sentences: int = Field(default=2, ge=1, description="extractive: sentences returned")
