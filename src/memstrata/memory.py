@@ -241,7 +241,15 @@ class AsyncMemory:
         """Run the queue worker as a background task of the running loop until
         :meth:`stop_worker` or :meth:`close`."""
         if self._worker is None or self._worker.done():
-            self._worker = asyncio.create_task(self.work(recipe=recipe, once=False))
+            self._stop.clear()  # now, so that a stop asked before the task runs holds
+            self._worker = asyncio.create_task(
+                run_worker(
+                    self.engine,
+                    recipe or self.config.recipe,
+                    stop=self._stop,
+                    poll_s=self.config.build.poll_s,
+                )
+            )
         return self._worker
 
     def request_stop(self) -> None:

@@ -55,8 +55,11 @@ class HeuristicBaseGraph:
         """Fold episodes into the graph; returns the ids of entities created."""
         g = self.graph
         speakers = {ep.speaker for ep in episodes if ep.speaker}
-        for name in sorted(speakers):
-            self._speaker(name)
+        # A speaker new to the graph (or an entity that turns out to be one) is returned
+        # with the created entities, so an existing hierarchy places it under Speaker.
+        created: list[str] = [
+            eid for eid in (self._speaker(name) for name in sorted(speakers)) if eid
+        ]
         known = frozenset(n.lower() for n in speakers)
         parsed = [(ep, mentions(ep.text, ep.speaker, known)) for ep in episodes]
         new_names: dict[str, str] = {}
@@ -67,7 +70,6 @@ class HeuristicBaseGraph:
                         new_names.setdefault(m.key, m.name)
         vecs = embed_cached(g.store, g.embedder, list(new_names.values()))
         name_vec = dict(zip(new_names, vecs, strict=True))
-        created: list[str] = []
         for ep, sents in parsed:
             for s in sents:
                 ids: list[str] = []
@@ -111,18 +113,20 @@ class HeuristicBaseGraph:
             g._name_vecs[ent.id] = vec
         return ent, True
 
-    def _speaker(self, name: str) -> None:
-        """Speakers are entities of their own kind, whatever mention came first."""
+    def _speaker(self, name: str) -> str | None:
+        """Speakers are entities of their own kind, whatever mention came first. Returns
+        the entity's id when it is new or has just become a speaker."""
         g = self.graph
         eid = g.by_key.get(name_key(name))
         if eid is None:
-            g.add_entity(
-                Entity(namespace=g.namespace, name=name, entity_type="speaker", tags=["speaker"])
-            )
-        elif g.entities[eid].entity_type != "speaker":
+            ent = Entity(namespace=g.namespace, name=name, entity_type="speaker", tags=["speaker"])
+            return g.add_entity(ent).id
+        if g.entities[eid].entity_type != "speaker":
             g.entities[eid].entity_type = "speaker"
             g.entities[eid].tags = ["speaker"]
             g.touch(g.entities[eid])
+            return eid
+        return None
 
     def _similar(self, name: str, vec: np.ndarray) -> Entity | None:
         """Best de-duplication candidate over name words and name embedding, if close."""
