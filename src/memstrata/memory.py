@@ -292,20 +292,18 @@ class AsyncMemory:
         per_query = await self.engine.search(ns, queries, kk, name, filters)
         pending = await self.engine.pending(ns, name)
         budget = self.config.budgets.max_tokens if max_tokens == -1 else max_tokens
-        results = []
-        for query, hits in zip(queries, per_query, strict=True):
-            kept, context, tokens = await asyncio.to_thread(fit_to_budget, hits, budget)
-            results.append(
-                SearchResult(
-                    query=query,
-                    namespace=ns,
-                    hits=kept,
-                    context=context,
-                    context_tokens=tokens,
-                    pending=pending,
-                )
+        fitted = await asyncio.to_thread(lambda: [fit_to_budget(h, budget) for h in per_query])
+        return [
+            SearchResult(
+                query=query,
+                namespace=ns,
+                hits=kept,
+                context=context,
+                context_tokens=tokens,
+                pending=pending,
             )
-        return results
+            for query, (kept, context, tokens) in zip(queries, fitted, strict=True)
+        ]
 
     async def ask(self, question: str, **kwargs: Any) -> Answer:
         """Search, then answer from the hits with the recipe's answerer (cites episode

@@ -21,7 +21,7 @@ def test_one_route_keeps_its_order_and_records_ranks() -> None:
     assert [h.id for h in out] == ["c", "a", "b"]
     assert [h.ranks for h in out] == [{"only": 1}, {"only": 2}, {"only": 3}]
     assert out[0].score > out[1].score > out[2].score
-    assert hits[0].ranks == {}  # the routes' own hits are not changed
+    assert out[0] is hits[0]  # updated in place: routes hand over fresh hits
 
 
 def test_two_routes_fuse_by_weighted_rrf_and_merge_duplicates() -> None:

@@ -170,7 +170,8 @@ class Route(ABC):
         filters: SearchFilters | None = None,
     ) -> list[list[Hit]]:
         """For each query, hits best first. ``k`` is the episode budget; other kinds
-        follow the route's own rule (the recipe's fusion budgets cut them)."""
+        follow the route's own rule (the recipe's fusion budgets cut them). The hits
+        must be new objects: fusion sets their ``ranks`` and ``score`` in place."""
 
 
 class Answer(BaseModel):

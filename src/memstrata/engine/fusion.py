@@ -4,7 +4,8 @@ Per kind, every route's ranking of that kind enters a weighted reciprocal rank f
 (:func:`memstrata.retrieval.fusion.rrf`). A hit found by several routes keeps the text of
 the best-ranked one and the union of their sources; ``Hit.ranks`` records which route
 found it at what rank, ``Hit.score`` becomes the fused score. With one route, fusion
-keeps that route's order exactly.
+keeps that route's order exactly. The hits are the routes' own objects, updated in place
+(a route returns new hits on every call), which keeps fusion cheap on the hot path.
 """
 
 from __future__ import annotations
@@ -47,8 +48,8 @@ def merge(per_route: Sequence[tuple[str, float, list[Hit]]], spec: FusionSpec) -
                     continue
                 ranking.append(h.id)
                 if h.id not in merged:
-                    merged[h.id] = h.model_copy(deep=True)
-                    merged[h.id].ranks = {}
+                    merged[h.id] = h  # routes hand over fresh hits (see Route.search)
+                    h.ranks = {}
                 else:
                     _absorb(merged[h.id], h)
                 merged[h.id].ranks[route] = rank
