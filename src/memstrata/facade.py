@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from memstrata.config import Config
+from memstrata.embed.base import Embedder
 from memstrata.engine import Answer, BuildReport, ShowNode, WorkerReport
 from memstrata.ingest import EpisodeLike
 from memstrata.memory import AsyncMemory
 from memstrata.models import Episode, SearchResult
-from memstrata.store import AddReport
+from memstrata.store import AddReport, SearchFilters
 
 
 class Memory:
@@ -26,10 +29,21 @@ class Memory:
         self._loop = loop
 
     @classmethod
-    def open(cls, path_or_url: str | Path | None = None, **kwargs: Any) -> Memory:
+    def open(
+        cls,
+        path_or_url: str | Path | None = None,
+        *,
+        config: Config | None = None,
+        embedder: Embedder | None = None,
+        **overrides: Any,
+    ) -> Memory:
+        """Open a store (a path, ``sqlite:///...`` or ``:memory:``); use ``with``.
+        ``overrides`` are configuration keys (``recipe="mnemis"``, ``**{"build.mode":
+        "queue"}``) applied over ``config`` or the loaded configuration."""
         loop = asyncio.new_event_loop()
         try:
-            inner = loop.run_until_complete(AsyncMemory.open(path_or_url, **kwargs))
+            opening = AsyncMemory.open(path_or_url, config=config, embedder=embedder, **overrides)
+            inner = loop.run_until_complete(opening)
         except BaseException:
             loop.close()
             raise
@@ -55,41 +69,153 @@ class Memory:
             self._run(self._inner.close())
             self._loop.close()
 
-    def add(self, text: str | bytes, **kw: Any) -> Episode:
-        return self._run(self._inner.add(text, **kw))
+    def add(
+        self,
+        text: str | bytes,
+        *,
+        namespace: str | None = None,
+        id: str | None = None,
+        speaker: str | None = None,
+        role: str | None = None,
+        occurred_at: datetime | str | None = None,
+        session: str | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> Episode:
+        """Remember one piece of text; returns the stored episode. The recipe's builders
+        fold it in now (``build.mode = inline``) or later (``queue``, ``manual``)."""
+        return self._run(
+            self._inner.add(
+                text,
+                namespace=namespace,
+                id=id,
+                speaker=speaker,
+                role=role,
+                occurred_at=occurred_at,
+                session=session,
+                metadata=metadata,
+            )
+        )
 
-    def add_many(self, items: Iterable[EpisodeLike], **kw: Any) -> AddReport:
-        return self._run(self._inner.add_many(items, **kw))
+    def add_many(
+        self,
+        items: Iterable[EpisodeLike],
+        *,
+        namespace: str | None = None,
+        batch_size: int = 256,
+        progress: Callable[[int], None] | None = None,
+    ) -> AddReport:
+        """Remember many episodes (strings, dicts or ``EpisodeIn``), batch by batch; every
+        item is validated before the first write."""
+        return self._run(
+            self._inner.add_many(
+                items, namespace=namespace, batch_size=batch_size, progress=progress
+            )
+        )
 
-    def search(self, query: str, **kw: Any) -> SearchResult:
-        return self._run(self._inner.search(query, **kw))
+    def search(
+        self,
+        query: str,
+        *,
+        namespace: str | None = None,
+        k: int | None = None,
+        recipe: str | None = None,
+        filters: SearchFilters | None = None,
+        max_tokens: int | None = -1,
+    ) -> SearchResult:
+        """Best hits for ``query``, each with its sources, fitted to a token budget
+        (``max_tokens``: -1 for the configured one, None for no limit). ``k`` is the
+        number of episodes; other kinds follow the recipe's budgets."""
+        return self.search_many(
+            [query],
+            namespace=namespace,
+            k=k,
+            recipe=recipe,
+            filters=filters,
+            max_tokens=max_tokens,
+        )[0]
 
-    def search_many(self, queries: list[str], **kw: Any) -> list[SearchResult]:
-        return self._run(self._inner.search_many(queries, **kw))
+    def search_many(
+        self,
+        queries: list[str],
+        *,
+        namespace: str | None = None,
+        k: int | None = None,
+        recipe: str | None = None,
+        filters: SearchFilters | None = None,
+        max_tokens: int | None = -1,
+    ) -> list[SearchResult]:
+        """:meth:`search` for many queries at once (embedded together: faster)."""
+        return self._run(
+            self._inner.search_many(
+                queries,
+                namespace=namespace,
+                k=k,
+                recipe=recipe,
+                filters=filters,
+                max_tokens=max_tokens,
+            )
+        )
 
-    def ask(self, question: str, **kw: Any) -> Answer:
-        return self._run(self._inner.ask(question, **kw))
+    def ask(
+        self,
+        question: str,
+        *,
+        namespace: str | None = None,
+        k: int | None = None,
+        recipe: str | None = None,
+        filters: SearchFilters | None = None,
+    ) -> Answer:
+        """Search, then answer from the hits with the recipe's answerer: the answer cites
+        episode ids, or abstains when the hits do not hold it."""
+        return self._run(
+            self._inner.ask(question, namespace=namespace, k=k, recipe=recipe, filters=filters)
+        )
 
-    def build(self, namespace: str | None = None, **kw: Any) -> list[BuildReport]:
-        return self._run(self._inner.build(namespace, **kw))
+    def build(
+        self,
+        namespace: str | None = None,
+        *,
+        recipe: str | None = None,
+        tier: str | None = None,
+        rebuild: bool = False,
+        progress: Callable[[int], None] | None = None,
+    ) -> list[BuildReport]:
+        """Fold every pending episode into the recipe's builders; one report each."""
+        return self._run(
+            self._inner.build(
+                namespace, recipe=recipe, tier=tier, rebuild=rebuild, progress=progress
+            )
+        )
 
-    def retry(self, namespace: str | None = None, **kw: Any) -> int:
-        return self._run(self._inner.retry(namespace, **kw))
+    def retry(self, namespace: str | None = None, *, builder: str | None = None) -> int:
+        """Queue failed enrichments again; returns how many episodes."""
+        return self._run(self._inner.retry(namespace, builder=builder))
 
-    def work(self, **kw: Any) -> WorkerReport:
-        return self._run(self._inner.work(**kw))
+    def work(
+        self,
+        *,
+        recipe: str | None = None,
+        namespaces: list[str] | None = None,
+        once: bool = True,
+    ) -> WorkerReport:
+        """Run the queue worker here, until nothing is pending (``once``)."""
+        return self._run(self._inner.work(recipe=recipe, namespaces=namespaces, once=once))
 
-    def show(self, name: str, **kw: Any) -> list[ShowNode]:
-        return self._run(self._inner.show(name, **kw))
+    def show(self, name: str, *, namespace: str | None = None) -> list[ShowNode]:
+        """What the designs hold under ``name`` (a category, an entity, ...)."""
+        return self._run(self._inner.show(name, namespace=namespace))
 
-    def get(self, ids: list[str], **kw: Any) -> list[Episode]:
-        return self._run(self._inner.get(ids, **kw))
+    def get(self, ids: list[str], *, namespace: str | None = None) -> list[Episode]:
+        """The stored episodes with these ids (unknown ids are left out)."""
+        return self._run(self._inner.get(ids, namespace=namespace))
 
-    def delete(self, ids: list[str] | None = None, **kw: Any) -> int:
-        return self._run(self._inner.delete(ids, **kw))
+    def delete(self, ids: list[str] | None = None, *, namespace: str | None = None) -> int:
+        """Delete episodes (or the whole namespace) and what was derived from them."""
+        return self._run(self._inner.delete(ids, namespace=namespace))
 
     def namespaces(self) -> list[str]:
         return self._run(self._inner.namespaces())
 
     def stats(self, namespace: str | None = None) -> dict[str, Any]:
+        """Counts, the build queue per builder, LLM usage per stage, file size."""
         return self._run(self._inner.stats(namespace))

@@ -25,12 +25,13 @@ from memstrata.config import Config
 from memstrata.embed.base import Embedder
 from memstrata.embed.cache import ensure_embedded
 from memstrata.engine import Answer, BuildReport, Engine, Registry, ShowNode, WorkerReport
-from memstrata.engine.worker import run_worker
+from memstrata.engine.worker import Worker
 from memstrata.errors import InvalidInputError, MemstrataError, NamespaceNotFoundError
 from memstrata.factory import make_llm, shared_default_embedder
 from memstrata.ingest import EpisodeLike, decode_utf8, prepare_episode
 from memstrata.llm import LLMClient
 from memstrata.models import Episode, SearchResult
+from memstrata.opening import Opening
 from memstrata.retrieval import documents
 from memstrata.retrieval.context import fit_to_budget
 from memstrata.store import AddReport, PreparedEpisode, SearchFilters, Store, open_store
@@ -58,8 +59,7 @@ class AsyncMemory:
             build=config.build,
             retrieval=config.retrieval.model_dump(),
         )
-        self._worker: asyncio.Task[WorkerReport] | None = None
-        self._stop = asyncio.Event()
+        self.worker = Worker(self.engine, config.recipe, config.build.poll_s)
 
     @property
     def llm(self) -> LLMClient | None:
@@ -71,13 +71,26 @@ class AsyncMemory:
         return self._llm
 
     @classmethod
-    async def open(
+    def open(
         cls,
         path_or_url: str | Path | None = None,
         *,
         config: Config | None = None,
         embedder: Embedder | None = None,
         **overrides: Any,
+    ) -> Opening[AsyncMemory]:
+        """Open a store: ``m = await AsyncMemory.open(path)``, or ``async with
+        AsyncMemory.open(path) as m:`` (closed on exit). ``overrides`` are configuration
+        keys (dotted or nested: ``recipe="mnemis"``, ``**{"build.mode": "queue"}``)."""
+        return Opening(cls._open(path_or_url, config, embedder, overrides))
+
+    @classmethod
+    async def _open(
+        cls,
+        path_or_url: str | Path | None,
+        config: Config | None,
+        embedder: Embedder | None,
+        overrides: dict[str, Any],
     ) -> AsyncMemory:
         if config is None:
             cfg = Config.load(**overrides)
@@ -226,42 +239,21 @@ class AsyncMemory:
         on_step: Callable[[str, int], None] | None = None,
     ) -> WorkerReport:
         """Run the queue worker in this task (``once``: until nothing is pending)."""
-        self._stop.clear()
-        return await run_worker(
-            self.engine,
-            recipe or self.config.recipe,
-            namespaces=namespaces,
-            once=once,
-            stop=self._stop,
-            poll_s=self.config.build.poll_s,
-            on_step=on_step,
+        return await self.worker.run(
+            recipe=recipe, namespaces=namespaces, once=once, on_step=on_step
         )
 
     def start_worker(self, *, recipe: str | None = None) -> asyncio.Task[WorkerReport]:
         """Run the queue worker as a background task of the running loop until
         :meth:`stop_worker` or :meth:`close`."""
-        if self._worker is None or self._worker.done():
-            self._stop.clear()  # now, so that a stop asked before the task runs holds
-            self._worker = asyncio.create_task(
-                run_worker(
-                    self.engine,
-                    recipe or self.config.recipe,
-                    stop=self._stop,
-                    poll_s=self.config.build.poll_s,
-                )
-            )
-        return self._worker
+        return self.worker.start(recipe)
 
     def request_stop(self) -> None:
         """Ask a running worker to stop after its current step (safe from a signal)."""
-        self._stop.set()
+        self.worker.stop.set()
 
     async def stop_worker(self) -> WorkerReport | None:
-        if self._worker is None:
-            return None
-        self._stop.set()
-        task, self._worker = self._worker, None
-        return await task
+        return await self.worker.halt()
 
     # reading ----------------------------------------------------------------------------
     async def search(self, query: str, **kwargs: Any) -> SearchResult:

@@ -73,3 +73,49 @@ async def run_worker(
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), timeout=poll_s)
     return report
+
+
+class Worker:
+    """One memory's queue worker: run in the caller's task, or as a background task."""
+
+    def __init__(self, engine: Engine, recipe: str, poll_s: float) -> None:
+        self.engine = engine
+        self.recipe = recipe
+        self.poll_s = poll_s
+        self.stop = asyncio.Event()
+        self._task: asyncio.Task[WorkerReport] | None = None
+
+    async def run(
+        self,
+        *,
+        recipe: str | None = None,
+        namespaces: Sequence[str] | None = None,
+        once: bool = True,
+        on_step: Callable[[str, int], None] | None = None,
+    ) -> WorkerReport:
+        self.stop.clear()
+        return await run_worker(
+            self.engine,
+            recipe or self.recipe,
+            namespaces=namespaces,
+            once=once,
+            stop=self.stop,
+            poll_s=self.poll_s,
+            on_step=on_step,
+        )
+
+    def start(self, recipe: str | None = None) -> asyncio.Task[WorkerReport]:
+        if self._task is None or self._task.done():
+            self.stop.clear()  # now, so that a stop asked before the task runs holds
+            self._task = asyncio.create_task(
+                run_worker(self.engine, recipe or self.recipe, stop=self.stop, poll_s=self.poll_s)
+            )
+        return self._task
+
+    async def halt(self) -> WorkerReport | None:
+        """Stop the background task after its current step; its report, or None."""
+        if self._task is None:
+            return None
+        self.stop.set()
+        task, self._task = self._task, None
+        return await task
