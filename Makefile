@@ -1,13 +1,17 @@
-# make demo  — create .venv, install everything, run the offline demo
+# make demo  — create .venv, install the default path, run the offline demo
 # make test  — run the whole test suite (what CI runs)
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+TEST_STAMP := $(VENV)/.installed-test
 
-# llama-cpp-python compiles from source. A -march=native build picks up AMX instructions
-# that crash inside some VMs, so it is built for a portable AVX2 baseline, once per
-# machine, into a wheelhouse that later installs reuse.
+# The default path (SQLite, MiniLM, no LLM or an HTTP one) installs from wheels in about a
+# minute. The in-process GGUF backend is the extra `memstrata[gguf]`: llama-cpp-python
+# compiles from source, so only `make test` (whose end-to-end tests run the bundled model)
+# pays for it. A -march=native build picks up AMX instructions that crash inside some VMs,
+# so it is built for a portable AVX2 baseline, once per machine, into a wheelhouse that
+# later installs reuse.
 LLAMA_CPP_VERSION := 0.3.36
 WHEELHOUSE ?= $(HOME)/.cache/memstrata/wheels
 LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON \
@@ -15,11 +19,15 @@ LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON
 	-DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF
 LLAMA_WHEEL = $(firstword $(wildcard $(WHEELHOUSE)/llama_cpp_python-$(LLAMA_CPP_VERSION)-*.whl))
 
-.PHONY: demo test lint install bench-locomo bench-scale clean
+.PHONY: demo test lint install install-test bench-locomo bench-scale clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e .
+	touch $(STAMP)
+
+$(TEST_STAMP): $(STAMP) pyproject.toml
 	@if [ -z "$(LLAMA_WHEEL)" ]; then \
 		echo "building llama-cpp-python $(LLAMA_CPP_VERSION) (a few minutes, once)"; \
 		CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/python -m pip wheel --quiet --no-deps \
@@ -29,17 +37,19 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet \
 		$$(ls $(WHEELHOUSE)/llama_cpp_python-$(LLAMA_CPP_VERSION)-*.whl | head -n 1)
 	$(BIN)/python -m pip install --quiet -e '.[dev,gguf]'
-	touch $(STAMP)
+	touch $(TEST_STAMP)
 
 install: $(STAMP)
+
+install-test: $(TEST_STAMP)
 
 demo: $(STAMP)
 	$(BIN)/memstrata demo
 
-test: $(STAMP)
+test: $(TEST_STAMP)
 	$(BIN)/python -m pytest -q
 
-lint: $(STAMP)
+lint: $(TEST_STAMP)
 	$(BIN)/ruff check src tests
 	$(BIN)/mypy
 
