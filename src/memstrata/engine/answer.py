@@ -33,13 +33,12 @@ class GroundedParams(BaseModel):
     max_tokens: int = Field(default=200, ge=16, description="completion budget of the reply")
 
 
-class GroundedAnswerer(Answerer):
+class GroundedAnswerer(Answerer[GroundedParams]):
     name = "grounded"
     Params = GroundedParams
 
     async def answer(self, ctx: Context, namespace: str, question: str, hits: list[Hit]) -> Answer:
         p = self.params
-        assert isinstance(p, GroundedParams)
         if ctx.llm is None:
             return await asyncio.to_thread(self._extractive, ctx, question, hits)
         if not hits:  # nothing to ground an answer in: no call, the same as extractive
@@ -73,7 +72,6 @@ class GroundedAnswerer(Answerer):
 
     def _extractive(self, ctx: Context, question: str, hits: list[Hit]) -> Answer:
         p = self.params
-        assert isinstance(p, GroundedParams)
         if not hits:
             return Answer(question=question, text=NO_ANSWER, abstained=True, extractive=True)
         pieces: list[tuple[str, str, Hit]] = []  # (head, sentence, hit)

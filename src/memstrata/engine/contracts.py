@@ -21,7 +21,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal, TypeVar
+from typing import Any, ClassVar, Generic, Literal, TypeVar, cast
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -32,6 +32,7 @@ from memstrata.store.base import SearchFilters, Store
 
 Tier = Literal["heuristic", "llm"]
 S = TypeVar("S")
+P = TypeVar("P", bound=BaseModel)
 
 
 class NoParams(BaseModel):
@@ -106,11 +107,12 @@ class BuildReport(BaseModel):
         return sum(int(v.get("failures", 0)) for v in self.llm.values())
 
 
-class Builder(ABC):
+class Builder(ABC, Generic[P]):
     """Turns episodes into structures, incrementally and resumably.
 
     Subclasses set ``name`` (unique; keys progress and leases), ``kinds`` (the record
-    kinds it owns, dropped on rebuild) and ``Params``.
+    kinds it owns, dropped on rebuild) and ``Params``, and subscript the class with the
+    same model (``class MyBuilder(Builder[MyParams])``) so ``self.params`` is typed.
     """
 
     name: ClassVar[str]
@@ -119,8 +121,8 @@ class Builder(ABC):
     #: stage-name prefix of its LLM calls, for the per-stage usage in its reports
     stage_prefix: ClassVar[str] = ""
 
-    def __init__(self, params: BaseModel | None = None) -> None:
-        self.params = params if params is not None else self.Params()
+    def __init__(self, params: P | None = None) -> None:
+        self.params: P = params if params is not None else cast(P, self.Params())
 
     @abstractmethod
     async def update(self, ctx: Context, namespace: str, episodes: Sequence[Episode]) -> StepResult:
@@ -149,7 +151,7 @@ class Builder(ABC):
         return []
 
 
-class Route(ABC):
+class Route(ABC, Generic[P]):
     """Answers queries from one namespace's structures; hits best first."""
 
     name: ClassVar[str]
@@ -157,8 +159,8 @@ class Route(ABC):
     #: builders whose structures the route reads (for the pending count of a search)
     needs: ClassVar[tuple[str, ...]] = ()
 
-    def __init__(self, params: BaseModel | None = None) -> None:
-        self.params = params if params is not None else self.Params()
+    def __init__(self, params: P | None = None) -> None:
+        self.params: P = params if params is not None else cast(P, self.Params())
 
     @abstractmethod
     async def search(
@@ -186,14 +188,14 @@ class Answer(BaseModel):
     hits: list[Hit] = Field(default_factory=list, description="what the answer was given")
 
 
-class Answerer(ABC):
+class Answerer(ABC, Generic[P]):
     """The answer stage of a recipe."""
 
     name: ClassVar[str]
     Params: ClassVar[type[BaseModel]] = NoParams
 
-    def __init__(self, params: BaseModel | None = None) -> None:
-        self.params = params if params is not None else self.Params()
+    def __init__(self, params: P | None = None) -> None:
+        self.params: P = params if params is not None else cast(P, self.Params())
 
     @abstractmethod
     async def answer(

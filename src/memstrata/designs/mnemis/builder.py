@@ -62,7 +62,7 @@ class MnemisBuildParams(BaseModel):
     hierarchy: HierarchyParams = Field(default_factory=HierarchyParams)
 
 
-class MnemisBuilder(Builder):
+class MnemisBuilder(Builder[MnemisBuildParams]):
     """Entities, facts (with validity windows) and the category hierarchy over entities."""
 
     name = BUILDER
@@ -70,14 +70,9 @@ class MnemisBuilder(Builder):
     Params = MnemisBuildParams
     stage_prefix = "mnemis."
 
-    @property
-    def p(self) -> MnemisBuildParams:
-        assert isinstance(self.params, MnemisBuildParams)
-        return self.params
-
     async def update(self, ctx: Context, namespace: str, episodes: Sequence[Episode]) -> StepResult:
         cache = graph_cache(ctx)
-        graph, hierarchy = await asyncio.to_thread(cache.get, namespace, self.p.hierarchy)
+        graph, hierarchy = await asyncio.to_thread(cache.get, namespace, self.params.hierarchy)
         try:
             base = self._base(ctx, graph)
             batch = list(episodes)
@@ -98,7 +93,7 @@ class MnemisBuilder(Builder):
 
     async def finish(self, ctx: Context, namespace: str) -> None:
         cache = graph_cache(ctx)
-        graph, hierarchy = await asyncio.to_thread(cache.get, namespace, self.p.hierarchy)
+        graph, hierarchy = await asyncio.to_thread(cache.get, namespace, self.params.hierarchy)
         if graph.categories or not graph.entities:
             return
         try:
@@ -115,7 +110,7 @@ class MnemisBuilder(Builder):
         ctx.shared.pop(f"mnemis.base.{namespace}", None)
 
     async def describe(self, ctx: Context, namespace: str) -> dict[str, Any]:
-        graph, _ = await asyncio.to_thread(graph_cache(ctx).get, namespace, self.p.hierarchy)
+        graph, _ = await asyncio.to_thread(graph_cache(ctx).get, namespace, self.params.hierarchy)
         top = graph.top_layer()
         return {
             # what the last drain did to the hierarchy: built, incremental or unchanged
@@ -127,8 +122,8 @@ class MnemisBuilder(Builder):
         }
 
     async def check(self, ctx: Context, namespace: str) -> list[str]:
-        graph, _ = await asyncio.to_thread(graph_cache(ctx).get, namespace, self.p.hierarchy)
-        return hierarchy_problems(graph, self.p.hierarchy.n, self.p.hierarchy.max_layers)
+        graph, _ = await asyncio.to_thread(graph_cache(ctx).get, namespace, self.params.hierarchy)
+        return hierarchy_problems(graph, self.params.hierarchy.n, self.params.hierarchy.max_layers)
 
     def _base(self, ctx: Context, graph: Graph) -> Any:
         """The tier's base-graph builder, kept per namespace while its graph is loaded, so
@@ -144,9 +139,9 @@ class MnemisBuilder(Builder):
                 raise ConfigError(
                     "the llm tier needs an LLM; configure llm.kind or use --tier heuristic"
                 )
-            base: Any = LLMBaseGraph(graph, ctx.llm, self.p.base)
+            base: Any = LLMBaseGraph(graph, ctx.llm, self.params.base)
         else:
-            base = HeuristicBaseGraph(graph, self.p.base)
+            base = HeuristicBaseGraph(graph, self.params.base)
         base.tier = ctx.tier
         ctx.shared[key] = base
         return base

@@ -82,17 +82,15 @@ class _Indexes:
         self.facts = facts
 
 
-class MnemisRoute(Route):
+class MnemisRoute(Route[MnemisParams]):
     """Dual-route retrieval over one namespace's Mnemis graph: episodes, facts, entities."""
 
     name = "mnemis"
     Params = MnemisParams
     needs = (BUILDER,)
 
-    def __init__(self, params: BaseModel | None = None) -> None:
+    def __init__(self, params: MnemisParams | None = None) -> None:
         super().__init__(params)
-        assert isinstance(self.params, MnemisParams)
-        self.p: MnemisParams = self.params
         self._indexes: dict[str, _Indexes] = {}
 
     async def search(
@@ -139,11 +137,11 @@ class _Search:
         reranker: Reranker | None,
     ) -> None:
         self.route = route
-        self.params = route.p
+        self.params = route.params
         self.store = ctx.store
         self.embedder = ctx.embedder
         self.cache = graph_cache(ctx)
-        self.episodes = EpisodeRoute(ctx.store, ctx.embedder, route.p.system1)
+        self.episodes = EpisodeRoute(ctx.store, ctx.embedder, route.params.system1)
         self.selector = selector
         self.reranker = reranker
 

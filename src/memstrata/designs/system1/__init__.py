@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import asyncio
 
-from pydantic import BaseModel
-
 from memstrata.designs.system1.records import RecordsRoute
 from memstrata.engine.contracts import Context, Design, Route
 from memstrata.engine.recipe import Recipe, RouteSpec
@@ -23,16 +21,11 @@ from memstrata.retrieval.system1 import DEFAULT_SYSTEM1, EpisodeRoute, System1Pa
 from memstrata.store.base import SearchFilters
 
 
-class System1Route(Route):
+class System1Route(Route[System1Params]):
     """Dense + BM25 over episodes, fused by RRF, with the refinements of its params."""
 
     name = "system1"
     Params = System1Params
-
-    def __init__(self, params: BaseModel | None = None) -> None:
-        super().__init__(params)
-        assert isinstance(self.params, System1Params)
-        self.p: System1Params = self.params
 
     async def search(
         self,
@@ -42,7 +35,7 @@ class System1Route(Route):
         k: int,
         filters: SearchFilters | None = None,
     ) -> list[list[Hit]]:
-        route = EpisodeRoute(ctx.store, ctx.embedder, self.p)
+        route = EpisodeRoute(ctx.store, ctx.embedder, self.params)
         return await asyncio.to_thread(route.search, namespace, queries, k, filters)
 
 

@@ -41,16 +41,14 @@ class _Index:
         self.index = index
 
 
-class RecordsRoute(Route):
+class RecordsRoute(Route[RecordsParams]):
     """Hybrid search over the records of ``params.kind``; each hit cites its sources."""
 
     name = "records"
     Params = RecordsParams
 
-    def __init__(self, params: BaseModel | None = None) -> None:
+    def __init__(self, params: RecordsParams | None = None) -> None:
         super().__init__(params)
-        assert isinstance(self.params, RecordsParams)
-        self.p: RecordsParams = self.params
         self._indexes: dict[str, _Index] = {}
 
     def _index(self, ctx: Context, namespace: str) -> _Index:
@@ -60,8 +58,8 @@ class RecordsRoute(Route):
             return held
         recs = {
             r.id: r
-            for r in ctx.store.get_records(namespace, self.p.kind)
-            if self.p.include_invalid or getattr(r, "invalid_at", None) is None
+            for r in ctx.store.get_records(namespace, self.params.kind)
+            if self.params.include_invalid or getattr(r, "invalid_at", None) is None
         }
         ids = [i for i, r in recs.items() if r.search_text().strip()]
         texts = [recs[i].search_text() for i in ids]
@@ -89,7 +87,7 @@ class RecordsRoute(Route):
         k: int,
         filters: SearchFilters | None,
     ) -> list[list[Hit]]:
-        p = self.p
+        p = self.params
         held = self._index(ctx, namespace)
         if not len(held.index):
             return [[] for _ in queries]
