@@ -9,7 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from memstrata.errors import InvalidInputError, NamespaceNotFoundError, StoreError
+from memstrata.errors import (
+    ConflictError,
+    InvalidInputError,
+    NamespaceNotFoundError,
+    StoreError,
+)
 from memstrata.memory import AsyncMemory, Memory
 from memstrata.models import EpisodeIn
 from memstrata.retrieval.context import count_tokens
@@ -64,9 +69,21 @@ def test_add_returns_the_stored_episode(mem: Memory) -> None:
     assert ep.metadata == {"source": "chat", "n": 1} and ep.seq == 1
     generated = mem.add("No id given.")
     assert re.fullmatch(r"[0-9a-f]{32}", generated.id)
-    # the same id again changes nothing (idempotent imports)
-    again = mem.add("Different text.", id="a1")
-    assert again.text == "Ana lives in Lisbon." and again.key == ep.key
+    # the same id with the same content changes nothing (idempotent imports); with other
+    # content it is a conflict (tests/test_updates.py)
+    again = mem.add(
+        "Ana lives in Lisbon.",
+        id="a1",
+        speaker="ana",
+        role="user",
+        occurred_at="2023-05-01T08:00:00Z",
+        session="s1",
+        metadata={"n": 1, "source": "chat"},
+    )
+    assert again == ep
+    with pytest.raises(ConflictError, match="'a1'"):
+        mem.add("Different text.", id="a1")
+    assert mem.get(["a1"]) == [ep]
     assert mem.get(["a1", generated.id, "nope"]) == [ep, generated]
 
 
@@ -78,7 +95,7 @@ def test_add_many_accepts_strings_dicts_and_models_with_progress(mem: Memory) ->
     assert calls == [4, 4, 2]
     assert len(report.added) == 10 and report.existing == []
     assert "d1" in report.added and "m1" in report.added
-    again = mem.add_many([{"text": "x", "id": "d1"}, {"text": "new", "id": "n1"}])
+    again = mem.add_many([{"text": "a dict", "id": "d1"}, {"text": "new", "id": "n1"}])
     assert again.added == ["n1"] and again.existing == ["d1"]
     assert mem.stats()["namespaces"][0]["episodes"] == 11
 

@@ -4,23 +4,33 @@
 one configuration object.
 """
 
+from importlib.metadata import PackageNotFoundError, version
+
 from memstrata.config import Config
 from memstrata.errors import (
     ConfigError,
+    ConflictError,
     InvalidInputError,
     MemstrataError,
     NamespaceNotFoundError,
     StoreError,
     StoreLockedError,
+    StoreNotFoundError,
 )
 from memstrata.memory import AsyncMemory, Memory
 from memstrata.models import Episode, Hit, SearchResult, Span
 from memstrata.store import SearchFilters
 
+try:
+    __version__ = version("memstrata")
+except PackageNotFoundError:  # run from a source tree that was never installed
+    __version__ = "0+unknown"
+
 __all__ = [
     "AsyncMemory",
     "Config",
     "ConfigError",
+    "ConflictError",
     "Episode",
     "Hit",
     "InvalidInputError",
@@ -32,4 +42,6 @@ __all__ = [
     "Span",
     "StoreError",
     "StoreLockedError",
+    "StoreNotFoundError",
+    "__version__",
 ]

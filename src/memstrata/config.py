@@ -3,24 +3,38 @@
 Precedence, lowest first: defaults, the TOML file (``MEMSTRATA_CONFIG`` or an explicit
 path), environment variables, then arguments given in code. Nested fields use a double
 underscore in the environment: ``MEMSTRATA_LLM__BASE_URL=http://127.0.0.1:8080/v1``.
+
+Every section refuses keys it does not know, at every level: a typo (``recipee``,
+``[llm] modle``, ``MEMSTRATA_RECIPEE``) is a :class:`ConfigError` that names the key,
+where it came from and the closest valid one.
 """
 
 from __future__ import annotations
 
 import os
 import tomllib
+import types
+from difflib import get_close_matches
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Union, get_args, get_origin
 
-from pydantic import BaseModel, Field, SecretStr, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
 
 from memstrata.engine.recipe import Recipe
 from memstrata.errors import ConfigError
 
 ENV_PREFIX = "MEMSTRATA_"
 
+Origins = dict[tuple[str, ...], str]  # key path -> where it was set (for error messages)
 
-class EmbedderConfig(BaseModel):
+
+class _Section(BaseModel):
+    """A part of the configuration: unknown keys are errors, never silently ignored."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class EmbedderConfig(_Section):
     kind: Literal["minilm", "openai"] = "minilm"
     base_url: str | None = None
     model: str | None = None
@@ -28,7 +42,7 @@ class EmbedderConfig(BaseModel):
     dim: int | None = None
 
 
-class LLMConfig(BaseModel):
+class LLMConfig(_Section):
     """``kind = "none"`` keeps everything on the LLM-free heuristic tier."""
 
     kind: Literal["none", "openai", "gguf"] = "none"
@@ -48,7 +62,7 @@ class LLMConfig(BaseModel):
     timeout_s: float = 120.0
 
 
-class Budgets(BaseModel):
+class Budgets(_Section):
     """How much a search returns: items per kind and a token ceiling for the context.
 
     Episodes are the only kind System-1 returns; each structure adds its own kind's budget.
@@ -58,7 +72,7 @@ class Budgets(BaseModel):
     max_tokens: int | None = 2000
 
 
-class RetrievalConfig(BaseModel):
+class RetrievalConfig(_Section):
     """Overrides of the recipe's System-1 knobs (see ``memstrata.retrieval.system1``);
     ``None`` keeps the recipe's value."""
 
@@ -73,7 +87,7 @@ class RetrievalConfig(BaseModel):
     date_boost: float | None = None
 
 
-class BuildConfig(BaseModel):
+class BuildConfig(_Section):
     """When and how a recipe's builders run as episodes arrive.
 
     ``mode``: ``inline`` runs them inside ``add``/``add_many`` (the default without an
@@ -91,7 +105,7 @@ class BuildConfig(BaseModel):
     poll_s: float = Field(default=1.0, gt=0, description="worker's pause when idle")
 
 
-class Config(BaseModel):
+class Config(_Section):
     store: str = "memstrata.db"
     namespace: str = "default"
     recipe: str = Field(default="default", description="the recipe add, search and ask use")
@@ -127,6 +141,7 @@ class Config(BaseModel):
         """Defaults < TOML file < environment < ``overrides`` (dotted keys allowed)."""
         environ = dict(os.environ if env is None else env)
         data: dict[str, Any] = {}
+        origins: Origins = {}
         toml_path = path or environ.get(ENV_PREFIX + "CONFIG")
         if toml_path:
             p = Path(toml_path).expanduser()
@@ -136,10 +151,13 @@ class Config(BaseModel):
                 raise ConfigError(f"configuration file {p} does not exist") from exc
             except tomllib.TOMLDecodeError as exc:
                 raise ConfigError(f"configuration file {p} is not valid TOML: {exc}") from exc
+            origins[()] = f"in {p}"
         for key, value in environ.items():
             if key.startswith(ENV_PREFIX) and key != ENV_PREFIX + "CONFIG":
-                _set(data, key[len(ENV_PREFIX) :].lower().split("__"), value)
-        return _validated(data, overrides)
+                parts = key[len(ENV_PREFIX) :].lower().split("__")
+                _set(data, parts, value)
+                origins[tuple(parts)] = f"from {key}"
+        return _validated(data, overrides, origins)
 
     def with_overrides(self, **overrides: Any) -> Config:
         """A copy with ``overrides`` (dotted keys allowed) applied and validated."""
@@ -150,16 +168,69 @@ class Config(BaseModel):
         return _mask(self.model_dump(mode="json"))
 
 
-def _validated(data: dict[str, Any], overrides: dict[str, Any]) -> Config:
+def _validated(
+    data: dict[str, Any], overrides: dict[str, Any], origins: Origins | None = None
+) -> Config:
+    origins = dict(origins or {})
     for key, value in overrides.items():
         if value is not None:
-            _set(data, key.replace("__", ".").split("."), value)
+            parts = key.replace("__", ".").split(".")
+            _set(data, parts, value)
+            origins[tuple(parts)] = f"from argument {key}"
     try:
         return Config.model_validate(data)
     except ValidationError as exc:
+        unknown = [e["loc"] for e in exc.errors() if e["type"] == "extra_forbidden"]
+        if unknown:
+            text = "; ".join(_unknown_key(loc, origins) for loc in unknown)
+            raise ConfigError(f"invalid configuration: {text}") from exc
         raise ConfigError(f"invalid configuration: {exc}") from exc
     except ConfigError as exc:
         raise ConfigError(f"invalid configuration: {exc}") from exc
+
+
+def _unknown_key(loc: tuple[str | int, ...], origins: Origins) -> str:
+    """``unknown key 'llm.modle' (in m.toml); did you mean 'llm.model'?``, or the valid
+    keys when none is close."""
+    *parent, name = (str(part) for part in loc)
+    key = ".".join([*parent, name])
+    valid = _keys_at(parent)
+    where = next(
+        (src for path, src in origins.items() if path and path[: len(loc)] == (*parent, name)),
+        origins.get(()),
+    )
+    text = f"unknown key {key!r}" + (f" ({where})" if where else "")
+    close = get_close_matches(name, valid, n=1, cutoff=0.6)
+    if close:
+        return text + f"; did you mean {'.'.join([*parent, close[0]])!r}?"
+    return text + (f"; valid keys here: {', '.join(valid)}" if valid else "")
+
+
+def _keys_at(path: list[str]) -> list[str]:
+    """The keys the configuration accepts under ``path`` (empty where any key goes)."""
+    node: Any = Config
+    for part in path:
+        node = _unwrap(node)
+        if isinstance(node, type) and issubclass(node, BaseModel):
+            field = node.model_fields.get(part)
+            node = field.annotation if field is not None else None
+        elif get_origin(node) is dict:
+            node = get_args(node)[1]
+        elif get_origin(node) is list:
+            node = get_args(node)[0]
+        else:
+            return []
+    node = _unwrap(node)
+    return list(node.model_fields) if isinstance(node, type) and issubclass(node, BaseModel) else []
+
+
+def _unwrap(tp: Any) -> Any:
+    """``X | None`` -> ``X``."""
+    if get_origin(tp) in (Union, types.UnionType):
+        args = [a for a in get_args(tp) if a is not type(None)]
+        if len(args) == 1:
+            return args[0]
+    return tp
 
 
 def _set(data: dict[str, Any], path: list[str], value: Any) -> None:

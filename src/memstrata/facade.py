@@ -15,6 +15,8 @@ from memstrata.ingest import EpisodeLike
 from memstrata.memory import AsyncMemory
 from memstrata.models import Episode, SearchResult
 from memstrata.store import AddReport, SearchFilters
+from memstrata.store.base import DeleteReport, EpisodeVersion
+from memstrata.updates import KEEP, Keep
 
 
 class Memory:
@@ -80,9 +82,11 @@ class Memory:
         occurred_at: datetime | str | None = None,
         session: str | None = None,
         metadata: dict[str, Any] | None = None,
+        replace: bool = False,
     ) -> Episode:
         """Remember one piece of text; returns the stored episode. The recipe's builders
-        fold it in now (``build.mode = inline``) or later (``queue``, ``manual``)."""
+        fold it in now (``build.mode = inline``) or later (``queue``, ``manual``). An id
+        stored with other content is a ``ConflictError`` unless ``replace``."""
         return self._run(
             self._inner.add(
                 text,
@@ -93,6 +97,7 @@ class Memory:
                 occurred_at=occurred_at,
                 session=session,
                 metadata=metadata,
+                replace=replace,
             )
         )
 
@@ -103,12 +108,18 @@ class Memory:
         namespace: str | None = None,
         batch_size: int = 256,
         progress: Callable[[int], None] | None = None,
+        replace: bool = False,
     ) -> AddReport:
         """Remember many episodes (strings, dicts or ``EpisodeIn``), batch by batch; every
-        item is validated before the first write."""
+        item is validated before the first write. Ids stored with other content are
+        reported in ``conflicts`` and left unchanged, unless ``replace``."""
         return self._run(
             self._inner.add_many(
-                items, namespace=namespace, batch_size=batch_size, progress=progress
+                items,
+                namespace=namespace,
+                batch_size=batch_size,
+                progress=progress,
+                replace=replace,
             )
         )
 
@@ -209,8 +220,9 @@ class Memory:
         """The stored episodes with these ids (unknown ids are left out)."""
         return self._run(self._inner.get(ids, namespace=namespace))
 
-    def delete(self, ids: list[str] | None = None, *, namespace: str | None = None) -> int:
-        """Delete episodes (or the whole namespace) and what was derived from them."""
+    def delete(self, ids: list[str] | None = None, *, namespace: str | None = None) -> DeleteReport:
+        """Delete episodes (or the whole namespace) and what was derived from them; the
+        count removed, whose ``missing`` names given ids that were not stored."""
         return self._run(self._inner.delete(ids, namespace=namespace))
 
     def namespaces(self) -> list[str]:
@@ -219,3 +231,35 @@ class Memory:
     def stats(self, namespace: str | None = None) -> dict[str, Any]:
         """Counts, the build queue per builder, LLM usage per stage, file size."""
         return self._run(self._inner.stats(namespace))
+
+    def update(
+        self,
+        id: str,
+        text: str | bytes,
+        *,
+        namespace: str | None = None,
+        speaker: str | None | Keep = KEEP,
+        role: str | None | Keep = KEEP,
+        occurred_at: datetime | str | None | Keep = KEEP,
+        session: str | None | Keep = KEEP,
+        metadata: dict[str, Any] | None | Keep = KEEP,
+    ) -> Episode:
+        """Correct an episode: the old version goes to :meth:`history`, what was derived
+        from it is derived again, and searches see only the new text. Context fields
+        left out keep their stored values; ``None`` clears one."""
+        return self._run(
+            self._inner.update(
+                id,
+                text,
+                namespace=namespace,
+                speaker=speaker,
+                role=role,
+                occurred_at=occurred_at,
+                session=session,
+                metadata=metadata,
+            )
+        )
+
+    def history(self, id: str, *, namespace: str | None = None) -> list[EpisodeVersion]:
+        """The versions of episode ``id`` that updates replaced, oldest first."""
+        return self._run(self._inner.history(id, namespace=namespace))

@@ -5,8 +5,10 @@ written with its vectors in one transaction: if the embedder fails, nothing of t
 is stored and the error says why, so an episode is never searchable by BM25 but invisible
 to the dense route. The recipe's builders run after the commit (inline, from a queue, or
 by hand; ``build.mode``), and their failures never undo or hide an episode. Episode ids
-are the caller's (or generated); adding an id that is already stored changes nothing,
-which makes imports idempotent and safe to re-run after a crash.
+are the caller's (or generated); adding an id already stored with the same content changes
+nothing (imports are idempotent), with other content it is a conflict unless replaced
+(``update``, ``replace=True``). ``update``, ``history`` and ``delete`` live in
+:mod:`memstrata.updates`, a mixin of :class:`AsyncMemory`.
 
 Nothing here names a design: recipes pick builders, routes and answerers by name from
 the registry (:mod:`memstrata.engine`).
@@ -23,18 +25,22 @@ from typing import Any
 
 from memstrata.config import Config
 from memstrata.embed.base import Embedder
-from memstrata.embed.cache import ensure_embedded
 from memstrata.engine import Answer, BuildReport, Engine, Registry, ShowNode, WorkerReport
 from memstrata.engine.worker import Worker
-from memstrata.errors import InvalidInputError, MemstrataError, NamespaceNotFoundError
+from memstrata.errors import (
+    ConflictError,
+    InvalidInputError,
+    MemstrataError,
+    NamespaceNotFoundError,
+)
 from memstrata.factory import make_llm, shared_default_embedder
 from memstrata.ingest import EpisodeLike, decode_utf8, prepare_episode
 from memstrata.llm import LLMClient
 from memstrata.models import Episode, SearchResult
 from memstrata.opening import Opening
-from memstrata.retrieval import documents
 from memstrata.retrieval.context import fit_to_budget
-from memstrata.store import AddReport, PreparedEpisode, SearchFilters, Store, open_store
+from memstrata.store import AddReport, SearchFilters, Store, open_store
+from memstrata.updates import EpisodeWriter
 
 Progress = Callable[[int], None]
 logger = logging.getLogger("memstrata")
@@ -42,7 +48,7 @@ logger = logging.getLogger("memstrata")
 __all__ = ["AsyncMemory", "Memory", "decode_utf8", "prepare_episode"]
 
 
-class AsyncMemory:
+class AsyncMemory(EpisodeWriter):
     """Long-term memory over one store. Open with :meth:`open`; close or use ``async with``."""
 
     def __init__(self, config: Config, store: Store, embedder: Embedder) -> None:
@@ -127,7 +133,7 @@ class AsyncMemory:
 
     async def _known(self, namespace: str) -> str:
         if not await asyncio.to_thread(self.store.has_namespace, namespace):
-            raise NamespaceNotFoundError(namespace)
+            raise NamespaceNotFoundError(namespace, await asyncio.to_thread(self.store.namespaces))
         return namespace
 
     # writing ----------------------------------------------------------------------------
@@ -142,13 +148,18 @@ class AsyncMemory:
         occurred_at: datetime | str | None = None,
         session: str | None = None,
         metadata: dict[str, Any] | None = None,
+        replace: bool = False,
     ) -> Episode:
-        """Remember one piece of text; returns the stored episode."""
+        """Remember one piece of text; returns the stored episode. An ``id`` stored with
+        the same content is a no-op; with other content :class:`ConflictError`, unless
+        ``replace`` (then as :meth:`update`)."""
         item: dict[str, Any] = dict(text=text, id=id, speaker=speaker, role=role)
         item.update(occurred_at=occurred_at, session=session, metadata=metadata or {})
         prepared = prepare_episode(item, self.config)
         ns = self._ns(namespace)
-        await asyncio.to_thread(self._write_batch, ns, [prepared])
+        report = await asyncio.to_thread(self._write_batch, ns, [prepared], replace)
+        if report.conflicts:
+            raise ConflictError(report.conflicts, ns)
         await self._fold_in(ns)
         return (await asyncio.to_thread(self.store.get_episodes, ns, [prepared.external_id]))[0]
 
@@ -159,11 +170,14 @@ class AsyncMemory:
         namespace: str | None = None,
         batch_size: int = 256,
         progress: Progress | None = None,
+        replace: bool = False,
     ) -> AddReport:
         """Remember many episodes, committed batch by batch (each batch all or nothing).
 
         Every item is validated before the first write, so one bad item stops the call
         without storing a partial batch. Inline builders run once, after the last batch.
+        Ids stored with other content are reported in ``conflicts`` and left unchanged,
+        or with ``replace`` updated (``updated``; old versions kept, see :meth:`update`).
         """
         ns = self._ns(namespace)
         prepared = []
@@ -175,25 +189,13 @@ class AsyncMemory:
         total = AddReport()
         for start in range(0, len(prepared), batch_size):
             batch = prepared[start : start + batch_size]
-            report = await asyncio.to_thread(self._write_batch, ns, batch)
-            total.added.extend(report.added)
-            total.existing.extend(report.existing)
+            report = await asyncio.to_thread(self._write_batch, ns, batch, replace)
+            for field in ("added", "existing", "conflicts", "updated"):
+                getattr(total, field).extend(getattr(report, field))
             if progress:
                 progress(len(batch))
         await self._fold_in(ns)
         return total
-
-    def _write_batch(self, namespace: str, batch: list[PreparedEpisode]) -> AddReport:
-        known = self.store.existing_ids(namespace, [p.external_id for p in batch])
-        fresh = [p for p in batch if p.external_id not in known]
-        if fresh:
-            texts = [documents.embed_text(p.text, p.speaker, p.metadata) for p in fresh]
-            hashes = ensure_embedded(self.store, self.embedder, texts)
-            for p, h in zip(fresh, hashes, strict=True):
-                p.embed_hash = h
-        report = self.store.add_episodes(namespace, fresh)
-        report.existing.extend(p.external_id for p in batch if p.external_id in known)
-        return report
 
     async def _fold_in(self, namespace: str) -> None:
         """``inline`` mode: the recipe's builders take the new episodes now. Their failures
@@ -314,17 +316,6 @@ class AsyncMemory:
     def recipes(self) -> list[dict[str, Any]]:
         """Every recipe: name, description, builders, routes, answerer, where it comes from."""
         return self.engine.recipe_summaries()
-
-    # deleting ---------------------------------------------------------------------------
-    async def delete(self, ids: list[str] | None = None, *, namespace: str | None = None) -> int:
-        """Delete episodes by id, or the whole namespace when ``ids`` is None.
-
-        Derived records go along provenance. Returns the number of episodes removed.
-        """
-        ns = await self._known(self._ns(namespace))
-        if ids is None:
-            return await asyncio.to_thread(self.store.delete_namespace, ns)
-        return await asyncio.to_thread(self.store.delete_episodes, ns, ids)
 
     # inspecting -------------------------------------------------------------------------
     async def namespaces(self) -> list[str]:

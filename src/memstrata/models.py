@@ -1,6 +1,7 @@
 """Typed records of memstrata.
 
-Every record belongs to a namespace. Episodes are the raw, immutable input; everything
+Every record belongs to a namespace. Episodes are the raw input, changed only by an
+explicit update that keeps the old version in their history; everything
 else is *derived* and points back to episodes through :class:`Span` provenance, so that
 any hit can be traced to source text and deleting an episode removes what rested on it.
 

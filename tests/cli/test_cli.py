@@ -172,7 +172,7 @@ def test_demo_runs_offline(subprocess_env: dict[str, str]) -> None:
     proc = run(subprocess_env, "demo")
     assert "32 turns imported" in proc.stdout
     assert "Pepper" in proc.stdout
-    assert "mnemis build:" in proc.stdout and "(fact)" in proc.stdout
+    assert "mnemis build:" in proc.stdout and "│ fact " in proc.stdout  # the kind column
 
 
 @pytest.mark.slow

@@ -84,7 +84,7 @@ INVALID = {
     ),
     "unknown key": (
         '{ name = "records", colour = "red" }',
-        ["recipes.facts-first.routes.1.colour", "Extra inputs are not permitted"],
+        ["unknown key 'recipes.facts-first.routes.1.colour'", "valid keys here: name, params"],
     ),
 }
 

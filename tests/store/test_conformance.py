@@ -178,13 +178,20 @@ def test_add_and_get_roundtrip_keeps_every_field(store: Store) -> None:
     assert [e.id for e in page] == ["e2"]
 
 
-def test_re_adding_ids_reports_existing_and_changes_nothing(store: Store) -> None:
+def test_re_adding_ids_reports_existing_or_conflicts_and_changes_nothing(store: Store) -> None:
     store.add_episodes("ns", [prep("a", "first text"), prep("b", "second text")])
     report = store.add_episodes(
-        "ns", [prep("a", "REPLACED"), prep("c", "third text"), prep("c", "dup in batch")]
+        "ns",
+        [
+            prep("a", "REPLACED"),
+            prep("b", "second text"),
+            prep("c", "third text"),
+            prep("c", "dup in batch"),
+        ],
     )
     assert report.added == ["c"]
-    assert sorted(report.existing) == ["a", "c"]
+    assert report.existing == ["b"]  # same content: a no-op
+    assert sorted(report.conflicts) == ["a", "c"]  # other content: left unchanged
     a, c = store.get_episodes("ns", ["a", "c"])
     assert a.text == "first text" and c.text == "third text"
     assert c.seq == 3  # ignored rows do not leave holes in the sequence

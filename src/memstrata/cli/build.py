@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shlex
 import signal
 import sys
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich.text import Text
 
 from memstrata.cli.common import (
+    JSON_ERRORS,
     ConfigOpt,
     DbOpt,
     NsOpt,
@@ -27,6 +30,7 @@ from memstrata.cli.common import (
     progress_bar,
 )
 from memstrata.errors import MemstrataError
+from memstrata.memory import AsyncMemory
 
 
 @app.command()
@@ -38,27 +42,30 @@ def build(
     recipe: RecipeOpt = None,
     tier: TierOpt = None,
     rebuild: Annotated[bool, typer.Option(help="Drop the structures and build anew.")] = False,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help=f"The reports as JSON; {JSON_ERRORS}.")
+    ] = False,
     config: ConfigOpt = None,
 ) -> None:
     """Fold every pending episode into a recipe's structures.
 
     Resumable: only episodes not yet built are processed, so re-running after an
-    interruption, or after importing more, continues where it stopped. If another
+    interruption (Ctrl-C), or after importing more, continues where it stopped. If another
     process is building the same namespace, this waits for it (build.wait_s). Prints
-    counts and LLM cost per stage; exits 1 if an episode failed.
+    counts and LLM cost per stage. Exits 1 if an episode failed, and says how to try it
+    again (`memstrata retry`, then build or a worker).
     """
-    with errors():
+    with errors(as_json=as_json):
         cfg = load_config(config)
 
-        async def run() -> list[dict[str, Any]]:
-            memory = await open_memory(cfg, db)
+        async def run() -> tuple[list[str], list[dict[str, Any]]]:
+            memory = await open_memory(cfg, db, create=True)
             try:
                 names = [namespace] if namespace else await memory.namespaces()
                 reports: list[dict[str, Any]] = []
                 with progress_bar() as progress:
                     for ns in names:
-                        total = (await memory.stats(ns))["namespaces"][0]["episodes"]
+                        total = await _to_build(memory, ns, recipe, rebuild)
                         task = progress.add_task(f"building {ns}", total=total)
 
                         def advance(n: int, task: Any = task) -> None:
@@ -68,15 +75,17 @@ def build(
                             ns, recipe=recipe, tier=tier, rebuild=rebuild, progress=advance
                         )
                         reports.extend(r.model_dump() for r in got)
-                return reports
+                return names, reports
             finally:
                 await memory.close()
 
-        reports = asyncio.run(run())
+        names, reports = asyncio.run(run())
     if as_json:
         sys.stdout.write(json.dumps(reports, indent=2, default=str) + "\n")
     else:
-        if not reports:
+        if not names:
+            out.print("nothing to build: the store holds no episodes yet (memstrata import)")
+        elif not reports:
             out.print("this recipe builds nothing")
         for r in reports:
             figures = ", ".join(f"{k} {v}" for k, v in {**r["counts"], **r["details"]}.items())
@@ -94,8 +103,43 @@ def build(
                 )
             for e in r["errors"][:5]:
                 err.print(Text(f"  {e}", style="yellow"))
-    if any(r["failed"] for r in reports):
+    failed = [r for r in reports if r["failed"]]
+    if failed:
+        err.print(Text(_retry_hint(failed, db, config, recipe, tier), style="red"))
         raise typer.Exit(1)
+
+
+async def _to_build(memory: AsyncMemory, ns: str, recipe: str | None, rebuild: bool) -> int:
+    """Episode steps the build will take: what each builder has pending (all on rebuild)."""
+    builders = memory.engine.builders(recipe or memory.config.recipe)
+    if rebuild:
+        episodes: int = (await memory.stats(ns))["namespaces"][0]["episodes"]
+        return episodes * len(builders)
+    counts = [await asyncio.to_thread(memory.store.pending_count, ns, b.name) for b in builders]
+    return sum(counts)
+
+
+def _retry_hint(
+    failed: list[dict[str, Any]],
+    db: str | None,
+    config: Path | None,
+    recipe: str | None,
+    tier: str | None,
+) -> str:
+    """How to try failed episodes again: retry queues them now, build folds them in."""
+    common = f" --db {shlex.quote(db)}" if db else ""
+    common += f" --config {shlex.quote(str(config))}" if config else ""
+    extra = f" --recipe {shlex.quote(recipe)}" if recipe else ""
+    extra += f" --tier {shlex.quote(tier)}" if tier else ""
+    lines = [f"{sum(r['failed'] for r in failed)} episode(s) failed; to try them again now:"]
+    for ns in dict.fromkeys(r["namespace"] for r in failed):
+        lines.append(f"  memstrata retry{common} -n {shlex.quote(ns)}")
+        lines.append(f"  memstrata build{common} -n {shlex.quote(ns)}{extra}")
+    lines.append(
+        "(or `memstrata worker` instead of build; without retry, failed episodes are "
+        "tried again after their backoff, up to build.max_attempts)"
+    )
+    return "\n".join(lines)
 
 
 @app.command()
@@ -121,17 +165,22 @@ def worker(
         cfg = load_config(config)
 
         async def run() -> Any:
-            memory = await open_memory(cfg, db)
+            memory = await open_memory(cfg, db, create=True)
             loop = asyncio.get_running_loop()
             for sig in (signal.SIGINT, signal.SIGTERM):
                 loop.add_signal_handler(sig, memory.request_stop)
             try:
-                return await memory.work(
-                    recipe=recipe,
-                    namespaces=namespace,
-                    once=once,
-                    on_step=lambda ns, n: err.print(Text(f"{ns}: {n} episode(s) folded in")),
-                )
+                with progress_bar() as progress:
+                    tasks: dict[str, Any] = {}
+
+                    def step(ns: str, n: int) -> None:
+                        if ns not in tasks:
+                            tasks[ns] = progress.add_task(f"folding in {ns}", total=None)
+                        progress.advance(tasks[ns], n)
+
+                    return await memory.work(
+                        recipe=recipe, namespaces=namespace, once=once, on_step=step
+                    )
             finally:
                 await memory.close()
 

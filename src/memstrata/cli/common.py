@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import json
+import sys
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from types import TracebackType
 from typing import Annotated, Any
 
 import typer
@@ -14,12 +18,16 @@ from rich.table import Table
 from rich.text import Text
 
 from memstrata.config import Config
-from memstrata.engine import ShowNode
+from memstrata.engine import FusionSpec, ShowNode
 from memstrata.errors import MemstrataError
 from memstrata.memory import AsyncMemory
+from memstrata.store import store_target
 
 app = typer.Typer(
     help="Long-term memory for LLM agents: import, search, ask, build, inspect and benchmark.",
+    epilog="Exit status: 0 done; 1 done in part (bad input lines, failed episodes: the "
+    "output lists them); 2 an error, one line on stderr (a JSON object on stdout with "
+    "--json); 130 interrupted (what was committed is kept, the output says how to resume).",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -28,8 +36,22 @@ app = typer.Typer(
 bench_app = typer.Typer(help="Benchmarks that print numbers.", no_args_is_help=True)
 app.add_typer(bench_app, name="bench")
 
-out = Console()
-err = Console(stderr=True)
+# Markup and emoji codes are off: printed strings are shown as they are, so stored text,
+# namespace names and error messages holding "[red]", "[/]" or ":smile:" print literally.
+# Style goes through ``Text`` (``Text.assemble(("error: ", "red"), message)``). Lines are
+# not broken at the console width (soft wrap): a message or a command to copy stays whole.
+out = Console(markup=False, emoji=False, soft_wrap=True)
+err = Console(stderr=True, markup=False, emoji=False, soft_wrap=True)
+
+
+class _Settings:
+    """What the top-level options set for the command that runs."""
+
+    command: str | None = None
+    progress_every: float = 2.0
+
+
+settings = _Settings()
 
 DbOpt = Annotated[
     str | None,
@@ -53,56 +75,220 @@ TierOpt = Annotated[
     str | None,
     typer.Option(help="heuristic or llm (default: llm when an LLM is configured)."),
 ]
+# The end of every --json option's help.
+JSON_ERRORS = (
+    'an error is then a JSON object on stdout, {"error": MESSAGE, "kind": ERROR_CLASS}, '
+    "with exit status 2 (130 when interrupted)"
+)
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from memstrata import __version__
+
+        sys.stdout.write(f"memstrata {__version__}\n")
+        raise typer.Exit()
+
+
+@app.callback()
+def _top_level(
+    ctx: typer.Context,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", help="Print the version and exit.", callback=_print_version, is_eager=True
+        ),
+    ] = False,
+    progress_every: Annotated[
+        float,
+        typer.Option(
+            "--progress-every",
+            min=0.01,
+            help="Seconds between progress lines on stderr when it is not a terminal.",
+        ),
+    ] = 2.0,
+) -> None:
+    settings.command = ctx.invoked_subcommand
+    settings.progress_every = progress_every
 
 
 def load_config(config: Path | None, **overrides: Any) -> Config:
     return Config.load(config, **overrides)
 
 
+# What an interrupted command has left behind is kept; these say how to go on.
+RESUME = {
+    "import": "re-run the same command to import the rest: imports are idempotent "
+    "(ids already stored are skipped)",
+    "build": "re-run the same command to continue: builds are resumable "
+    "(only what is not built yet is processed)",
+}
+
+
 @contextmanager
-def errors() -> Iterator[None]:
-    """A memstrata error is one red line and exit status 2, never a traceback."""
+def errors(*, as_json: bool = False) -> Iterator[None]:
+    """A memstrata error is one red line on stderr and exit status 2, never a traceback;
+    with ``as_json`` it is one JSON object on stdout, ``{"error": ..., "kind": ...}``.
+
+    Ctrl-C says what was committed (the progress so far) and how to resume, exit 130.
+    """
     try:
         yield
     except MemstrataError as exc:
-        err.print(Text.assemble(("error: ", "red"), str(exc)))
+        fail(str(exc), type(exc).__name__, as_json=as_json)
         raise typer.Exit(2) from None
+    except KeyboardInterrupt:
+        fail(_interrupted(), "Interrupted", as_json=as_json, label="interrupted")
+        raise typer.Exit(130) from None
 
 
-async def open_memory(cfg: Config, db: str | None) -> AsyncMemory:
+def fail(message: str, kind: str, *, as_json: bool = False, label: str = "error") -> None:
+    """Report an error: ``error: MESSAGE`` on stderr, or a JSON object on stdout."""
+    if as_json:
+        sys.stdout.write(json.dumps({"error": message, "kind": kind}, ensure_ascii=False) + "\n")
+        sys.stdout.flush()
+    else:
+        err.print(Text.assemble((f"{label}: ", "red"), message))
+
+
+def _interrupted() -> str:
+    tasks = _current[0].tasks if _current else []
+    done = [
+        f"{t.description} {t.completed:.0f}" + (f"/{t.total:.0f}" if t.total is not None else "")
+        for t in tasks
+    ]
+    hint = RESUME.get(settings.command or "")
+    if not done:
+        return "stopped by Ctrl-C"
+    if hint is None:
+        return f"stopped by Ctrl-C at {', '.join(done)}"
+    return f"{', '.join(done)} committed; {hint}"
+
+
+async def open_memory(cfg: Config, db: str | None, *, create: bool = False) -> AsyncMemory:
+    """The store of ``--db`` (else the configured one). Only commands that write pass
+    ``create``; for the others a path without a store is an error (``no memstrata
+    database at PATH``, exit 2) and nothing is created, neither file nor folder."""
+    if not create:
+        store_target(cfg.store if db is None else db, create=False)
     return await AsyncMemory.open(db, config=cfg)
 
 
+_current: list[Progress] = []  # the last progress shown, for the Ctrl-C summary
+
+
 def progress_bar() -> Progress:
-    return Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=err,
-        transient=False,
-        disable=not err.is_terminal,
-    )
+    """A progress display on stderr: a live bar on a terminal, else plain lines every
+    ``--progress-every`` seconds (:class:`PlainProgress`). Same interface either way."""
+    progress: Progress
+    if err.is_terminal:
+        progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=err,
+            transient=False,
+        )
+    else:
+        progress = PlainProgress(settings.progress_every)
+    _current[:] = [progress]
+    return progress
+
+
+class PlainProgress(Progress):
+    """rich's ``Progress`` (``add_task``, ``advance``, ``tasks``) for a stderr that is
+    not a terminal: every ``every`` seconds, one line per task whose count moved,
+    ``building conv-26: 120/419 (14 s)``, and the final counts at the end."""
+
+    def __init__(self, every: float) -> None:
+        super().__init__(console=err, disable=True)
+        self.every = every
+        self._shown: dict[int, float] = {}
+        self._halt = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        self._halt.clear()
+        self._thread = threading.Thread(target=self._run, name="progress", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._halt.set()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc_val: BaseException | None,
+        exc_tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+        if exc_type is None:
+            self._tick()  # the final counts; an interrupt is summed up by errors()
+
+    def _run(self) -> None:
+        while not self._halt.wait(self.every):
+            self._tick()
+
+    def _tick(self) -> None:
+        lines = []
+        for task in self.tasks:
+            if self._shown.get(task.id) == task.completed:
+                continue
+            self._shown[task.id] = task.completed
+            count = f"{task.completed:.0f}" + (
+                f"/{task.total:.0f}" if task.total is not None else ""
+            )
+            lines.append(f"{task.description}: {count} ({task.elapsed or 0:.0f} s)\n")
+        if lines:
+            sys.stderr.write("".join(lines))
+            sys.stderr.flush()
 
 
 def print_hits(query: str, hits: list[Any], *, explain: bool = False) -> None:
-    """A table of hits. Stored text goes in as plain ``Text``: never read as markup."""
+    """A table of hits. Stored text goes in as plain ``Text``: never read as markup.
+
+    The score is the fused one (``Hit.score``, weighted reciprocal rank fusion), which
+    ranks hits within a kind only: with several kinds, each kind is its own section,
+    numbered from 1 and ordered by that score."""
+    several = len({h.kind for h in hits}) > 1
     table = Table(title=Text(f"“{query}”"), show_lines=False, expand=True)
+    if several:
+        table.add_column("kind", width=8)
     table.add_column("#", justify="right", width=3)
-    table.add_column("score", justify="right", width=8)
+    table.add_column("fused score (RRF)", justify="right", min_width=6)
     table.add_column("sources", width=10)
     if explain:
         table.add_column("found by (route#rank)", width=22)
     table.add_column("text", ratio=1)
-    for i, h in enumerate(hits, start=1):
-        text = h.text if h.kind == "episode" else f"({h.kind}) {h.text}"
-        cells: list[str | Text] = [str(i), f"{h.score:.4f}", Text(", ".join(h.sources))]
+    rank = 0
+    for i, h in enumerate(hits):
+        if i and h.kind != hits[i - 1].kind:
+            table.add_section()
+            rank = 0
+        rank += 1
+        cells: list[str | Text] = [Text(h.kind)] if several else []
+        cells += [str(rank), f"{h.score:.4f}", Text(", ".join(h.sources))]
         if explain:
             found = ", ".join(f"{r}#{n}" for r, n in h.ranks.items())
             inner = f" [{', '.join(h.routes)}]" if h.routes else ""
             cells.append(Text(found + inner))
-        table.add_row(*cells, Text(text))
+        table.add_row(*cells, Text(h.text))
     out.print(table)
+
+
+def kind_budgets(fusion: FusionSpec, k: int, hits: list[Any]) -> str | None:
+    """``-k 3 returns at most: episode 3, fact 6, entity 6 (...)`` for a recipe whose
+    search returns several kinds (None otherwise): ``k`` counts episodes, and each other
+    kind has its own budget, a multiple of ``k`` (``FusionSpec.limit``)."""
+    kinds = list(dict.fromkeys([*fusion.kind_order, *fusion.budgets, *(h.kind for h in hits)]))
+    if len(kinds) < 2:
+        return None
+    shown = ", ".join(f"{kind} {fusion.limit(kind, k)}" for kind in kinds)
+    return f"-k {k} returns at most: {shown} (the recipe's fusion.budgets, times k)"
 
 
 def print_tree(nodes: list[ShowNode]) -> None:

@@ -38,8 +38,10 @@ def demo(
                     items.append(parsed)
                 report = await memory.add_many(items, namespace="demo")
                 out.print(
-                    f"[bold]memstrata demo[/bold]: {len(report.added)} turns imported "
-                    f"into {path} (namespace 'demo')"
+                    Text.assemble(
+                        ("memstrata demo", "bold"),
+                        f": {len(report.added)} turns imported into {path} (namespace 'demo')",
+                    )
                 )
                 questions = [
                     "What is the name of Tomas's dog?",
@@ -54,8 +56,11 @@ def demo(
                 (built,) = await memory.build("demo", recipe="mnemis")
                 figures = {**built.counts, **built.details}
                 out.print(
-                    f"[bold]mnemis[/bold] build: {figures['entities']} entities, "
-                    f"{figures['facts']} facts, layers {figures['layers']}, {built.seconds:.1f} s"
+                    Text.assemble(
+                        ("mnemis", "bold"),
+                        f" build: {figures['entities']} entities, {figures['facts']} facts, "
+                        f"layers {figures['layers']}, {built.seconds:.1f} s",
+                    )
                 )
                 question = "What has Tomas been doing with his dog?"
                 (graph_result,) = await memory.search_many(

@@ -14,6 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from memstrata.cli.common import (
+    JSON_ERRORS,
     ConfigOpt,
     DbOpt,
     NsOpt,
@@ -21,6 +22,7 @@ from memstrata.cli.common import (
     app,
     err,
     errors,
+    kind_budgets,
     load_config,
     open_memory,
     out,
@@ -28,10 +30,11 @@ from memstrata.cli.common import (
     progress_bar,
 )
 from memstrata.config import Config
-from memstrata.errors import MemstrataError
+from memstrata.errors import InvalidInputError, MemstrataError
 from memstrata.importers import jsonl
 from memstrata.memory import prepare_episode
 from memstrata.store import PreparedEpisode
+from memstrata.store.base import DeleteReport
 
 
 @app.command("import")
@@ -46,37 +49,73 @@ def import_(
         typer.Option("--format", help="jsonl or locomo (default: from the file extension)."),
     ] = None,
     batch_size: Annotated[int, typer.Option(help="Episodes per transaction.")] = 256,
+    replace: Annotated[
+        bool,
+        typer.Option(
+            "--replace",
+            help="Replace episodes whose id is stored with other content (old version kept).",
+        ),
+    ] = False,
     config: ConfigOpt = None,
 ) -> None:
-    """Import episodes. Re-importing the same ids changes nothing (safe to re-run).
+    """Import episodes. Re-importing the same ids with the same content changes nothing
+    (safe to re-run).
 
     A LoCoMo file goes one namespace per conversation, named by its sample_id (prefixed
     with "NS/" when --namespace is given); turn ids are the dia_ids.
 
     Bad lines (invalid UTF-8, broken JSON, empty text) are listed with their line number;
-    the good lines are imported and the exit status is 1.
+    the good lines are imported and the exit status is 1. So are conflicts: an id already
+    stored with different content is left unchanged, unless --replace (the replaced
+    version is kept: `memstrata history`).
     """
     kind = fmt or ("locomo" if file.suffix.lower() == ".json" else "jsonl")
-    if kind not in {"jsonl", "locomo"}:
-        err.print(f"[red]error:[/red] unknown format {kind!r}; use jsonl or locomo")
-        raise typer.Exit(2)
     with errors():
+        if kind not in {"jsonl", "locomo"}:
+            raise InvalidInputError(f"unknown format {kind!r}; use jsonl or locomo")
         cfg = load_config(config)
-        bad = asyncio.run(_import(cfg, db, namespace, file, kind, batch_size))
+        bad, conflicts = asyncio.run(_import(cfg, db, namespace, file, kind, batch_size, replace))
     if bad:
         for line, reason in bad[:50]:
             err.print(Text.assemble((f"line {line}: ", "yellow"), reason))
         if len(bad) > 50:
             err.print(f"... and {len(bad) - 50} more")
-        err.print(f"[red]{len(bad)} line(s) not imported[/red]")
+        err.print(Text(f"{len(bad)} line(s) not imported", style="red"))
+    if conflicts:
+        for where, eid in conflicts[:50]:
+            err.print(
+                Text.assemble(
+                    (f"{where}: ", "yellow"),
+                    f"id {eid!r} is already stored with different content; left unchanged",
+                )
+            )
+        if len(conflicts) > 50:
+            err.print(f"... and {len(conflicts) - 50} more")
+        err.print(
+            Text.assemble(
+                (f"{len(conflicts)} conflict(s)", "red"),
+                ": re-run with --replace to replace them (the stored versions are kept, see "
+                "`memstrata history`)",
+            )
+        )
+    if bad or conflicts:
         raise typer.Exit(1)
 
 
 async def _import(
-    cfg: Config, db: str | None, namespace: str | None, file: Path, kind: str, batch_size: int
-) -> list[tuple[int, str]]:
-    memory = await open_memory(cfg, db)
+    cfg: Config,
+    db: str | None,
+    namespace: str | None,
+    file: Path,
+    kind: str,
+    batch_size: int,
+    replace: bool = False,
+) -> tuple[list[tuple[int, str]], list[tuple[str, str]]]:
+    """Import; returns the bad lines (line, reason) and the conflicts (where, id)."""
+    memory = await open_memory(cfg, db, create=True)
     bad: list[tuple[int, str]] = []
+    conflicts: list[tuple[str, str]] = []
+    lines_of: dict[str, list[int]] = {}  # JSONL: the lines each id is on
     try:
         batches: dict[str, list[PreparedEpisode]] = {}
         if kind == "locomo":
@@ -96,9 +135,11 @@ async def _import(
                     items.append(prepare_episode(parsed, cfg))
                 except MemstrataError as exc:
                     bad.append((line, str(exc)))
+                else:
+                    lines_of.setdefault(items[-1].external_id, []).append(line)
             batches[ns] = items
         total = sum(len(v) for v in batches.values())
-        added = existing = 0
+        added = existing = updated = 0
         with progress_bar() as progress:
             task = progress.add_task("importing", total=total)
             for ns, items in batches.items():
@@ -107,16 +148,35 @@ async def _import(
                     namespace=ns,
                     batch_size=batch_size,
                     progress=lambda n: progress.advance(task, n),
+                    replace=replace,
                 )
                 added += len(report.added)
                 existing += len(report.existing)
+                updated += len(report.updated)
+                conflicts += _conflict_places(report.conflicts, lines_of, ns, kind)
+        changed = f"{updated} replaced, " if updated else ""
+        changed += f"{len(conflicts)} conflicting (left unchanged), " if conflicts else ""
         out.print(
-            f"imported {added} new episode(s), {existing} already present, into "
+            f"imported {added} new episode(s), {existing} already present, {changed}into "
             f"{len(batches)} namespace(s): {', '.join(batches)}"
         )
     finally:
         await memory.close()
-    return bad
+    return bad, conflicts
+
+
+def _conflict_places(
+    ids: list[str], lines_of: dict[str, list[int]], namespace: str, kind: str
+) -> list[tuple[str, str]]:
+    """Where each conflicting id is in the file: JSONL line numbers (an id on several lines
+    conflicts on its last ones: the first was stored or matched), else the namespace."""
+    if kind != "jsonl":
+        return [(f"namespace {namespace}", i) for i in ids]
+    counts: dict[str, int] = {}
+    for i in ids:
+        counts[i] = counts.get(i, 0) + 1
+    places = [(line, i) for i, n in counts.items() for line in lines_of.get(i, [0])[-n:]]
+    return [(f"line {line}", i) for line, i in sorted(places)]
 
 
 @app.command()
@@ -124,7 +184,15 @@ def search(
     query: Annotated[str | None, typer.Argument(help="The question or keywords.")] = None,
     db: DbOpt = None,
     namespace: NsOpt = None,
-    k: Annotated[int, typer.Option("--k", "-k", help="Number of hits.")] = 10,
+    k: Annotated[
+        int,
+        typer.Option(
+            "--k",
+            "-k",
+            help="Episodes to return. A recipe that returns other kinds too (facts, "
+            "entities) gives each its own budget, a multiple of k shown under the table.",
+        ),
+    ] = 10,
     queries: Annotated[
         Path | None,
         typer.Option(
@@ -134,7 +202,9 @@ def search(
             dir_okay=False,
         ),
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="One JSON line per query.")] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help=f"One JSON line per query; {JSON_ERRORS}.")
+    ] = False,
     recipe: RecipeOpt = None,
     explain: Annotated[
         bool, typer.Option("--explain", help="Show which routes found each hit, at what rank.")
@@ -143,14 +213,15 @@ def search(
 ) -> None:
     """Search memory and print hits with the episodes they rest on.
 
+    The score is the fused one (weighted reciprocal rank fusion over the recipe's
+    routes); it orders hits within a kind, and each kind is its own section of the table.
     With --explain, each hit shows the recipe's routes that found it with its rank in
-    each (and the route's own sub-routes), and the score is the fused one. A note says
-    how many episodes the recipe's builders have not folded in yet.
+    each (and the route's own sub-routes). A note says how many episodes the recipe's
+    builders have not folded in yet.
     """
-    if (query is None) == (queries is None):
-        err.print("[red]error:[/red] give either a QUERY or --queries FILE")
-        raise typer.Exit(2)
-    with errors():
+    with errors(as_json=as_json):
+        if (query is None) == (queries is None):
+            raise InvalidInputError("give either a QUERY or --queries FILE")
         cfg = load_config(config)
         jobs = _query_jobs(query, queries, namespace or cfg.namespace)
         asyncio.run(_search(cfg, db, jobs, k, recipe, as_json, explain))
@@ -189,6 +260,7 @@ async def _search(
 ) -> None:
     memory = await open_memory(cfg, db)
     try:
+        fusion = memory.engine.recipe(recipe or cfg.recipe).fusion
         by_ns: dict[str, list[dict[str, str]]] = {}
         for job in jobs:
             by_ns.setdefault(job["namespace"], []).append(job)
@@ -218,6 +290,9 @@ async def _search(
                 sys.stdout.write(json.dumps(line, ensure_ascii=False) + "\n")
             else:
                 print_hits(job["query"], result.hits, explain=explain)
+                budgets = kind_budgets(fusion, k, result.hits)
+                if budgets:
+                    out.print(Text(budgets, style="dim"))
                 if result.pending:
                     err.print(
                         f"note: {result.pending} episode(s) not yet folded into this "
@@ -231,11 +306,11 @@ async def _search(
 def stats(
     db: DbOpt = None,
     namespace: NsOpt = None,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help=f"As JSON; {JSON_ERRORS}.")] = False,
     config: ConfigOpt = None,
 ) -> None:
     """Counts per namespace, LLM calls and failures per stage, file size."""
-    with errors():
+    with errors(as_json=as_json):
         cfg = load_config(config)
 
         async def run() -> dict[str, Any]:
@@ -300,14 +375,17 @@ def delete(
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask.")] = False,
     config: ConfigOpt = None,
 ) -> None:
-    """Delete episodes (or a whole namespace) and everything derived from them."""
+    """Delete episodes (or a whole namespace) and everything derived from them.
+
+    Ids that are not stored are listed and the exit status is 1 (the others are deleted).
+    """
     what = f"{len(ids)} episode(s) from" if ids else "the whole namespace"
     if not yes and not typer.confirm(f"Delete {what} {namespace!r}?"):
         raise typer.Exit(1)
     with errors():
         cfg = load_config(config)
 
-        async def run() -> int:
+        async def run() -> DeleteReport:
             memory = await open_memory(cfg, db)
             try:
                 return await memory.delete(ids or None, namespace=namespace)
@@ -315,7 +393,15 @@ def delete(
                 await memory.close()
 
         removed = asyncio.run(run())
-    out.print(f"deleted {removed} episode(s) from {namespace!r}")
+    out.print(f"deleted {int(removed)} episode(s) from {namespace!r}")
+    if removed.missing:
+        err.print(
+            Text.assemble(
+                (f"{len(removed.missing)} id(s) not found in {namespace!r}: ", "red"),
+                ", ".join(removed.missing),
+            )
+        )
+        raise typer.Exit(1)
 
 
 @app.command()
@@ -325,7 +411,9 @@ def ask(
     namespace: NsOpt = None,
     k: Annotated[int, typer.Option("--k", "-k", help="Episodes handed to the answerer.")] = 10,
     recipe: RecipeOpt = None,
-    as_json: Annotated[bool, typer.Option("--json", help="The answer as one JSON object.")] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help=f"The answer as one JSON object; {JSON_ERRORS}.")
+    ] = False,
     config: ConfigOpt = None,
 ) -> None:
     """Answer a question from memory, citing the episodes it rests on.
@@ -334,7 +422,7 @@ def ask(
     context and says NO_ANSWER when the context does not hold it. Without one, it
     quotes the best supporting sentences (marked extractive).
     """
-    with errors():
+    with errors(as_json=as_json):
         cfg = load_config(config)
 
         async def run() -> Any:
@@ -363,14 +451,17 @@ def ask(
 @app.command()
 def recipes(
     as_json: Annotated[
-        bool, typer.Option("--json", help="One object per recipe: name, description, ...")
+        bool,
+        typer.Option(
+            "--json", help=f"One object per recipe: name, description, ...; {JSON_ERRORS}."
+        ),
     ] = False,
     config: ConfigOpt = None,
 ) -> None:
     """List every recipe: built-in, from installed designs, and from the configuration."""
     from memstrata.engine import Registry
 
-    with errors():
+    with errors(as_json=as_json):
         cfg = load_config(config)
         reg = Registry.load(cfg.recipes)
     rows = [{**r.summary(), "origin": reg.origin.get(n, "")} for n, r in reg.recipes.items()]
@@ -403,7 +494,7 @@ def showload_config(
 
 
 # The other commands register themselves on ``app`` when imported.
-from memstrata.cli import bench, build, demo  # noqa: E402, F401
+from memstrata.cli import bench, build, demo, edit  # noqa: E402, F401
 
 
 def main() -> None:  # pragma: no cover

@@ -4,13 +4,34 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from memstrata.errors import ConfigError
-from memstrata.store.base import AddReport, PreparedEpisode, SearchFilters, Store
+from memstrata.errors import ConfigError, StoreNotFoundError
+from memstrata.store.base import (
+    AddReport,
+    DeleteReport,
+    EpisodeVersion,
+    PreparedEpisode,
+    SearchFilters,
+    Store,
+    UpdateReport,
+)
 from memstrata.store.sqlite import SQLiteStore
 
 
-def open_store(path_or_url: str | Path) -> Store:
-    """``sqlite:///path``, a plain file path, or ``:memory:``."""
+def open_store(path_or_url: str | Path, *, create: bool = True) -> Store:
+    """``sqlite:///path``, a plain file path, or ``:memory:``.
+
+    ``create=False`` opens only an existing store: a missing file raises
+    :class:`StoreNotFoundError` and nothing is created, neither the file nor its folders.
+    """
+    return SQLiteStore(store_target(path_or_url, create=create))
+
+
+def store_target(path_or_url: str | Path, *, create: bool = True) -> str:
+    """What :func:`open_store` opens: the SQLite path (or ``:memory:``) of a path or URL.
+
+    With ``create`` the file's folders are made; without it a missing file raises
+    :class:`StoreNotFoundError`. Lets a caller check a store exists before opening it.
+    """
     target = str(path_or_url)
     if target.startswith(("postgres://", "postgresql://")):
         raise ConfigError(
@@ -20,10 +41,24 @@ def open_store(path_or_url: str | Path) -> Store:
         target = target[len("sqlite:///") :]
     elif "://" in target:
         raise ConfigError(f"unsupported store URL {path_or_url!r}; use a file path or sqlite:///")
-    if target != ":memory:":
-        Path(target).expanduser().parent.mkdir(parents=True, exist_ok=True)
-        target = str(Path(target).expanduser())
-    return SQLiteStore(target)
+    if target == ":memory:":
+        return target
+    path = Path(target).expanduser()
+    if create:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    elif not path.exists():
+        raise StoreNotFoundError(str(path))
+    return str(path)
 
 
-__all__ = ["AddReport", "PreparedEpisode", "SQLiteStore", "SearchFilters", "Store", "open_store"]
+__all__ = [
+    "AddReport",
+    "DeleteReport",
+    "EpisodeVersion",
+    "PreparedEpisode",
+    "SQLiteStore",
+    "SearchFilters",
+    "Store",
+    "UpdateReport",
+    "open_store",
+]

@@ -7,6 +7,7 @@ backend. Methods are synchronous; the async API runs them in a worker thread.
 
 from __future__ import annotations
 
+import json
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from datetime import datetime
@@ -36,10 +37,82 @@ class PreparedEpisode(BaseModel):
 
 
 class AddReport(BaseModel):
-    """What a batch write did: new episodes, and ids that were already there (idempotence)."""
+    """What a batch write did, per id.
+
+    ``existing``: already stored with the same content (text, speaker, role, occurred_at,
+    session and metadata), left as it was: re-running an import is a no-op. ``conflicts``:
+    already stored with different content and left unchanged. ``updated``: stored with
+    different content and replaced, the old version kept in the history (only when the
+    caller asked to replace).
+    """
 
     added: list[str] = Field(default_factory=list)
     existing: list[str] = Field(default_factory=list)
+    conflicts: list[str] = Field(default_factory=list)
+    updated: list[str] = Field(default_factory=list)
+
+
+class UpdateReport(BaseModel):
+    """What replacing episodes did: ids given a new version, ids whose stored content was
+    already the same (no new version), ids not stored (nothing written)."""
+
+    updated: list[str] = Field(default_factory=list)
+    unchanged: list[str] = Field(default_factory=list)
+    missing: list[str] = Field(default_factory=list)
+
+
+class EpisodeVersion(BaseModel):
+    """A version of an episode that an update replaced (the current one is the episode)."""
+
+    id: str
+    namespace: str
+    version: int = Field(description="1 is the version first stored; the current one is next")
+    text: str
+    speaker: str | None = None
+    role: str | None = None
+    occurred_at: datetime | None = None
+    session: str | None = None
+    metadata: JSONDict = Field(default_factory=dict)
+    written_at: datetime = Field(description="when this version was stored")
+    replaced_at: datetime = Field(description="when an update replaced it")
+
+
+class DeleteReport(int):
+    """The number of episodes a delete removed (it *is* that int, so ``== 2`` works), and
+    ``missing``: the given ids that were not stored."""
+
+    missing: list[str]
+
+    def __new__(cls, deleted: int, missing: Sequence[str] = ()) -> DeleteReport:
+        report = super().__new__(cls, deleted)
+        report.missing = list(missing)
+        return report
+
+    def __repr__(self) -> str:
+        return f"DeleteReport({int(self)}, missing={self.missing!r})"
+
+
+def same_episode(new: PreparedEpisode, old: Episode) -> bool:
+    """Whether writing ``new`` over the stored ``old`` would change nothing: same text
+    (hence content hash), speaker, role, session, instant and metadata (as JSON)."""
+    return (
+        new.text == old.text
+        and (new.speaker, new.role, new.session) == (old.speaker, old.role, old.session)
+        and _same_instant(new.occurred_at, old.occurred_at)
+        and _as_json(new.metadata) == _as_json(old.metadata)
+    )
+
+
+def _same_instant(a: datetime | None, b: datetime | None) -> bool:
+    if a is None or b is None:
+        return a is b
+    if (a.tzinfo is None) != (b.tzinfo is None):
+        return False
+    return a == b
+
+
+def _as_json(value: JSONDict) -> Any:
+    return json.loads(json.dumps(value or {}, ensure_ascii=False, sort_keys=True))
 
 
 class SearchFilters(BaseModel):
@@ -140,8 +213,25 @@ class Store(ABC):
         """Distinct speakers of the namespace, most frequent first."""
 
     @abstractmethod
-    def delete_episodes(self, namespace: str, external_ids: Sequence[str]) -> int:
-        """Delete episodes and, along provenance, derived records left without sources."""
+    def delete_episodes(self, namespace: str, external_ids: Sequence[str]) -> DeleteReport:
+        """Delete episodes and, along provenance, derived records left without sources.
+        Returns how many were deleted, with the ids that were not stored."""
+
+    @abstractmethod
+    def update_episodes(self, namespace: str, episodes: Sequence[PreparedEpisode]) -> UpdateReport:
+        """Replace stored episodes by id, in one transaction with what follows from it.
+
+        For every episode whose stored content differs (:func:`same_episode`): the stored
+        version goes into the history, the episode takes the new text, context, index
+        text and ``embed_hash`` (key, ``seq`` and ``created_at`` stay), derived records
+        lose their provenance on it (records left without sources are deleted, as in
+        :meth:`delete_episodes`) and every builder's mark on it is removed, so each
+        builder's queue holds it again. Ids not stored are reported, not added."""
+
+    @abstractmethod
+    def episode_history(self, namespace: str, external_id: str) -> list[EpisodeVersion]:
+        """The versions updates replaced, oldest first (empty if never updated or not
+        stored)."""
 
     # embeddings -------------------------------------------------------------------------
     @abstractmethod

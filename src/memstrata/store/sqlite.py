@@ -3,7 +3,8 @@
 This module holds the connection, migrations, namespaces, episodes and accounting. The rest
 of ``SQLiteStore`` lives in mixins, one responsibility each, to keep modules small:
 ``sqlite_search`` (embedding cache, BM25, the vector index and why it is exact),
-``sqlite_records`` (derived records and provenance) and ``sqlite_builds`` (build queue).
+``sqlite_records`` (derived records and provenance), ``sqlite_builds`` (build queue) and
+``sqlite_updates`` (episode updates and their history).
 """
 
 from __future__ import annotations
@@ -23,11 +24,20 @@ from typing import Any
 from memstrata.errors import StoreError, StoreLockedError
 from memstrata.llm.types import LLMCallRecord
 from memstrata.models import Episode
-from memstrata.store.base import AddReport, EpisodeMeta, NamespaceStats, PreparedEpisode, Store
+from memstrata.store.base import (
+    AddReport,
+    DeleteReport,
+    EpisodeMeta,
+    NamespaceStats,
+    PreparedEpisode,
+    Store,
+    same_episode,
+)
 from memstrata.store.sqlite_builds import BuildBookkeeping
 from memstrata.store.sqlite_common import _chunks, _fts, _iso, _now, _ts
 from memstrata.store.sqlite_records import DerivedRecords
 from memstrata.store.sqlite_search import SearchPrimitives, _VectorIndex
+from memstrata.store.sqlite_updates import EpisodeUpdates
 
 BUSY_TIMEOUT_MS = 30_000
 
@@ -41,7 +51,7 @@ def _migrations() -> list[tuple[int, str]]:
     return sorted(out)
 
 
-class SQLiteStore(BuildBookkeeping, DerivedRecords, SearchPrimitives, Store):
+class SQLiteStore(BuildBookkeeping, DerivedRecords, SearchPrimitives, EpisodeUpdates, Store):
     """A memstrata database in one SQLite file (``:memory:`` works for throwaway use)."""
 
     def __init__(self, path: str | Path, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> None:
@@ -259,7 +269,9 @@ class SQLiteStore(BuildBookkeeping, DerivedRecords, SearchPrimitives, Store):
                 )
                 if cur.rowcount == 0:
                     seq -= 1
-                    report.existing.append(ep.external_id)
+                    old = self._stored_episode(ns_id, ep.external_id)
+                    same = old is not None and same_episode(ep, old)
+                    (report.existing if same else report.conflicts).append(ep.external_id)
                     continue
                 conn.execute(
                     f"INSERT INTO {_fts(ns_id)}(rowid, body) VALUES (?, ?)",
@@ -401,24 +413,25 @@ class SQLiteStore(BuildBookkeeping, DerivedRecords, SearchPrimitives, Store):
                 self._speakers[ns_id] = [r[0] for r in rows]
             return self._speakers[ns_id]
 
-    def delete_episodes(self, namespace: str, external_ids: Sequence[str]) -> int:
+    def delete_episodes(self, namespace: str, external_ids: Sequence[str]) -> DeleteReport:
         with self._write() as conn:
             ns_id = self._ns_id(namespace)
             if ns_id is None:
-                return 0
-            keys: list[int] = []
+                return DeleteReport(0, list(dict.fromkeys(external_ids)))
+            found: dict[str, int] = {}
             for chunk in _chunks(list(external_ids), 500):
                 marks = ",".join("?" * len(chunk))
-                keys.extend(
-                    r[0]
-                    for r in conn.execute(
-                        "SELECT id FROM episodes WHERE namespace_id=? "
+                found.update(
+                    conn.execute(
+                        "SELECT external_id, id FROM episodes WHERE namespace_id=? "
                         f"AND external_id IN ({marks})",
                         (ns_id, *chunk),
                     )
                 )
+            keys = list(found.values())
+            missing = [i for i in dict.fromkeys(external_ids) if i not in found]
             if not keys:
-                return 0
+                return DeleteReport(0, missing)
             affected: set[str] = set()
             for chunk in _chunks(keys, 500):
                 marks = ",".join("?" * len(chunk))
@@ -433,7 +446,7 @@ class SQLiteStore(BuildBookkeeping, DerivedRecords, SearchPrimitives, Store):
                 conn.execute(f"DELETE FROM episodes WHERE id IN ({marks})", tuple(chunk))
             self._follow_provenance(conn, affected)
             self.mark_written(namespace)
-            return len(keys)
+            return DeleteReport(len(keys), missing)
 
     # accounting and stats ---------------------------------------------------------------
     def record_llm_call(self, record: LLMCallRecord) -> None:

@@ -178,14 +178,51 @@ class DerivedRecords:
     def _follow_provenance(self, conn: sqlite3.Connection, affected: set[str]) -> None:
         """After episodes went: records whose every source is gone go with them; others
         just lose those spans."""
+        gone: set[str] = set()
         for rec_id in affected:
             left = conn.execute(
                 "SELECT 1 FROM provenance WHERE record_id=? LIMIT 1", (rec_id,)
             ).fetchone()
             if left is None:
-                conn.execute("DELETE FROM records WHERE id=?", (rec_id,))
+                gone.add(rec_id)
             else:
                 self._resync_sources(conn, rec_id)
+        if gone:
+            self._unlink(conn, gone)
+            for chunk in _chunks(sorted(gone), 500):
+                marks = ",".join("?" * len(chunk))
+                conn.execute(f"DELETE FROM records WHERE id IN ({marks})", tuple(chunk))
+
+    @staticmethod
+    def _unlink(conn: sqlite3.Connection, gone: set[str]) -> None:
+        """Categories linked to records about to go drop them from ``child_ids`` and
+        ``parent_ids``, so the JSON stays in step with ``category_links`` (whose rows the
+        deletion cascades) and no reader meets a dangling id."""
+        linked: set[str] = set()
+        for chunk in _chunks(sorted(gone), 500):
+            marks = ",".join("?" * len(chunk))
+            linked.update(
+                r[0]
+                for r in conn.execute(
+                    f"SELECT parent_id FROM category_links WHERE child_id IN ({marks}) "
+                    f"UNION SELECT child_id FROM category_links WHERE parent_id IN ({marks})",
+                    (*chunk, *chunk),
+                )
+            )
+        now = _now()
+        for rec_id in sorted(linked - gone):
+            row = conn.execute(
+                "SELECT data FROM records WHERE id=? AND kind='category'", (rec_id,)
+            ).fetchone()
+            if row is None:
+                continue
+            data = json.loads(row[0])
+            for key in ("child_ids", "parent_ids"):
+                data[key] = [i for i in data.get(key, []) if i not in gone]
+            conn.execute(
+                "UPDATE records SET data=?, updated_at=? WHERE id=?",
+                (json.dumps(data), now, rec_id),
+            )
 
     def _resync_sources(self, conn: sqlite3.Connection, rec_id: str) -> None:
         row = conn.execute("SELECT data FROM records WHERE id=?", (rec_id,)).fetchone()

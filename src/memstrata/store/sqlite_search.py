@@ -34,6 +34,7 @@ class _VectorIndex:
     max_key: int = 0
     data_version: int = -1
     stale: bool = True
+    revision: int = -1  # the namespace's largest episode version id when last in step
 
 
 class SearchPrimitives:
@@ -48,6 +49,7 @@ class SearchPrimitives:
 
         def _write(self) -> AbstractContextManager[sqlite3.Connection]: ...
         def _ns_id(self, namespace: str, create: bool = False) -> int | None: ...
+        def _versions_stamp(self, ns_id: int) -> int: ...
 
     # embeddings -------------------------------------------------------------------------
     def cached_embeddings(
@@ -167,6 +169,13 @@ class SearchPrimitives:
         version = self._conn.execute("PRAGMA data_version").fetchone()[0]
         if not index.stale and version == index.data_version:
             return index
+        revision = self._versions_stamp(ns_id)
+        if revision != index.revision:
+            # An update replaced vectors in place (same keys, same count): load afresh.
+            index.keys = np.zeros(0, dtype=np.int64)
+            index.matrix = np.zeros((0, 0), np.float32)
+            index.max_key = 0
+            index.revision = revision
         count, max_key = self._conn.execute(
             "SELECT COUNT(*), COALESCE(MAX(e.id), 0) FROM episodes e JOIN embeddings v "
             "ON v.model=? AND v.hash=e.embed_hash WHERE e.namespace_id=?",

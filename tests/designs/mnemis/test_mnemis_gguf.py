@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from memstrata.memory import Memory
 from memstrata.designs.mnemis.graph import Graph
 from memstrata.designs.mnemis.hierarchy import hierarchy_problems
+from memstrata.memory import Memory
 
 pytestmark = pytest.mark.slow
 

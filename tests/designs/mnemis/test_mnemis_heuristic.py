@@ -9,12 +9,12 @@ from pathlib import Path
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from memstrata.memory import Memory
-from memstrata.models import Category, Entity
-from memstrata.store import SQLiteStore
 from memstrata.designs.mnemis.extract import mentions, name_key
 from memstrata.designs.mnemis.graph import SPEAKER_CATEGORY, Graph
 from memstrata.designs.mnemis.hierarchy import Hierarchy, HierarchyParams, hierarchy_problems
+from memstrata.memory import Memory
+from memstrata.models import Category, Entity
+from memstrata.store import SQLiteStore
 
 
 def check_hierarchy(graph: Graph, n: int, max_layers: int) -> None:

@@ -5,15 +5,15 @@ from __future__ import annotations
 import asyncio
 from datetime import UTC, datetime
 
+from memstrata.designs.mnemis.base_graph_llm import LLMBaseGraph
+from memstrata.designs.mnemis.global_selection import select_llm
+from memstrata.designs.mnemis.graph import Graph
+from memstrata.designs.mnemis.hierarchy import Hierarchy, HierarchyParams
+from memstrata.designs.mnemis.prompts import category_grouper, node_selector
 from memstrata.llm import LLMClient
 from memstrata.llm.scripted import ScriptedBackend
 from memstrata.models import Category, Entity, Episode, Span
-from memstrata.designs.mnemis.prompts import category_grouper, node_selector
-from memstrata.designs.mnemis.global_selection import select_llm
 from memstrata.store import PreparedEpisode, SQLiteStore
-from memstrata.designs.mnemis.base_graph_llm import LLMBaseGraph
-from memstrata.designs.mnemis.graph import Graph
-from memstrata.designs.mnemis.hierarchy import Hierarchy, HierarchyParams
 
 
 def episode(store: SQLiteStore, eid: str, text: str, when: datetime) -> Episode:
