@@ -6,8 +6,10 @@ workers) share one file; writes are single-row upserts, so contention stays shor
 
 from __future__ import annotations
 
+import random
 import sqlite3
 import threading
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
@@ -34,9 +36,26 @@ class ResponseCache:
         self._lock = threading.Lock()
         with self._lock:
             self._conn.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
-            self._conn.execute("PRAGMA journal_mode = WAL")
-            self._conn.execute("PRAGMA synchronous = NORMAL")
-            self._conn.execute(_SCHEMA)
+            self._set_up(time.monotonic() + timeout)
+
+    def _set_up(self, deadline: float) -> None:
+        """WAL and the table, retried while another process sets up the same new file:
+        switching the journal mode can fail as locked at once, without the busy handler
+        being consulted. Every step is idempotent."""
+        delay = 0.005
+        while True:
+            try:
+                if self._conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                    self._conn.execute("PRAGMA journal_mode = WAL")
+                self._conn.execute("PRAGMA synchronous = NORMAL")
+                self._conn.execute(_SCHEMA)
+                return
+            except sqlite3.OperationalError as exc:
+                text = str(exc)
+                if ("locked" not in text and "busy" not in text) or time.monotonic() > deadline:
+                    raise
+                time.sleep(delay + random.random() * delay)
+                delay = min(delay * 2, 0.2)
 
     def get(self, request_hash: str) -> str | None:
         with self._lock:
