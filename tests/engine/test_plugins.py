@@ -27,7 +27,7 @@ from memstrata.engine import ENTRY_POINT_GROUP, Registry
 from memstrata.memory import Memory
 
 TINY = Path(__file__).parents[1] / "data" / "tiny_design" / "tiny_design" / "__init__.py"
-BUILTIN_RECIPES = {"default", "rag", "mnemis"}
+BUILTIN_RECIPES = {"default", "rag", "mnemis", "memtree"}
 
 ROWS = [
     {"id": "1", "text": "I planted basil and mint on the balcony.", "speaker": "Ana"},

@@ -9,4 +9,5 @@ entry-point group instead, and need nothing from this list.
 BUILTIN = (
     "memstrata.designs.system1",
     "memstrata.designs.mnemis",
+    "memstrata.designs.memtree",
 )

@@ -1,0 +1,30 @@
+"""MemTree (Rezazadeh et al., "From Isolated Conversations to Hierarchical Schemas:
+Dynamic Tree Memory Representation for LLMs"): a tree of aggregated summaries grown one
+episode at a time (Algorithm 1), searched by collapsed-tree retrieval.
+
+Where things are:
+
+* :mod:`.tree`: the tree held in memory, its invariants and cache;
+* :mod:`.builder`: insertion (Algorithm 1), batch by batch, both tiers;
+* :mod:`.aggregate`: the heuristic tier's extractive Aggregate;
+  :mod:`.prompts`: the llm tier's Aggregate prompt (appendix A.1.2);
+* :mod:`.route`: collapsed and traversal retrieval;
+* :mod:`.recipe`: ``memtree`` and ``memtree-traversal``; :mod:`.show`: ``memstrata show``.
+"""
+
+from __future__ import annotations
+
+from memstrata.designs.memtree.builder import MemTreeBuilder
+from memstrata.designs.memtree.recipe import RECIPES
+from memstrata.designs.memtree.route import MemTreeRoute
+from memstrata.designs.memtree.show import show
+from memstrata.engine.contracts import Design
+
+design = Design(
+    name="memtree",
+    builders=[MemTreeBuilder],
+    routes=[MemTreeRoute],
+    recipes=RECIPES,
+    show=show,
+    description="Dynamic tree memory: online hierarchical aggregation, collapsed retrieval.",
+)

@@ -1,0 +1,216 @@
+"""The MemTree builder: Algorithm 1, one insertion per leaf, batch by batch.
+
+Each episode becomes one leaf, or one leaf per chunk when it is longer than
+``max_leaf_tokens`` (:func:`memstrata.retrieval.chunking.chunk_spans`). An insertion
+descends from the root: at a node of depth ``d`` the new content is compared with the
+node's children and goes into the most similar one if its cosine is at least
+θ(d) = θ0 · exp(λ · d / max_depth), where ``max_depth`` is the tree's current depth (at
+least 1). Reaching a leaf expands it: a new inner node takes its place, with the old
+leaf and the new one as children. When no child passes, the new leaf is attached under
+the current node. Every ancestor of the new leaf (the structural root excepted) then gets
+Aggregate(c_v, c_new | n) and a new embedding; on the llm tier these calls are issued
+together (``asyncio.gather``).
+
+A batch's new and changed nodes and its done marks are written in one transaction. An
+episode whose aggregate calls fail is undone in memory and reported failed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from memstrata.designs.memtree.aggregate import extractive_aggregate
+from memstrata.designs.memtree.tree import Tree, TreeCache, Vec, tree_problems
+from memstrata.engine.contracts import Builder, Context, StepResult
+from memstrata.errors import ConfigError
+from memstrata.models import Episode, Span
+from memstrata.retrieval.chunking import chunk_spans
+
+BUILDER = "memtree"
+
+
+def tree_cache(ctx: Context) -> TreeCache:
+    """The process-wide tree cache the builder, the route and ``show`` share."""
+    return ctx.state("memtree.trees", lambda: TreeCache(ctx.store, ctx.embedder))
+
+
+class MemTreeParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    theta0: float = Field(default=0.4, ge=0, le=1, description="base threshold θ0 (A.1.3)")
+    rate: float = Field(default=0.5, ge=0, description="λ, growth of θ(d) with depth (A.1.3)")
+    max_leaf_tokens: int = Field(
+        default=512, ge=16, description="longer episodes are chunked, one leaf per chunk"
+    )
+    summary_sentences: int = Field(
+        default=6, ge=1, description="K of the heuristic aggregate's budget K / log2(n+1)"
+    )
+    speaker_prefix: bool = Field(
+        default=True, description="a leaf's content starts with 'speaker: ' when known"
+    )
+
+
+@dataclass
+class Insertion:
+    """Where one new leaf goes, decided before any content changes."""
+
+    content: str
+    span: Span
+    vec: Vec
+    path: list[str]  # nodes descended into below the root
+    expand: bool  # the last node of ``path`` is a leaf to expand
+    targets: list[tuple[str, str, int]]  # (node, its content, leaves beneath before)
+
+
+def leaf_texts(ep: Episode, max_tokens: int, speaker_prefix: bool) -> list[tuple[str, Span]]:
+    """The leaf contents of an episode with their provenance spans."""
+    head = f"{ep.speaker}: " if speaker_prefix and ep.speaker else ""
+    return [
+        (head + ep.text[s:e], Span(episode=ep.id, start=s, end=e))
+        for s, e in chunk_spans(ep.text, max_tokens)
+    ]
+
+
+def plan(tree: Tree, content: str, span: Span, p: MemTreeParams) -> Insertion:
+    """Descend from the root (Algorithm 1, lines 4-17) without changing anything."""
+    vec = tree.embed([content])[0]
+    node = tree.ensure_root()
+    path: list[str] = []
+    while True:
+        kids = tree.children.get(node, [])
+        if not kids:
+            break
+        sims = np.stack([tree.vecs[c] for c in kids]) @ vec
+        best = int(np.argmax(sims))
+        depth = tree.nodes[node].depth
+        if float(sims[best]) < tree.threshold(depth, p.theta0, p.rate):
+            break
+        node = kids[best]
+        path.append(node)
+        if tree.is_leaf(node):
+            break
+    expand = bool(path) and tree.is_leaf(path[-1])
+    targets = [(n, tree.nodes[n].content, tree.descendants(n)) for n in path]
+    return Insertion(content, span, vec, path, expand, targets)
+
+
+def apply(tree: Tree, ins: Insertion, contents: Sequence[str]) -> str:
+    """Make the insertion with the aggregated contents of ``ins.targets``; the new leaf."""
+    ids = [t[0] for t in ins.targets]
+    if ins.expand:
+        ids[-1] = tree.expand(ins.path[-1])
+    parent = ids[-1] if ids else tree.ensure_root()
+    leaf = tree.attach_leaf(parent, ins.content, ins.span, ins.vec)
+    for nid, text in zip(ids, contents, strict=True):
+        tree.update_inner(nid, text, ins.span)
+    tree.embed_nodes(ids)
+    return leaf
+
+
+class MemTreeBuilder(Builder[MemTreeParams]):
+    """A tree of aggregated summaries over the episodes, grown one leaf at a time."""
+
+    name = BUILDER
+    kinds = ("tree_node",)
+    Params = MemTreeParams
+    stage_prefix = "memtree."
+
+    async def update(self, ctx: Context, namespace: str, episodes: Sequence[Episode]) -> StepResult:
+        cache = tree_cache(ctx)
+        tree = await asyncio.to_thread(cache.get, namespace)
+        batch = list(episodes)
+        try:
+            if ctx.tier == "llm":
+                if ctx.llm is None:
+                    raise ConfigError(
+                        "the llm tier needs an LLM; configure llm.kind or use --tier heuristic"
+                    )
+                failed = await self._update_llm(ctx, tree, batch)
+            else:
+                failed = await asyncio.to_thread(self._update_heuristic, tree, batch)
+            keys = [ep.key for ep in batch if ep.id not in failed]
+            await asyncio.to_thread(tree.flush, (self.name, keys))
+        except BaseException:
+            cache.forget(namespace)  # the in-memory tree holds unwritten changes
+            raise
+        return StepResult(failed=failed)
+
+    def _update_heuristic(self, tree: Tree, batch: list[Episode]) -> dict[str, str]:
+        p = self.params
+        for ep in batch:
+            for content, span in leaf_texts(ep, p.max_leaf_tokens, p.speaker_prefix):
+                ins = plan(tree, content, span, p)
+                texts = [
+                    extractive_aggregate(c, content, n + 1, p.summary_sentences, tree.embed)
+                    for _, c, n in ins.targets
+                ]
+                apply(tree, ins, texts)
+        return {}
+
+    async def _update_llm(self, ctx: Context, tree: Tree, batch: list[Episode]) -> dict[str, str]:
+        from memstrata.designs.memtree.prompts import llm_aggregate
+
+        assert ctx.llm is not None
+        llm = ctx.llm
+        p = self.params
+        failed: dict[str, str] = {}
+        for ep in batch:
+            tree.begin()
+            try:
+                for content, span in leaf_texts(ep, p.max_leaf_tokens, p.speaker_prefix):
+                    ins = await asyncio.to_thread(plan, tree, content, span, p)
+                    texts = await asyncio.gather(
+                        *(llm_aggregate(llm, c, content, n) for _, c, n in ins.targets)
+                    )
+                    await asyncio.to_thread(apply, tree, ins, texts)
+            except (asyncio.CancelledError, KeyboardInterrupt):
+                raise
+            except Exception as exc:
+                tree.rollback()
+                failed[ep.id] = f"{type(exc).__name__}: {exc}"
+            else:
+                tree.commit()
+        return failed
+
+    async def rebuild(self, ctx: Context, namespace: str) -> None:
+        await super().rebuild(ctx, namespace)
+        tree_cache(ctx).forget(namespace)
+
+    async def describe(self, ctx: Context, namespace: str) -> dict[str, Any]:
+        tree = await asyncio.to_thread(tree_cache(ctx).get, namespace)
+        return tree_stats(tree)
+
+    async def check(self, ctx: Context, namespace: str) -> list[str]:
+        tree = await asyncio.to_thread(tree_cache(ctx).get, namespace)
+        return tree_problems(tree)
+
+
+def tree_stats(tree: Tree) -> dict[str, Any]:
+    """Node counts, depth, branching and content length per depth (A.3.6's figures)."""
+    inner = tree.inner()
+    leaves = tree.leaves()
+    per_depth: dict[int, list[int]] = {}
+    for nid, node in tree.nodes.items():
+        if nid != tree.root_id:
+            per_depth.setdefault(node.depth, []).append(len(node.content))
+    fanout = [len(tree.children[n]) for n in inner]
+    if tree.root_id is not None and tree.children.get(tree.root_id):
+        fanout.append(len(tree.children[tree.root_id]))
+    return {
+        "nodes": len(tree.nodes),
+        "inner": len(inner),
+        "leaves": len(leaves),
+        "depth": tree.max_depth,
+        "mean_leaf_depth": round(sum(tree.nodes[i].depth for i in leaves) / len(leaves), 2)
+        if leaves
+        else 0.0,
+        "mean_branching": round(sum(fanout) / len(fanout), 2) if fanout else 0.0,
+        "nodes_per_depth": {d: len(v) for d, v in sorted(per_depth.items())},
+        "mean_chars_per_depth": {d: round(sum(v) / len(v)) for d, v in sorted(per_depth.items())},
+    }

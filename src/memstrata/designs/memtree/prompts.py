@@ -1,0 +1,60 @@
+"""MemTree's one prompt: Aggregate(c_v, c_new | n) of appendix A.1.2.
+
+The wording follows the paper's prompt; the answer is a JSON object with the summary
+(``{"summary": ...}``) so a grammar-constrained local model closes it cleanly. Prompt
+functions return ``(messages, model)``, as in the other designs.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from memstrata.llm.base import LLMClient
+from memstrata.llm.types import Message
+
+STAGE = "memtree.aggregate"
+#: completion budget of one aggregate (the paper gives none); the summary is bounded too
+MAX_TOKENS = 256
+
+
+class Summary(BaseModel):
+    summary: str = Field(max_length=1200)
+
+
+Prompt = tuple[list[Message], type[BaseModel]]
+
+_SYSTEM = (
+    "You will receive two pieces of information: New Information is detailed, and "
+    "Existing Information is a summary from {n} previous entries. Your task is to merge "
+    "these into a single, cohesive summary that highlights the most important insights.\n"
+    "- Focus on the key points from both inputs.\n"
+    "- Ensure the final summary combines the insights from both pieces of information.\n"
+    "- If the number of previous entries in Existing Information is accumulating (more "
+    "than 2), focus on summarizing more concisely, only capturing the overarching theme, "
+    "and getting more abstract in your summary.\n"
+    'Output the summary directly, as JSON: {{"summary": "..."}}.'
+)
+
+
+def aggregate(current: str, new: str, n: int) -> Prompt:
+    """Merge a node's content (summarizing ``n`` entries) with the new information."""
+    user = (
+        f"[New Information]\n{new}\n\n"
+        f"[Existing Information (from {n} previous entries)]\n{current}\n\n"
+        "[Output Summary]"
+    )
+    return [
+        Message(role="system", content=_SYSTEM.format(n=n)),
+        Message(role="user", content=user),
+    ], Summary
+
+
+async def llm_aggregate(llm: LLMClient, current: str, new: str, n: int) -> str:
+    """One aggregate call; raises the client's error when the model fails."""
+    messages, model = aggregate(current, new, n)
+    answer = await llm.structured(messages, model, stage=STAGE, max_tokens=MAX_TOKENS)
+    assert isinstance(answer, Summary)
+    text = answer.summary.strip()
+    if not text:
+        raise ValueError("the aggregate came back empty")
+    return text

@@ -1,0 +1,193 @@
+"""The MemTree route: collapsed-tree retrieval (section 3.2), or traversal (A.3.5).
+
+* ``collapsed``: every node but the structural root is one set; the query's cosine to
+  each, nodes under ``theta_retrieve`` dropped, the top ``k`` kept.
+* ``traversal``: from the root, the ``beam`` (default ``k``) most similar children at
+  each level, expanded level by level; the selected nodes of every level, above
+  ``theta_retrieve``, are ranked by their cosine and the top ``k`` kept (so both modes
+  hand the same budget to fusion).
+
+A leaf hit comes back as its episode (``kind="episode"``, the episode rendered as
+System-1 renders it, the leaf's span in ``spans``); chunks of one episode count once,
+at the rank of the best. An inner-node hit is ``kind="tree_node"`` with its aggregated
+content, and its ``sources`` are the episodes beneath it ordered by their own (best
+leaf) cosine to the query, so Recall@K over sources credits the episodes the summary
+rests on most.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime
+from typing import Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from memstrata.designs.memtree.builder import BUILDER, tree_cache
+from memstrata.designs.memtree.tree import Tree, unit
+from memstrata.engine.contracts import Context, Route
+from memstrata.models import Episode, Hit, TreeNode
+from memstrata.retrieval import documents
+from memstrata.store.base import SearchFilters
+
+
+class MemTreeRouteParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    mode: Literal["collapsed", "traversal"] = "collapsed"
+    theta_retrieve: float = Field(
+        default=0.1,
+        ge=-1,
+        le=1,
+        description="nodes with a lower cosine to the query are dropped (section 3.2)",
+    )
+    beam: int | None = Field(default=None, ge=1, description="traversal: nodes per level (k)")
+
+
+class MemTreeRoute(Route[MemTreeRouteParams]):
+    """Cosine search over the tree's nodes; leaves as episodes, inner nodes as summaries."""
+
+    name = "memtree"
+    Params = MemTreeRouteParams
+    needs = (BUILDER,)
+
+    async def search(
+        self,
+        ctx: Context,
+        namespace: str,
+        queries: list[str],
+        k: int,
+        filters: SearchFilters | None = None,
+    ) -> list[list[Hit]]:
+        return await asyncio.to_thread(self._search, ctx, namespace, queries, k, filters)
+
+    def _search(
+        self,
+        ctx: Context,
+        namespace: str,
+        queries: list[str],
+        k: int,
+        filters: SearchFilters | None,
+    ) -> list[list[Hit]]:
+        tree = tree_cache(ctx).get(namespace)
+        ids, rows = tree.matrix()
+        if not ids or k < 1:
+            return [[] for _ in queries]
+        qvecs = unit(np.asarray(ctx.embedder.embed(queries), dtype=np.float32))
+        out = []
+        for qvec in qvecs:
+            sims = dict(zip(ids, (rows @ qvec).tolist(), strict=True))
+            if self.params.mode == "traversal":
+                ranked = traverse(tree, sims, self.params.beam or k)
+            else:
+                ranked = sorted(sims, key=lambda i: -sims[i])
+            ranked = [i for i in ranked if sims[i] >= self.params.theta_retrieve]
+            out.append(self._hits(ctx, namespace, tree, ranked, sims, k, filters))
+        return out
+
+    def _hits(
+        self,
+        ctx: Context,
+        namespace: str,
+        tree: Tree,
+        ranked: list[str],
+        sims: dict[str, float],
+        k: int,
+        filters: SearchFilters | None,
+    ) -> list[Hit]:
+        # Enough candidates to fill k after merging chunks and filtering; episodes last.
+        window = ranked[: max(4 * k, k + 16)]
+        wanted = {s.episode for i in window for s in tree.nodes[i].sources}
+        eps = {e.id: e for e in ctx.store.get_episodes(namespace, sorted(wanted))}
+        if filters is not None and not filters.is_empty():
+            eps = {i: e for i, e in eps.items() if passes(e, filters)}
+        hits: list[Hit] = []
+        seen: set[tuple[str, str]] = set()
+        for nid in window:
+            node = tree.nodes[nid]
+            if tree.is_leaf(nid):
+                ep = eps.get(node.sources[0].episode)
+                if ep is None or ("episode", ep.id) in seen:
+                    continue
+                seen.add(("episode", ep.id))
+                hits.append(_episode_hit(ep, sims[nid], node))
+            else:
+                sources = _ranked_sources(tree, nid, sims, eps)
+                if not sources:
+                    continue
+                hits.append(
+                    Hit(
+                        kind="tree_node",
+                        id=nid,
+                        text=node.content,
+                        score=round(sims[nid], 6),
+                        sources=sources,
+                        spans=[s for s in node.sources if s.episode in eps],
+                        routes=[self.params.mode],
+                        metadata={"depth": node.depth, "leaves": tree.descendants(nid)},
+                    )
+                )
+            if len(hits) >= k:
+                break
+        return hits
+
+
+def traverse(tree: Tree, sims: dict[str, float], beam: int) -> list[str]:
+    """Top-``beam`` children per level from the root, all levels' picks by cosine."""
+    if tree.root_id is None:
+        return []
+    picked: list[str] = []
+    level = [tree.root_id]
+    while level:
+        kids = [c for n in level for c in tree.children.get(n, []) if c in sims]
+        level = sorted(kids, key=lambda i: -sims[i])[:beam]
+        picked.extend(level)
+    return sorted(picked, key=lambda i: -sims[i])
+
+
+def _ranked_sources(
+    tree: Tree, node_id: str, sims: dict[str, float], eps: dict[str, Episode]
+) -> list[str]:
+    """Episodes beneath a node, best leaf cosine to the query first."""
+    best: dict[str, float] = {}
+    for leaf in tree.leaves_under(node_id):
+        ep = tree.nodes[leaf].sources[0].episode
+        if ep in eps:
+            best[ep] = max(best.get(ep, -2.0), sims.get(leaf, -2.0))
+    return sorted(best, key=lambda e: -best[e])
+
+
+def _episode_hit(ep: Episode, score: float, leaf: TreeNode) -> Hit:
+    when = ep.occurred_at.strftime("%Y-%m-%d %H:%M") if ep.occurred_at else None
+    return Hit(
+        kind="episode",
+        id=ep.id,
+        text=documents.render(ep.text, ep.speaker, when, ep.metadata),
+        score=round(score, 6),
+        sources=[ep.id],
+        spans=list(leaf.sources),
+        routes=["leaf"],
+    )
+
+
+def passes(ep: Episode, f: SearchFilters) -> bool:
+    """Whether an episode meets the search filters (speakers, sessions, time window)."""
+    if f.speakers and ep.speaker not in f.speakers:
+        return False
+    if f.sessions and ep.session not in f.sessions:
+        return False
+    when = ep.occurred_at
+    if (f.since or f.until) and when is None:
+        return False
+    if when is not None:
+        when = _aware(when)
+        if f.since and when < _aware(f.since):
+            return False
+        if f.until and when > _aware(f.until):
+            return False
+    return True
+
+
+def _aware(d: datetime) -> datetime:
+    return d if d.tzinfo else d.replace(tzinfo=UTC)

@@ -1,0 +1,320 @@
+"""The MemTree of one namespace, held in memory while it is built or searched.
+
+Nodes are :class:`memstrata.models.TreeNode` records; children come from ``parent_id``
+when the tree loads. The root is a record too (depth 0, no content, no sources), so it
+is never removed along provenance. A leaf holds one chunk of one episode (one span); an
+inner node's ``sources`` are the spans of every leaf beneath it, so ``len(sources)`` is
+its descendant-leaf count ``n`` and deleting an episode removes exactly the nodes left
+with nothing beneath them.
+
+Changes are tracked (``dirty``) and written in one transaction by :meth:`Tree.flush`. A
+journal lets the builder undo an episode whose LLM calls failed part-way
+(:meth:`Tree.begin`, :meth:`Tree.rollback`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+from numpy.typing import NDArray
+
+from memstrata.embed.base import Embedder
+from memstrata.embed.cache import embed_cached
+from memstrata.models import Derived, Span, TreeNode
+from memstrata.store.base import Store
+
+Vec = NDArray[np.float32]
+_Saved = tuple[TreeNode | None, list[str] | None, Vec | None]
+
+
+def unit(rows: Vec) -> Vec:
+    norms = np.linalg.norm(rows, axis=-1, keepdims=True)
+    return (rows / np.where(norms == 0, 1.0, norms)).astype(np.float32)
+
+
+def threshold(depth: int, max_depth: int, theta0: float, rate: float) -> float:
+    """θ(d) = θ0 · exp(rate · d / max_depth) (appendix A.1.3); ``max_depth`` at least 1."""
+    return theta0 * math.exp(rate * depth / max(1, max_depth))
+
+
+class Tree:
+    """Nodes, children, unit vectors of the nodes' content, and what changed."""
+
+    def __init__(self, store: Store, embedder: Embedder, namespace: str) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.namespace = namespace
+        self.nodes: dict[str, TreeNode] = {}
+        self.children: dict[str, list[str]] = {}
+        self.vecs: dict[str, Vec] = {}
+        self.leaf_of: dict[Span, str] = {}
+        self.root_id: str | None = None
+        self.max_depth = 0
+        self.version = 0
+        self.stamp: tuple[int, str] = (0, "")
+        self._dirty: set[str] = set()
+        self._journal: dict[str, _Saved] | None = None
+        self._matrix: tuple[int, list[str], Vec] | None = None
+
+    # loading ----------------------------------------------------------------------------
+    @classmethod
+    def load(cls, store: Store, embedder: Embedder, namespace: str) -> Tree:
+        t = cls(store, embedder, namespace)
+        t.stamp = store.records_stamp(namespace)
+        recs = [r for r in store.get_records(namespace, "tree_node") if isinstance(r, TreeNode)]
+        roots = sorted((r for r in recs if r.parent_id is None), key=lambda r: r.id)
+        for rec in recs:
+            t.nodes[rec.id] = rec
+            t.children.setdefault(rec.id, [])
+        for rec in recs:
+            if rec.parent_id is not None and rec.parent_id in t.nodes:
+                t.children[rec.parent_id].append(rec.id)
+        if roots:
+            t.root_id = roots[0].id
+        t.max_depth = max((r.depth for r in recs), default=0)
+        for nid in t.leaves():
+            for span in t.nodes[nid].sources:
+                t.leaf_of[span] = nid
+        t.embed_nodes([r.id for r in recs if r.content])
+        return t
+
+    def is_current(self) -> bool:
+        return self.store.records_stamp(self.namespace) == self.stamp
+
+    # reading ----------------------------------------------------------------------------
+    def is_leaf(self, node_id: str) -> bool:
+        return node_id != self.root_id and not self.children.get(node_id)
+
+    def leaves(self) -> list[str]:
+        return [i for i in self.nodes if self.is_leaf(i)]
+
+    def inner(self) -> list[str]:
+        return [i for i in self.nodes if i != self.root_id and not self.is_leaf(i)]
+
+    def descendants(self, node_id: str) -> int:
+        """``n`` of the paper: the leaves beneath a node (a leaf counts itself)."""
+        return len(self.nodes[node_id].sources)
+
+    def leaves_under(self, node_id: str) -> list[str]:
+        """Leaf ids beneath a node, through its provenance spans."""
+        return [self.leaf_of[s] for s in self.nodes[node_id].sources if s in self.leaf_of]
+
+    def threshold(self, depth: int, theta0: float, rate: float) -> float:
+        return threshold(depth, self.max_depth, theta0, rate)
+
+    def matrix(self) -> tuple[list[str], Vec]:
+        """Ids and unit vectors of every node with content (the root has none)."""
+        if self._matrix is None or self._matrix[0] != self.version:
+            ids = [i for i in self.nodes if i in self.vecs]
+            rows = (
+                np.stack([self.vecs[i] for i in ids])
+                if ids
+                else np.zeros((0, self.embedder.dim), dtype=np.float32)
+            )
+            self._matrix = (self.version, ids, rows)
+        return self._matrix[1], self._matrix[2]
+
+    def embed(self, texts: Sequence[str]) -> Vec:
+        return unit(embed_cached(self.store, self.embedder, list(texts)))
+
+    def embed_nodes(self, ids: Iterable[str]) -> None:
+        ids = list(ids)
+        if not ids:
+            return
+        for nid, v in zip(ids, self.embed([self.nodes[i].content for i in ids]), strict=True):
+            self.vecs[nid] = v
+        self.version += 1
+
+    # changing ---------------------------------------------------------------------------
+    def ensure_root(self) -> str:
+        if self.root_id is None:
+            root = TreeNode(namespace=self.namespace, parent_id=None, depth=0)
+            self.root_id = root.id
+            self.nodes[root.id] = root
+            self.children[root.id] = []
+            self._dirty.add(root.id)
+            self.version += 1
+        return self.root_id
+
+    def attach_leaf(self, parent_id: str, content: str, span: Span, vec: Vec) -> str:
+        parent = self.nodes[parent_id]
+        leaf = TreeNode(
+            namespace=self.namespace,
+            parent_id=parent_id,
+            depth=parent.depth + 1,
+            content=content,
+            sources=[span],
+        )
+        self._save(parent_id)
+        self._save(leaf.id, new=True)
+        self.nodes[leaf.id] = leaf
+        self.children[leaf.id] = []
+        self.children[parent_id].append(leaf.id)
+        self.vecs[leaf.id] = vec
+        self.leaf_of[span] = leaf.id
+        self.max_depth = max(self.max_depth, leaf.depth)
+        self._touch(leaf.id)
+        return leaf.id
+
+    def expand(self, leaf_id: str) -> str:
+        """A new inner node takes the leaf's place; the leaf moves one level down under it.
+        The inner node starts with the leaf's content and spans (the caller aggregates)."""
+        leaf = self.nodes[leaf_id]
+        assert leaf.parent_id is not None and self.is_leaf(leaf_id)
+        parent_id = leaf.parent_id
+        node = TreeNode(
+            namespace=self.namespace,
+            parent_id=parent_id,
+            depth=leaf.depth,
+            content=leaf.content,
+            sources=list(leaf.sources),
+        )
+        for nid in (parent_id, leaf_id):
+            self._save(nid)
+        self._save(node.id, new=True)
+        self.nodes[node.id] = node
+        self.children[node.id] = [leaf_id]
+        siblings = self.children[parent_id]
+        siblings[siblings.index(leaf_id)] = node.id
+        leaf.parent_id, leaf.depth = node.id, leaf.depth + 1
+        self.vecs[node.id] = self.vecs[leaf_id]
+        self.max_depth = max(self.max_depth, leaf.depth)
+        self._touch(node.id)
+        self._touch(leaf_id)
+        return node.id
+
+    def update_inner(self, node_id: str, content: str, span: Span) -> None:
+        """New aggregated content and one more leaf span beneath; re-embedded by the
+        caller through :meth:`embed_nodes`."""
+        self._save(node_id)
+        node = self.nodes[node_id]
+        node.content = content
+        if span not in node.sources:
+            node.sources.append(span)
+        self._touch(node_id)
+
+    def _touch(self, node_id: str) -> None:
+        self._dirty.add(node_id)
+        self.version += 1
+
+    # undo -------------------------------------------------------------------------------
+    def begin(self) -> None:
+        self._journal = {}
+
+    def commit(self) -> None:
+        self._journal = None
+
+    def _save(self, node_id: str, new: bool = False) -> None:
+        if self._journal is None or node_id in self._journal:
+            return
+        if new:
+            self._journal[node_id] = (None, None, None)
+            return
+        self._journal[node_id] = (
+            self.nodes[node_id].model_copy(deep=True),
+            list(self.children.get(node_id, [])),
+            self.vecs.get(node_id),
+        )
+
+    def rollback(self) -> None:
+        """Undo every change since :meth:`begin`."""
+        journal, self._journal = self._journal or {}, None
+        for nid, (node, kids, vec) in journal.items():
+            if node is None:
+                self.nodes.pop(nid, None)
+                self.children.pop(nid, None)
+                self.vecs.pop(nid, None)
+                self._dirty.discard(nid)
+                for span in [s for s, leaf in self.leaf_of.items() if leaf == nid]:
+                    del self.leaf_of[span]
+            else:
+                self.nodes[nid] = node
+                self.children[nid] = kids or []
+                if vec is not None:
+                    self.vecs[nid] = vec
+        self.max_depth = max((n.depth for n in self.nodes.values()), default=0)
+        self.version += 1
+
+    # writing ----------------------------------------------------------------------------
+    def pending(self) -> int:
+        return len(self._dirty)
+
+    def flush(self, built: tuple[str, list[int]] | None = None) -> None:
+        """Write every changed node and the builder's done marks in one transaction."""
+        put: list[Derived] = [self.nodes[i] for i in sorted(self._dirty) if i in self.nodes]
+        put.sort(key=lambda n: n.depth if isinstance(n, TreeNode) else 0)
+        self.store.write_records(self.namespace, put, (), built)
+        self._dirty.clear()
+        self.stamp = self.store.records_stamp(self.namespace)
+
+
+def tree_problems(tree: Tree) -> list[str]:
+    """Broken invariants, as sentences; empty when the tree is valid."""
+    out: list[str] = []
+    roots = [n for n in tree.nodes.values() if n.parent_id is None]
+    if tree.nodes and len(roots) != 1:
+        out.append(f"{len(roots)} roots, expected one")
+    for node in tree.nodes.values():
+        if node.parent_id is None:
+            if node.depth != 0 or node.content or node.sources:
+                out.append(f"root {node.id} has depth, content or sources")
+            continue
+        parent = tree.nodes.get(node.parent_id)
+        if parent is None:
+            out.append(f"node {node.id} has a missing parent {node.parent_id}")
+            continue
+        if node.depth != parent.depth + 1:
+            out.append(f"node {node.id} at depth {node.depth} under depth {parent.depth}")
+        if node.id not in tree.children.get(parent.id, []):
+            out.append(f"node {node.id} is not among its parent's children")
+        if not node.content.strip():
+            out.append(f"node {node.id} has no content")
+    seen: dict[Span, str] = {}
+    for nid in tree.leaves():
+        spans = tree.nodes[nid].sources
+        if len(spans) != 1:
+            out.append(f"leaf {nid} has {len(spans)} spans, expected one")
+        for s in spans:
+            if s in seen:
+                out.append(f"span {s} is in two leaves ({seen[s]}, {nid})")
+            seen[s] = nid
+    for nid in tree.inner():
+        below = set(_leaf_spans(tree, nid))
+        if set(tree.nodes[nid].sources) != below:
+            out.append(f"inner node {nid} cites other spans than the leaves beneath it")
+    return out
+
+
+def _leaf_spans(tree: Tree, node_id: str) -> list[Span]:
+    out: list[Span] = []
+    stack = [node_id]
+    while stack:
+        nid = stack.pop()
+        kids = tree.children.get(nid, [])
+        if not kids:
+            out.extend(tree.nodes[nid].sources)
+        stack.extend(kids)
+    return out
+
+
+class TreeCache:
+    """One loaded :class:`Tree` per namespace, reloaded when some other writer changed
+    the namespace's records (``Store.records_stamp``)."""
+
+    def __init__(self, store: Store, embedder: Embedder) -> None:
+        self.store = store
+        self.embedder = embedder
+        self._trees: dict[str, Tree] = {}
+
+    def get(self, namespace: str) -> Tree:
+        held = self._trees.get(namespace)
+        if held is not None and held.is_current():
+            return held
+        tree = Tree.load(self.store, self.embedder, namespace)
+        self._trees[namespace] = tree
+        return tree
+
+    def forget(self, namespace: str) -> None:
+        self._trees.pop(namespace, None)

@@ -1,0 +1,106 @@
+"""The MemTree ``llm`` tier with the scripted backend: one A.1.2 aggregate per ancestor,
+issued together; a failing call leaves the episode failed and the tree as it was."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+
+from memtree_helpers import NS, add_episodes
+
+from memstrata.designs.memtree.builder import MemTreeBuilder, MemTreeParams, tree_cache
+from memstrata.designs.memtree.prompts import STAGE
+from memstrata.designs.memtree.tree import Tree, tree_problems
+from memstrata.engine.contracts import Context
+from memstrata.llm import LLMClient
+from memstrata.llm.scripted import ScriptedBackend
+from memstrata.llm.types import Message
+from memstrata.store import SQLiteStore
+
+# θ = 0 at every depth: every insertion descends as deep as the tree goes.
+DEEP = MemTreeParams(theta0=0.0, rate=0.0)
+TEXTS = [
+    "Maya booked flights to Lisbon for the conference.",
+    "Maya's conference talk in Lisbon is about streaming pipelines.",
+    "Maya will present sensor data pipelines at the Lisbon conference.",
+    "FAIL Maya's Lisbon conference slides are due in May.",
+]
+
+
+class InFlight(ScriptedBackend):
+    """The scripted backend, counting how many calls are open at once."""
+
+    def __init__(self, responses) -> None:
+        super().__init__(responses)
+        self.open = 0
+        self.peak: list[int] = []
+
+    async def complete(self, messages, **kw):  # type: ignore[no-untyped-def]
+        self.open += 1
+        self.peak.append(self.open)
+        await asyncio.sleep(0.01)
+        try:
+            return await super().complete(messages, **kw)
+        finally:
+            self.open -= 1
+
+
+def answer(messages: list[Message]) -> str:
+    user = messages[-1].content
+    if "FAIL" in user.split("[Existing Information")[0]:
+        raise RuntimeError("the model is down")
+    n = re.search(r"from (\d+) previous entries", user)
+    return json.dumps({"summary": f"Summary of {n.group(1) if n else '?'} entries and more."})
+
+
+def test_aggregates_per_ancestor_concurrently_and_failures_undone(embedder) -> None:
+    store = SQLiteStore(":memory:")
+    eps = add_episodes(store, TEXTS)
+    backend = InFlight([answer] * 20)
+    ctx = Context(store, embedder, LLMClient(backend, max_retries=0), "llm")
+    builder = MemTreeBuilder(DEEP)
+
+    assert asyncio.run(builder.update(ctx, NS, eps[:1])).failed == {}
+    assert backend.requests == []  # a first leaf under the root: no ancestor to aggregate
+    assert asyncio.run(builder.update(ctx, NS, eps[1:2])).failed == {}
+    assert len(backend.requests) == 1  # the expanded leaf's new parent
+    first = backend.requests[0].messages
+    assert "from 1 previous entries" in first[-1].content
+    assert "[New Information]\n" + TEXTS[1] in first[-1].content
+    assert "more abstract" in first[0].content
+
+    backend.peak.clear()
+    assert asyncio.run(builder.update(ctx, NS, eps[2:3])).failed == {}
+    assert len(backend.requests) == 3  # two ancestors: the inner node and the expanded leaf
+    assert max(backend.peak) == 2  # issued together
+    asked = {
+        re.search(r"from (\d+) previous", r.messages[-1].content).group(1)
+        for r in backend.requests[1:]
+    }  # type: ignore[union-attr]
+    assert asked == {"1", "2"}
+
+    tree = Tree.load(store, embedder, NS)
+    before = {n: (node.content, node.depth, node.parent_id) for n, node in tree.nodes.items()}
+    assert tree_problems(tree) == [] and len(tree.leaves()) == 3
+    assert all(tree.nodes[n].content.startswith("Summary of") for n in tree.inner())
+
+    # The fourth episode's calls fail: it is reported, nothing of it is written or kept.
+    result = asyncio.run(builder.update(ctx, NS, eps[3:]))
+    assert list(result.failed) == ["e3"] and "model is down" in result.failed["e3"]
+    for held in (tree_cache(ctx).get(NS), Tree.load(store, embedder, NS)):
+        assert tree_problems(held) == []
+        assert {n: (x.content, x.depth, x.parent_id) for n, x in held.nodes.items()} == before
+    assert [e.id for e in store.pending_episodes(NS, "memtree", 10, 0)] == ["e3"]
+
+
+def test_a_failure_in_a_batch_keeps_the_others(embedder) -> None:
+    store = SQLiteStore(":memory:")
+    eps = add_episodes(store, TEXTS)
+    ctx = Context(store, embedder, LLMClient(ScriptedBackend([answer] * 20), max_retries=0), "llm")
+    result = asyncio.run(MemTreeBuilder(DEEP).update(ctx, NS, [eps[0], eps[3], eps[1]]))
+    assert list(result.failed) == ["e3"]
+    tree = Tree.load(store, embedder, NS)
+    assert tree_problems(tree) == []
+    assert sorted(tree.nodes[n].sources[0].episode for n in tree.leaves()) == ["e0", "e1"]
+    assert STAGE == "memtree.aggregate"

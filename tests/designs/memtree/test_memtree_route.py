@@ -1,0 +1,105 @@
+"""MemTree retrieval: collapsed vs traversal, inner-node citations, recipes and ``show``."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from memstrata.designs.memtree.builder import tree_cache
+from memstrata.designs.memtree.route import MemTreeRoute, MemTreeRouteParams
+from memstrata.designs.memtree.show import show
+from memstrata.memory import Memory
+
+QUERY = "Where is the conference Maya is going to?"
+
+
+@pytest.fixture
+def memory(tmp_path: Path, embedder, sample):
+    with Memory.open(
+        tmp_path / "m.db", embedder=embedder, recipe="memtree", **{"build.mode": "manual"}
+    ) as m:
+        m.add_many(sample)
+        (report,) = m.build()
+        assert report.failed == 0 and report.counts["tree_node"] > len(sample)
+        yield m
+
+
+def _search(m: Memory, params: dict, k: int):
+    ctx = m.engine.base  # the long-lived context the engine hands to routes
+    route = MemTreeRoute(MemTreeRouteParams(**params))
+    (hits,) = asyncio.run(route.search(ctx, "default", [QUERY], k))
+    return ctx, hits
+
+
+def test_collapsed_ranks_every_node_by_cosine(memory: Memory, embedder) -> None:
+    ctx, hits = _search(memory, {"theta_retrieve": -1.0}, 8)
+    tree = tree_cache(ctx).get("default")
+    ids, rows = tree.matrix()
+    q = np.asarray(embedder.embed([QUERY])[0], dtype=np.float32)
+    sims = dict(zip(ids, (rows @ (q / np.linalg.norm(q))).tolist(), strict=True))
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    assert {h.kind for h in hits} <= {"episode", "tree_node"}
+    best = max(sims.values())
+    assert hits[0].score == pytest.approx(best, abs=1e-5)
+    assert len(hits) == 8 and tree.root_id not in {h.id for h in hits}
+
+
+def test_theta_retrieve_drops_weak_nodes(memory: Memory) -> None:
+    _, hits = _search(memory, {"theta_retrieve": 0.45}, 50)
+    assert hits and all(h.score >= 0.45 for h in hits)
+    _, none = _search(memory, {"theta_retrieve": 0.99}, 50)
+    assert none == []
+
+
+def test_traversal_follows_the_tree_level_by_level(memory: Memory) -> None:
+    ctx, hits = _search(memory, {"mode": "traversal", "beam": 1, "theta_retrieve": -1.0}, 50)
+    tree = tree_cache(ctx).get("default")
+    chosen = [h.id if h.kind == "tree_node" else None for h in hits]
+    nodes = [n for n in chosen if n is not None]
+    # beam 1: one node per level, each the child of the one above, so a single path.
+    depths = sorted(tree.nodes[n].depth for n in nodes)
+    assert len(set(depths)) == len(depths)
+    by_depth = {tree.nodes[n].depth: n for n in nodes}
+    for d, n in by_depth.items():
+        if d > 1 and d - 1 in by_depth:
+            assert tree.nodes[n].parent_id == by_depth[d - 1]
+    _, collapsed = _search(memory, {"theta_retrieve": -1.0}, 50)
+    assert len(hits) < len(collapsed)  # traversal narrows the search space
+
+
+def test_inner_hits_cite_their_episodes_best_first(memory: Memory, embedder) -> None:
+    ctx, hits = _search(memory, {"theta_retrieve": -1.0}, 30)
+    tree = tree_cache(ctx).get("default")
+    inner = [h for h in hits if h.kind == "tree_node"]
+    assert inner
+    q = np.asarray(embedder.embed([QUERY])[0], dtype=np.float32)
+    q = q / np.linalg.norm(q)
+    for h in inner:
+        leaves = tree.leaves_under(h.id)
+        assert sorted(h.sources) == sorted({tree.nodes[n].sources[0].episode for n in leaves})
+        sim = {tree.nodes[n].sources[0].episode: float(tree.vecs[n] @ q) for n in leaves}
+        assert [sim[e] for e in h.sources] == sorted((sim[e] for e in h.sources), reverse=True)
+        assert h.text == tree.nodes[h.id].content and h.metadata["leaves"] == len(leaves)
+    for h in hits:
+        if h.kind == "episode":
+            assert h.sources == [h.id] and h.spans and h.spans[0].episode == h.id
+
+
+def test_recipes_search_and_show(memory: Memory) -> None:
+    names = {r["name"] for r in memory.recipes()}
+    assert {"memtree", "memtree-traversal"} <= names
+    r = memory.search(QUERY, k=4, max_tokens=None)
+    assert r.hits and r.pending == 0 and all(h.sources for h in r.hits)
+    assert any("Lisbon" in h.text for h in r.hits)
+    t = memory.search(QUERY, k=4, max_tokens=None, recipe="memtree-traversal")
+    assert t.hits
+    (root,) = memory.show("root")
+    assert root.text.startswith("root ") and root.children
+    ctx = memory.engine.base
+    child = root.children[0].text.split()[1]
+    (sub,) = show(ctx, "default", child) or []
+    assert sub.text.split()[1] == child and "depth 1" in sub.text
+    assert show(ctx, "default", "no-such-node") is None
