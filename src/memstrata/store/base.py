@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -125,6 +125,21 @@ class SearchFilters(BaseModel):
 
     def is_empty(self) -> bool:
         return not (self.speakers or self.sessions or self.since or self.until)
+
+    def admits(self, episode: Episode) -> bool:
+        """Whether ``episode`` passes, for routes that filter outside the store (naive
+        times count as UTC, as the store's timestamps do)."""
+        if self.speakers and episode.speaker not in self.speakers:
+            return False
+        if self.sessions and episode.session not in self.sessions:
+            return False
+        when = episode.occurred_at
+        if when is None:
+            return not (self.since or self.until)
+        when = _aware(when)
+        if self.since and when < _aware(self.since):
+            return False
+        return not (self.until and when > _aware(self.until))
 
 
 class EpisodeMeta(NamedTuple):
@@ -366,3 +381,7 @@ class Store(ABC):
 
     @abstractmethod
     def close(self) -> None: ...
+
+
+def _aware(moment: datetime) -> datetime:
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)

@@ -18,7 +18,6 @@ rests on most.
 from __future__ import annotations
 
 import asyncio
-from datetime import UTC, datetime
 from typing import Literal
 
 import numpy as np
@@ -101,7 +100,7 @@ class MemTreeRoute(Route[MemTreeRouteParams]):
         wanted = {s.episode for i in window for s in tree.nodes[i].sources}
         eps = {e.id: e for e in ctx.store.get_episodes(namespace, sorted(wanted))}
         if filters is not None and not filters.is_empty():
-            eps = {i: e for i, e in eps.items() if passes(e, filters)}
+            eps = {i: e for i, e in eps.items() if filters.admits(e)}
         hits: list[Hit] = []
         seen: set[tuple[str, str]] = set()
         for nid in window:
@@ -169,25 +168,3 @@ def _episode_hit(ep: Episode, score: float, leaf: TreeNode) -> Hit:
         spans=list(leaf.sources),
         routes=["leaf"],
     )
-
-
-def passes(ep: Episode, f: SearchFilters) -> bool:
-    """Whether an episode meets the search filters (speakers, sessions, time window)."""
-    if f.speakers and ep.speaker not in f.speakers:
-        return False
-    if f.sessions and ep.session not in f.sessions:
-        return False
-    when = ep.occurred_at
-    if (f.since or f.until) and when is None:
-        return False
-    if when is not None:
-        when = _aware(when)
-        if f.since and when < _aware(f.since):
-            return False
-        if f.until and when > _aware(f.until):
-            return False
-    return True
-
-
-def _aware(d: datetime) -> datetime:
-    return d if d.tzinfo else d.replace(tzinfo=UTC)

@@ -10,13 +10,12 @@ the embedding cache, so an unchanged record is never embedded twice. Superseded 
 from __future__ import annotations
 
 import asyncio
-from datetime import UTC, datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from memstrata.embed.cache import embed_cached
 from memstrata.engine.contracts import Context, Route
-from memstrata.models import Derived, Episode, Hit
+from memstrata.models import Derived, Hit
 from memstrata.retrieval.fusion import rrf
 from memstrata.retrieval.record_index import RecordIndex
 from memstrata.retrieval.text import content_terms
@@ -120,26 +119,5 @@ def _hit(rec: Derived, score: float) -> Hit:
 def _filtered(ctx: Context, namespace: str, hits: list[Hit], f: SearchFilters) -> list[Hit]:
     """Keep hits with at least one source episode that passes the filters."""
     wanted = list(dict.fromkeys(s for h in hits for s in h.sources))
-    ok = {ep.id for ep in ctx.store.get_episodes(namespace, wanted) if _passes(ep, f)}
+    ok = {ep.id for ep in ctx.store.get_episodes(namespace, wanted) if f.admits(ep)}
     return [h for h in hits if any(s in ok for s in h.sources)]
-
-
-def _passes(ep: Episode, f: SearchFilters) -> bool:
-    if f.speakers and ep.speaker not in f.speakers:
-        return False
-    if f.sessions and ep.session not in f.sessions:
-        return False
-    when = ep.occurred_at
-    if (f.since or f.until) and when is None:
-        return False
-    if when is not None:
-        when = when if when.tzinfo else when.replace(tzinfo=UTC)
-        if f.since and when < _aware(f.since):
-            return False
-        if f.until and when > _aware(f.until):
-            return False
-    return True
-
-
-def _aware(d: datetime) -> datetime:
-    return d if d.tzinfo else d.replace(tzinfo=UTC)
