@@ -8,7 +8,10 @@ appears.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
+
+from memstrata.models import Episode, Hit, Span
 
 #: memstrata's metadata key for a description of an attached image. Importers map their
 #: format's own field onto it (the LoCoMo reader does); nothing else is read.
@@ -44,3 +47,21 @@ def render(text: str, speaker: str | None, when: str | None, metadata: dict[str,
     caption = caption_of(metadata)
     body = text + (f" [shared a photo: {caption}]" if caption else "")
     return f"{head} {body}" if head else body
+
+
+def episode_hit(
+    ep: Episode, score: float, routes: Iterable[str] = (), spans: Iterable[Span] = ()
+) -> Hit:
+    """An episode as a hit, rendered as the answer model reads it; every route that
+    returns episodes makes them here, so they read and cite alike."""
+    when = ep.occurred_at.strftime("%Y-%m-%d %H:%M") if ep.occurred_at else None
+    return Hit(
+        kind="episode",
+        id=ep.id,
+        text=render(ep.text, ep.speaker, when, ep.metadata),
+        score=round(score, 6),
+        sources=[ep.id],
+        spans=list(spans),
+        routes=sorted(set(routes)),
+        metadata={"speaker": ep.speaker, "session": ep.session},
+    )

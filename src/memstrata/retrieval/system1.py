@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from pydantic import BaseModel, ConfigDict
 
 from memstrata.embed.base import Embedder, Vectors
-from memstrata.models import Episode, Hit
+from memstrata.models import Hit
 from memstrata.retrieval import documents
 from memstrata.retrieval.fusion import rrf
 from memstrata.retrieval.text import content_terms, words
@@ -209,18 +209,7 @@ class EpisodeRoute:
         ranked = sorted(final, key=lambda key: -final[key])[:k]
         episodes = self.store.episodes_by_key(ranked)
         return [
-            self._hit(episodes[key], final[key], routes[key]) for key in ranked if key in episodes
+            documents.episode_hit(episodes[key], final[key], routes[key])
+            for key in ranked
+            if key in episodes
         ]
-
-    @staticmethod
-    def _hit(ep: Episode, score: float, routes: list[str]) -> Hit:
-        when = ep.occurred_at.strftime("%Y-%m-%d %H:%M") if ep.occurred_at else None
-        return Hit(
-            kind="episode",
-            id=ep.id,
-            text=documents.render(ep.text, ep.speaker, when, ep.metadata),
-            score=round(score, 6),
-            sources=[ep.id],
-            routes=sorted(set(routes)),
-            metadata={"speaker": ep.speaker, "session": ep.session},
-        )

@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from memstrata.designs.memtree.builder import BUILDER, tree_cache
 from memstrata.designs.memtree.tree import Tree, unit
 from memstrata.engine.contracts import Context, Route
-from memstrata.models import Episode, Hit, TreeNode
+from memstrata.models import Episode, Hit
 from memstrata.retrieval import documents
 from memstrata.store.base import SearchFilters
 
@@ -110,7 +110,7 @@ class MemTreeRoute(Route[MemTreeRouteParams]):
                 if ep is None or ("episode", ep.id) in seen:
                     continue
                 seen.add(("episode", ep.id))
-                hits.append(_episode_hit(ep, sims[nid], node))
+                hits.append(documents.episode_hit(ep, sims[nid], ["leaf"], node.sources))
             else:
                 sources = _ranked_sources(tree, nid, sims, eps)
                 if not sources:
@@ -155,16 +155,3 @@ def _ranked_sources(
         if ep in eps:
             best[ep] = max(best.get(ep, -2.0), sims.get(leaf, -2.0))
     return sorted(best, key=lambda e: -best[e])
-
-
-def _episode_hit(ep: Episode, score: float, leaf: TreeNode) -> Hit:
-    when = ep.occurred_at.strftime("%Y-%m-%d %H:%M") if ep.occurred_at else None
-    return Hit(
-        kind="episode",
-        id=ep.id,
-        text=documents.render(ep.text, ep.speaker, when, ep.metadata),
-        score=round(score, 6),
-        sources=[ep.id],
-        spans=list(leaf.sources),
-        routes=["leaf"],
-    )

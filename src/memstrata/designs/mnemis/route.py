@@ -39,6 +39,7 @@ from memstrata.embed.base import Embedder
 from memstrata.embed.cache import embed_cached
 from memstrata.engine.contracts import Context, Route
 from memstrata.models import Hit
+from memstrata.retrieval import documents
 from memstrata.retrieval.fusion import rrf
 from memstrata.retrieval.record_index import RecordIndex
 from memstrata.retrieval.system1 import DEFAULT_SYSTEM1, EpisodeRoute, System1Params
@@ -225,7 +226,7 @@ class _Search:
         missing = [e for e in ranked_eps[:window] if e not in by_id]
         if missing:
             for ep in self.store.get_episodes(graph.namespace, missing):
-                by_id[ep.id] = EpisodeRoute._hit(ep, 0.0, [])
+                by_id[ep.id] = documents.episode_hit(ep, 0.0)
         if self.reranker is not None:
             ranked_eps = await self._rerank(
                 query,
