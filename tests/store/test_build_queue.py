@@ -14,37 +14,15 @@ import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 
-import pytest
-from test_conformance import BACKENDS, prep
+from test_conformance import prep
 
 from memstrata.models import Entity, Episode, Span, Thesis
 from memstrata.store import SQLiteStore, Store
 
 HOST = socket.gethostname()
 HOUR = 3600.0
-
-
-@pytest.fixture(params=sorted(BACKENDS))
-def open_backend(request: pytest.FixtureRequest, tmp_path: Path):
-    """Opens (another) store object on this test's data; all are closed at teardown."""
-    opened: list[Store] = []
-
-    def factory() -> Store:
-        s = BACKENDS[request.param](tmp_path)
-        opened.append(s)
-        return s
-
-    yield factory
-    for s in opened:
-        s.close()
-
-
-@pytest.fixture
-def store(open_backend: Callable[[], Store]) -> Store:
-    return open_backend()
 
 
 # helpers --------------------------------------------------------------------------------

@@ -41,26 +41,6 @@ BACKENDS: dict[str, Callable[[Path], Store]] = {
 }
 
 
-@pytest.fixture(params=sorted(BACKENDS))
-def open_backend(request: pytest.FixtureRequest, tmp_path: Path):
-    """Opens (another) store object on this test's data; all are closed at teardown."""
-    opened: list[Store] = []
-
-    def factory() -> Store:
-        s = BACKENDS[request.param](tmp_path)
-        opened.append(s)
-        return s
-
-    yield factory
-    for s in opened:
-        s.close()
-
-
-@pytest.fixture
-def store(open_backend: Callable[[], Store]) -> Store:
-    return open_backend()
-
-
 # helpers --------------------------------------------------------------------------------
 def prep(
     eid: str,

@@ -4,38 +4,16 @@ reports, run on every backend of ``test_conformance.BACKENDS`` (plus an SQLite u
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
-import pytest
-from test_conformance import BACKENDS, add_embedded, corpus_eps, dense, keys_of, prep
+from test_conformance import add_embedded, corpus_eps, dense, keys_of, prep
 
 from memstrata.models import Category, Entity, Episode, Fact, Span
 from memstrata.store import SQLiteStore, Store
 from memstrata.store.base import DeleteReport, same_episode
 
 BOAT = "We sailed a small boat across the lake."
-
-
-@pytest.fixture(params=sorted(BACKENDS))
-def open_backend(request: pytest.FixtureRequest, tmp_path: Path):
-    """Opens (another) store object on this test's data; all are closed at teardown."""
-    opened: list[Store] = []
-
-    def factory() -> Store:
-        s = BACKENDS[request.param](tmp_path)
-        opened.append(s)
-        return s
-
-    yield factory
-    for s in opened:
-        s.close()
-
-
-@pytest.fixture
-def store(open_backend: Callable[[], Store]) -> Store:
-    return open_backend()
 
 
 def one(store: Store, eid: str, namespace: str = "ns") -> Episode:
