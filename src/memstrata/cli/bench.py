@@ -57,6 +57,60 @@ def bench_locomo(
     out.print(f"written {jpath} and {mpath}")
 
 
+@bench_app.command("hotpotqa")
+def bench_hotpotqa(
+    path: Annotated[
+        Path,
+        typer.Argument(
+            help="Directory with hotpotqa_train.json and its _corpus.json, or the questions file.",
+            exists=True,
+        ),
+    ],
+    corpus: Annotated[
+        Path | None, typer.Option(help="Corpus file {title: [sentences]} (default: beside it).")
+    ] = None,
+    recipe: Annotated[
+        str, typer.Option(help="Recipes compared, comma-separated (e.g. rag,default).")
+    ] = "rag,default",
+    db: Annotated[
+        str | None, typer.Option("--db", help="Store (default: a fresh temp file).")
+    ] = None,
+    out_dir: Annotated[
+        Path, typer.Option("--out", help="Where to write hotpotqa.json/.md.")
+    ] = Path("bench-out"),
+    config: ConfigOpt = None,
+) -> None:
+    """Supporting-passage Recall@2/5/10 and both-found@K per recipe, one passage per
+    episode, with search latency; recipes that build structures are built first."""
+    from memstrata.eval import hotpotqa as hq
+
+    with tempfile.TemporaryDirectory() as tmp, errors():
+        cfg = load_config(config)
+        questions_path, corpus_path = hq.resolve_paths(path, corpus)
+        store = db or str(Path(tmp) / "hotpotqa.db")
+        recipes = [r.strip() for r in recipe.split(",") if r.strip()]
+
+        async def run() -> dict[str, Any]:
+            memory = await AsyncMemory.open(store, config=cfg)
+            try:
+                with progress_bar() as progress:
+                    task = progress.add_task("importing", total=None)
+                    return await hq.run(
+                        memory,
+                        questions_path,
+                        corpus_path,
+                        recipes,
+                        progress=lambda n: progress.advance(task, n),
+                    )
+            finally:
+                await memory.close()
+
+        report = asyncio.run(run())
+        jpath, mpath = hq.write(report, out_dir)
+    sys.stdout.write(hq.markdown(report))
+    out.print(f"written {jpath} and {mpath}", markup=False)
+
+
 @bench_app.command("build")
 def bench_build(
     file: Annotated[Path, typer.Argument(help="LoCoMo JSON file.", exists=True, dir_okay=False)],
