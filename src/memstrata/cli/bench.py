@@ -171,6 +171,69 @@ def bench_build(
     out.print(f"written {jpath} and {mpath}", markup=False)
 
 
+@bench_app.command("growth")
+def bench_growth(
+    recipe: Annotated[str, typer.Option(help="Recipe whose builders to measure.")] = "memtree",
+    sizes: Annotated[
+        str, typer.Option(help="Memory sizes, comma-separated, at which inserts are timed.")
+    ] = "100,1000,10000",
+    inserts: Annotated[int, typer.Option(help="Single inserts timed at each size.")] = 50,
+    tier: Annotated[
+        str | None,
+        typer.Option(help="heuristic or llm; llm without a configured LLM uses the bundled GGUF."),
+    ] = None,
+    data: Annotated[
+        Path | None,
+        typer.Option(help="JSONL episodes (import format) instead of synthetic chat turns."),
+    ] = None,
+    db: Annotated[
+        str | None, typer.Option("--db", help="Store (default: a fresh temp file).")
+    ] = None,
+    out_dir: Annotated[Path, typer.Option("--out")] = Path("bench-out"),
+    config: ConfigOpt = None,
+) -> None:
+    """Insert cost against memory size: add and build p50/p95, LLM calls and prompt
+    tokens per insert, and the builders' structure figures, at each size."""
+    from memstrata.eval import bench_growth as bg
+
+    with tempfile.TemporaryDirectory() as tmp, errors():
+        cfg = load_config(config, **{"build.mode": "manual"})
+        if tier == "llm" and cfg.llm.kind == "none":
+            cfg.llm.kind = "gguf"
+        path = db or str(Path(tmp) / "growth.db")
+        try:
+            wanted = [int(s) for s in sizes.split(",") if s.strip()]
+        except ValueError:
+            err.print(f"error: --sizes must be integers, got {sizes!r}", markup=False)
+            raise typer.Exit(2) from None
+
+        async def run() -> dict[str, Any]:
+            memory = await AsyncMemory.open(path, config=cfg)
+            try:
+                with progress_bar() as progress:
+                    task = progress.add_task("filling", total=wanted[-1] if wanted else None)
+                    return await bg.run(
+                        memory,
+                        recipe=recipe,
+                        sizes=wanted,
+                        inserts=inserts,
+                        tier=tier,
+                        data=data,
+                        progress=lambda n: progress.advance(task, n),
+                    )
+            finally:
+                await memory.close()
+
+        try:
+            report = asyncio.run(run())
+        except ValueError as exc:
+            err.print(f"error: {exc}", markup=False)
+            raise typer.Exit(2) from None
+        jpath, mpath = bg.write(report, out_dir)
+    sys.stdout.write(bg.markdown(report))
+    out.print(f"written {jpath} and {mpath}", markup=False)
+
+
 @bench_app.command("scale")
 def bench_scale(
     n: Annotated[int, typer.Option("--n", help="Synthetic episodes to ingest.")] = 100_000,

@@ -83,6 +83,10 @@ class StepResult(BaseModel):
     """
 
     failed: dict[str, str] = Field(default_factory=dict)
+    work: dict[str, int] = Field(
+        default_factory=dict,
+        description="units of work done, builder-defined (e.g. aggregates computed)",
+    )
 
 
 class BuildReport(BaseModel):
@@ -97,6 +101,9 @@ class BuildReport(BaseModel):
     seconds: float = 0.0
     counts: dict[str, int] = Field(default_factory=dict, description="records per kind")
     details: dict[str, Any] = Field(default_factory=dict, description="builder-specific")
+    work: dict[str, int] = Field(
+        default_factory=dict, description="the builder's work counters summed over this build"
+    )
     llm: dict[str, dict[str, Any]] = Field(default_factory=dict, description="usage per stage")
     skipped: str | None = Field(
         default=None, description="why nothing ran (another process holds the build lease)"

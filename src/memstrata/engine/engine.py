@@ -192,7 +192,10 @@ class Engine:
                     break
                 after = page[-1].key
                 try:
-                    failed = (await builder.update(ctx, namespace, page)).failed
+                    step = await builder.update(ctx, namespace, page)
+                    failed = step.failed
+                    for key, value in step.work.items():
+                        report.work[key] = report.work.get(key, 0) + value
                 except (asyncio.CancelledError, KeyboardInterrupt):
                     raise
                 except Exception as exc:

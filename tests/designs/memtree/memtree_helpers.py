@@ -74,10 +74,8 @@ def hand_tree(store: SQLiteStore, embedder, shape: dict[str, str | None]) -> Tre
             tree.children[parent].append(name)
     for leaf in leaves:
         tree.leaf_of[span[leaf]] = leaf
-        n: str | None = leaf
-        while n is not None and shape[n] is not None:
-            tree.nodes[n].sources.append(span[leaf])
-            n = shape[n]
+        tree.nodes[leaf].sources.append(span[leaf])
+    tree._count_leaves()
     tree.max_depth = max(node.depth for node in tree.nodes.values())
     return tree
 

@@ -79,7 +79,8 @@ def test_leaf_expansion_puts_an_inner_node_in_the_leafs_place(store: SQLiteStore
     assert tree.children[inner] == ["B", leaf]
     assert tree.nodes["B"].depth == 2 and tree.nodes[leaf].depth == 2
     assert tree.nodes[inner].content == "B merged with the new one"
-    assert set(tree.nodes[inner].sources) == {tree.nodes["B"].sources[0], span}
+    assert set(tree.spans_under(inner)) == {tree.nodes["B"].sources[0], span}
+    assert tree.nodes[inner].sources == [] and tree.descendants(inner) == 2
     assert tree.max_depth == 2
     assert tree_problems(tree) == []
 
@@ -114,13 +115,13 @@ def test_only_ancestors_on_the_path_are_updated(store: SQLiteStore, embedder) ->
     vecs = {n: axis(i + 1, d) for i, n in enumerate(shape) if n != "r"}
     vecs |= {"A": axis(0, d, {1: 0.5}), "A2": axis(0, d, {2: 0.3}), "y": axis(0, d, {3: 0.2})}
     set_vectors(tree, vecs, axis(0, d))
-    before = {n: (node.content, list(node.sources)) for n, node in tree.nodes.items()}
+    before = {n: (node.content, tree.count[n]) for n, node in tree.nodes.items()}
     add_episodes(store, ["z"], prefix="new-")
     ins = plan(tree, "z", Span(episode="new-0", start=0, end=1), P)
     assert ins.path == ["A", "A2", "y"] and ins.expand
     apply(tree, ins, ["new A", "new A2", "new y-parent"])
-    changed = {n for n in before if (tree.nodes[n].content, tree.nodes[n].sources) != before[n]}
-    assert changed == {"A", "A2"}  # y itself kept its content; its new parent got it
+    changed = {n for n in before if (tree.nodes[n].content, tree.count[n]) != before[n]}
+    assert changed == {"r", "A", "A2"}  # the root's content stays empty; its count grows  # y itself kept its content; its new parent got it
     assert tree.nodes[tree.nodes["y"].parent_id or ""].content == "new y-parent"
     assert tree_problems(tree) == []
 
@@ -227,3 +228,29 @@ def test_deleting_an_episode_removes_its_leaf_and_keeps_the_tree_valid(tmp_path,
         assert tree_problems(tree) == []
         eps = sorted(tree.nodes[n].sources[0].episode for n in tree.leaves())
         assert eps == sorted(r["id"] for r in sample[:12] if r["id"] != "t03")
+
+
+def test_inner_nodes_hold_no_spans_and_empty_ones_are_pruned(tmp_path, embedder, sample):
+    from memstrata.memory import Memory
+
+    with Memory.open(
+        tmp_path / "m.db", embedder=embedder, recipe="memtree", **{"build.mode": "manual"}
+    ) as m:
+        m.add_many(sample[:16])
+        m.build()
+        tree = Tree.load(m.store, embedder, "default")
+        # Provenance rows: one per leaf, none for inner nodes, so an insertion under a
+        # node with many leaves does not rewrite them.
+        rows = m.store._conn.execute("SELECT COUNT(*) FROM provenance").fetchone()[0]
+        assert rows == len(tree.leaves()) and all(not tree.nodes[n].sources for n in tree.inner())
+        inner = max(tree.inner(), key=lambda n: tree.nodes[n].depth)
+        gone = sorted({tree.nodes[leaf].sources[0].episode for leaf in tree.leaves_under(inner)})
+        m.delete(gone)
+        after = Tree.load(m.store, embedder, "default")
+        assert inner not in after.nodes and tree_problems(after) == []
+        assert sum(after.count[c] for c in after.children[after.root_id or ""]) == 16 - len(gone)
+        m.add_many(sample[16:18])
+        m.build()
+        stored = {r.id for r in m.store.get_records("default", "tree_node")}
+        assert inner not in stored
+        assert tree_problems(Tree.load(m.store, embedder, "default")) == []

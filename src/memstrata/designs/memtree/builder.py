@@ -108,8 +108,10 @@ def apply(tree: Tree, ins: Insertion, contents: Sequence[str]) -> str:
     parent = ids[-1] if ids else tree.ensure_root()
     leaf = tree.attach_leaf(parent, ins.content, ins.span, ins.vec)
     for nid, text in zip(ids, contents, strict=True):
-        tree.update_inner(nid, text, ins.span)
+        tree.update_inner(nid, text)
     tree.embed_nodes(ids)
+    tree.insertions += 1
+    tree.aggregates += len(ids)
     return leaf
 
 
@@ -125,6 +127,7 @@ class MemTreeBuilder(Builder[MemTreeParams]):
         cache = tree_cache(ctx)
         tree = await asyncio.to_thread(cache.get, namespace)
         batch = list(episodes)
+        before = (tree.insertions, tree.aggregates)
         try:
             if ctx.tier == "llm":
                 if ctx.llm is None:
@@ -139,7 +142,11 @@ class MemTreeBuilder(Builder[MemTreeParams]):
         except BaseException:
             cache.forget(namespace)  # the in-memory tree holds unwritten changes
             raise
-        return StepResult(failed=failed)
+        work = {
+            "insertions": tree.insertions - before[0],
+            "aggregates": tree.aggregates - before[1],
+        }
+        return StepResult(failed=failed, work=work)
 
     def _update_heuristic(self, tree: Tree, batch: list[Episode]) -> dict[str, str]:
         p = self.params

@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from memstrata.designs.memtree.builder import BUILDER, tree_cache
 from memstrata.designs.memtree.tree import Tree, unit
 from memstrata.engine.contracts import Context, Route
-from memstrata.models import Episode, Hit
+from memstrata.models import Hit
 from memstrata.retrieval import documents
 from memstrata.store.base import SearchFilters
 
@@ -95,34 +95,36 @@ class MemTreeRoute(Route[MemTreeRouteParams]):
         k: int,
         filters: SearchFilters | None,
     ) -> list[Hit]:
-        # Enough candidates to fill k after merging chunks and filtering; episodes last.
+        # Enough candidates to fill k after merging chunks and filtering.
         window = ranked[: max(4 * k, k + 16)]
-        wanted = {s.episode for i in window for s in tree.nodes[i].sources}
+        below = {i: _ranked_sources(tree, i, sims) for i in window if not tree.is_leaf(i)}
+        wanted = {tree.nodes[i].sources[0].episode for i in window if i not in below}
+        if filters is not None and not filters.is_empty():
+            wanted |= {e for eps in below.values() for e in eps}
         eps = {e.id: e for e in ctx.store.get_episodes(namespace, sorted(wanted))}
         if filters is not None and not filters.is_empty():
             eps = {i: e for i, e in eps.items() if filters.admits(e)}
+            below = {i: [e for e in srcs if e in eps] for i, srcs in below.items()}
         hits: list[Hit] = []
         seen: set[tuple[str, str]] = set()
         for nid in window:
             node = tree.nodes[nid]
-            if tree.is_leaf(nid):
+            if nid not in below:
                 ep = eps.get(node.sources[0].episode)
                 if ep is None or ("episode", ep.id) in seen:
                     continue
                 seen.add(("episode", ep.id))
                 hits.append(documents.episode_hit(ep, sims[nid], ["leaf"], node.sources))
-            else:
-                sources = _ranked_sources(tree, nid, sims, eps)
-                if not sources:
-                    continue
+            elif below[nid]:
+                keep = set(below[nid])
                 hits.append(
                     Hit(
                         kind="tree_node",
                         id=nid,
                         text=node.content,
                         score=round(sims[nid], 6),
-                        sources=sources,
-                        spans=[s for s in node.sources if s.episode in eps],
+                        sources=below[nid],
+                        spans=[s for s in tree.spans_under(nid) if s.episode in keep],
                         routes=[self.params.mode],
                         metadata={"depth": node.depth, "leaves": tree.descendants(nid)},
                     )
@@ -145,13 +147,10 @@ def traverse(tree: Tree, sims: dict[str, float], beam: int) -> list[str]:
     return sorted(picked, key=lambda i: -sims[i])
 
 
-def _ranked_sources(
-    tree: Tree, node_id: str, sims: dict[str, float], eps: dict[str, Episode]
-) -> list[str]:
+def _ranked_sources(tree: Tree, node_id: str, sims: dict[str, float]) -> list[str]:
     """Episodes beneath a node, best leaf cosine to the query first."""
     best: dict[str, float] = {}
     for leaf in tree.leaves_under(node_id):
         ep = tree.nodes[leaf].sources[0].episode
-        if ep in eps:
-            best[ep] = max(best.get(ep, -2.0), sims.get(leaf, -2.0))
+        best[ep] = max(best.get(ep, -2.0), sims.get(leaf, -2.0))
     return sorted(best, key=lambda e: -best[e])

@@ -2,10 +2,12 @@
 
 Nodes are :class:`memstrata.models.TreeNode` records; children come from ``parent_id``
 when the tree loads. The root is a record too (depth 0, no content, no sources), so it
-is never removed along provenance. A leaf holds one chunk of one episode (one span); an
-inner node's ``sources`` are the spans of every leaf beneath it, so ``len(sources)`` is
-its descendant-leaf count ``n`` and deleting an episode removes exactly the nodes left
-with nothing beneath them.
+is never removed along provenance. A leaf holds one chunk of one episode (one span). An
+inner node stores no spans: its provenance is the leaves beneath it, read off the tree
+(:meth:`Tree.leaves_under`), and its leaf count ``n`` is kept in memory (``Tree.count``).
+Storing every leaf's span on every ancestor would make each insertion rewrite O(N)
+provenance rows at the top of the tree. When a delete takes leaves away, inner nodes
+left with nothing beneath are pruned at load and deleted at the next write.
 
 Changes are tracked (``dirty``) and written in one transaction by :meth:`Tree.flush`. A
 journal lets the builder undo an episode whose LLM calls failed part-way
@@ -26,7 +28,7 @@ from memstrata.models import Derived, Span, TreeNode
 from memstrata.store.base import Store
 
 Vec = NDArray[np.float32]
-_Saved = tuple[TreeNode | None, list[str] | None, Vec | None]
+_Saved = tuple[TreeNode | None, list[str] | None, Vec | None, int]
 
 
 def unit(rows: Vec) -> Vec:
@@ -50,11 +52,17 @@ class Tree:
         self.children: dict[str, list[str]] = {}
         self.vecs: dict[str, Vec] = {}
         self.leaf_of: dict[Span, str] = {}
+        self.count: dict[str, int] = {}
+        # Work counters of this object: insertions planned and applied, and the ancestors
+        # they aggregated (on the llm tier, one call each).
+        self.insertions = 0
+        self.aggregates = 0
         self.root_id: str | None = None
         self.max_depth = 0
         self.version = 0
         self.stamp: tuple[int, str] = (0, "")
         self._dirty: set[str] = set()
+        self._dead: set[str] = set()
         self._journal: dict[str, _Saved] | None = None
         self._matrix: tuple[int, list[str], Vec] | None = None
 
@@ -73,12 +81,42 @@ class Tree:
                 t.children[rec.parent_id].append(rec.id)
         if roots:
             t.root_id = roots[0].id
-        t.max_depth = max((r.depth for r in recs), default=0)
+        t._prune()
+        t.max_depth = max((n.depth for n in t.nodes.values()), default=0)
         for nid in t.leaves():
             for span in t.nodes[nid].sources:
                 t.leaf_of[span] = nid
-        t.embed_nodes([r.id for r in recs if r.content])
+        t._count_leaves()
+        t.embed_nodes([i for i, n in t.nodes.items() if n.content])
         return t
+
+    def _prune(self) -> None:
+        """Drop inner nodes a delete left without leaves (no children, no spans)."""
+        stack = [i for i, n in self.nodes.items() if self._is_empty_inner(i)]
+        while stack:
+            nid = stack.pop()
+            if nid not in self.nodes or not self._is_empty_inner(nid):
+                continue
+            parent = self.nodes.pop(nid).parent_id
+            self.children.pop(nid, None)
+            self._dead.add(nid)
+            if parent is not None and parent in self.children:
+                self.children[parent] = [c for c in self.children[parent] if c != nid]
+                stack.append(parent)
+
+    def _is_empty_inner(self, nid: str) -> bool:
+        node = self.nodes[nid]
+        return node.parent_id is not None and not node.sources and not self.children.get(nid)
+
+    def _count_leaves(self) -> None:
+        order = sorted(self.nodes, key=lambda i: -self.nodes[i].depth)
+        self.count = {i: 0 for i in self.nodes}
+        for nid in order:
+            if self.is_leaf(nid):
+                self.count[nid] = 1
+            parent = self.nodes[nid].parent_id
+            if parent is not None and parent in self.count:
+                self.count[parent] += self.count[nid]
 
     def is_current(self) -> bool:
         return self.store.records_stamp(self.namespace) == self.stamp
@@ -95,11 +133,24 @@ class Tree:
 
     def descendants(self, node_id: str) -> int:
         """``n`` of the paper: the leaves beneath a node (a leaf counts itself)."""
-        return len(self.nodes[node_id].sources)
+        return self.count.get(node_id, 0)
 
     def leaves_under(self, node_id: str) -> list[str]:
-        """Leaf ids beneath a node, through its provenance spans."""
-        return [self.leaf_of[s] for s in self.nodes[node_id].sources if s in self.leaf_of]
+        """Leaf ids beneath a node (the node itself when it is a leaf)."""
+        out: list[str] = []
+        stack = [node_id]
+        while stack:
+            nid = stack.pop()
+            kids = self.children.get(nid, [])
+            if kids:
+                stack.extend(kids)
+            elif nid != self.root_id:
+                out.append(nid)
+        return out
+
+    def spans_under(self, node_id: str) -> list[Span]:
+        """The provenance of a node: the spans of the leaves beneath it."""
+        return [s for leaf in self.leaves_under(node_id) for s in self.nodes[leaf].sources]
 
     def threshold(self, depth: int, theta0: float, rate: float) -> float:
         return threshold(depth, self.max_depth, theta0, rate)
@@ -154,13 +205,19 @@ class Tree:
         self.children[parent_id].append(leaf.id)
         self.vecs[leaf.id] = vec
         self.leaf_of[span] = leaf.id
+        self.count[leaf.id] = 1
+        up: str | None = parent_id
+        while up is not None:
+            self._save(up)
+            self.count[up] = self.count.get(up, 0) + 1
+            up = self.nodes[up].parent_id
         self.max_depth = max(self.max_depth, leaf.depth)
         self._touch(leaf.id)
         return leaf.id
 
     def expand(self, leaf_id: str) -> str:
         """A new inner node takes the leaf's place; the leaf moves one level down under it.
-        The inner node starts with the leaf's content and spans (the caller aggregates)."""
+        The inner node starts with the leaf's content (the caller aggregates)."""
         leaf = self.nodes[leaf_id]
         assert leaf.parent_id is not None and self.is_leaf(leaf_id)
         parent_id = leaf.parent_id
@@ -169,7 +226,6 @@ class Tree:
             parent_id=parent_id,
             depth=leaf.depth,
             content=leaf.content,
-            sources=list(leaf.sources),
         )
         for nid in (parent_id, leaf_id):
             self._save(nid)
@@ -180,19 +236,19 @@ class Tree:
         siblings[siblings.index(leaf_id)] = node.id
         leaf.parent_id, leaf.depth = node.id, leaf.depth + 1
         self.vecs[node.id] = self.vecs[leaf_id]
+        self.count[node.id] = self.count.get(leaf_id, 1)
         self.max_depth = max(self.max_depth, leaf.depth)
         self._touch(node.id)
         self._touch(leaf_id)
         return node.id
 
-    def update_inner(self, node_id: str, content: str, span: Span) -> None:
-        """New aggregated content and one more leaf span beneath; re-embedded by the
-        caller through :meth:`embed_nodes`."""
+    def update_inner(self, node_id: str, content: str) -> None:
+        """New aggregated content, re-embedded by the caller through :meth:`embed_nodes`.
+        Spans an older store kept on inner nodes are dropped as the node is rewritten."""
         self._save(node_id)
         node = self.nodes[node_id]
         node.content = content
-        if span not in node.sources:
-            node.sources.append(span)
+        node.sources = []
         self._touch(node_id)
 
     def _touch(self, node_id: str) -> None:
@@ -210,28 +266,31 @@ class Tree:
         if self._journal is None or node_id in self._journal:
             return
         if new:
-            self._journal[node_id] = (None, None, None)
+            self._journal[node_id] = (None, None, None, 0)
             return
         self._journal[node_id] = (
             self.nodes[node_id].model_copy(deep=True),
             list(self.children.get(node_id, [])),
             self.vecs.get(node_id),
+            self.count.get(node_id, 0),
         )
 
     def rollback(self) -> None:
         """Undo every change since :meth:`begin`."""
         journal, self._journal = self._journal or {}, None
-        for nid, (node, kids, vec) in journal.items():
+        for nid, (node, kids, vec, count) in journal.items():
             if node is None:
                 self.nodes.pop(nid, None)
                 self.children.pop(nid, None)
                 self.vecs.pop(nid, None)
+                self.count.pop(nid, None)
                 self._dirty.discard(nid)
                 for span in [s for s, leaf in self.leaf_of.items() if leaf == nid]:
                     del self.leaf_of[span]
             else:
                 self.nodes[nid] = node
                 self.children[nid] = kids or []
+                self.count[nid] = count
                 if vec is not None:
                     self.vecs[nid] = vec
         self.max_depth = max((n.depth for n in self.nodes.values()), default=0)
@@ -239,14 +298,15 @@ class Tree:
 
     # writing ----------------------------------------------------------------------------
     def pending(self) -> int:
-        return len(self._dirty)
+        return len(self._dirty) + len(self._dead)
 
     def flush(self, built: tuple[str, list[int]] | None = None) -> None:
         """Write every changed node and the builder's done marks in one transaction."""
         put: list[Derived] = [self.nodes[i] for i in sorted(self._dirty) if i in self.nodes]
         put.sort(key=lambda n: n.depth if isinstance(n, TreeNode) else 0)
-        self.store.write_records(self.namespace, put, (), built)
+        self.store.write_records(self.namespace, put, sorted(self._dead), built)
         self._dirty.clear()
+        self._dead.clear()
         self.stamp = self.store.records_stamp(self.namespace)
 
 
@@ -281,21 +341,13 @@ def tree_problems(tree: Tree) -> list[str]:
                 out.append(f"span {s} is in two leaves ({seen[s]}, {nid})")
             seen[s] = nid
     for nid in tree.inner():
-        below = set(_leaf_spans(tree, nid))
-        if set(tree.nodes[nid].sources) != below:
+        sources = tree.nodes[nid].sources
+        if sources and set(sources) != set(tree.spans_under(nid)):
             out.append(f"inner node {nid} cites other spans than the leaves beneath it")
-    return out
-
-
-def _leaf_spans(tree: Tree, node_id: str) -> list[Span]:
-    out: list[Span] = []
-    stack = [node_id]
-    while stack:
-        nid = stack.pop()
-        kids = tree.children.get(nid, [])
-        if not kids:
-            out.extend(tree.nodes[nid].sources)
-        stack.extend(kids)
+    for nid in tree.nodes:
+        real = len(tree.leaves_under(nid))
+        if tree.count.get(nid, 0) != real:
+            out.append(f"node {nid} counts {tree.count.get(nid, 0)} leaves, has {real}")
     return out
 
 
