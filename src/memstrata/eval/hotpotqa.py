@@ -140,10 +140,12 @@ async def run(
     depth = max(KS + BOTH_KS)
     for recipe in recipes:
         build_s = 0.0
+        structures: dict[str, Any] = {}
         if memory.engine.builders(recipe):
             t1 = time.perf_counter()
-            await memory.build(NAMESPACE, recipe=recipe)
+            builds = await memory.build(NAMESPACE, recipe=recipe)
             build_s = time.perf_counter() - t1
+            structures = {b.builder: {**b.counts, **b.details} for b in builds}
         ranked: list[list[str]] = []
         latencies: list[float] = []
         for q in questions:
@@ -163,6 +165,7 @@ async def run(
         report["systems"][recipe] = {
             "metrics": {"overall": score(ranked, questions), **by_kind},
             "build_seconds": round(build_s, 2),
+            "structures": structures,
             "search_ms": {
                 "p50": round(percentile(latencies, 0.5), 2),
                 "p95": round(percentile(latencies, 0.95), 2),
