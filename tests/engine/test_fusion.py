@@ -52,6 +52,30 @@ def test_budgets_per_kind_and_kind_order() -> None:
     assert spec.limit("entity", 4) == 4  # a kind not named gets k
 
 
+def test_mixed_order_interleaves_kinds_by_one_ranking() -> None:
+    one = [hit("tree_node", "n1"), hit("episode", "e1"), hit("tree_node", "n2")]
+    out = fuse([("tree", 1.0, one)], FusionSpec(order="mixed"), k=10)
+    assert [(h.kind, h.id) for h in out] == [
+        ("tree_node", "n1"),
+        ("episode", "e1"),
+        ("tree_node", "n2"),
+    ]
+    assert [h.ranks for h in out] == [{"tree": 1}, {"tree": 2}, {"tree": 3}]
+    # Grouped by kind (the default), the episode would come first.
+    grouped = fuse([("tree", 1.0, [hit(h.kind, h.id) for h in one])], FusionSpec(), k=10)
+    assert grouped[0].kind == "episode"
+    # Two routes: one RRF over whole lists; a kind shared by id merges; budgets still cap.
+    other = [hit("episode", "e1", "e1", "e7"), hit("episode", "e2")]
+    spec = FusionSpec(order="mixed", rrf_k=1, budgets={"tree_node": 0.5})
+    out = fuse([("tree", 1.0, [hit(h.kind, h.id) for h in one]), ("s1", 1.0, other)], spec, k=2)
+    assert [(h.kind, h.id) for h in out] == [
+        ("episode", "e1"),
+        ("tree_node", "n1"),
+        ("episode", "e2"),
+    ]
+    assert out[0].sources == ["e1", "e7"] and out[0].ranks == {"tree": 2, "s1": 1}
+
+
 def test_rerank_changes_what_the_cut_keeps() -> None:
     hits = [hit("episode", f"e{i}") for i in range(6)]
     spec = FusionSpec()

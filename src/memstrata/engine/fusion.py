@@ -30,7 +30,10 @@ def fuse(
 
 
 def merge(per_route: Sequence[tuple[str, float, list[Hit]]], spec: FusionSpec) -> list[Hit]:
-    """Every distinct hit once, each kind ordered by fused score; kinds not yet cut."""
+    """Every distinct hit once, each kind ordered by fused score; kinds not yet cut.
+    With ``spec.order == "mixed"``, one ranking over all kinds instead."""
+    if spec.order == "mixed":
+        return _merge_group(per_route, spec, lambda _h: True)
     kinds: list[str] = list(spec.kind_order)
     for _, _, hits in per_route:
         for h in hits:
@@ -38,32 +41,49 @@ def merge(per_route: Sequence[tuple[str, float, list[Hit]]], spec: FusionSpec) -
                 kinds.append(h.kind)
     out: list[Hit] = []
     for kind in kinds:
-        rankings: list[list[str]] = []
-        weights: list[float] = []
-        merged: dict[str, Hit] = {}
-        for route, weight, hits in per_route:
-            ranking = []
-            for rank, h in enumerate((h for h in hits if h.kind == kind), start=1):
-                if h.id in ranking:
-                    continue
-                ranking.append(h.id)
-                if h.id not in merged:
-                    merged[h.id] = h  # routes hand over fresh hits (see Route.search)
-                    h.ranks = {}
-                else:
-                    _absorb(merged[h.id], h)
-                merged[h.id].ranks[route] = rank
-            rankings.append(ranking)
-            weights.append(weight)
-        if not merged:
-            continue
-        scores = rrf(rankings, k=spec.rrf_k, weights=weights)
-        # Ties (including every item of a zero-weight route) keep first-seen order.
-        order = sorted(merged, key=lambda i: -scores[i])
-        for i in order:
-            hit = merged[i]
-            hit.score = round(scores[i], 6)
-            out.append(hit)
+        out.extend(_merge_group(per_route, spec, _of_kind(kind)))
+    return out
+
+
+def _of_kind(kind: str) -> Callable[[Hit], bool]:
+    return lambda h: h.kind == kind
+
+
+def _merge_group(
+    per_route: Sequence[tuple[str, float, list[Hit]]],
+    spec: FusionSpec,
+    member: Callable[[Hit], bool],
+) -> list[Hit]:
+    """RRF over the routes' rankings of the hits ``member`` admits, best first."""
+    rankings: list[list[tuple[str, str]]] = []
+    weights: list[float] = []
+    merged: dict[tuple[str, str], Hit] = {}
+    for route, weight, hits in per_route:
+        ranking: list[tuple[str, str]] = []
+        seen: set[tuple[str, str]] = set()
+        for h in hits:
+            key = (h.kind, h.id)
+            if not member(h) or key in seen:
+                continue
+            seen.add(key)
+            ranking.append(key)
+            if key not in merged:
+                merged[key] = h  # routes hand over fresh hits (see Route.search)
+                h.ranks = {}
+            else:
+                _absorb(merged[key], h)
+            merged[key].ranks[route] = len(ranking)
+        rankings.append(ranking)
+        weights.append(weight)
+    if not merged:
+        return []
+    scores = rrf(rankings, k=spec.rrf_k, weights=weights)
+    # Ties (including every item of a zero-weight route) keep first-seen order.
+    out: list[Hit] = []
+    for key in sorted(merged, key=lambda i: -scores[i]):
+        hit = merged[key]
+        hit.score = round(scores[key], 6)
+        out.append(hit)
     return out
 
 

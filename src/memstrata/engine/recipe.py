@@ -56,6 +56,7 @@ class FusionSpec(_Spec):
     rrf_k: int = Field(default=60, ge=1)
     budgets: dict[str, float] = Field(default_factory=dict)
     kind_order: list[str] = Field(default_factory=lambda: ["episode"])
+    order: Literal["kinds", "mixed"] = "kinds"
     reranker: Literal["none", "llm"] = "none"
 
     def limit(self, kind: str, k: int) -> int:

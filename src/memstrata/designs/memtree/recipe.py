@@ -1,11 +1,15 @@
 """MemTree recipes: ``memtree`` (collapsed-tree retrieval, section 3.2) and
 ``memtree-traversal`` (level-by-level top-k from the root, the A.3.5 ablation). Both
-keep the ``k`` best nodes of the tree; leaves come back as episodes, inner nodes as
-``tree_node`` summaries."""
+keep the ``k`` best nodes of the tree, in the route's cosine order; leaves come back as
+episodes, inner nodes as ``tree_node`` summaries."""
 
 from __future__ import annotations
 
-from memstrata.engine.recipe import BuilderSpec, Recipe, RouteSpec
+from memstrata.engine.recipe import BuilderSpec, FusionSpec, Recipe, RouteSpec
+
+# Leaves (as episodes) and summaries are ranked on one scale, the query's cosine, so the
+# fused list keeps the route's order across kinds: the top k nodes of section 3.2.
+FUSION = FusionSpec(order="mixed")
 
 RECIPES = [
     Recipe(
@@ -14,6 +18,7 @@ RECIPES = [
         "collapsed-tree retrieval over every node.",
         builders=[BuilderSpec(name="memtree")],
         routes=[RouteSpec(name="memtree", params={"mode": "collapsed"})],
+        fusion=FUSION,
     ),
     Recipe(
         name="memtree-traversal",
@@ -21,5 +26,6 @@ RECIPES = [
         "(ablation A.3.5).",
         builders=[BuilderSpec(name="memtree")],
         routes=[RouteSpec(name="memtree", params={"mode": "traversal"})],
+        fusion=FUSION,
     ),
 ]
