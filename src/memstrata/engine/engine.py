@@ -21,6 +21,7 @@ import os
 import socket
 import time
 import uuid
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -76,6 +77,11 @@ class Engine:
         self._builders: dict[tuple[str, int], Builder] = {}
         self._routes: dict[tuple[str, int], Route] = {}
         self._finished: set[tuple[str, str]] = set()
+        # The store lease is per engine (re-entrant for its owner), so tasks of this
+        # engine also take a local lock: two drains of one builder never interleave.
+        self._locks: weakref.WeakKeyDictionary[
+            asyncio.AbstractEventLoop, dict[tuple[str, str], asyncio.Lock]
+        ] = weakref.WeakKeyDictionary()
 
     # parts ------------------------------------------------------------------------------
     def recipe(self, name: str) -> Recipe:
@@ -156,13 +162,14 @@ class Engine:
         reports = []
         for builder in self.builders(recipe):
             if rebuild:
-                await self._lease(namespace, builder, wait=True)
-                try:
-                    await builder.rebuild(ctx, namespace)
-                finally:
-                    await asyncio.to_thread(
-                        self.store.release_lease, namespace, builder.name, self.owner
-                    )
+                async with self._local(namespace, builder):
+                    await self._lease(namespace, builder, wait=True)
+                    try:
+                        await builder.rebuild(ctx, namespace)
+                    finally:
+                        await asyncio.to_thread(
+                            self.store.release_lease, namespace, builder.name, self.owner
+                        )
             reports.append(await self.drain(ctx, namespace, builder, wait=wait))
         return reports
 
@@ -174,6 +181,21 @@ class Engine:
         *,
         wait: bool = False,
         describe: bool = True,
+    ) -> BuildReport:
+        # Waits for another drain of this engine even when ``wait`` is false: that one
+        # may have looked for pending episodes before ours were committed.
+        async with self._local(namespace, builder):
+            return await self._drain(ctx, namespace, builder, wait=wait, describe=describe)
+
+    def _local(self, namespace: str, builder: Builder) -> asyncio.Lock:
+        locks = self._locks.setdefault(asyncio.get_running_loop(), {})
+        key = (namespace, builder.name)
+        if key not in locks:
+            locks[key] = asyncio.Lock()
+        return locks[key]
+
+    async def _drain(
+        self, ctx: Context, namespace: str, builder: Builder, *, wait: bool, describe: bool
     ) -> BuildReport:
         t0 = time.perf_counter()
         report = BuildReport(namespace=namespace, builder=builder.name, tier=ctx.tier)
