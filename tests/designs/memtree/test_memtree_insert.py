@@ -121,9 +121,9 @@ def test_only_ancestors_on_the_path_are_updated(store: SQLiteStore, embedder) ->
     assert ins.path == ["A", "A2", "y"] and ins.expand
     apply(tree, ins, ["new A", "new A2", "new y-parent"])
     changed = {n for n in before if (tree.nodes[n].content, tree.count[n]) != before[n]}
-    assert (
-        changed == {"r", "A", "A2"}
-    )  # the root's content stays empty; its count grows  # y itself kept its content; its new parent got it
+    # y kept its content (its new parent got it); the root's content stays empty, its
+    # leaf count grows.
+    assert changed == {"r", "A", "A2"}
     assert tree.nodes[tree.nodes["y"].parent_id or ""].content == "new y-parent"
     assert tree_problems(tree) == []
 
