@@ -5,13 +5,44 @@ from __future__ import annotations
 import asyncio
 import sys
 import tempfile
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from memstrata.cli.common import ConfigOpt, bench_app, err, errors, load_config, out, progress_bar
+from memstrata.config import Config
 from memstrata.memory import AsyncMemory
+
+Job = Callable[[AsyncMemory, Callable[[int], None]], Awaitable[dict[str, Any]]]
+
+
+def run_on_memory(
+    path: str, cfg: Config, label: str, total: int | None, job: Job
+) -> dict[str, Any]:
+    """Open a memory, run ``job`` on it under a progress bar, close it; a ValueError the
+    benchmark raises for its arguments is one line and exit status 2."""
+
+    async def run() -> dict[str, Any]:
+        memory = await AsyncMemory.open(path, config=cfg)
+        try:
+            with progress_bar() as progress:
+                task = progress.add_task(label, total=total)
+                return await job(memory, lambda n: progress.advance(task, n))
+        finally:
+            await memory.close()
+
+    try:
+        return asyncio.run(run())
+    except ValueError as exc:
+        err.print(f"error: {exc}", markup=False)
+        raise typer.Exit(2) from None
+
+
+def emit(markdown: str, paths: tuple[Path, Path]) -> None:
+    sys.stdout.write(markdown)
+    out.print(f"written {paths[0]} and {paths[1]}", markup=False)
 
 
 @bench_app.command("locomo")
@@ -39,22 +70,11 @@ def bench_locomo(
         path = db or str(Path(tmp) / "locomo.db")
         wanted = [r.strip() for r in recipe.split(",") if r.strip()]
         systems = ["bm25", "rag"] + [r for r in wanted if r not in {"bm25", "rag"}]
-
-        async def run() -> dict[str, Any]:
-            memory = await AsyncMemory.open(path, config=cfg)
-            try:
-                with progress_bar() as progress:
-                    task = progress.add_task("importing", total=None)
-                    return await bl.run(
-                        memory, file, systems, progress=lambda n: progress.advance(task, n)
-                    )
-            finally:
-                await memory.close()
-
-        report = asyncio.run(run())
-        jpath, mpath = bl.write(report, out_dir)
-    sys.stdout.write(bl.markdown(report))
-    out.print(f"written {jpath} and {mpath}")
+        report = run_on_memory(
+            path, cfg, "importing", None, lambda m, tick: bl.run(m, file, systems, progress=tick)
+        )
+        paths = bl.write(report, out_dir)
+    emit(bl.markdown(report), paths)
 
 
 @bench_app.command("hotpotqa")
@@ -89,26 +109,15 @@ def bench_hotpotqa(
         questions_path, corpus_path = hq.resolve_paths(path, corpus)
         store = db or str(Path(tmp) / "hotpotqa.db")
         recipes = [r.strip() for r in recipe.split(",") if r.strip()]
-
-        async def run() -> dict[str, Any]:
-            memory = await AsyncMemory.open(store, config=cfg)
-            try:
-                with progress_bar() as progress:
-                    task = progress.add_task("importing", total=None)
-                    return await hq.run(
-                        memory,
-                        questions_path,
-                        corpus_path,
-                        recipes,
-                        progress=lambda n: progress.advance(task, n),
-                    )
-            finally:
-                await memory.close()
-
-        report = asyncio.run(run())
-        jpath, mpath = hq.write(report, out_dir)
-    sys.stdout.write(hq.markdown(report))
-    out.print(f"written {jpath} and {mpath}", markup=False)
+        report = run_on_memory(
+            store,
+            cfg,
+            "importing",
+            None,
+            lambda m, tick: hq.run(m, questions_path, corpus_path, recipes, progress=tick),
+        )
+        paths = hq.write(report, out_dir)
+    emit(hq.markdown(report), paths)
 
 
 @bench_app.command("build")
@@ -142,33 +151,24 @@ def bench_build(
         if tier == "llm" and cfg.llm.kind == "none":
             cfg.llm.kind = "gguf"
         path = db or str(Path(tmp) / "build.db")
-
-        async def run() -> dict[str, Any]:
-            memory = await AsyncMemory.open(path, config=cfg)
-            try:
-                with progress_bar() as progress:
-                    task = progress.add_task("building", total=turns)
-                    return await bb.run(
-                        memory,
-                        file,
-                        recipe=recipe,
-                        conversation=conversation,
-                        turns=turns,
-                        inserts=inserts,
-                        tier=tier,
-                        progress=lambda n: progress.advance(task, n),
-                    )
-            finally:
-                await memory.close()
-
-        try:
-            report = asyncio.run(run())
-        except ValueError as exc:
-            err.print(f"error: {exc}", markup=False)
-            raise typer.Exit(2) from None
-        jpath, mpath = bb.write(report, out_dir)
-    sys.stdout.write(bb.markdown(report))
-    out.print(f"written {jpath} and {mpath}", markup=False)
+        report = run_on_memory(
+            path,
+            cfg,
+            "building",
+            turns,
+            lambda m, tick: bb.run(
+                m,
+                file,
+                recipe=recipe,
+                conversation=conversation,
+                turns=turns,
+                inserts=inserts,
+                tier=tier,
+                progress=tick,
+            ),
+        )
+        paths = bb.write(report, out_dir)
+    emit(bb.markdown(report), paths)
 
 
 @bench_app.command("growth")
@@ -207,31 +207,23 @@ def bench_growth(
             err.print(f"error: --sizes must be integers, got {sizes!r}", markup=False)
             raise typer.Exit(2) from None
 
-        async def run() -> dict[str, Any]:
-            memory = await AsyncMemory.open(path, config=cfg)
-            try:
-                with progress_bar() as progress:
-                    task = progress.add_task("filling", total=wanted[-1] if wanted else None)
-                    return await bg.run(
-                        memory,
-                        recipe=recipe,
-                        sizes=wanted,
-                        inserts=inserts,
-                        tier=tier,
-                        data=data,
-                        progress=lambda n: progress.advance(task, n),
-                    )
-            finally:
-                await memory.close()
-
-        try:
-            report = asyncio.run(run())
-        except ValueError as exc:
-            err.print(f"error: {exc}", markup=False)
-            raise typer.Exit(2) from None
-        jpath, mpath = bg.write(report, out_dir)
-    sys.stdout.write(bg.markdown(report))
-    out.print(f"written {jpath} and {mpath}", markup=False)
+        report = run_on_memory(
+            path,
+            cfg,
+            "filling",
+            wanted[-1] if wanted else None,
+            lambda m, tick: bg.run(
+                m,
+                recipe=recipe,
+                sizes=wanted,
+                inserts=inserts,
+                tier=tier,
+                data=data,
+                progress=tick,
+            ),
+        )
+        paths = bg.write(report, out_dir)
+    emit(bg.markdown(report), paths)
 
 
 @bench_app.command("scale")
