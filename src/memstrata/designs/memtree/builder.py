@@ -209,6 +209,11 @@ def tree_stats(tree: Tree) -> dict[str, Any]:
     fanout = [len(tree.children[n]) for n in inner]
     if tree.root_id is not None and tree.children.get(tree.root_id):
         fanout.append(len(tree.children[tree.root_id]))
+    by_leaves: dict[str, list[int]] = {}
+    for nid in inner:
+        n = tree.descendants(nid)
+        bucket = next(b for b in LEAF_BUCKETS if n <= b[1])
+        by_leaves.setdefault(bucket[0], []).append(len(tree.nodes[nid].content))
     return {
         "nodes": len(tree.nodes),
         "inner": len(inner),
@@ -220,4 +225,13 @@ def tree_stats(tree: Tree) -> dict[str, Any]:
         "mean_branching": round(sum(fanout) / len(fanout), 2) if fanout else 0.0,
         "nodes_per_depth": {d: len(v) for d, v in sorted(per_depth.items())},
         "mean_chars_per_depth": {d: round(sum(v) / len(v)) for d, v in sorted(per_depth.items())},
+        # Inner nodes only, by leaves beneath: the aggregate should shrink as n grows.
+        "inner_mean_chars_by_leaves": {
+            label: round(sum(v) / len(v))
+            for label, _ in LEAF_BUCKETS
+            if (v := by_leaves.get(label))
+        },
     }
+
+
+LEAF_BUCKETS = (("2", 2), ("3-4", 4), ("5-8", 8), ("9-16", 16), ("17-64", 64), ("65+", 1 << 62))
