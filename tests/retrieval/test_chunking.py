@@ -41,3 +41,11 @@ def test_chunks_cover_every_word_in_order(text: str, bound: int) -> None:
     assert "".join(words).replace(".", "").replace("!", "").replace("?", "") == "".join(
         text.split()
     ).replace(".", "").replace("!", "").replace("?", "")
+
+
+def test_a_line_without_end_punctuation_is_a_sentence() -> None:
+    from memstrata.retrieval.text import sentences
+
+    text = "first line\nsecond. third\nlast"
+    assert [text[s:e] for s, e in sentences(text)] == ["first line", "second.", "third", "last"]
+    assert chunks("a\na", 1, count=lambda t: len(t.split())) == ["a", "a"]

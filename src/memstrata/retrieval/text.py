@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-_SENTENCE = re.compile(r"[^.!?\n]+(?:[.!?]+|$)")
+_SENTENCE = re.compile(r"[^.!?\n]+(?:[.!?]+|(?=\n)|$)")
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
 
 # Function words and question scaffolding: they match everything and rank nothing.
