@@ -22,7 +22,7 @@ import numpy as np
 from memstrata.designs.mnemis import prompts
 from memstrata.designs.mnemis.base_graph import BaseGraphParams
 from memstrata.designs.mnemis.extract import name_key
-from memstrata.designs.mnemis.graph import Graph, add_span
+from memstrata.designs.mnemis.graph import Graph
 from memstrata.embed.cache import embed_cached
 from memstrata.errors import MemstrataError
 from memstrata.llm.base import LLMClient
@@ -152,7 +152,7 @@ class LLMBaseGraph:
                 ent = g.entities[eid]
                 if name != ent.name and name not in ent.aliases:
                     ent.aliases.append(name)
-            add_span(g.entities[eid], _span(ep, name))
+            g.add_span(g.entities[eid], _span(ep, name))
             g.touch(g.entities[eid])
             out[name] = eid
         return out, created
@@ -240,7 +240,7 @@ class LLMBaseGraph:
         for i, fact in enumerate(new):
             if dup.get(i):
                 old = g.facts[dup[i][0]]
-                add_span(old, fact.sources[0])
+                g.add_span(old, fact.sources[0])
                 g.touch(old)
                 continue
             for old_id in contra.get(i, []):

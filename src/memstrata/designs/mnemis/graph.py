@@ -44,6 +44,10 @@ class Graph:
         self._name_vecs: dict[str, NDArray[np.float32]] = {}
         self._index_ids: list[str] = []
         self._index_rows = np.zeros((0, embedder.dim), dtype=np.float32)
+        # Per record: its spans as a set and its distinct episodes in order, built on
+        # first use, so a record with thousands of spans is not scanned per mention.
+        self._span_sets: dict[str, set[Span]] = {}
+        self._episodes: dict[str, dict[str, None]] = {}
         self._dirty: set[str] = set()
         self._deleted: set[str] = set()
         self.stamp: tuple[int, str] = (0, "")
@@ -144,10 +148,29 @@ class Graph:
 
     def episode_ids(self, rec_id: str) -> list[str]:
         """The episodes a record rests on, in order of first mention (``episode_idx``)."""
-        rec = self.entities.get(rec_id) or self.facts.get(rec_id)
-        if rec is None:
-            return []
-        return list(dict.fromkeys(s.episode for s in rec.sources))
+        return list(self._episode_map(rec_id))
+
+    def _episode_map(self, rec_id: str) -> dict[str, None]:
+        eps = self._episodes.get(rec_id)
+        if eps is None:
+            rec = self.entities.get(rec_id) or self.facts.get(rec_id)
+            if rec is None:
+                return {}
+            eps = self._episodes[rec_id] = dict.fromkeys(s.episode for s in rec.sources)
+        return eps
+
+    def add_span(self, rec: Entity | Fact, span: Span) -> bool:
+        """Add ``span`` to the record's sources unless it is there; constant time, so
+        building an episode stays linear in its length however often a name recurs."""
+        have = self._span_sets.get(rec.id)
+        if have is None:
+            have = self._span_sets[rec.id] = set(rec.sources)
+        if span in have:
+            return False
+        have.add(span)
+        rec.sources.append(span)
+        self._episode_map(rec.id).setdefault(span.episode, None)
+        return True
 
     # writing ----------------------------------------------------------------------------
     def pending(self) -> int:
@@ -166,10 +189,3 @@ class Graph:
         self._dirty.clear()
         self._deleted.clear()
         self.stamp = self.store.records_stamp(self.namespace)
-
-
-def add_span(rec: Entity | Fact, span: Span) -> bool:
-    if span in rec.sources:
-        return False
-    rec.sources.append(span)
-    return True
