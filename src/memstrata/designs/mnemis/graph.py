@@ -48,6 +48,10 @@ class Graph:
         # first use, so a record with thousands of spans is not scanned per mention.
         self._span_sets: dict[str, set[Span]] = {}
         self._episodes: dict[str, dict[str, None]] = {}
+        self._terms: dict[str, tuple[str, frozenset[str]]] = {}
+        self._version = 0  # bumped by every change the hub cache depends on
+        self._hub_share = 0.1
+        self._hubs: tuple[tuple[int, int, float], frozenset[str]] | None = None
         self._dirty: set[str] = set()
         self._deleted: set[str] = set()
         self.stamp: tuple[int, str] = (0, "")
@@ -169,8 +173,37 @@ class Graph:
             return False
         have.add(span)
         rec.sources.append(span)
+        self._version += 1
         self._episode_map(rec.id).setdefault(span.episode, None)
         return True
+
+    # hubs -------------------------------------------------------------------------------
+    def set_hub_share(self, share: float) -> None:
+        self._hub_share = share
+
+    def hubs(self) -> frozenset[str]:
+        """Entities cited by more than the hub share of the episodes any entity cites:
+        speakers and the like, which match every question and select nothing."""
+        key = (self._version, len(self.entities), self._hub_share)
+        if self._hubs is not None and self._hubs[0] == key:
+            return self._hubs[1]
+        maps = {eid: self._episode_map(eid) for eid in self.entities}
+        total = len(set().union(*maps.values())) if maps else 0
+        limit = self._hub_share * total
+        hubs = frozenset(e for e, eps in maps.items() if total and len(eps) > limit)
+        self._hubs = (key, hubs)
+        return hubs
+
+    def cites_any(self, entity_ids: Iterable[str], episode: str) -> bool:
+        return any(episode in self._episode_map(e) for e in entity_ids)
+
+    def name_terms(self, rec_id: str) -> frozenset[str]:
+        """Content words of an entity's name, as the query's are counted."""
+        name = self.entities[rec_id].name
+        cached = self._terms.get(rec_id)
+        if cached is None or cached[0] != name:
+            cached = self._terms[rec_id] = (name, frozenset(content_terms(name)))
+        return cached[1]
 
     # writing ----------------------------------------------------------------------------
     def pending(self) -> int:
