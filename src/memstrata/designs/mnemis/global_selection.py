@@ -8,8 +8,8 @@ of a node whose similarity clears ``all_children``. At the bottom are entities; 
 then adds their facts, the entities those facts link to, and their episodes. It returns
 sets, unranked: fusion ranks and budgets them.
 
-**Hubs.** An entity cited by more than ``hub_share`` of the namespace's episodes (a
-speaker, "I", the user's home town) matches almost every question and, once selected,
+**Hubs.** An entity cited by more than ``hub_share`` of the namespace's episodes, and
+more than ``hub_least`` of them (a speaker, "I", the user's home town) matches almost every question and, once selected,
 brings in most of the conversation. The heuristic tier never selects a hub; a hub the
 query names (its name's words all occur in the query) instead *narrows* System-2's
 episodes to those the hub is cited in. The bottom layer is chosen by the query's own
@@ -40,6 +40,7 @@ class SelectionParams:
     entity_beam: int = 12
     all_children: float = 0.6
     hub_share: float = 0.1
+    hub_least: int = 8
 
 
 @dataclass
@@ -105,7 +106,7 @@ def select_heuristic(
     if top == 0:
         return Selection()
     terms = terms or set()
-    graph.set_hub_share(params.hub_share)
+    graph.set_hub_share(params.hub_share, params.hub_least)
     hubs = graph.hubs()
     frontier = [c.id for c in graph.layer(top)]
     path: list[list[str]] = []

@@ -50,8 +50,8 @@ class Graph:
         self._episodes: dict[str, dict[str, None]] = {}
         self._terms: dict[str, tuple[str, frozenset[str]]] = {}
         self._version = 0  # bumped by every change the hub cache depends on
-        self._hub_share = 0.1
-        self._hubs: tuple[tuple[int, int, float], frozenset[str]] | None = None
+        self._hub_share: tuple[float, int] = (0.1, 8)
+        self._hubs: tuple[tuple[int, int, tuple[float, int]], frozenset[str]] | None = None
         self._dirty: set[str] = set()
         self._deleted: set[str] = set()
         self.stamp: tuple[int, str] = (0, "")
@@ -178,18 +178,19 @@ class Graph:
         return True
 
     # hubs -------------------------------------------------------------------------------
-    def set_hub_share(self, share: float) -> None:
-        self._hub_share = share
+    def set_hub_share(self, share: float, least: int = 8) -> None:
+        self._hub_share = (share, least)
 
     def hubs(self) -> frozenset[str]:
-        """Entities cited by more than the hub share of the episodes any entity cites:
-        speakers and the like, which match every question and select nothing."""
+        """Entities cited by more than the hub share of the episodes any entity cites, and
+        by more than ``least`` episodes: speakers and the like, which match every
+        question and select nothing."""
         key = (self._version, len(self.entities), self._hub_share)
         if self._hubs is not None and self._hubs[0] == key:
             return self._hubs[1]
         maps = {eid: self._episode_map(eid) for eid in self.entities}
         total = len(set().union(*maps.values())) if maps else 0
-        limit = self._hub_share * total
+        limit = max(self._hub_share[0] * total, self._hub_share[1])
         hubs = frozenset(e for e, eps in maps.items() if total and len(eps) > limit)
         self._hubs = (key, hubs)
         return hubs

@@ -37,7 +37,7 @@ from memstrata.designs.mnemis.global_selection import (
     select_heuristic,
     select_llm,
 )
-from memstrata.designs.mnemis.graph import Graph
+from memstrata.designs.mnemis.graph import SPEAKER_CATEGORY, Graph
 from memstrata.designs.mnemis.hierarchy import Hierarchy
 from memstrata.designs.mnemis.prompts import llm_reranker, node_selector
 from memstrata.embed.base import Embedder
@@ -74,19 +74,28 @@ class MnemisParams(BaseModel):
     entity_weight: float = 0.3
     entity_depth: int = 10
     system2: bool = True
+    #: at most this share of the entity budget goes to selected categories
+    category_share: float = 0.2
     selection: SelectionParams = Field(default_factory=SelectionParams)
 
 
 def entity_text(graph: Graph, eid: str) -> str:
-    e = graph.entities[eid]
+    e = graph.entities.get(eid) or graph.categories[eid]
     return f"{e.name}: {e.summary}" if e.summary else e.name
 
 
 class _Indexes:
-    def __init__(self, stamp: tuple[int, str], entities: RecordIndex, facts: RecordIndex):
+    def __init__(
+        self,
+        stamp: tuple[int, str],
+        entities: RecordIndex,
+        facts: RecordIndex,
+        categories: RecordIndex,
+    ):
         self.stamp = stamp
         self.entities = entities
         self.facts = facts
+        self.categories = categories
 
 
 class MnemisRoute(Route[MnemisParams]):
@@ -124,11 +133,15 @@ class MnemisRoute(Route[MnemisParams]):
         # Invalidated facts stay searchable: their validity window is part of the answer.
         fids = list(graph.facts)
         ftexts = [graph.facts[f].fact for f in fids]
-        vecs = embed_cached(store, embedder, etexts + ftexts)
+        cids = list(graph.categories)
+        ctexts = [entity_text(graph, c) for c in cids]
+        vecs = embed_cached(store, embedder, etexts + ftexts + ctexts)
+        nf = len(eids) + len(fids)
         idx = _Indexes(
             graph.stamp,
             RecordIndex(eids, etexts, vecs[: len(eids)]),
-            RecordIndex(fids, ftexts, vecs[len(eids) :]),
+            RecordIndex(fids, ftexts, vecs[len(eids) : nf]),
+            RecordIndex(cids, ctexts, vecs[nf:]),
         )
         self._indexes[graph.namespace] = idx
         return idx
@@ -274,7 +287,24 @@ class _Search:
                 )
             )
         s1_ent_set, s2_ent_set = set(s1_ent), set(s2_ent)
-        for e in ents[:two_k]:
+        # Selected categories (section 2.3: "Entities (Categories)") take up to
+        # ``category_share`` of the entity budget, most similar first; they inform the
+        # answer model and never rank episodes.
+        cats = self._categories(graph, idx, qvec, sel, admitted)[: int(p.category_share * two_k)]
+        for c in cats:
+            cat = graph.categories[c]
+            hits.append(
+                Hit(
+                    kind="entity",
+                    id=c,
+                    text=f"[category, layer {cat.layer}] {entity_text(graph, c)}",
+                    score=0.0,
+                    sources=list(dict.fromkeys(sp.episode for sp in cat.sources))[:5],
+                    routes=["system2"],
+                    metadata={"category": True, "layer": cat.layer, "tags": cat.tags},
+                )
+            )
+        for e in ents[: two_k - len(cats)]:
             ent = graph.entities[e]
             cited = graph.episode_ids(e)
             hits.append(
@@ -289,6 +319,31 @@ class _Search:
                 )
             )
         return hits
+
+    def _categories(
+        self,
+        graph: Graph,
+        idx: _Indexes,
+        qvec: np.ndarray,
+        sel: Selection,
+        admitted: set[str] | None,
+    ) -> list[str]:
+        """The most specific categories System-2 walked through, most similar first."""
+        chosen = [
+            c
+            for c in sel.categories
+            if c in graph.categories and graph.categories[c].name != SPEAKER_CATEGORY
+        ]
+        low = min((graph.categories[c].layer for c in chosen), default=0)
+        chosen = [c for c in chosen if graph.categories[c].layer == low]
+        if admitted is not None:
+            chosen = [
+                c
+                for c in chosen
+                if any(sp.episode in admitted for sp in graph.categories[c].sources)
+            ]
+        sims = idx.categories.similarity(qvec, chosen)
+        return sorted(sims, key=lambda c: -sims[c])
 
     def _admitted(self, namespace: str, filters: SearchFilters | None) -> set[str] | None:
         """Ids of the episodes the filters admit, or None for no filters. Facts, entities
