@@ -20,6 +20,14 @@ K1 = 1.2
 B = 0.75
 
 
+def matvec(matrix: NDArray[np.float32], query: NDArray[np.float32]) -> NDArray[np.float32]:
+    """``matrix @ query`` on one thread. A few thousand rows take about a millisecond;
+    a threaded BLAS splits them across cores and, on a machine whose cores are busy,
+    waits on its threads for tens of milliseconds (measured: 33 ms against 2 ms for
+    4,315 x 384 under load)."""
+    return np.einsum("ij,j->i", matrix, query)
+
+
 class RecordIndex:
     """Ids with a BM25 text and a unit vector each; ``search`` returns ranked ids.
 
@@ -74,14 +82,18 @@ class RecordIndex:
     def dense(self, query: NDArray[np.float32], limit: int) -> list[tuple[str, float]]:
         if not self.ids:
             return []
-        sims = self.vectors @ query
-        order = np.argsort(-sims)[:limit]
+        sims = matvec(self.vectors, query)
+        if limit < len(sims):
+            top = np.argpartition(-sims, limit)[:limit]
+            order = top[np.argsort(-sims[top])]
+        else:
+            order = np.argsort(-sims)
         return [(self.ids[i], float(sims[i])) for i in order]
 
     def cosine(self, query: NDArray[np.float32]) -> dict[str, float]:
         if not self.ids:
             return {}
-        return dict(zip(self.ids, (self.vectors @ query).tolist(), strict=True))
+        return dict(zip(self.ids, matvec(self.vectors, query).tolist(), strict=True))
 
     def similarity(self, query: NDArray[np.float32], ids: list[str]) -> dict[str, float]:
         """Cosine of the query to the given records only (unknown ids are left out)."""
@@ -89,7 +101,7 @@ class RecordIndex:
         if not known:
             return {}
         rows = self.vectors[[self.row[i] for i in known]]
-        return dict(zip(known, (rows @ query).tolist(), strict=True))
+        return dict(zip(known, matvec(rows, query).tolist(), strict=True))
 
     def bm25_of(self, terms: list[str], ids: list[str]) -> dict[str, float]:
         """BM25 of the given records only (unknown ids are left out)."""

@@ -29,6 +29,7 @@ from memstrata.designs.mnemis.extract import Mention, mentions, name_key
 from memstrata.designs.mnemis.graph import Graph, fact_key
 from memstrata.embed.cache import embed_cached
 from memstrata.models import Entity, Episode, Fact, Span
+from memstrata.retrieval.record_index import matvec
 from memstrata.retrieval.text import content_terms
 
 
@@ -134,7 +135,7 @@ class HeuristicBaseGraph:
         pool, matrix = g.entity_index()
         if not pool:
             return None
-        sims = matrix @ vec
+        sims = matvec(matrix, vec)
         best = int(np.argmax(sims))
         cand = g.entities[pool[best]]
         cos = float(sims[best])

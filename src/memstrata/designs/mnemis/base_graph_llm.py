@@ -27,6 +27,7 @@ from memstrata.embed.cache import embed_cached
 from memstrata.errors import MemstrataError
 from memstrata.llm.base import LLMClient
 from memstrata.models import Entity, Episode, Fact, Span
+from memstrata.retrieval.record_index import matvec
 from memstrata.retrieval.text import content_terms
 
 
@@ -120,7 +121,7 @@ class LLMBaseGraph:
             for w in content_terms(name):
                 ids.extend(sorted(g.by_word.get(w, ()))[: self.candidates])
             if pool:
-                sims = matrix @ vec
+                sims = matvec(matrix, vec)
                 for i in np.argsort(-sims)[: self.candidates]:
                     if sims[int(i)] >= self.candidate_cosine:
                         ids.append(pool[int(i)])

@@ -9,12 +9,12 @@ then adds their facts, the entities those facts link to, and their episodes. It 
 sets, unranked: fusion ranks and budgets them.
 
 **Hubs.** An entity cited by more than ``hub_share`` of the namespace's episodes, and
-more than ``hub_least`` of them (a speaker, "I", the user's home town) matches almost every question and, once selected,
-brings in most of the conversation. The heuristic tier never selects a hub; a hub the
-query names (its name's words all occur in the query) instead *narrows* System-2's
-episodes to those the hub is cited in. The bottom layer is chosen by the query's own
-content: an entity is taken when its name is close to the query or all the content words
-of its name occur in it.
+more than ``hub_least`` of them (a speaker, "I", the user's home town) matches almost
+every question and, once selected, brings in most of the conversation. The heuristic
+tier never selects a hub; a hub the query names (its name's words all occur in the
+query) instead *narrows* System-2's episodes to those the hub is cited in. The bottom
+layer is chosen by the query's own content: an entity is taken when its name is close
+to the query or all the content words of its name occur in it.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from numpy.typing import NDArray
 
 from memstrata.designs.mnemis.graph import Graph
 from memstrata.designs.mnemis.hierarchy import Hierarchy
+from memstrata.retrieval.record_index import matvec
 
 # LLM selection: (query, [(uuid, name, tags)]) -> [(uuid, get_all_children)]
 NodeSelector = Callable[[str, list[tuple[str, str, list[str]]]], Awaitable[list[tuple[str, bool]]]]
@@ -117,7 +118,7 @@ def select_heuristic(
         cats = [c for c in frontier if c in graph.categories and graph.categories[c].layer == layer]
         if not cats:
             break
-        sims = hierarchy.vectors(cats) @ qvec
+        sims = matvec(hierarchy.vectors(cats), qvec)
         order = np.argsort(-sims)
         keep = [cats[int(i)] for i in order[: params.beam] if sims[int(i)] >= params.floor]
         if not keep:
@@ -134,7 +135,7 @@ def select_heuristic(
         frontier = list(dict.fromkeys(frontier))
     leaf = [e for e in frontier if e in graph.entities and e not in hubs]
     if leaf:
-        sims = graph.name_vectors(leaf) @ qvec
+        sims = matvec(graph.name_vectors(leaf), qvec)
         order = np.argsort(-sims)
         entities = [
             leaf[int(i)] for i in order[: params.entity_beam] if sims[int(i)] >= params.entity_floor

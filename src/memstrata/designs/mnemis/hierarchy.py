@@ -36,6 +36,7 @@ from numpy.typing import NDArray
 
 from memstrata.designs.mnemis.graph import SPEAKER_CATEGORY, Graph
 from memstrata.models import Category, Span
+from memstrata.retrieval.record_index import matvec
 from memstrata.retrieval.text import content_terms
 
 Groups = list[tuple[str, list[int]]]
@@ -243,7 +244,7 @@ class Hierarchy:
         k = min(k, n_items)
         first = int(rng.integers(n_items))
         chosen = [first]
-        dist = 1.0 - x @ x[first]
+        dist = 1.0 - matvec(x, x[first])
         for _ in range(1, k):
             weights = np.clip(dist, 0, None) ** 2
             total = float(weights.sum())
@@ -253,7 +254,7 @@ class Hierarchy:
                 else int(rng.integers(n_items))
             )
             chosen.append(nxt)
-            dist = np.minimum(dist, 1.0 - x @ x[nxt])
+            dist = np.minimum(dist, 1.0 - matvec(x, x[nxt]))
         c = x[chosen].copy()
         for _ in range(12):
             assign = np.argmax(x @ c.T, axis=1)
@@ -316,7 +317,7 @@ class Hierarchy:
         ]
         v = self.vector(node_id)
         if cats:
-            sims = self.vectors([c.id for c in cats]) @ v
+            sims = matvec(self.vectors([c.id for c in cats]), v)
             order = np.argsort(-sims)
             best = float(sims[order[0]])
             if best >= self.p.floor:
@@ -358,7 +359,7 @@ class Hierarchy:
         if len(lone) < self.p.n - 1:
             return False
         v = self.vector(node_id)
-        sims = self.vectors([c.child_ids[0] for c in lone]) @ v
+        sims = matvec(self.vectors([c.child_ids[0] for c in lone]), v)
         close = [lone[int(i)] for i in np.argsort(-sims) if float(sims[int(i)]) >= self.p.floor]
         if len(close) < self.p.n - 1:
             return False
