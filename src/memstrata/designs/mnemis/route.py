@@ -64,8 +64,10 @@ class MnemisParams(BaseModel):
     rrf_k: int = 20
     agreement: float = 0.5
     # Measured on the LoCoMo dev split (docs/benchmarks.md): the facts' episodes at 0.3
-    # raised Recall@10; System-2's episodes at any weight tried (0.2-0.4) lowered it, so
-    # System-2 reaches the episode list through the facts and entities it selects.
+    # raised Recall@10. System-2's episodes ranked by support, at 0.15, 0.3, 0.5 and 1.0,
+    # lowered overall Recall@10 (docs/mnemis.md has the sweep), so in the heuristic tier
+    # they join the union last and reach the top through the facts and entities System-2
+    # selects. The llm tier's reranker sees them in its window either way.
     fact_weight: float = 0.3
     s2_weight: float = 0.0
     # One episode per top fused entity (the one System-1 ranks best): a multi-hop
