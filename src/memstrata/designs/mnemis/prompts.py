@@ -94,7 +94,7 @@ class NodeSelection(BaseModel):
 
 
 class Ranking(BaseModel):
-    order: list[int] = Field(default_factory=list, max_length=30)
+    order: list[int] = Field(default_factory=list, max_length=40)
 
 
 # Which fields hold an entity name, and which lists hold such objects (for ``naming``).
@@ -121,7 +121,7 @@ MAX_TOKENS: dict[str, int] = {
     "mnemis.facts_resolve": 160,
     "mnemis.hierarchy": 720,
     "mnemis.select": 320,
-    "mnemis.rerank": 160,
+    "mnemis.rerank": 200,
 }
 
 
@@ -400,7 +400,9 @@ def select_nodes(query: str, nodes: Sequence[tuple[str, str, list[str]]]) -> Pro
 
 
 def rerank(query: str, kind: str, candidates: Sequence[str]) -> Prompt:
-    listed = "\n".join(f"{i}: {c[:300]}" for i, c in enumerate(candidates))
+    # About 6,000 characters of candidates in all, so a window of 40 fits a 4k context.
+    cap = max(80, min(300, 6_000 // max(1, len(candidates))))
+    listed = "\n".join(f"{i}: {c[:cap]}" for i, c in enumerate(candidates))
     return _msgs(
         f"Order the {kind} candidates by how much each helps answer the query, most "
         'helpful first. Answer JSON: {"order": [indexes]}.',
