@@ -3,11 +3,14 @@ base graph (extraction, de-duplication, facts and their resolution), a multi-lay
 hierarchy with the appendix D prompt, then Global Selection with ``get_all_children`` and
 the LLM reranker over the union.
 
-A 135M model writes poor structures, so the assertions are on what the pipeline must do
-with whatever it answers: every stage runs, names that the store already knows are
-offered for de-duplication and resolved to one record, a fact the model marks as
-contradicted keeps its record with ``invalid_at`` set, layers obey the hierarchy rules,
-and a node selected with ``get_all_children`` brings its whole subtree.
+A 135M model writes poor structures (in our runs, entity names such as "Maliira_2023"),
+so the assertions are on what the pipeline must do with whatever it answers: every
+stage runs, a name the store already knows is offered for de-duplication and resolved
+to one record, facts keep their validity window (an ``invalid_at``, when the model marks
+a contradiction, is never before ``valid_at``), the layers obey the hierarchy rules, and
+a node selected with ``get_all_children`` brings its whole subtree. This model, greedy,
+neither marked a contradiction nor set ``get_all_children`` on these inputs; those two
+rules are proven with the scripted backend in ``test_mnemis_llm_rules.py``.
 """
 
 from __future__ import annotations
@@ -37,13 +40,23 @@ DEEP = {
     }
 }
 TURNS = [
-    {"id": "g1", "text": "I work at Acme in Lisbon.", "speaker": "Maya", "at": "2024-01-05"},
-    {"id": "g2", "text": "Acme gave me a laptop.", "speaker": "Maya", "at": "2024-02-05"},
+    {
+        "id": "g1",
+        "text": "I work at Acme in Lisbon.",
+        "speaker": "Maya",
+        "occurred_at": "2024-01-05T09:00:00",
+    },
+    {
+        "id": "g2",
+        "text": "Acme gave me a laptop.",
+        "speaker": "Maya",
+        "occurred_at": "2024-02-05T09:00:00",
+    },
     {
         "id": "g3",
         "text": "I quit Acme. I work at Globex now.",
         "speaker": "Maya",
-        "at": "2024-06-05",
+        "occurred_at": "2024-06-05T09:00:00",
     },
 ]
 
