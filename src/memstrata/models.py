@@ -146,11 +146,14 @@ class Category(Derived):
     kind: ClassVar[str] = "category"
     name: str
     layer: int = Field(ge=1)
+    summary: str = Field(default="", description="what its members share, like an entity's")
     tags: list[str] = Field(default_factory=list)
     child_ids: list[str] = Field(default_factory=list)
     parent_ids: list[str] = Field(default_factory=list)
 
     def search_text(self) -> str:
+        if self.summary:
+            return f"{self.name}: {self.summary}"
         return f"{self.name}: {', '.join(self.tags)}" if self.tags else self.name
 
 

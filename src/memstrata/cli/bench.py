@@ -297,3 +297,24 @@ def bench_inline(
         jpath, mpath = bi.write(report, out_dir)
     sys.stdout.write(bi.markdown(report))
     out.print(f"written {jpath} and {mpath}", markup=False)
+
+
+@bench_app.command("longturn")
+def bench_longturn(
+    recipe: Annotated[str, typer.Option(help="Comma-separated recipes to compare.")] = ("default"),
+    turns: Annotated[int, typer.Option(help="Turns of about 2,800 characters.")] = 188,
+    questions: Annotated[int, typer.Option(help="Planted questions to time.")] = 60,
+    profile: Annotated[
+        str | None, typer.Option(help="Recipe whose timed pass is profiled (cProfile).")
+    ] = None,
+    out_dir: Annotated[Path, typer.Option("--out")] = Path("bench-out"),
+) -> None:
+    """Warm search p50/p95 and Recall@10 on a generated chat of long user/assistant turns."""
+    from memstrata.eval import bench_longturn as bl
+
+    with tempfile.TemporaryDirectory() as tmp, errors():
+        recipes = [r.strip() for r in recipe.split(",") if r.strip()]
+        report = bl.run(str(Path(tmp) / "long.db"), recipes, turns, questions, profile)
+        jpath, mpath = bl.write(report, out_dir)
+    sys.stdout.write(bl.markdown(report))
+    out.print(f"written {jpath} and {mpath}", markup=False)

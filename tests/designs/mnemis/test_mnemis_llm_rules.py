@@ -187,3 +187,94 @@ def test_global_selection_honours_get_all_children(embedder) -> None:
     listed = backend.requests[2].messages[-1].content
     assert "apple" not in listed and "hammer" in listed
     assert f'uuid: "{tools[0][:8]}"' in listed  # short ids, mapped back to the full ones
+
+
+def test_contradiction_is_checked_against_facts_sharing_either_entity(embedder) -> None:
+    store = SQLiteStore(":memory:")
+    e1 = episode(store, "e1", "I work at Acme.", datetime(2024, 1, 1, tzinfo=UTC))
+    e2 = episode(store, "e2", "I started at Globex today.", datetime(2024, 6, 1, tzinfo=UTC))
+    backend = ScriptedBackend(
+        [
+            {"names": ["Acme"]},
+            {"names": []},
+            {"entities": []},
+            {"facts": [{"source": "Maya", "target": "Acme", "fact": "Maya works at Acme"}]},
+            {"facts": []},
+            {"names": ["Globex"]},
+            {"names": []},
+            {"resolutions": [{"name": "Maya", "duplicate_of": 0}]},
+            {"entities": []},
+            {"facts": [{"source": "Maya", "target": "Globex", "fact": "Maya works at Globex"}]},
+            {"facts": []},
+            {"resolutions": [{"new_fact": 0, "duplicate_of": [], "contradicts": [0]}]},
+        ]
+    )
+    graph = Graph(store, embedder, "t")
+    builder = LLMBaseGraph(graph, LLMClient(backend, max_retries=0))
+    asyncio.run(builder.add([e1, e2]))
+    assert builder.failed == {} and backend.remaining == 0
+    # (Maya, Globex) shares only Maya with (Maya, Acme), and the old fact was still asked.
+    asked = backend.requests[-1].messages[-1].content
+    assert "0: Maya works at Acme" in asked.split("<EXISTING FACTS>")[1]
+    old = next(f for f in graph.facts.values() if f.fact == "Maya works at Acme")
+    assert old.invalid_at == datetime(2024, 6, 1, tzinfo=UTC)
+
+
+def test_appendix_d_prompt_in_full_and_llm_written_category_descriptions(embedder) -> None:
+    store = SQLiteStore(":memory:")
+    graph = Graph(store, embedder, "t")
+    ids = _entities(graph, ["apple", "cherry", "banana", "pear", "plum", "fig"])
+    graph.entities[ids[0]].tags = ["red fruit", "sweet"]
+    backend = ScriptedBackend(
+        [
+            {
+                "categories": [
+                    {
+                        "category": "Orchard fruit",
+                        "description": "Fruit grown on trees",
+                        "tag": ["fruit", "tree crop"],
+                        "indexes": [0, 1, 3, 4],
+                    },
+                    {"category": "Soft fruit", "indexes": [2, 5, 1]},
+                ]
+            },
+            {"categories": [{"category": "Fruit", "description": "Edible", "indexes": [0, 1]}]},
+        ]
+    )
+    h = Hierarchy(graph, HierarchyParams(n=2, top_width=1))
+    counts = asyncio.run(h.rebuild(category_grouper(LLMClient(backend, max_retries=0))))
+    assert counts == [2, 1]
+    first = backend.requests[0].messages
+    system, user = first[0].content, first[1].content
+    for needed in (
+        "maximum 5 descriptors",
+        '"Family member", "Happy kid", "Anime lover"',
+        "Microsoft Research Asia",
+        "Layer 4 (top-level concepts)",
+        '"Food and Drinks"',
+    ):
+        assert needed in system, needed
+    assert "0. apple: [red fruit, sweet]" in user and "You are currently at Layer 1" in user
+    assert "Reuse them if applicable" in user and "(none)" in user
+    second = backend.requests[1].messages[1].content
+    assert "You are currently at Layer 2" in second
+    # prev_example: categories of layer 1 with members; existing layer-2 categories none.
+    assert 'Previous Layer 1 categories example:\n- "apple", "cherry"' in second
+    orchard = next(c for c in graph.layer(1) if c.name == "Orchard fruit")
+    assert orchard.summary == "Fruit grown on trees" and orchard.tags == ["fruit", "tree crop"]
+    soft = next(c for c in graph.layer(1) if c.name == "Soft fruit")
+    assert soft.summary.startswith("Soft fruit: ")  # the model wrote none: member-derived
+    assert next(c for c in graph.layer(2)).summary == "Edible"
+
+
+def test_lone_nodes_degrade_the_hierarchy_and_trigger_the_rebuild(embedder) -> None:
+    graph = Graph(SQLiteStore(":memory:"), embedder, "t")
+    ids = _entities(graph, ["apple", "cherry", "banana"])
+    fruit = Category(namespace="t", name="Fruit", layer=1, child_ids=ids)
+    graph.categories[fruit.id] = fruit
+    h = Hierarchy(graph, HierarchyParams(n=3, rebuild_lone_share=0.25))
+    assert h.lone_share() == 0.0 and not h.degraded()
+    lone = _entities(graph, ["volcano", "tax return", "saxophone"])
+    h.place(lone)
+    assert h.lone_share() == 0.75  # three promoted alone beside one real category
+    assert h.degraded()

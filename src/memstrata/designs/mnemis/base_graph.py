@@ -26,9 +26,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from memstrata.designs.mnemis.extract import Mention, mentions, name_key
-from memstrata.designs.mnemis.graph import Graph, add_span, fact_key
+from memstrata.designs.mnemis.graph import Graph, fact_key
 from memstrata.embed.cache import embed_cached
 from memstrata.models import Entity, Episode, Fact, Span
+from memstrata.retrieval.record_index import matvec
 from memstrata.retrieval.text import content_terms
 
 
@@ -78,7 +79,7 @@ class HeuristicBaseGraph:
                     ent, is_new = self._resolve(m, ep, name_vec.get(m.key))
                     if is_new:
                         created.append(ent.id)
-                    add_span(ent, Span(episode=ep.id, start=m.start, end=m.end))
+                    g.add_span(ent, Span(episode=ep.id, start=m.start, end=m.end))
                     self._summarise(ent, _speaker_line(ep, sentence))
                     g.touch(ent)
                     if ent.id not in ids:
@@ -134,7 +135,7 @@ class HeuristicBaseGraph:
         pool, matrix = g.entity_index()
         if not pool:
             return None
-        sims = matrix @ vec
+        sims = matvec(matrix, vec)
         best = int(np.argmax(sims))
         cand = g.entities[pool[best]]
         cos = float(sims[best])
@@ -159,7 +160,7 @@ class HeuristicBaseGraph:
         span = Span(episode=ep.id, start=start, end=end)
         known = g.by_fact.get(fact_key(text))
         if known is not None:
-            if add_span(g.facts[known], span):
+            if g.add_span(g.facts[known], span):
                 g.touch(g.facts[known])
             return
         g.add_fact(

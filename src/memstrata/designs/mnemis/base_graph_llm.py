@@ -4,9 +4,9 @@ Per episode, with the previous ``recent`` episodes as context: extract entity na
 reflect for missed ones, de-duplicate against the graph (candidates: the case-folded
 name match, which is always offered, entities sharing a name word, and the nearest
 name embeddings), write summary and tag, extract facts between the entities, reflect
-for missed facts, and resolve each new fact against the facts already linking the same
-entities: a duplicate adds provenance, a contradiction sets the old fact's
-``invalid_at`` (nothing is deleted).
+for missed facts, and resolve each new fact against the valid facts sharing either of
+its entities (same pair first, then the most recent): a duplicate adds provenance, a
+contradiction sets the old fact's ``invalid_at`` (nothing is deleted).
 
 A stage that fails (backend down, output still invalid after retries) is counted and
 the episode is left unmarked, so the next ``build`` retries it; the raw episode is safe.
@@ -22,11 +22,12 @@ import numpy as np
 from memstrata.designs.mnemis import prompts
 from memstrata.designs.mnemis.base_graph import BaseGraphParams
 from memstrata.designs.mnemis.extract import name_key
-from memstrata.designs.mnemis.graph import Graph, add_span
+from memstrata.designs.mnemis.graph import Graph
 from memstrata.embed.cache import embed_cached
 from memstrata.errors import MemstrataError
 from memstrata.llm.base import LLMClient
 from memstrata.models import Entity, Episode, Fact, Span
+from memstrata.retrieval.record_index import matvec
 from memstrata.retrieval.text import content_terms
 
 
@@ -120,7 +121,7 @@ class LLMBaseGraph:
             for w in content_terms(name):
                 ids.extend(sorted(g.by_word.get(w, ()))[: self.candidates])
             if pool:
-                sims = matrix @ vec
+                sims = matvec(matrix, vec)
                 for i in np.argsort(-sims)[: self.candidates]:
                     if sims[int(i)] >= self.candidate_cosine:
                         ids.append(pool[int(i)])
@@ -152,7 +153,7 @@ class LLMBaseGraph:
                 ent = g.entities[eid]
                 if name != ent.name and name not in ent.aliases:
                     ent.aliases.append(name)
-            add_span(g.entities[eid], _span(ep, name))
+            g.add_span(g.entities[eid], _span(ep, name))
             g.touch(g.entities[eid])
             out[name] = eid
         return out, created
@@ -240,7 +241,7 @@ class LLMBaseGraph:
         for i, fact in enumerate(new):
             if dup.get(i):
                 old = g.facts[dup[i][0]]
-                add_span(old, fact.sources[0])
+                g.add_span(old, fact.sources[0])
                 g.touch(old)
                 continue
             for old_id in contra.get(i, []):
@@ -250,12 +251,23 @@ class LLMBaseGraph:
                     g.touch(old)
             g.add_fact(fact)
 
-    def _related(self, new: list[Fact]) -> list[str]:
-        """Valid facts already linking any entity pair of the new facts."""
+    def _related(self, new: list[Fact], limit: int = 20) -> list[str]:
+        """Valid facts sharing either entity with a new fact (a changed job shares only
+        the person with the old one): the same pair first, then the most recent."""
         g = self.graph
-        out: dict[str, None] = {}
+        pair: dict[str, None] = {}
+        either: dict[str, None] = {}
         for f in new:
-            for fid in g.facts_of.get(f.subject_id, set()) & g.facts_of.get(f.object_id, set()):
-                if g.facts[fid].invalid_at is None:
-                    out.setdefault(fid, None)
-        return list(out)[:20]
+            a, b = g.facts_of.get(f.subject_id, set()), g.facts_of.get(f.object_id, set())
+            for fid in a & b:
+                pair.setdefault(fid, None)
+            for fid in a | b:
+                either.setdefault(fid, None)
+        valid = [f for f in either if g.facts[f].invalid_at is None and f not in pair]
+        valid.sort(key=lambda f: _when(g.facts[f]), reverse=True)
+        same = [f for f in pair if g.facts[f].invalid_at is None]
+        return (same + valid)[:limit]
+
+
+def _when(fact: Fact) -> float:
+    return fact.valid_at.timestamp() if fact.valid_at else 0.0

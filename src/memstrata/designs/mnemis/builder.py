@@ -2,7 +2,9 @@
 
 Each batch's records and its done marks are written in one transaction
 (:meth:`Graph.flush`), so a killed build resumes after the last whole batch. New entities
-are placed into an existing hierarchy incrementally; a namespace without one gets a full
+are placed into an existing hierarchy incrementally (in the ``llm`` tier, a full rebuild
+with the appendix D prompt follows once :meth:`Hierarchy.degraded` says placement has
+promoted too many nodes alone); a namespace without one gets a full
 hierarchy build in :meth:`MnemisBuilder.finish`, once the drain has folded in every
 pending episode (so a first import builds the hierarchy over all of it at once).
 """
@@ -83,6 +85,10 @@ class MnemisBuilder(Builder[MnemisBuildParams]):
             if graph.categories:
                 await asyncio.to_thread(hierarchy.place, created)
                 ctx.shared[f"mnemis.hierarchy.{namespace}"] = "incremental"
+                if ctx.tier == "llm" and hierarchy.degraded():
+                    # The paper's periodic rebuild, run when placement has degraded it.
+                    await hierarchy.rebuild(self._grouper(ctx))
+                    ctx.shared[f"mnemis.hierarchy.{namespace}"] = "rebuilt"
             failed: dict[str, str] = dict(getattr(base, "failed", {}))
             keys = [ep.key for ep in batch if ep.id not in failed]
             await asyncio.to_thread(graph.flush, (self.name, keys))
@@ -110,7 +116,9 @@ class MnemisBuilder(Builder[MnemisBuildParams]):
         ctx.shared.pop(f"mnemis.base.{namespace}", None)
 
     async def describe(self, ctx: Context, namespace: str) -> dict[str, Any]:
-        graph, _ = await asyncio.to_thread(graph_cache(ctx).get, namespace, self.params.hierarchy)
+        graph, hier = await asyncio.to_thread(
+            graph_cache(ctx).get, namespace, self.params.hierarchy
+        )
         top = graph.top_layer()
         return {
             # what the last drain did to the hierarchy: built, incremental or unchanged
@@ -119,6 +127,7 @@ class MnemisBuilder(Builder[MnemisBuildParams]):
             "facts": len(graph.facts),
             "categories": len(graph.categories),
             "layers": [len(graph.layer(i)) for i in range(1, top + 1)],
+            "lone_share": round(hier.lone_share(), 3),
         }
 
     async def check(self, ctx: Context, namespace: str) -> list[str]:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from memstrata.retrieval.text import STOPWORDS, sentences
 
@@ -52,6 +53,7 @@ EMPTY_NOUNS = frozenset(
     months moment moments one ones kind sort part today tomorrow yesterday while end idea
     ideas other others same rest stuff much many few more most best least whole fun""".split()
 )
+_OPENERS = STOPWORDS | INTERJECTIONS | DETERMINERS
 
 
 def singular(word: str) -> str:
@@ -64,8 +66,10 @@ def singular(word: str) -> str:
     return word
 
 
+@lru_cache(maxsize=1 << 16)
 def name_key(name: str) -> str:
-    """Identity of a name for de-duplication: case-folded, determiners off, singular."""
+    """Identity of a name for de-duplication: case-folded, determiners off, singular.
+    Cached: a long episode repeats the same few names thousands of times."""
     toks = [t.replace("’", "'") for t in _TOKEN.findall(name.casefold())]
     while toks and toks[0] in DETERMINERS:
         toks = toks[1:]
@@ -135,7 +139,7 @@ def mentions(
                 run = toks[i:j]
                 if i == 0 and len(run) == 1 and low not in known:
                     run = []  # "Keep", "Looks", "Seeing": a capital that only opens a sentence
-                while run and run[0][0].lower() in STOPWORDS | INTERJECTIONS | DETERMINERS:
+                while run and run[0][0].lower() in _OPENERS:
                     run = run[1:]
                 if run:
                     found.append(Mention(text[run[0][1] : run[-1][2]], run[0][1], run[-1][2]))

@@ -7,11 +7,19 @@ the ``beam`` nodes most similar to the query that clear ``floor``, and takes all
 of a node whose similarity clears ``all_children``. At the bottom are entities; the route
 then adds their facts, the entities those facts link to, and their episodes. It returns
 sets, unranked: fusion ranks and budgets them.
+
+**Hubs.** An entity cited by more than ``hub_share`` of the namespace's episodes, and
+more than ``hub_least`` of them (a speaker, "I", the user's home town) matches almost
+every question and, once selected, brings in most of the conversation. The heuristic
+tier never selects a hub; a hub the query names (its name's words all occur in the
+query) instead *narrows* System-2's episodes to those the hub is cited in. The bottom
+layer is chosen by the query's own content: an entity is taken when its name is close
+to the query or all the content words of its name occur in it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -19,6 +27,7 @@ from numpy.typing import NDArray
 
 from memstrata.designs.mnemis.graph import Graph
 from memstrata.designs.mnemis.hierarchy import Hierarchy
+from memstrata.retrieval.record_index import matvec
 
 # LLM selection: (query, [(uuid, name, tags)]) -> [(uuid, get_all_children)]
 NodeSelector = Callable[[str, list[tuple[str, str, list[str]]]], Awaitable[list[tuple[str, bool]]]]
@@ -31,6 +40,8 @@ class SelectionParams:
     entity_floor: float = 0.3
     entity_beam: int = 12
     all_children: float = 0.6
+    hub_share: float = 0.1
+    hub_least: int = 8
 
 
 @dataclass
@@ -41,44 +52,73 @@ class Selection:
     facts: list[str] = field(default_factory=list)
     episodes: list[str] = field(default_factory=list)
     path: list[list[str]] = field(default_factory=list)
+    #: hubs the query names; System-2's episodes are narrowed to theirs
+    hubs: list[str] = field(default_factory=list)
+    #: per episode, how many selected entities cite it (its System-2 support)
+    support: dict[str, int] = field(default_factory=dict)
 
 
-def _expand(graph: Graph, selected_entities: list[str]) -> Selection:
-    out = Selection(entities=selected_entities)
+def _expand(graph: Graph, selected_entities: list[str], hubs: Sequence[str] = ()) -> Selection:
+    out = Selection(entities=selected_entities, hubs=list(hubs))
     facts: dict[str, None] = {}
     linked: dict[str, None] = {}
-    episodes: dict[str, None] = {}
+    support: dict[str, int] = {}
     chosen = set(selected_entities)
+    hub_set = graph.hubs()
     for eid in selected_entities:
         for fid in graph.facts_of.get(eid, ()):
             facts.setdefault(fid, None)
             fact = graph.facts[fid]
             for other in fact.entity_ids or [fact.subject_id, fact.object_id]:
-                if other not in chosen:
+                if other not in chosen and other not in hub_set:
                     linked.setdefault(other, None)
         for ep in graph.episode_ids(eid):
-            episodes.setdefault(ep, None)
+            support[ep] = support.get(ep, 0) + 1
+    if hubs:
+        narrowed = {ep: n for ep, n in support.items() if graph.cites_any(hubs, ep)}
+        support = narrowed or support
     out.facts = list(facts)
     out.linked_entities = list(linked)
-    out.episodes = list(episodes)
+    out.support = support
+    out.episodes = list(support)
+    return out
+
+
+def named_hubs(graph: Graph, terms: set[str]) -> list[str]:
+    """Hubs whose name's content words all occur among the query's ``terms``."""
+    out = []
+    for eid in graph.hubs():
+        words = graph.name_terms(eid)
+        if words and words <= terms:
+            out.append(eid)
     return out
 
 
 def select_heuristic(
-    graph: Graph, hierarchy: Hierarchy, qvec: NDArray[np.float32], params: SelectionParams
+    graph: Graph,
+    hierarchy: Hierarchy,
+    qvec: NDArray[np.float32],
+    params: SelectionParams,
+    terms: set[str] | None = None,
 ) -> Selection:
+    """Beam down the layers by similarity; at the bottom, the entities close to the query
+    or named by it, hubs never (they narrow instead, see the module's docstring)."""
     top = graph.top_layer()
     if top == 0:
         return Selection()
+    terms = terms or set()
+    graph.set_hub_share(params.hub_share, params.hub_least)
+    hubs = graph.hubs()
     frontier = [c.id for c in graph.layer(top)]
     path: list[list[str]] = []
     taken: list[str] = []
     entities: list[str] = []
+    whole: list[str] = []
     for layer in range(top, 0, -1):
         cats = [c for c in frontier if c in graph.categories and graph.categories[c].layer == layer]
         if not cats:
             break
-        sims = hierarchy.vectors(cats) @ qvec
+        sims = matvec(hierarchy.vectors(cats), qvec)
         order = np.argsort(-sims)
         keep = [cats[int(i)] for i in order[: params.beam] if sims[int(i)] >= params.floor]
         if not keep:
@@ -87,23 +127,33 @@ def select_heuristic(
         taken.extend(keep)
         frontier = []
         for cid in keep:
-            frontier.extend(graph.categories[cid].child_ids)
+            if float(sims[cats.index(cid)]) >= params.all_children:
+                # get_all_children: the whole subtree helps, its entities are taken at once
+                whole.extend(e for e in _leaves(graph, cid) if e not in hubs)
+            else:
+                frontier.extend(graph.categories[cid].child_ids)
         frontier = list(dict.fromkeys(frontier))
-    leaf = [e for e in frontier if e in graph.entities]
+    leaf = [e for e in frontier if e in graph.entities and e not in hubs]
     if leaf:
-        sims = graph.name_vectors(leaf) @ qvec
+        sims = matvec(graph.name_vectors(leaf), qvec)
         order = np.argsort(-sims)
         entities = [
             leaf[int(i)] for i in order[: params.entity_beam] if sims[int(i)] >= params.entity_floor
         ]
-    sel = _expand(graph, entities)
+        named = [e for e in leaf if (w := graph.name_terms(e)) and w <= terms]
+        entities = entities + named
+    entities = list(dict.fromkeys(entities + whole))
+    sel = _expand(graph, entities, named_hubs(graph, terms))
     sel.categories = taken
     sel.path = path
     return sel
 
 
-async def select_llm(graph: Graph, query: str, selector: NodeSelector) -> Selection:
-    """The paper's route: the LLM picks nodes layer by layer, entities at the bottom."""
+async def select_llm(
+    graph: Graph, query: str, selector: NodeSelector, terms: set[str] | None = None
+) -> Selection:
+    """The paper's route: the LLM picks nodes layer by layer, entities at the bottom. The
+    LLM may pick a hub (the paper lets it); a hub the query names still narrows."""
     top = graph.top_layer()
     if top == 0:
         return Selection()
@@ -139,7 +189,7 @@ async def select_llm(graph: Graph, query: str, selector: NodeSelector) -> Select
             else:
                 nxt.extend(kids)
         frontier = list(dict.fromkeys(nxt))
-    sel = _expand(graph, list(dict.fromkeys(entities)))
+    sel = _expand(graph, list(dict.fromkeys(entities)), named_hubs(graph, terms or set()))
     sel.categories = taken
     sel.path = path
     return sel

@@ -44,6 +44,14 @@ class Graph:
         self._name_vecs: dict[str, NDArray[np.float32]] = {}
         self._index_ids: list[str] = []
         self._index_rows = np.zeros((0, embedder.dim), dtype=np.float32)
+        # Per record: its spans as a set and its distinct episodes in order, built on
+        # first use, so a record with thousands of spans is not scanned per mention.
+        self._span_sets: dict[str, set[Span]] = {}
+        self._episodes: dict[str, dict[str, None]] = {}
+        self._terms: dict[str, tuple[str, frozenset[str]]] = {}
+        self._version = 0  # bumped by every change the hub cache depends on
+        self._hub_share: tuple[float, int] = (0.1, 8)
+        self._hubs: tuple[tuple[int, int, tuple[float, int]], frozenset[str]] | None = None
         self._dirty: set[str] = set()
         self._deleted: set[str] = set()
         self.stamp: tuple[int, str] = (0, "")
@@ -144,10 +152,59 @@ class Graph:
 
     def episode_ids(self, rec_id: str) -> list[str]:
         """The episodes a record rests on, in order of first mention (``episode_idx``)."""
-        rec = self.entities.get(rec_id) or self.facts.get(rec_id)
-        if rec is None:
-            return []
-        return list(dict.fromkeys(s.episode for s in rec.sources))
+        return list(self._episode_map(rec_id))
+
+    def _episode_map(self, rec_id: str) -> dict[str, None]:
+        eps = self._episodes.get(rec_id)
+        if eps is None:
+            rec = self.entities.get(rec_id) or self.facts.get(rec_id)
+            if rec is None:
+                return {}
+            eps = self._episodes[rec_id] = dict.fromkeys(s.episode for s in rec.sources)
+        return eps
+
+    def add_span(self, rec: Entity | Fact, span: Span) -> bool:
+        """Add ``span`` to the record's sources unless it is there; constant time, so
+        building an episode stays linear in its length however often a name recurs."""
+        have = self._span_sets.get(rec.id)
+        if have is None:
+            have = self._span_sets[rec.id] = set(rec.sources)
+        if span in have:
+            return False
+        have.add(span)
+        rec.sources.append(span)
+        self._version += 1
+        self._episode_map(rec.id).setdefault(span.episode, None)
+        return True
+
+    # hubs -------------------------------------------------------------------------------
+    def set_hub_share(self, share: float, least: int = 8) -> None:
+        self._hub_share = (share, least)
+
+    def hubs(self) -> frozenset[str]:
+        """Entities cited by more than the hub share of the episodes any entity cites, and
+        by more than ``least`` episodes: speakers and the like, which match every
+        question and select nothing."""
+        key = (self._version, len(self.entities), self._hub_share)
+        if self._hubs is not None and self._hubs[0] == key:
+            return self._hubs[1]
+        maps = {eid: self._episode_map(eid) for eid in self.entities}
+        total = len(set().union(*maps.values())) if maps else 0
+        limit = max(self._hub_share[0] * total, self._hub_share[1])
+        hubs = frozenset(e for e, eps in maps.items() if total and len(eps) > limit)
+        self._hubs = (key, hubs)
+        return hubs
+
+    def cites_any(self, entity_ids: Iterable[str], episode: str) -> bool:
+        return any(episode in self._episode_map(e) for e in entity_ids)
+
+    def name_terms(self, rec_id: str) -> frozenset[str]:
+        """Content words of an entity's name, as the query's are counted."""
+        name = self.entities[rec_id].name
+        cached = self._terms.get(rec_id)
+        if cached is None or cached[0] != name:
+            cached = self._terms[rec_id] = (name, frozenset(content_terms(name)))
+        return cached[1]
 
     # writing ----------------------------------------------------------------------------
     def pending(self) -> int:
@@ -166,10 +223,3 @@ class Graph:
         self._dirty.clear()
         self._deleted.clear()
         self.stamp = self.store.records_stamp(self.namespace)
-
-
-def add_span(rec: Entity | Fact, span: Span) -> bool:
-    if span in rec.sources:
-        return False
-    rec.sources.append(span)
-    return True

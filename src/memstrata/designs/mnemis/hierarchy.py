@@ -36,11 +36,17 @@ from numpy.typing import NDArray
 
 from memstrata.designs.mnemis.graph import SPEAKER_CATEGORY, Graph
 from memstrata.models import Category, Span
+from memstrata.retrieval.record_index import matvec
 from memstrata.retrieval.text import content_terms
 
 Groups = list[tuple[str, list[int]]]
-# An LLM grouping step: (layer, [(name, description)], existing category names) -> groups.
-LLMGrouper = Callable[[int, list[tuple[str, str]], list[str]], Awaitable[Groups]]
+# Per category name, the (description, tags) the LLM wrote for it.
+Described = dict[str, tuple[str, list[str]]]
+# An LLM grouping step (appendix D): (layer, [(name, description)], existing categories
+# as [(name, description)], prev_example) -> groups and their descriptions.
+LLMGrouper = Callable[
+    [int, list[tuple[str, str]], list[tuple[str, str]], str], Awaitable[tuple[Groups, Described]]
+]
 
 
 @dataclass(frozen=True)
@@ -54,6 +60,7 @@ class HierarchyParams:
     floor: float = 0.45
     split_at: int = 30
     seed: int = 7
+    rebuild_lone_share: float = 0.25
 
 
 def _unit(m: NDArray[np.float32]) -> NDArray[np.float32]:
@@ -69,6 +76,7 @@ class Hierarchy:
         self.g = graph
         self.p = params or HierarchyParams()
         self._vec: dict[str, NDArray[np.float32]] = {}
+        self._stale: set[str] = set()
 
     # vectors ----------------------------------------------------------------------------
     def vector(self, node_id: str) -> NDArray[np.float32]:
@@ -106,13 +114,16 @@ class Hierarchy:
         below = [i for i in self.g.entities if i not in set(speakers)]
         counts = [len(self.g.entities)]
         speaker_node: str | None = None
+        prev: list[Category] = []
         for layer in range(1, self.p.max_layers + 1):
             if not below and speaker_node is None and not speakers:
                 break
-            groups = await self._group(layer, below, grouper)
+            groups, described = await self._group(layer, below, grouper, prev)
             made = [
                 self._new_category(layer, name, [below[i] for i in idx]) for name, idx in groups
             ]
+            for cat in made:
+                self.describe(cat, described.get(cat.name))
             kids = [speaker_node] if speaker_node else speakers
             if kids:
                 made.append(self._new_category(layer, SPEAKER_CATEGORY, kids, tags=["speaker"]))
@@ -121,21 +132,57 @@ class Hierarchy:
                     self._drop(c)
                 break
             counts.append(len(made))
+            prev = made
             speaker_node = made[-1].id if kids else None
             below = [c.id for c in made if c.id != speaker_node]
             if len(made) <= self.p.top_width:
                 break
         return counts[1:]
 
-    async def _group(self, layer: int, ids: list[str], grouper: LLMGrouper | None) -> Groups:
+    async def _group(
+        self, layer: int, ids: list[str], grouper: LLMGrouper | None, prev: list[Category]
+    ) -> tuple[Groups, Described]:
         if not ids:
-            return []
+            return [], {}
         if grouper is not None:
-            described = [(self._name(i), ", ".join(self._tags(i))) for i in ids]
-            existing = [c.name for c in self.g.layer(layer)]
-            raw = await grouper(layer, described, existing)
-            return self.enforce(raw, len(ids), None, [self._name(i) for i in ids])
-        return self.cluster(self.vectors(ids), [self._name(i) for i in ids])
+            nodes = [(self._name(i), self._description(i)) for i in ids]
+            existing = [(c.name, c.summary) for c in self.g.layer(layer)]
+            raw, described = await grouper(layer, nodes, existing, self._example(prev))
+            return self.enforce(raw, len(ids), None, [self._name(i) for i in ids]), described
+        return self.cluster(self.vectors(ids), [self._name(i) for i in ids]), {}
+
+    def _description(self, node_id: str) -> str:
+        """What the appendix D prompt shows after a node's name: its tags, else its summary."""
+        rec = self.g.entities.get(node_id) or self.g.categories.get(node_id)
+        if rec is None:
+            return ""
+        tags = [t for t in rec.tags if t not in ("entity", "speaker")]
+        return ", ".join(tags) if tags else rec.summary[:80]
+
+    def _example(self, prev: list[Category], limit: int = 4) -> str:
+        """``prev_example``: a few categories of the layer below with some members."""
+        lines = []
+        for cat in [c for c in prev if len(c.child_ids) > 1][:limit]:
+            members = ", ".join(f'"{self._name(k)}"' for k in cat.child_ids[:4])
+            lines.append(f'- {members} -> "{cat.name}"')
+        return "\n".join(lines)
+
+    def describe(self, cat: Category, written: tuple[str, list[str]] | None = None) -> None:
+        """A category's summary and tags, like an entity's (section 2.2): what the LLM
+        wrote, or else derived from the members (their shared words, then their names)."""
+        names = [
+            self._name(k) for k in cat.child_ids if k in self.g.entities or k in self.g.categories
+        ]
+        if written is not None and written[0]:
+            cat.summary = written[0]
+            cat.tags = written[1] or cat.tags
+        elif cat.name != SPEAKER_CATEGORY:
+            shown = ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
+            cat.summary = f"{cat.name}: {shown}"
+            words = Counter(w for nm in names for w in set(content_terms(nm)))
+            shared = [w for w, c in words.most_common(5) if c >= 2]
+            cat.tags = list(dict.fromkeys(shared + names))[:5]
+        self.g.touch(cat)
 
     def cluster(self, x: NDArray[np.float32], names: list[str]) -> Groups:
         """Soft spherical k-means, then the compression ratio: small groups dissolve."""
@@ -197,7 +244,7 @@ class Hierarchy:
         k = min(k, n_items)
         first = int(rng.integers(n_items))
         chosen = [first]
-        dist = 1.0 - x @ x[first]
+        dist = 1.0 - matvec(x, x[first])
         for _ in range(1, k):
             weights = np.clip(dist, 0, None) ** 2
             total = float(weights.sum())
@@ -207,7 +254,7 @@ class Hierarchy:
                 else int(rng.integers(n_items))
             )
             chosen.append(nxt)
-            dist = np.minimum(dist, 1.0 - x @ x[nxt])
+            dist = np.minimum(dist, 1.0 - matvec(x, x[nxt]))
         c = x[chosen].copy()
         for _ in range(12):
             assign = np.argmax(x @ c.T, axis=1)
@@ -232,6 +279,25 @@ class Hierarchy:
                 self._place_speaker(eid)
             else:
                 self._place(eid, 1)
+        for cid in self._stale:
+            if cid in self.g.categories:
+                self.describe(self.g.categories[cid])
+        self._stale.clear()
+
+    def lone_share(self) -> float:
+        """Share of layer-1 categories holding a single entity: nodes incremental placement
+        promoted alone because nothing was close. It grows as the hierarchy degrades."""
+        first = [c for c in self.g.layer(1) if c.name != SPEAKER_CATEGORY]
+        if not first:
+            return 0.0
+        return sum(len(c.child_ids) == 1 for c in first) / len(first)
+
+    def degraded(self) -> bool:
+        """Whether a full rebuild is due (the paper rebuilds periodically): more than
+        ``rebuild_lone_share`` of layer 1 is lone nodes, and at least ``n`` of them."""
+        first = [c for c in self.g.layer(1) if c.name != SPEAKER_CATEGORY]
+        lone = sum(len(c.child_ids) == 1 for c in first)
+        return lone >= self.p.n and self.lone_share() > self.p.rebuild_lone_share
 
     def _place_speaker(self, eid: str) -> None:
         speaker = next((c for c in self.g.layer(1) if c.name == SPEAKER_CATEGORY), None)
@@ -251,7 +317,7 @@ class Hierarchy:
         ]
         v = self.vector(node_id)
         if cats:
-            sims = self.vectors([c.id for c in cats]) @ v
+            sims = matvec(self.vectors([c.id for c in cats]), v)
             order = np.argsort(-sims)
             best = float(sims[order[0]])
             if best >= self.p.floor:
@@ -293,7 +359,7 @@ class Hierarchy:
         if len(lone) < self.p.n - 1:
             return False
         v = self.vector(node_id)
-        sims = self.vectors([c.child_ids[0] for c in lone]) @ v
+        sims = matvec(self.vectors([c.child_ids[0] for c in lone]), v)
         close = [lone[int(i)] for i in np.argsort(-sims) if float(sims[int(i)]) >= self.p.floor]
         if len(close) < self.p.n - 1:
             return False
@@ -382,7 +448,8 @@ class Hierarchy:
         self.g.categories[cat.id] = cat
         for child in children:
             self._link(cat, child)
-        self.g.touch(cat)
+        self.describe(cat)
+        self._stale.discard(cat.id)
         return cat
 
     def _link(self, cat: Category, child: str) -> None:
@@ -390,6 +457,8 @@ class Hierarchy:
             return
         cat.child_ids.append(child)
         cat.sources = _merge_sources(cat.sources, self._sources(child))
+        if not cat.summary or cat.summary.startswith(f"{cat.name}: "):
+            self._stale.add(cat.id)  # member-derived: describe again once placing is done
         self.g.touch(cat)
         sub = self.g.categories.get(child)
         if sub is not None and cat.id not in sub.parent_ids:

@@ -42,7 +42,7 @@ class Duplicates(BaseModel):
 class EntityAttributes(BaseModel):
     name: Name
     summary: str = Field(max_length=240)
-    tag: list[Annotated[str, Field(max_length=30)]] = Field(default_factory=list, max_length=3)
+    tag: list[Annotated[str, Field(max_length=30)]] = Field(default_factory=list, max_length=5)
 
 
 class Attributes(BaseModel):
@@ -74,6 +74,8 @@ class FactResolutions(BaseModel):
 
 class CategoryGroup(BaseModel):
     category: str = Field(max_length=40)
+    description: str = Field(default="", max_length=160)
+    tag: list[Annotated[str, Field(max_length=30)]] = Field(default_factory=list, max_length=5)
     indexes: list[int] = Field(default_factory=list, max_length=30)
 
 
@@ -92,7 +94,7 @@ class NodeSelection(BaseModel):
 
 
 class Ranking(BaseModel):
-    order: list[int] = Field(default_factory=list, max_length=30)
+    order: list[int] = Field(default_factory=list, max_length=40)
 
 
 # Which fields hold an entity name, and which lists hold such objects (for ``naming``).
@@ -117,9 +119,9 @@ MAX_TOKENS: dict[str, int] = {
     "mnemis.facts": 240,
     "mnemis.facts_reflect": 120,
     "mnemis.facts_resolve": 160,
-    "mnemis.hierarchy": 480,
+    "mnemis.hierarchy": 720,
     "mnemis.select": 320,
-    "mnemis.rerank": 160,
+    "mnemis.rerank": 200,
 }
 
 
@@ -177,9 +179,11 @@ def _episodes(current: str, recent: Sequence[str]) -> str:
 def extract_entities(current: str, recent: Sequence[str]) -> Prompt:
     return _msgs(
         "You extract entity names from a conversation. An entity is a concrete person, "
-        "organization, place, object, event or well-defined concept. Use recent episodes "
-        "only as context; extract names from the current episode. The speaker counts as "
-        'an entity. Answer JSON: {"names": [...]}.',
+        "organization, place, object, event or well-defined concept. Identify the "
+        "entities of the current episode and of the recent episodes it continues: a name "
+        "from a recent episode counts when the current episode refers back to it (he, "
+        "she, it, there, that trip). The speaker counts as an entity. Answer JSON: "
+        '{"names": [...]}.',
         _episodes(current, recent),
     ), EntityNames
 
@@ -261,31 +265,119 @@ def resolve_facts(new: Sequence[str], existing: Sequence[str]) -> Prompt:
 
 _CATEGORY_SYSTEM = """You are an AI assistant specialized in semantic categorization of nodes.
 # INSTRUCTIONS:
-You are given a list of node names, each prefixed with an index and followed by a brief description (e.g., 1. dog: [domestic animal]).
-1. Group the nodes into semantically meaningful categories based on shared attributes, considering both the node names and their DESCRIPTIONS, not the descriptions alone. All EXISTING CATEGORIES are provided: if a node matches an existing category, add it there; otherwise create a new category. A category name MUST NOT use "and" as a connector (invalid: "Food and Drinks"; valid: "Food", "Drinks").
-2. Output each category with its name and the list of node indexes (integers). Refer to nodes only by index.
-3. A node CAN belong to several categories. When grouping, keep the minimal set of features the grouped items share.
-4. There must be NO leftover nodes. Single-member categories are allowed if necessary.
-5. The node "user" and first-person references ("I", "me") MUST go into one category called "Speaker".
-Answer JSON: {"categories": [{"category": "...", "indexes": [0, 1]}]}"""
+
+You are given a list of node names, each prefixed with an index, each followed with a brief description of the name (e.g., 1. dog: [domestic animal]).
+Your task is to:
+
+1. Group the nodes into semantically meaningful categories based on shared attributes, considering both inherent characteristics of the node names and the DESCRIPTIONS of the nodes, NOT relying solely on the DESCRIPTIONS.
+   All EXISTING CATEGORIES are provided for you.
+   - If a node's attribute matches an existing category, it should be added under that category.
+   - If a node name has attributes that do not match any existing category, create a new category and add it.
+   - The category name MUST NOT include the word "and" as a connector.
+   Examples of INVALID categories: "Food and Drinks", "University and Courses".
+   Examples of VALID categories: "Food", "Drinks", "University", "Courses".
+
+2. Output each category as an entry with the category name, its description, its tag and the list of node indexes (integers). Only refer to nodes by their indexes. Do not repeat node names.
+   Output format:
+   {"categories": [{"category": "xx", "description": "...", "tag": ["..."], "indexes": [0, 1, 2, 4]}, {"category": "xxx", "description": "...", "tag": ["..."], "indexes": [2, 3, 4]}]}
+   The description is one short sentence saying what the members share.
+   The tag is a list of descriptors (each descriptor maximum 3 words, maximum 5 descriptors) that concisely captures the nature or type of the node.
+   Tag example:
+   - Entity name: "Son"
+   - Tag: ["Family member", "Happy kid", "Anime lover"]
+
+3. A node CAN be assigned to MULTIPLE categories at the same time.
+   Key points for multi-category classification:
+   - Each item can be assigned to multiple categories based on shared attributes.
+   - When multiple categories are formed for an item, select the minimal subset of features that are common across the grouped items.
+   Examples for different hierarchy levels:
+   Layer 1 (specific entities):
+   - "Microsoft Research Asia" and "Microsoft Research Shanghai" share the same parent organization (Microsoft) and a similar research focus (AI). They are grouped under:
+     - "Microsoft Research Labs"
+     - "AI-focused Research Labs"
+   - "Microsoft Research Asia" belongs to both "Microsoft Research Labs" and "NLP-focused Labs".
+   Layer 2 (category nodes from Layer 1):
+   - "Microsoft Research Labs" belongs to: "Tech Company Labs", "AI Research Organizations"
+   - "University AI Labs" belongs to: "Academic Institutions", "AI Research Organizations"
+   Layer 3 (higher-level abstractions):
+   - "Tech Company Labs" belongs to: "Commercial Organizations", "Research Institutions"
+   - "Academic Institutions" belongs to: "Educational Organizations", "Research Institutions"
+   Layer 4 (top-level concepts):
+   - "Research Institutions" belongs to: "Knowledge Organizations"
+   - "Commercial Organizations" belongs to: "Economic Entities"
+
+4. There must be NO leftover or ungrouped nodes. Single-member categories are allowed if necessary.
+
+5. The node name "user" and any first-person references ("I", "me") MUST be categorized into one category called "Speaker"."""
+
+_GUIDANCE = """<GUIDANCE ON CATEGORY GRANULARITY>
+You are performing hierarchical semantic clustering from specific to abstract.
+
+You are currently at Layer {layer}, where:
+- Layer 1 contains the most specific, fine-grained categories.
+- Higher layers should group lower-layer categories into broader, more abstract super-categories.
+
+Example:
+
+Layer 1:
+- "Golden Retriever", "Poodle", "German Shepherd" -> "Dog breeds"
+- "Persian Cat", "Siamese Cat" -> "Cat breeds"
+- "Bengal Tiger", "Siberian Tiger" -> "Tiger subspecies"
+- "Oak tree", "Pine tree" -> "Tree species"
+
+Layer 2:
+- "Dog breeds", "Cat breeds" -> "Pets"
+- "Dog breeds", "Tiger subspecies" -> "Mammals"
+- "Tiger subspecies" -> "Wild animals"
+- "Tree species" -> "Trees"
+
+Layer 3:
+- "Pets", "Wild animals" -> "Animals"
+- "Trees" -> "Plants"
+
+Layer 4:
+- "Animals", "Plants" -> "Living organisms"
+
+Key points:
+- Categories may belong to multiple parent categories.
+- Do not merge categories that are too loosely related.
+
+Your job at Layer {layer}:
+- Merge semantically similar categories from Layer {below}.
+- Each new category should reflect a shared attribute, domain, or higher-level concept.
+- Multiple category assignments are allowed when justified.
+
+Previous Layer {below} categories example:
+{prev_example}
+</GUIDANCE ON CATEGORY GRANULARITY>"""
 
 
-def categorize(layer: int, nodes: Sequence[tuple[str, str]], existing: Sequence[str]) -> Prompt:
+def categorize(
+    layer: int,
+    nodes: Sequence[tuple[str, str]],
+    existing: Sequence[tuple[str, str]],
+    prev_example: str = "",
+) -> Prompt:
+    """Appendix D's ``extract_category_nodes``: ``nodes`` and ``existing`` categories are
+    (name, description); ``prev_example`` shows a few categories of the layer below."""
     content = "\n".join(f"{i}. {n}: [{d}]" for i, (n, d) in enumerate(nodes))
-    guidance = (
-        f"You are at Layer {layer}. Layer 1 holds the most specific categories; higher "
-        "layers group the categories below into broader ones. Make the MINIMAL abstraction: "
-        "specific enough to keep detail, leaving broader grouping to higher layers "
-        '(e.g. Layer 1: "Poodle", "Persian Cat" -> "Dog breeds", "Cat breeds"; Layer 2: '
-        '"Dog breeds", "Cat breeds" -> "Pets"). Do not merge loosely related nodes.'
+    known = "\n".join(f"- {n}: {d}" if d else f"- {n}" for n, d in existing) or "(none)"
+    guidance = _GUIDANCE.format(
+        layer=layer, below=layer - 1, prev_example=prev_example or "(none: this is the first layer)"
     )
     user = (
-        "<NODE INDEXED NAMES AND DESCRIPTIONS>\n"
-        f"{content}\n</NODE INDEXED NAMES AND DESCRIPTIONS>\n"
-        f"<EXISTING CATEGORIES>\n{', '.join(existing) or '(none)'}\n</EXISTING CATEGORIES>\n"
-        "<GUIDANCE ON CATEGORY GRANULARITY>\n"
-        f"{guidance}\n</GUIDANCE ON CATEGORY GRANULARITY>\n"
-        'The category name MUST NOT include the word "and".'
+        f"<NODE INDEXED NAMES AND DESCRIPTIONS>\n{content}\n</NODE INDEXED NAMES AND DESCRIPTIONS>\n\n"
+        "<EXISTING CATEGORIES>\nThese are names and descriptions of categories previously "
+        f"created. Reuse them if applicable.\n{known}\n</EXISTING CATEGORIES>\n\n"
+        f"{guidance}\n\n"
+        "# ATTENTION\n"
+        '- The node name "user" and any first-person references ("I", "me") MUST be '
+        'categorized into one category called "Speaker". If the "Speaker" category does '
+        "not exist, skip this node.\n"
+        '- The category name MUST NOT include the word "and".\n\n'
+        "Please follow the INSTRUCTIONS and GUIDANCE carefully to ensure accurate "
+        "categorization and meaningful hierarchical relationships.\n"
+        "DO NOT INCLUDE ANY INVALID CATEGORIES."
     )
     return _msgs(_CATEGORY_SYSTEM, user), CategoryGroups
 
@@ -308,7 +400,9 @@ def select_nodes(query: str, nodes: Sequence[tuple[str, str, list[str]]]) -> Pro
 
 
 def rerank(query: str, kind: str, candidates: Sequence[str]) -> Prompt:
-    listed = "\n".join(f"{i}: {c[:300]}" for i, c in enumerate(candidates))
+    # About 6,000 characters of candidates in all, so a window of 40 fits a 4k context.
+    cap = max(80, min(300, 6_000 // max(1, len(candidates))))
+    listed = "\n".join(f"{i}: {c[:cap]}" for i, c in enumerate(candidates))
     return _msgs(
         f"Order the {kind} candidates by how much each helps answer the query, most "
         'helpful first. Answer JSON: {"order": [indexes]}.',
@@ -326,16 +420,22 @@ async def ask(llm: LLMClient, prompt: Prompt, stage: str) -> BaseModel:
 
 
 def category_grouper(llm: LLMClient, chunk: int = 20) -> Any:
-    """Hierarchy grouping through :func:`categorize`, ``chunk`` nodes per call."""
+    """Hierarchy grouping through :func:`categorize`, ``chunk`` nodes per call. Returns
+    the groups and, per category name, the description and tags the model wrote."""
 
     async def group(
-        layer: int, nodes: list[tuple[str, str]], existing: list[str]
-    ) -> list[tuple[str, list[int]]]:
+        layer: int,
+        nodes: list[tuple[str, str]],
+        existing: list[tuple[str, str]],
+        prev_example: str = "",
+    ) -> tuple[list[tuple[str, list[int]]], dict[str, tuple[str, list[str]]]]:
         merged: dict[str, list[int]] = {}
+        described: dict[str, tuple[str, list[str]]] = {}
         known = list(existing)
         for start in range(0, len(nodes), chunk):
             part = nodes[start : start + chunk]
-            answer = await ask(llm, categorize(layer, part, known), "mnemis.hierarchy")
+            prompt = categorize(layer, part, known, prev_example)
+            answer = await ask(llm, prompt, "mnemis.hierarchy")
             assert isinstance(answer, CategoryGroups)
             for g in answer.categories:
                 name = g.category.strip()
@@ -344,9 +444,12 @@ def category_grouper(llm: LLMClient, chunk: int = 20) -> Any:
                 merged.setdefault(name, []).extend(
                     start + i for i in g.indexes if 0 <= i < len(part)
                 )
-                if name not in known:
-                    known.append(name)
-        return list(merged.items())
+                tags = [t.strip() for t in g.tag if t.strip()][:5]
+                if name not in described or (g.description.strip() and not described[name][0]):
+                    described[name] = (g.description.strip(), tags)
+                if name not in {n for n, _ in known}:
+                    known.append((name, g.description.strip()))
+        return list(merged.items()), described
 
     return group
 

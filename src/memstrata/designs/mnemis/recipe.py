@@ -1,9 +1,15 @@
 """The ``mnemis`` recipe: the Mnemis builder, its dual route, k episodes and 2k facts and
-entities (section 2.3)."""
+entities (section 2.3); ``mnemis-no-s2``, the same without System-2 (the ablation of
+section 3.3.1, on the same built structures)."""
 
 from __future__ import annotations
 
 from memstrata.engine.recipe import BuilderSpec, FusionSpec, Recipe, RouteSpec
+
+_FUSION = FusionSpec(
+    kind_order=["episode", "fact", "entity"],
+    budgets={"episode": 1, "fact": 2, "entity": 2},
+)
 
 RECIPES = [
     Recipe(
@@ -14,9 +20,13 @@ RECIPES = [
         ),
         builders=[BuilderSpec(name="mnemis")],
         routes=[RouteSpec(name="mnemis")],
-        fusion=FusionSpec(
-            kind_order=["episode", "fact", "entity"],
-            budgets={"episode": 1, "fact": 2, "entity": 2},
-        ),
+        fusion=_FUSION,
+    ),
+    Recipe(
+        name="mnemis-no-s2",
+        description="The mnemis recipe without System-2 Global Selection (an ablation).",
+        builders=[BuilderSpec(name="mnemis")],
+        routes=[RouteSpec(name="mnemis", params={"system2": False})],
+        fusion=_FUSION,
     ),
 ]

@@ -3,14 +3,19 @@
 * **System-1** (section 2.3): episodes through :class:`EpisodeRoute`; entities by
   summary embedding and name + summary BM25; facts by fact embedding and fact BM25;
   each kind fused by RRF on its own and cut to ``k`` episodes, ``2k`` entities and facts.
-* **System-2**: :mod:`memstrata.designs.mnemis.global_selection`, unranked sets.
-* **Fusion**: the union per kind, duplicates removed, re-ranked and budgeted. The
-  ``heuristic`` tier ranks System-2's items by their similarity to the query, fuses that
-  ranking with System-1's by RRF, and adds ``agreement`` for an item both routes found;
-  episodes also get a ranking from the facts that cite them, and one from the top
-  entities (each entity's best System-1 episode, for multi-hop questions). The ``llm``
-  tier has the LLM order each kind's candidates instead (no offline cross-encoder
-  exists here).
+* **System-2**: :mod:`memstrata.designs.mnemis.global_selection`, unranked sets
+  (``system2 = false`` turns it off: the ``mnemis-no-s2`` ablation).
+* **Fusion** (section 2.3): the union per kind, duplicates removed, re-ranked, and only
+  then cut to the budgets. System-2's items enter the union unordered.
+
+  - ``heuristic`` tier: no cross-encoder ships with the library, so the stand-in
+    reranker scores every member of the union the same way whichever route found it:
+    entities and facts by RRF of their cosine and BM25 ranks within the union, times
+    ``1 + agreement`` when both routes found them. Episodes by RRF of System-1's ranking,
+    the episodes behind the best facts, each top entity's best episode, and System-2's
+    episodes ordered by their support (how many selected entities cite them).
+  - ``llm`` tier: the LLM orders a window of twice each budget drawn from the union,
+    System-1's and System-2's items taken in turn, then the budget is cut.
 
 Hits come out episodes first, then facts, then entities: the answer model reads the raw
 turns first, and ``Recall@K`` over distinct sources measures the episode ranking.
@@ -32,7 +37,7 @@ from memstrata.designs.mnemis.global_selection import (
     select_heuristic,
     select_llm,
 )
-from memstrata.designs.mnemis.graph import Graph
+from memstrata.designs.mnemis.graph import SPEAKER_CATEGORY, Graph
 from memstrata.designs.mnemis.hierarchy import Hierarchy
 from memstrata.designs.mnemis.prompts import llm_reranker, node_selector
 from memstrata.embed.base import Embedder
@@ -59,8 +64,10 @@ class MnemisParams(BaseModel):
     rrf_k: int = 20
     agreement: float = 0.5
     # Measured on the LoCoMo dev split (docs/benchmarks.md): the facts' episodes at 0.3
-    # raised Recall@10; System-2's episodes at any weight tried (0.2-0.4) lowered it, so
-    # System-2 reaches the episode list through the facts and entities it selects.
+    # raised Recall@10. System-2's episodes ranked by support, at 0.15, 0.3, 0.5 and 1.0,
+    # lowered overall Recall@10 (docs/mnemis.md has the sweep), so in the heuristic tier
+    # they join the union last and reach the top through the facts and entities System-2
+    # selects. The llm tier's reranker sees them in its window either way.
     fact_weight: float = 0.3
     s2_weight: float = 0.0
     # One episode per top fused entity (the one System-1 ranks best): a multi-hop
@@ -68,19 +75,29 @@ class MnemisParams(BaseModel):
     # Recall@10 by 0.07; weights of 0.5 and more, or 20 entities, cost overall recall.
     entity_weight: float = 0.3
     entity_depth: int = 10
+    system2: bool = True
+    #: at most this share of the entity budget goes to selected categories
+    category_share: float = 0.2
     selection: SelectionParams = Field(default_factory=SelectionParams)
 
 
 def entity_text(graph: Graph, eid: str) -> str:
-    e = graph.entities[eid]
+    e = graph.entities.get(eid) or graph.categories[eid]
     return f"{e.name}: {e.summary}" if e.summary else e.name
 
 
 class _Indexes:
-    def __init__(self, stamp: tuple[int, str], entities: RecordIndex, facts: RecordIndex):
+    def __init__(
+        self,
+        stamp: tuple[int, str],
+        entities: RecordIndex,
+        facts: RecordIndex,
+        categories: RecordIndex,
+    ):
         self.stamp = stamp
         self.entities = entities
         self.facts = facts
+        self.categories = categories
 
 
 class MnemisRoute(Route[MnemisParams]):
@@ -115,13 +132,18 @@ class MnemisRoute(Route[MnemisParams]):
             return cached
         eids = list(graph.entities)
         etexts = [entity_text(graph, i) for i in eids]
-        fids = [f for f, fact in graph.facts.items() if fact.invalid_at is None]
+        # Invalidated facts stay searchable: their validity window is part of the answer.
+        fids = list(graph.facts)
         ftexts = [graph.facts[f].fact for f in fids]
-        vecs = embed_cached(store, embedder, etexts + ftexts)
+        cids = list(graph.categories)
+        ctexts = [entity_text(graph, c) for c in cids]
+        vecs = embed_cached(store, embedder, etexts + ftexts + ctexts)
+        nf = len(eids) + len(fids)
         idx = _Indexes(
             graph.stamp,
             RecordIndex(eids, etexts, vecs[: len(eids)]),
-            RecordIndex(fids, ftexts, vecs[len(eids) :]),
+            RecordIndex(fids, ftexts, vecs[len(eids) : nf]),
+            RecordIndex(cids, ctexts, vecs[nf:]),
         )
         self._indexes[graph.namespace] = idx
         return idx
@@ -162,9 +184,10 @@ class _Search:
         if not graph.entities:
             return [hits[:k] for hits in ep_lists]
         idx = await asyncio.to_thread(self.route.index, self.store, self.embedder, graph)
+        admitted = await asyncio.to_thread(self._admitted, namespace, filters)
         out = []
         for query, qvec, s1_eps in zip(queries, qvecs, ep_lists, strict=True):
-            out.append(await self._one(graph, hierarchy, idx, query, qvec, s1_eps, k, filters))
+            out.append(await self._one(graph, hierarchy, idx, query, qvec, s1_eps, k, admitted))
         return out
 
     async def _one(
@@ -176,93 +199,114 @@ class _Search:
         qvec: np.ndarray,
         s1_eps: list[Hit],
         k: int,
-        filters: SearchFilters | None,
+        admitted: set[str] | None,
     ) -> list[Hit]:
         p = self.params
         terms = content_terms(query)
         two_k = 2 * k
-        s1_ent = self._s1(idx.entities, terms, qvec)
-        s1_fact = self._s1(idx.facts, terms, qvec)
-        if self.selector is not None:
-            sel = await select_llm(graph, query, self.selector)
+        s1_ent = _admit(graph, self._s1(idx.entities, terms, qvec), admitted)
+        s1_fact = _admit(graph, self._s1(idx.facts, terms, qvec), admitted)
+        if not p.system2:
+            sel = Selection()
+        elif self.selector is not None:
+            sel = await select_llm(graph, query, self.selector, set(terms))
         else:
-            sel = select_heuristic(graph, hierarchy, qvec, p.selection)
-        ent_cos = idx.entities.cosine(qvec)
-        fact_cos = idx.facts.cosine(qvec)
-        s2_ent = sorted(
-            dict.fromkeys(sel.entities + sel.linked_entities), key=lambda i: -ent_cos.get(i, -1)
-        )
-        s2_fact = sorted(
-            (f for f in sel.facts if f in fact_cos), key=lambda i: -fact_cos.get(i, -1)
-        )
-        ents = self._fuse([s1_ent, s2_ent])
-        facts = self._fuse([s1_fact, s2_fact])
-        # Episodes: System-1's own ranking, the episodes behind the best facts, and the
-        # System-2 episodes in System-1's order (unranked otherwise).
+            sel = select_heuristic(graph, hierarchy, qvec, p.selection, set(terms))
+        s2_ent = _admit(graph, list(dict.fromkeys(sel.entities + sel.linked_entities)), admitted)
+        s2_fact = _admit(graph, [f for f in sel.facts if f in idx.facts.row], admitted)
+        if self.reranker is None:
+            ents = self._rerank_union(idx.entities, terms, qvec, s1_ent, s2_ent)
+            facts = self._rerank_union(idx.facts, terms, qvec, s1_fact, s2_fact)
+        else:
+            ents = await self._rerank(
+                query, "entity", _window(s1_ent, s2_ent, 2 * two_k), lambda e: entity_text(graph, e)
+            )
+            facts = await self._rerank(
+                query, "fact", _window(s1_fact, s2_fact, 2 * two_k), lambda f: fact_text(graph, f)
+            )
+        # Episodes: System-1's ranking, the episodes behind the best facts, each top
+        # entity's best System-1 episode, and System-2's by support.
         s1_ids = [h.id for h in s1_eps]
-        fact_eps = list(
-            dict.fromkeys(e for f in facts[: p.candidates] for e in graph.episode_ids(f))
-        )
-        s2_set = set(sel.episodes)
-        s2_eps = [e for e in s1_ids if e in s2_set]
-        # Entity-diversified episodes: see MnemisParams.entity_weight.
         s1_rank = {e: i for i, e in enumerate(s1_ids)}
+        fact_eps = _admit_eps(
+            dict.fromkeys(e for f in facts[: p.candidates] for e in graph.episode_ids(f)), admitted
+        )
         ent_eps: list[str] = []
         for e in ents[: p.entity_depth]:
             eps = [x for x in graph.episode_ids(e) if x in s1_rank]
             if eps:
                 ent_eps.append(min(eps, key=s1_rank.__getitem__))
         ent_eps = list(dict.fromkeys(ent_eps))
+        support = {e: n for e, n in sel.support.items() if admitted is None or e in admitted}
+        s2_eps = sorted(support, key=lambda e: (-support[e], s1_rank.get(e, len(s1_rank))))
         ep_scores = rrf(
             [s1_ids, fact_eps, s2_eps, ent_eps],
             k=p.rrf_k,
             weights=[1.0, p.fact_weight, p.s2_weight, p.entity_weight],
         )
         ranked_eps = sorted(ep_scores, key=lambda e: -ep_scores[e])
-        # The LLM reranks a window of twice the budget per kind (the paper reranks the
-        # union; a window keeps the prompt near 1,500 tokens).
-        window = 2 * k if self.reranker is not None else k
+        window = two_k if self.reranker is not None else k
+        if self.reranker is not None:
+            s2_only = [e for e in s2_eps if e not in s1_rank]
+            ranked_eps = _window(ranked_eps, s2_only, window)
         by_id = {h.id: h for h in s1_eps}
         missing = [e for e in ranked_eps[:window] if e not in by_id]
         if missing:
             for ep in self.store.get_episodes(graph.namespace, missing):
                 by_id[ep.id] = documents.episode_hit(ep, 0.0)
+        ranked_eps = [e for e in ranked_eps[:window] if e in by_id]
         if self.reranker is not None:
-            ranked_eps = await self._rerank(
-                query,
-                "episode",
-                [e for e in ranked_eps[:window] if e in by_id],
-                {e: h.text for e, h in by_id.items()},
-            )
-            facts = await self._rerank(
-                query, "fact", facts[:two_k], {f: graph.facts[f].fact for f in facts}
-            )
-            ents = await self._rerank(
-                query, "entity", ents[:two_k], {e: entity_text(graph, e) for e in ents}
-            )
-        ranked_eps = [e for e in ranked_eps if e in by_id]
+            ranked_eps = await self._rerank(query, "episode", ranked_eps, lambda e: by_id[e].text)
+        s2_set = set(support)
         hits: list[Hit] = []
         for e in ranked_eps[:k]:
             h = by_id[e].model_copy()
             h.score = round(ep_scores.get(e, 0.0), 6)
-            h.routes = sorted(set(h.routes) | {"system1"} | ({"system2"} if e in s2_set else set()))
+            h.routes = sorted(
+                set(h.routes)
+                | ({"system1"} if e in s1_rank else set())
+                | ({"system2"} if e in s2_set else set())
+            )
             hits.append(h)
-        s2_fact_set, s2_ent_set = set(s2_fact), set(s2_ent)
+        fact_cos = idx.facts.similarity(qvec, facts[:two_k])
+        ent_cos = idx.entities.similarity(qvec, ents[:two_k])
+        s1_fact_set, s2_fact_set = set(s1_fact), set(s2_fact)
         for f in facts[:two_k]:
             fact = graph.facts[f]
             hits.append(
                 Hit(
                     kind="fact",
                     id=f,
-                    text=fact.fact,
+                    text=fact_text(graph, f),
                     score=round(fact_cos.get(f, 0.0), 6),
                     sources=graph.episode_ids(f),
                     spans=list(fact.sources),
-                    routes=["system1"] + (["system2"] if f in s2_fact_set else []),
-                    metadata={"valid_at": fact.valid_at.isoformat() if fact.valid_at else None},
+                    routes=_routes(f, s1_fact_set, s2_fact_set),
+                    metadata={
+                        "valid_at": fact.valid_at.isoformat() if fact.valid_at else None,
+                        "invalid_at": fact.invalid_at.isoformat() if fact.invalid_at else None,
+                    },
                 )
             )
-        for e in ents[:two_k]:
+        s1_ent_set, s2_ent_set = set(s1_ent), set(s2_ent)
+        # Selected categories (section 2.3: "Entities (Categories)") take up to
+        # ``category_share`` of the entity budget, most similar first; they inform the
+        # answer model and never rank episodes.
+        cats = self._categories(graph, idx, qvec, sel, admitted)[: int(p.category_share * two_k)]
+        for c in cats:
+            cat = graph.categories[c]
+            hits.append(
+                Hit(
+                    kind="entity",
+                    id=c,
+                    text=f"[category, layer {cat.layer}] {entity_text(graph, c)}",
+                    score=0.0,
+                    sources=list(dict.fromkeys(sp.episode for sp in cat.sources))[:5],
+                    routes=["system2"],
+                    metadata={"category": True, "layer": cat.layer, "tags": cat.tags},
+                )
+            )
+        for e in ents[: two_k - len(cats)]:
             ent = graph.entities[e]
             cited = graph.episode_ids(e)
             hits.append(
@@ -272,11 +316,66 @@ class _Search:
                     text=entity_text(graph, e),
                     score=round(ent_cos.get(e, 0.0), 6),
                     sources=cited[:5],
-                    routes=["system1"] + (["system2"] if e in s2_ent_set else []),
+                    routes=_routes(e, s1_ent_set, s2_ent_set),
                     metadata={"tags": ent.tags, "episodes": len(cited)},
                 )
             )
         return hits
+
+    def _categories(
+        self,
+        graph: Graph,
+        idx: _Indexes,
+        qvec: np.ndarray,
+        sel: Selection,
+        admitted: set[str] | None,
+    ) -> list[str]:
+        """The most specific categories System-2 walked through, most similar first."""
+        chosen = [
+            c
+            for c in sel.categories
+            if c in graph.categories and graph.categories[c].name != SPEAKER_CATEGORY
+        ]
+        low = min((graph.categories[c].layer for c in chosen), default=0)
+        chosen = [c for c in chosen if graph.categories[c].layer == low]
+        if admitted is not None:
+            chosen = [
+                c
+                for c in chosen
+                if any(sp.episode in admitted for sp in graph.categories[c].sources)
+            ]
+        sims = idx.categories.similarity(qvec, chosen)
+        return sorted(sims, key=lambda c: -sims[c])
+
+    def _admitted(self, namespace: str, filters: SearchFilters | None) -> set[str] | None:
+        """Ids of the episodes the filters admit, or None for no filters. Facts, entities
+        and the episodes reached through them are held to the same filters as System-1."""
+        if filters is None or filters.is_empty():
+            return None
+        out: set[str] = set()
+        after = 0
+        while batch := self.store.iter_episodes(namespace, after, 2000):
+            out.update(ep.id for ep in batch if filters.admits(ep))
+            after = batch[-1].key
+        return out
+
+    def _rerank_union(
+        self, index: RecordIndex, terms: list[str], qvec: np.ndarray, s1: list[str], s2: list[str]
+    ) -> list[str]:
+        """The heuristic tier's stand-in reranker: one score for every member of the union,
+        whichever route found it (cosine and BM25 ranks fused, agreement rewarded)."""
+        union = list(dict.fromkeys(s1 + s2))
+        if not union:
+            return []
+        cos = index.similarity(qvec, union)
+        bm = index.bm25_of(terms, union)
+        dense = sorted(union, key=lambda i: -cos.get(i, -1.0))
+        lexical = sorted((i for i in union if bm.get(i, 0.0) > 0), key=lambda i: -bm[i])
+        scores = rrf([dense, lexical], k=self.params.rrf_k)
+        both = set(s1) & set(s2)
+        for i in both:
+            scores[i] *= 1 + self.params.agreement
+        return sorted(union, key=lambda i: -scores.get(i, 0.0))
 
     def _s1(self, index: RecordIndex, terms: list[str], qvec: np.ndarray) -> list[str]:
         p = self.params
@@ -285,23 +384,55 @@ class _Search:
         scores = rrf([dense, bm25], k=p.rrf_k)
         return sorted(scores, key=lambda i: -scores[i])
 
-    def _fuse(self, rankings: list[list[str]]) -> list[str]:
-        p = self.params
-        scores = rrf(rankings, k=p.rrf_k)
-        both = set(rankings[0]) & set(rankings[1]) if len(rankings) > 1 else set()
-        for i in both:
-            scores[i] *= 1 + p.agreement
-        return sorted(scores, key=lambda i: -scores[i])
-
     async def _rerank(
-        self, query: str, kind: str, ids: list[str], texts: dict[str, str]
+        self, query: str, kind: str, ids: list[str], text: Callable[[str], str]
     ) -> list[str]:
         assert self.reranker is not None
         if len(ids) <= 1:
             return ids
-        order = await self.reranker(query, kind, [texts[i] for i in ids])
+        order = await self.reranker(query, kind, [text(i) for i in ids])
         seen = [ids[i] for i in dict.fromkeys(order) if 0 <= i < len(ids)]
-        return seen + [i for i in ids if i not in set(seen)]
+        rest = set(seen)
+        return seen + [i for i in ids if i not in rest]
+
+
+def fact_text(graph: Graph, fid: str) -> str:
+    """A fact with its validity window, so an answer model can reason about time."""
+    fact = graph.facts[fid]
+    since = fact.valid_at.date().isoformat() if fact.valid_at else "?"
+    until = fact.invalid_at.date().isoformat() if fact.invalid_at else "now"
+    return f"{fact.fact} (valid {since} to {until})"
+
+
+def _window(first: list[str], second: list[str], size: int) -> list[str]:
+    """Up to ``size`` ids taken in turn from both lists, duplicates once: System-2's items
+    reach the LLM reranker whatever System-1 thinks of them."""
+    out: dict[str, None] = {}
+    a, b = iter(first), iter(second)
+    live = [a, b]
+    while live and len(out) < size:
+        for it in list(live):
+            item = next(it, None)
+            if item is None:
+                live.remove(it)
+            elif len(out) < size:
+                out.setdefault(item, None)
+    return list(out)
+
+
+def _routes(rid: str, s1: set[str], s2: set[str]) -> list[str]:
+    return (["system1"] if rid in s1 else []) + (["system2"] if rid in s2 else [])
+
+
+def _admit(graph: Graph, ids: list[str], admitted: set[str] | None) -> list[str]:
+    """Records resting on at least one episode the filters admit (all when no filters)."""
+    if admitted is None:
+        return ids
+    return [i for i in ids if any(e in admitted for e in graph.episode_ids(i))]
+
+
+def _admit_eps(eps: dict[str, None], admitted: set[str] | None) -> list[str]:
+    return [e for e in eps if admitted is None or e in admitted]
 
 
 __all__ = ["MnemisParams", "MnemisRoute", "Selection"]

@@ -1,0 +1,191 @@
+"""Mnemis retrieval: discriminative Global Selection (hubs), the union and its reranking
+in both tiers, the System-2 ablation, filters, validity windows and categories as nodes."""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from memstrata.config import Config
+from memstrata.designs.mnemis.global_selection import SelectionParams, select_heuristic
+from memstrata.designs.mnemis.graph import SPEAKER_CATEGORY, Graph
+from memstrata.designs.mnemis.hierarchy import Hierarchy
+from memstrata.llm import LLMClient
+from memstrata.llm.scripted import ScriptedBackend
+from memstrata.memory import Memory
+from memstrata.models import Category, Entity, Span
+from memstrata.store import SQLiteStore, Store
+from memstrata.store.base import SearchFilters
+
+
+def _graph(embedder) -> tuple[Graph, dict[str, str]]:
+    """Ten episodes: Maya speaks in eight (a hub); pottery in e1 and e2, only e2 is Maya's;
+    painting and knitting once each."""
+    graph = Graph(SQLiteStore(":memory:"), embedder, "t")
+    cited = {
+        "Maya": [f"e{i}" for i in range(2, 10)],
+        "pottery": ["e1", "e2"],
+        "painting": ["e3"],
+        "knitting": ["e10"],
+    }
+    ids = {}
+    for name, eps in cited.items():
+        kind = "speaker" if name == "Maya" else "activity"
+        ent = Entity(
+            namespace="t",
+            name=name,
+            entity_type=kind,
+            sources=[Span(episode=e, start=0, end=1) for e in eps],
+        )
+        ids[name] = graph.add_entity(ent).id
+    crafts = Category(
+        namespace="t",
+        name="Crafts",
+        layer=1,
+        child_ids=[ids["pottery"], ids["painting"], ids["knitting"]],
+    )
+    speaker = Category(namespace="t", name=SPEAKER_CATEGORY, layer=1, child_ids=[ids["Maya"]])
+    for c in (crafts, speaker):
+        graph.categories[c.id] = c
+    ids["Crafts"] = crafts.id
+    return graph, ids
+
+
+def test_hubs_are_never_selected_and_a_named_hub_narrows_the_episodes(embedder) -> None:
+    graph, ids = _graph(embedder)
+    params = SelectionParams(floor=-1.0, entity_floor=0.99, hub_share=0.5, hub_least=2)
+    graph.set_hub_share(params.hub_share, params.hub_least)
+    assert graph.hubs() == {ids["Maya"]}  # 8 of 10 episodes; pottery cites 2
+    qvec = embedder.embed(["What pottery did Maya make?"])[0]
+    sel = select_heuristic(graph, Hierarchy(graph), qvec, params, {"pottery", "maya", "make"})
+    assert sel.entities == [ids["pottery"]]  # named by the query; Maya, a hub, is not
+    assert ids["Maya"] not in sel.linked_entities
+    assert sel.hubs == [ids["Maya"]]
+    assert sel.episodes == ["e2"]  # pottery's episodes where Maya is cited: e1 is not
+    assert sel.support == {"e2": 1}
+
+
+def test_heuristic_all_children_takes_the_whole_subtree_but_no_hub(embedder) -> None:
+    graph, ids = _graph(embedder)
+    qvec = embedder.embed(["crafts"])[0]
+    params = SelectionParams(
+        floor=-1.0, all_children=-1.0, entity_floor=0.99, hub_share=0.5, hub_least=2
+    )
+    sel = select_heuristic(graph, Hierarchy(graph), qvec, params, {"crafts"})
+    assert set(sel.entities) == {ids["pottery"], ids["painting"], ids["knitting"]}
+    assert ids["Crafts"] in sel.categories and sel.hubs == []
+    assert sel.support == {"e1": 1, "e2": 1, "e3": 1, "e10": 1}
+
+
+@pytest.fixture
+def built(tmp_path: Path, embedder, sample) -> Path:
+    with Memory.open(tmp_path / "m.db", embedder=embedder) as m:
+        m.add_many(sample)
+        m.build(recipe="mnemis")
+    return tmp_path / "m.db"
+
+
+def test_system2_enters_the_union_and_the_ablation_turns_it_off(built: Path, embedder) -> None:
+    query = "What hobbies and activities does Tomas have?"
+    with Memory.open(built, embedder=embedder) as m:
+        both = m.search(query, recipe="mnemis", k=5, max_tokens=None)
+        s1 = m.search(query, recipe="mnemis-no-s2", k=5, max_tokens=None)
+        names = {r["name"] for r in m.recipes()}
+    assert "mnemis-no-s2" in names
+    assert all("system2" not in h.routes for h in s1.hits)
+    s2_hits = [h for h in both.hits if "system2" in h.routes]
+    assert s2_hits, "System-2 contributed nothing to the union"
+    assert any(h.kind == "episode" for h in s2_hits)
+    # Only System-2 walks categories; one comes back within the entity budget, rendered.
+    cats = [h for h in both.hits if h.metadata.get("category")]
+    assert cats and all(h.kind == "entity" and h.text.startswith("[category") for h in cats)
+    assert len([h for h in both.hits if h.kind == "entity"]) <= 10
+    assert cats[0].text.split("] ", 1)[1].split(":")[0] in both.context
+
+
+def test_filters_hold_for_facts_entities_and_their_episodes(built: Path, embedder) -> None:
+    store = SQLiteStore(built)
+    tomas = {ep.id for ep in store.iter_episodes("default") if ep.speaker == "Tomas"}
+    store.close()
+    with Memory.open(built, embedder=embedder) as m:
+        r = m.search(
+            "Pepper the greyhound and Lisbon",
+            recipe="mnemis",
+            k=5,
+            max_tokens=None,
+            filters=SearchFilters(speakers=["Tomas"]),
+        )
+    kinds = {h.kind for h in r.hits}
+    assert {"episode", "fact", "entity"} <= kinds
+    for h in r.hits:
+        if h.kind == "episode":
+            assert h.id in tomas
+        else:  # a record rests on at least one admitted episode
+            assert set(h.sources) & tomas or h.metadata.get("category"), h
+
+
+def test_an_invalidated_fact_stays_searchable_with_its_validity_window(
+    built: Path, embedder
+) -> None:
+    store = SQLiteStore(built)
+    graph = Graph.load(store, embedder, "default")
+    fact = next(f for f in graph.facts.values() if "Pepper" in f.fact)
+    fact.invalid_at = datetime(2024, 5, 1, tzinfo=UTC)
+    graph.touch(fact)
+    graph.flush()
+    store.close()
+    with Memory.open(built, embedder=embedder) as m:
+        r = m.search(fact.fact, recipe="mnemis", k=3, max_tokens=None)
+    hit = next(h for h in r.hits if h.id == fact.id)
+    assert hit.metadata["invalid_at"].startswith("2024-05-01")
+    assert hit.text.endswith("to 2024-05-01)") and "(valid 2024-" in hit.text
+    assert "to 2024-05-01" in r.context
+
+
+def test_llm_tier_reranks_the_union_and_can_change_what_is_returned(
+    built: Path, embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    windows: dict[str, list[str]] = {}
+
+    def answer(messages) -> str:
+        system, user = messages[0].content, messages[-1].content
+        if "hierarchical knowledge graph" in system:  # Global Selection: take every node
+            uuids = re.findall(r'uuid: "([0-9a-f]+)"', user)
+            return json.dumps({"nodes": [{"name": "x", "uuid": u} for u in uuids[:3]]})
+        kind = re.search(r"Order the (\w+) candidates", system).group(1)  # type: ignore[union-attr]
+        listed = re.findall(r"^(\d+): (.*)$", user, flags=re.M)
+        windows[kind] = [text for _, text in listed]
+        return json.dumps({"order": list(range(len(listed)))[::-1]})  # reversed
+
+    def scripted(config: Config, store: Store, namespace: str | None = None) -> LLMClient:
+        return LLMClient(ScriptedBackend([answer] * 40), usage=store, namespace=namespace)
+
+    monkeypatch.setattr("memstrata.memory.make_llm", scripted)
+    with Memory.open(built, embedder=embedder, llm={"kind": "gguf"}) as m:
+        r = m.search("Where is Maya flying for the conference?", recipe="mnemis", k=3)
+    eps = [h for h in r.hits if h.kind == "episode"]
+    assert len(windows["episode"]) == 6 and len(eps) == 3  # a window of 2k, cut to k
+    # Reversed: what fusion ranked last in the window now leads, and fusion's top is out.
+    assert eps[0].text.startswith(windows["episode"][-1][:40])
+    assert not any(h.text.startswith(windows["episode"][0][:40]) for h in eps)
+    facts = [h for h in r.hits if h.kind == "fact"]
+    assert len(windows["fact"]) > len(facts) == 6  # 4k facts shown, 2k kept
+    assert facts[0].text[:40] == windows["fact"][-1][:40]
+
+
+def test_categories_carry_member_derived_summaries_and_tags(built: Path, embedder) -> None:
+    store = SQLiteStore(built)
+    graph = Graph.load(store, embedder, "default")
+    store.close()
+    multi = [c for c in graph.categories.values() if len(c.child_ids) > 1]
+    assert multi
+    for cat in multi:
+        if cat.name == SPEAKER_CATEGORY:
+            continue
+        members = [graph.name_of(k) for k in cat.child_ids]
+        assert cat.summary.startswith(f"{cat.name}: ") and members[0] in cat.summary
+        assert 1 <= len(cat.tags) <= 5
