@@ -160,3 +160,37 @@ def test_search_explain_and_show_through_the_cli(tmp_path: Path, embedder, sampl
     assert "linked turns" in shown.output and lay.events[eid].turn_ids[0] in shown.output
     turn = runner.invoke(app, ["show", lay.events[eid].turn_ids[0], "--db", str(db)])
     assert turn.exit_code == 0 and "keywords:" in turn.output and eid in turn.output
+
+
+def test_bench_locomo_reports_evidence_sets_for_every_recipe(tmp_path: Path, embedder) -> None:
+    from memstrata.eval import bench_locomo
+    from memstrata.memory import AsyncMemory
+
+    data = Path(__file__).resolve().parents[2] / "data" / "tiny_locomo.json"
+
+    async def go() -> dict:  # type: ignore[type-arg]
+        memory = await AsyncMemory.open(tmp_path / "b.db", embedder=embedder)
+        try:
+            return await bench_locomo.run(memory, data, ["bm25", "default", "higmem"])
+        finally:
+            await memory.close()
+
+    report = asyncio.run(go())
+    for system in ("bm25", "default", "higmem"):
+        ev = report["systems"][system]["evidence_set"]["overall"]
+        assert ev["n"] == 5 and 0 < ev["avg_k"] <= 10
+        assert 0 <= ev["precision"] <= 1 and 0 <= ev["recall"] <= 1
+    from memstrata.eval import locomo
+
+    # a fixed-size recipe fills its k = 10, or returns every turn of a shorter conversation
+    sizes = [
+        min(10, len(c.turns))
+        for c in locomo.load(data)
+        for q in c.questions
+        if q.evidence and q.category in (1, 2, 3, 4)
+    ]
+    assert report["systems"]["default"]["evidence_set"]["overall"]["avg_k"] == round(
+        sum(sizes) / len(sizes), 3
+    )
+    text = bench_locomo.markdown(report)
+    assert "| Avg K | P@K | R@K |" in text and "| higmem | overall (1-4) | 5 |" in text

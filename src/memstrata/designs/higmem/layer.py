@@ -9,14 +9,18 @@ Changes are tracked and written with the builder's done marks in one transaction
 
 from __future__ import annotations
 
+import math
+from collections import Counter
 from collections.abc import Sequence
 
 import numpy as np
 from numpy.typing import NDArray
 
+from memstrata.designs.higmem.notes import turn_body
 from memstrata.embed.base import Embedder
 from memstrata.embed.cache import embed_cached
 from memstrata.models import Derived, Episode, Event, Span, TurnNote
+from memstrata.retrieval.text import content_terms
 from memstrata.store.base import Store
 
 Vec = NDArray[np.float32]
@@ -39,6 +43,8 @@ class Layers:
         self.event_vecs: dict[str, Vec] = {}
         self.events_of: dict[str, list[str]] = {}
         self.stamp: tuple[int, str] = (0, "")
+        self._df: Counter[str] | None = None
+        self._n = 0
         self._dirty: set[str] = set()
         self._gone: set[str] = set()
 
@@ -63,6 +69,19 @@ class Layers:
 
     def is_current(self) -> bool:
         return self.store.records_stamp(self.namespace) == self.stamp
+
+    def idf(self, term: str) -> float:
+        """BM25's IDF of a term over the namespace's turns (counted once per load)."""
+        if self._df is None:
+            self._df = Counter()
+            after = 0
+            while page := self.store.iter_episodes(self.namespace, after, 1000):
+                for ep in page:
+                    self._df.update(set(content_terms(turn_body(ep))))
+                after = page[-1].key
+                self._n += len(page)
+        df = self._df.get(term, 0)
+        return math.log(1 + (self._n - df + 0.5) / (df + 0.5))
 
     # vectors ----------------------------------------------------------------------------
     def embed(self, texts: Sequence[str]) -> Vec:

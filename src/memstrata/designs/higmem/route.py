@@ -16,6 +16,7 @@ Hits are episodes, best first; ``Hit.routes`` says where each came from:
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -30,7 +31,7 @@ from memstrata.engine.contracts import Context, Route
 from memstrata.llm.base import LLMClient
 from memstrata.models import Episode, Hit, Span
 from memstrata.retrieval import documents
-from memstrata.retrieval.system1 import DEFAULT_SYSTEM1, EpisodeRoute, System1Params
+from memstrata.retrieval.system1 import DEFAULT_SYSTEM1, EpisodeRoute, System1Params, plan_query
 from memstrata.retrieval.text import content_terms, words
 from memstrata.store.base import SearchFilters
 
@@ -41,9 +42,12 @@ class GuidedParams(BaseModel):
     k_turn: int = Field(default=10, ge=1, description="turns of the semantic route")
     k_event: int = Field(default=10, ge=0, description="events used as anchors")
     use_events: bool = Field(default=True, description="False: the ablation without events")
-    per_event: int = Field(default=2, ge=1, description="heuristic: turns predicted per event")
+    per_event: int = Field(default=1, ge=1, description="heuristic: turns predicted per event")
     keep: float = Field(
-        default=0.8, ge=0, le=1, description="heuristic filter: keep scores >= keep * best"
+        default=0.6, ge=0, le=1, description="heuristic filter: keep scores >= keep * best"
+    )
+    speaker_bonus: float = Field(
+        default=0.2, ge=0, description="heuristic: score added to turns of a person the query names"
     )
     shown_per_event: int = Field(default=8, ge=1, description="llm: turns shown per event")
     max_candidates: int = Field(default=30, ge=1, description="llm: candidates the filter reads")
@@ -59,12 +63,14 @@ class Candidate:
     score: float = 0.0
 
 
-def overlap(terms: list[str], text: str) -> float:
-    """Share of the query's content terms the text holds."""
-    if not terms:
+def overlap(terms: list[str], text: str, idf: Callable[[str], float]) -> float:
+    """Share of the query's content terms the text holds, each term weighted by its IDF
+    (a rare word shared with the query says more than a common one)."""
+    total = sum(idf(t) for t in terms)
+    if not total:
         return 0.0
     have = set(content_terms(text))
-    return sum(1 for t in terms if t in have) / len(terms)
+    return sum(idf(t) for t in terms if t in have) / total
 
 
 class GuidedRoute(Route[GuidedParams]):
@@ -144,15 +150,17 @@ class GuidedRoute(Route[GuidedParams]):
     ) -> list[list[Hit]]:
         semantic = self._semantic(ctx, namespace, queries, filters)
         qvecs = unit(ctx.embedder.embed(queries))
-        speakers = {w for s in ctx.store.speakers(namespace) for w in words(s)}
+        people = ctx.store.speakers(namespace)
+        speakers = {w for s in people for w in words(s)}
         out = []
         for query, qvec, sem in zip(queries, qvecs, semantic, strict=True):
             terms = [t for t in content_terms(query) if t not in speakers] or content_terms(query)
+            named = set(plan_query(query, people, self.params.system1).speakers)
             cands = {ep.id: Candidate(ep, semantic=r) for r, (ep, _) in enumerate(sem, start=1)}
             anchors = self._anchors(lay, qvec)
             linked = self._linked(ctx, lay, namespace, anchors, filters)
             pool = list({**linked, **{c.ep.id: c.ep for c in cands.values()}}.values())
-            local = self._local_scores(ctx, pool, qvec, terms)
+            local = self._local_scores(ctx, lay, pool, qvec, terms, named)
             for eid, _ in anchors:
                 inside = [t for t in lay.events[eid].turn_ids if t in linked]
                 for t in sorted(inside, key=lambda t: -local[t])[: self.params.per_event]:
@@ -163,14 +171,23 @@ class GuidedRoute(Route[GuidedParams]):
         return out
 
     def _local_scores(
-        self, ctx: Context, eps: list[Episode], qvec: np.ndarray, terms: list[str]
+        self,
+        ctx: Context,
+        lay: Layers,
+        eps: list[Episode],
+        qvec: np.ndarray,
+        terms: list[str],
+        named: set[str],
     ) -> dict[str, float]:
-        """Query-to-turn score: cosine plus the share of query terms the turn holds."""
+        """Query-to-turn score: cosine, plus the IDF-weighted share of query terms the
+        turn holds, plus ``speaker_bonus`` for a turn of a person the query names."""
         if not eps:
             return {}
         sims = self._turn_vecs(ctx, eps) @ qvec
+        bonus = self.params.speaker_bonus
         return {
-            e.id: float(s) + overlap(terms, turn_body(e)) for e, s in zip(eps, sims, strict=True)
+            e.id: float(s) + overlap(terms, turn_body(e), lay.idf) + bonus * (e.speaker in named)
+            for e, s in zip(eps, sims, strict=True)
         }
 
     def _cut(self, cands: list[Candidate], k: int) -> list[Candidate]:
