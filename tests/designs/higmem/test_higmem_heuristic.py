@@ -60,7 +60,7 @@ TALK = [
     ("s1", "Ben", "A shelter puppy! How is Biscuit settling in at home?"),
     ("s1", "Ana", "Wow, thanks!"),
     ("s1", "Ben", "My band plays a jazz concert downtown on Friday night."),
-    ("s2", "Ana", "Biscuit the puppy from the animal shelter is settling in at home."),
+    ("s2", "Ana", "The puppy Biscuit I adopted from the animal shelter is settling in at home."),
 ]
 
 

@@ -29,6 +29,7 @@ from memstrata.engine.contracts import Builder, Context, StepResult
 from memstrata.errors import ConfigError
 from memstrata.llm.base import LLMClient
 from memstrata.models import Episode, Event, EventFact, Span, TurnNote
+from memstrata.retrieval import documents
 
 BUILDER = "higmem"
 _DATE = re.compile(r"^\d{4}(-\d{2}(-\d{2})?)?$")
@@ -115,7 +116,9 @@ class HiGMemBuilder(Builder[HiGMemParams]):
             window = windows[ep.id]
             note = analyse(ep, window)
             lay.put_note(note)
-            vec = lay.embed([note_text(ep, note)])[0]
+            # the heuristic keywords are the turn's own words: the turn's stored vector
+            # (a cache hit) stands for the analysed turn
+            vec = lay.embed([documents.embed_text(ep.text, ep.speaker, ep.metadata)])[0]
             joins = ev_rules.affiliate(
                 lay,
                 vec,

@@ -49,6 +49,9 @@ class GuidedParams(BaseModel):
     speaker_bonus: float = Field(
         default=0.2, ge=0, description="heuristic: score added to turns of a person the query names"
     )
+    neighbour_weight: float = Field(
+        default=0.2, ge=0, description="heuristic: share of the best adjacent turn's score added"
+    )
     shown_per_event: int = Field(default=8, ge=1, description="llm: turns shown per event")
     max_candidates: int = Field(default=30, ge=1, description="llm: candidates the filter reads")
     shown_chars: int = Field(default=240, ge=40, description="llm: characters of a turn shown")
@@ -165,8 +168,9 @@ class GuidedRoute(Route[GuidedParams]):
                 inside = [t for t in lay.events[eid].turn_ids if t in linked]
                 for t in sorted(inside, key=lambda t: -local[t])[: self.params.per_event]:
                     cands.setdefault(t, Candidate(linked[t])).events.append(eid)
+            context = self._with_neighbours(pool, local)
             for c in cands.values():
-                c.score = local[c.ep.id]
+                c.score = context[c.ep.id]
             out.append(self._hits(self._cut(list(cands.values()), k)))
         return out
 
@@ -189,6 +193,23 @@ class GuidedRoute(Route[GuidedParams]):
             e.id: float(s) + overlap(terms, turn_body(e), lay.idf) + bonus * (e.speaker in named)
             for e, s in zip(eps, sims, strict=True)
         }
+
+    def _with_neighbours(self, pool: list[Episode], local: dict[str, float]) -> dict[str, float]:
+        """Session context, as System-1's ``default`` applies it (same weight): a turn
+        gains ``neighbour_weight`` times the best score among the scored turns right
+        before and after it in its session ("yes, last week!" leans on its neighbour).
+        The event layer puts a retrieved turn's neighbours in the scored pool."""
+        w = self.params.neighbour_weight
+        at: dict[tuple[str | None, int], str] = {
+            (e.session, e.seq): e.id for e in pool if e.session is not None
+        }
+        out = {}
+        for e in pool:
+            near = [
+                local[at[(e.session, e.seq + d)]] for d in (-1, 1) if (e.session, e.seq + d) in at
+            ]
+            out[e.id] = local[e.id] + (w * max(near) if near and e.session is not None else 0.0)
+        return out
 
     def _cut(self, cands: list[Candidate], k: int) -> list[Candidate]:
         """The heuristic filter: scores at least ``keep`` times the best, at most ``k``."""
