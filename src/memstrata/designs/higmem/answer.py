@@ -67,7 +67,10 @@ class HiGMemAnswerer(Answerer[HiGMemAnswerParams]):
             raise ValueError("an adversarial question needs the candidate answer")
         shown = [h for h in hits if h.kind == "episode"][: self.params.max_items]
         if ctx.llm is None:
-            return await asyncio.to_thread(self._offline, ctx, namespace, question, shown, kind)
+            if kind != "temporal" or not shown:
+                grounded = GroundedAnswerer(GroundedParams(max_items=self.params.max_items))
+                return await grounded.answer(ctx, namespace, question, shown)
+            return await asyncio.to_thread(self._dated, ctx, namespace, question, shown)
         lines = await asyncio.to_thread(self._lines, ctx, namespace, shown)
         messages, model = prompts.final_answer(question, lines, kind, candidate)
         tally = MemoryUsageSink()
@@ -102,12 +105,8 @@ class HiGMemAnswerer(Answerer[HiGMemAnswerParams]):
             out.append(h.text[: self.params.max_chars] + (f" ({extra})" if extra else ""))
         return sorted(out)
 
-    def _offline(
-        self, ctx: Context, namespace: str, question: str, hits: list[Hit], kind: str
-    ) -> Answer:
-        if kind != "temporal" or not hits:
-            grounded = GroundedAnswerer(GroundedParams(max_items=self.params.max_items))
-            return grounded._extractive(ctx, question, hits)
+    def _dated(self, ctx: Context, namespace: str, question: str, hits: list[Hit]) -> Answer:
+        """A temporal question without an LLM: the date the best evidence turn is about."""
         best = hits[0]
         note = layer_cache(ctx).get(namespace).notes.get(best.id)
         if note is not None and note.dates:

@@ -48,7 +48,7 @@ class HiGMemParams(BaseModel):
     k_event: int = Field(default=10, ge=1, description="candidate events per new turn")
     join_local: float = Field(default=0.5, description="heuristic: cosine to join a recent event")
     join_far: float = Field(default=0.75, description="heuristic: cosine to join any candidate")
-    max_join: int = Field(default=2, ge=1, description="heuristic: events a turn joins at most")
+    max_join: int = Field(default=2, ge=1, description="events a turn joins at most")
     backchannel_terms: int = Field(
         default=3, ge=0, description="heuristic: fewer content terms join the previous event"
     )
@@ -254,7 +254,7 @@ class HiGMemBuilder(Builder[HiGMemParams]):
         picked = [s.strip().upper() for s in reply.events]
         if prompts.NEW_EVENT in picked:
             return []
-        return list(dict.fromkeys(short[s] for s in picked if s in short))
+        return list(dict.fromkeys(short[s] for s in picked if s in short))[: self.params.max_join]
 
     async def _refresh_llm(self, llm: LLMClient, lay: Layers, event: Event, ep: Episode) -> None:
         turns = await asyncio.to_thread(self._turns, lay, event)
