@@ -11,7 +11,8 @@ The derived records cover the five structures memstrata builds:
   (layered, many-to-many parents).
 * PersonalAI: :class:`Entity` (object nodes), :class:`Fact` (simple relations),
   :class:`Thesis` (propositions linking several entities).
-* HiGMem: turn metadata lives in ``Episode.metadata``; :class:`Event` groups turns.
+* HiGMem: :class:`TurnNote` (a turn's analysed metadata, one per turn) and :class:`Event`
+  (a summary and a fact sheet over several turns).
 * MemTree: :class:`TreeNode`.
 * MindGraph: :class:`ConceptNode`, :class:`ConceptEdge`, :class:`Community`.
 """
@@ -22,7 +23,7 @@ import uuid
 from datetime import datetime
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 JSONDict = dict[str, Any]
 
@@ -157,16 +158,59 @@ class Category(Derived):
         return f"{self.name}: {', '.join(self.tags)}" if self.tags else self.name
 
 
+class EventFact(BaseModel):
+    """One line of an event's fact sheet: a short fact, when it happened if known, and
+    the turns (episode ids) it came from."""
+
+    text: str
+    when: str | None = None
+    turns: list[str] = Field(default_factory=list)
+
+
 class Event(Derived):
-    """A HiGMem event: a summary and fact sheet over several turns."""
+    """A HiGMem event: a summary and a fact sheet (a timeline) over the turns it links.
+
+    ``turn_ids`` are the linked turns in the order they joined; ``sources`` holds one span
+    per linked turn, so a deleted turn drops out of the event's provenance. A fact given
+    as a plain string is read as a fact without date or links.
+    """
 
     kind: ClassVar[str] = "event"
     summary: str
-    facts: list[str] = Field(default_factory=list)
+    facts: list[EventFact] = Field(default_factory=list)
     turn_ids: list[str] = Field(default_factory=list)
+
+    @field_validator("facts", mode="before")
+    @classmethod
+    def _plain_facts(cls, value: Any) -> Any:
+        if isinstance(value, list):
+            return [{"text": v} if isinstance(v, str) else v for v in value]
+        return value
 
     def search_text(self) -> str:
         return self.summary
+
+
+class TurnNote(Derived):
+    """A HiGMem turn node's metadata, derived from one turn (its only source) read in the
+    window of the turns before it: the episode itself is never changed.
+
+    ``dates`` are the relative or absolute date phrases of the turn resolved against the
+    turn's time (``{"phrase": ..., "date": "YYYY-MM-DD"}``); ``timestamp`` is the turn's
+    own time (ISO), or the date the turn is about when the analysis says so.
+    """
+
+    kind: ClassVar[str] = "turn_note"
+    turn_id: str
+    keywords: list[str] = Field(default_factory=list)
+    tags: list[str] = Field(default_factory=list)
+    context: str = ""
+    timestamp: str | None = None
+    dates: list[dict[str, str]] = Field(default_factory=list)
+
+    def search_text(self) -> str:
+        parts = [", ".join(self.keywords), self.context]
+        return " | ".join(p for p in parts if p)
 
 
 class TreeNode(Derived):
@@ -224,6 +268,7 @@ DERIVED_KINDS: dict[str, type[Derived]] = {
         Thesis,
         Category,
         Event,
+        TurnNote,
         TreeNode,
         ConceptNode,
         ConceptEdge,
@@ -238,6 +283,7 @@ HitKind = Literal[
     "thesis",
     "category",
     "event",
+    "turn_note",
     "tree_node",
     "concept_node",
     "community",

@@ -31,6 +31,7 @@ from memstrata.models import (
     Span,
     Thesis,
     TreeNode,
+    TurnNote,
 )
 from memstrata.retrieval import documents
 from memstrata.store import PreparedEpisode, SearchFilters, Store, open_store
@@ -505,6 +506,16 @@ def one_of_each_kind(ns: str) -> list[Derived]:
             turn_ids=["e1", "e2"],
             sources=src("e1", "e2"),
         ),
+        TurnNote(
+            namespace=ns,
+            turn_id="e2",
+            keywords=["paints"],
+            tags=["hobby"],
+            context="Ana on her hobby",
+            timestamp="2021-03-01T10:00:00",
+            dates=[{"phrase": "yesterday", "date": "2021-02-28"}],
+            sources=src("e2"),
+        ),
         TreeNode(namespace=ns, parent_id=root.id, depth=1, content="leaf", sources=src("e2")),
         ConceptEdge(
             namespace=ns, source_id=node_a.id, target_id=node_b.id, relation="in", sources=src("e2")
@@ -540,6 +551,7 @@ def test_records_of_every_kind_roundtrip_with_provenance(store: Store) -> None:
         "thesis": 1,
         "category": 1,
         "event": 1,
+        "turn_note": 1,
         "tree_node": 2,
         "concept_node": 2,
         "concept_edge": 1,

@@ -5,6 +5,11 @@ Systems compared in one run, on one imported copy of the data:
 * ``bm25`` — flat BM25 over turns (FTS5, stopwords removed), nothing else;
 * ``rag`` — the flat hybrid baseline recipe: dense + BM25 fused by RRF;
 * the recipe under test (``default`` unless told otherwise).
+
+Beside Recall@k at fixed k, every system gets the evidence-set metrics (Avg K,
+Precision@K, Recall@K; :func:`~memstrata.eval.metrics.evidence_set_metrics`) of its answer
+to a ``k = 10`` request: a recipe that sizes its evidence per question shows its own K,
+a fixed-size one K = 10.
 """
 
 from __future__ import annotations
@@ -15,13 +20,26 @@ from pathlib import Path
 from typing import Any
 
 from memstrata.eval import locomo
-from memstrata.eval.metrics import distinct_sources, summarise
+from memstrata.eval.metrics import distinct_sources, evidence_set_metrics, summarise
 from memstrata.eval.report import write_report
 from memstrata.memory import AsyncMemory
 from memstrata.retrieval.text import content_terms
 
 KS = (5, 10, 20, 50)
 OVERALL = {1, 2, 3, 4}
+EVIDENCE_K = 10
+
+
+def evidence_groups(
+    rows: list[tuple[int, list[str], list[str]]], overall: set[int]
+) -> dict[str, dict[str, float]]:
+    """Evidence-set metrics per category and over ``overall`` categories."""
+    groups: dict[str, list[tuple[list[str], list[str]]]] = {}
+    for category, found, gold in rows:
+        groups.setdefault(str(category), []).append((found, gold))
+        if category in overall:
+            groups.setdefault("overall", []).append((found, gold))
+    return {g: evidence_set_metrics(items) for g, items in sorted(groups.items())}
 
 
 async def import_conversations(
@@ -96,6 +114,7 @@ async def run(
                 ],
             }
         rows: list[tuple[int, list[str], list[str]]] = []
+        sets: list[tuple[int, list[str], list[str]]] = []
         t1 = time.perf_counter()
         for conv in conversations:
             ranked = await ranked_sources(memory, system, conv, max(ks))
@@ -103,8 +122,15 @@ async def run(
                 (q.category, r, q.evidence) for q, r in zip(conv.questions, ranked, strict=True)
             )
         elapsed = time.perf_counter() - t1
+        for conv in conversations:
+            found = await ranked_sources(memory, system, conv, EVIDENCE_K)
+            sets.extend(
+                (q.category, f[:EVIDENCE_K] if system == "bm25" else f, q.evidence)
+                for q, f in zip(conv.questions, found, strict=True)
+            )
         report["systems"][system] = {
             "metrics": summarise(rows, ks, OVERALL),
+            "evidence_set": evidence_groups(sets, OVERALL),
             "ms_per_query": round(1000 * elapsed / max(1, len(rows)), 2),
         }
     return report
@@ -138,6 +164,27 @@ def markdown(report: dict[str, Any]) -> str:
                 + " | "
                 + " | ".join(f"{m[f'P@{k}']:.3f}" for k in ks)
                 + " |"
+            )
+    lines += [
+        "",
+        f"Evidence set: the distinct source turns of a k = {EVIDENCE_K} request; Avg K, "
+        "Precision@K and Recall@K per question, macro-averaged.",
+        "",
+        "| system | group | n | Avg K | P@K | R@K |",
+        "|---|---|---|---|---|---|",
+    ]
+    for system, entry in report["systems"].items():
+        for group, m in entry.get("evidence_set", {}).items():
+            if not m["n"]:
+                continue
+            name = (
+                "overall (1-4)"
+                if group == "overall"
+                else (f"{group} {locomo.CATEGORY_NAMES.get(int(group), '')}")
+            )
+            lines.append(
+                f"| {system} | {name} | {int(m['n'])} | {m['avg_k']:.2f} | "
+                f"{m['precision']:.3f} | {m['recall']:.3f} |"
             )
     return "\n".join(lines) + "\n"
 

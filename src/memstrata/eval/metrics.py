@@ -60,3 +60,35 @@ def summarise(
             entry[f"P@{k}"] = round(mean(p[1] for p in pairs), 4)
         out[group] = entry
     return out
+
+
+def evidence_set_metrics(
+    rows: Iterable[tuple[Sequence[str], Sequence[str]]],
+) -> dict[str, float]:
+    """Avg K, Precision@K and Recall@K of final evidence sets (HiGMem's definition).
+
+    ``rows`` are (evidence set, gold evidence) per question: the evidence set is the
+    distinct source episodes, in hit order, of what a recipe returns for a ``k = 10``
+    request, so K is the set's own size (10 for a fixed-size recipe that fills it).
+    Precision and recall are computed per question and macro-averaged; questions
+    without gold evidence are skipped; an empty set has precision 0.
+    """
+    ks: list[int] = []
+    precision: list[float] = []
+    recall: list[float] = []
+    for found, gold in rows:
+        if not gold:
+            continue
+        chosen = list(dict.fromkeys(found))
+        hit = len(set(chosen) & set(gold))
+        ks.append(len(chosen))
+        precision.append(hit / len(chosen) if chosen else 0.0)
+        recall.append(hit / len(set(gold)))
+    if not ks:
+        return {"n": 0, "avg_k": 0.0, "precision": 0.0, "recall": 0.0}
+    return {
+        "n": len(ks),
+        "avg_k": round(mean(ks), 3),
+        "precision": round(mean(precision), 4),
+        "recall": round(mean(recall), 4),
+    }

@@ -1,0 +1,123 @@
+"""The HiGMem answerer (appendix C, final QA): category-aware short answers over the final
+evidence set.
+
+The question's kind picks the instruction: a *temporal* question (when, what date, how
+long ago) is answered with a date inferred from the dialogue timeline; an *adversarial*
+one, when the caller gives the distractor answer, chooses between it and "Not mentioned in
+the conversation"; any other gets a short phrase in the turns' own words, with "Not
+mentioned in the conversation" as the way to abstain. ``ask`` has no category, so the
+kind is read off the question (:func:`question_kind`); :meth:`HiGMemAnswerer.answer_as`
+takes it explicitly.
+
+Without an LLM: a temporal question gets the date the best evidence turn is about (its
+resolved date phrase, else the turn's own date) with the turn quoted; other questions
+get the generic extractive answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from memstrata.designs.higmem import prompts
+from memstrata.designs.higmem.builder import layer_cache
+from memstrata.engine.answer import GroundedAnswerer, GroundedParams
+from memstrata.engine.contracts import Answer, Answerer, Context
+from memstrata.llm.types import MemoryUsageSink
+from memstrata.models import Hit
+
+_TEMPORAL = re.compile(
+    r"^\s*(when\b|what (date|year|month|day|time)\b|which (date|year|month|day)\b|"
+    r"how long ago\b|in which (year|month)\b)",
+    re.I,
+)
+
+
+def question_kind(question: str) -> prompts.QuestionKind:
+    return "temporal" if _TEMPORAL.search(question) else "short"
+
+
+class HiGMemAnswerParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    max_items: int = Field(default=20, ge=1, description="evidence turns shown to the model")
+    max_chars: int = Field(default=400, ge=50, description="characters of each turn shown")
+
+
+class HiGMemAnswerer(Answerer[HiGMemAnswerParams]):
+    name = "higmem"
+    Params = HiGMemAnswerParams
+
+    async def answer(self, ctx: Context, namespace: str, question: str, hits: list[Hit]) -> Answer:
+        return await self.answer_as(ctx, namespace, question, hits, question_kind(question))
+
+    async def answer_as(
+        self,
+        ctx: Context,
+        namespace: str,
+        question: str,
+        hits: list[Hit],
+        kind: prompts.QuestionKind,
+        candidate: str | None = None,
+    ) -> Answer:
+        """``kind`` "adversarial" needs the distractor ``candidate``."""
+        if kind == "adversarial" and not candidate:
+            raise ValueError("an adversarial question needs the candidate answer")
+        shown = [h for h in hits if h.kind == "episode"][: self.params.max_items]
+        if ctx.llm is None:
+            if kind != "temporal" or not shown:
+                grounded = GroundedAnswerer(GroundedParams(max_items=self.params.max_items))
+                return await grounded.answer(ctx, namespace, question, shown)
+            return await asyncio.to_thread(self._dated, ctx, namespace, question, shown)
+        lines = await asyncio.to_thread(self._lines, ctx, namespace, shown)
+        messages, model = prompts.final_answer(question, lines, kind, candidate)
+        tally = MemoryUsageSink()
+        llm = ctx.llm.scoped(namespace=namespace, usage=tally)
+        reply = await llm.structured(
+            messages, model, stage=prompts.STAGES["answer"], max_tokens=prompts.MAX_TOKENS["answer"]
+        )
+        assert isinstance(reply, prompts.FinalAnswer)
+        text = reply.answer.strip()
+        abstained = not text or text.rstrip(". ").casefold() == prompts.NOT_MENTIONED.casefold()
+        recs = tally.records
+        return Answer(
+            question=question,
+            text=prompts.NOT_MENTIONED if abstained else text,
+            sources=[] if abstained else [s for h in shown for s in h.sources],
+            abstained=abstained,
+            usage={
+                "calls": len(recs),
+                "prompt_tokens": sum(r.prompt_tokens for r in recs),
+                "completion_tokens": sum(r.completion_tokens for r in recs),
+            },
+            hits=shown,
+        )
+
+    def _lines(self, ctx: Context, namespace: str, hits: list[Hit]) -> list[str]:
+        """The evidence in time order, each turn with its resolved date phrases."""
+        lay = layer_cache(ctx).get(namespace)
+        out = []
+        for h in hits:
+            note = lay.notes.get(h.id)
+            extra = "; ".join(f"{d['phrase']} = {d['date']}" for d in note.dates) if note else ""
+            out.append(h.text[: self.params.max_chars] + (f" ({extra})" if extra else ""))
+        return sorted(out)
+
+    def _dated(self, ctx: Context, namespace: str, question: str, hits: list[Hit]) -> Answer:
+        """A temporal question without an LLM: the date the best evidence turn is about."""
+        best = hits[0]
+        note = layer_cache(ctx).get(namespace).notes.get(best.id)
+        if note is not None and note.dates:
+            d = note.dates[0]
+            date = f"{d['date']} ({d['phrase']})"
+        else:
+            date = best.text[1:11] if best.text.startswith("[") else "unknown date"
+        return Answer(
+            question=question,
+            text=f"{date}: {best.text}",
+            sources=list(best.sources),
+            extractive=True,
+            hits=hits,
+        )

@@ -1,0 +1,312 @@
+"""The HiGMem builder (section 3.2): per new turn, turn analysis, then event affiliation
+and the adaptive update, batch by batch, both tiers.
+
+For each turn, in order: the ``m`` previous turns of its session are its window; the
+analysis makes a :class:`~memstrata.models.TurnNote` (a derived record citing the turn,
+the episode itself untouched); the analysed turn is embedded and compared with the
+events (Eq. 3); the turn joins a subset of the candidates or starts a new event (Eq. 4);
+each joined event below τ linked turns is refreshed whole, one at or above τ gets the
+new fact appended; the links are added both ways (Eq. 5).
+
+On the ``llm`` tier an episode whose calls fail is undone in memory (its note and every
+event it touched) and reported failed; the engine retries it later.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from memstrata.designs.higmem import events as ev_rules
+from memstrata.designs.higmem import prompts
+from memstrata.designs.higmem.layer import LayerCache, Layers, layer_problems
+from memstrata.designs.higmem.notes import analyse, note_text, turn_body
+from memstrata.engine.contracts import Builder, Context, StepResult
+from memstrata.errors import ConfigError
+from memstrata.llm.base import LLMClient
+from memstrata.models import Episode, Event, EventFact, Span, TurnNote
+from memstrata.retrieval import documents
+
+BUILDER = "higmem"
+_DATE = re.compile(r"^\d{4}(-\d{2}(-\d{2})?)?$")
+
+
+def layer_cache(ctx: Context) -> LayerCache:
+    """The process-wide layers the builder, the route and ``show`` share."""
+    return ctx.state("higmem.layers", lambda: LayerCache(ctx.store, ctx.embedder))
+
+
+class HiGMemParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    window: int = Field(default=5, ge=0, description="m: earlier turns read by the analysis")
+    tau: int = Field(default=10, ge=1, description="τ: refresh below, append at or above")
+    k_event: int = Field(default=10, ge=1, description="candidate events per new turn")
+    join_local: float = Field(default=0.5, description="heuristic: cosine to join a recent event")
+    join_far: float = Field(default=0.75, description="heuristic: cosine to join any candidate")
+    max_join: int = Field(default=2, ge=1, description="events a turn joins at most")
+    backchannel_terms: int = Field(
+        default=3, ge=0, description="heuristic: fewer content terms join the previous event"
+    )
+
+
+def stamp(ep: Episode) -> str:
+    """A turn as the prompts show it: ``[2023-05-08 13:56] Ana: text``."""
+    when = f"[{ep.occurred_at:%Y-%m-%d %H:%M}] " if ep.occurred_at else ""
+    return when + turn_body(ep)
+
+
+class HiGMemBuilder(Builder[HiGMemParams]):
+    """Turn notes and events over the episodes, one turn at a time."""
+
+    name = BUILDER
+    kinds = ("turn_note", "event")
+    Params = HiGMemParams
+    stage_prefix = "higmem."
+
+    async def update(self, ctx: Context, namespace: str, episodes: Sequence[Episode]) -> StepResult:
+        cache = layer_cache(ctx)
+        lay = await asyncio.to_thread(cache.get, namespace)
+        batch = list(episodes)
+        try:
+            windows = await asyncio.to_thread(self._windows, ctx, batch)
+            if ctx.tier == "llm":
+                if ctx.llm is None:
+                    raise ConfigError(
+                        "the llm tier needs an LLM; configure llm.kind or use --tier heuristic"
+                    )
+                failed: dict[str, str] = {}
+                for ep in batch:
+                    err = await self._turn_llm(ctx.llm, lay, ep, windows[ep.id])
+                    if err:
+                        failed[ep.id] = err
+            else:
+                failed = {}
+                await asyncio.to_thread(self._heuristic, lay, batch, windows)
+            keys = [ep.key for ep in batch if ep.id not in failed]
+            await asyncio.to_thread(lay.flush, (self.name, keys))
+        except BaseException:
+            cache.forget(namespace)  # the in-memory layers hold unwritten changes
+            raise
+        return StepResult(failed=failed)
+
+    def _windows(self, ctx: Context, batch: list[Episode]) -> dict[str, list[Episode]]:
+        """The ``m`` earlier turns of each turn's session, oldest first."""
+        m = self.params.window
+        if not m:
+            return {ep.id: [] for ep in batch}
+        near = ctx.store.session_neighbours([ep.key for ep in batch], m)
+        eps = ctx.store.episodes_by_key(sorted({k for ks in near.values() for k in ks}))
+        out = {}
+        for ep in batch:
+            before = [eps[k] for k in near.get(ep.key, []) if k in eps and eps[k].seq < ep.seq]
+            out[ep.id] = sorted(before, key=lambda e: e.seq)[-m:]
+        return out
+
+    # heuristic tier ---------------------------------------------------------------------
+    def _heuristic(
+        self, lay: Layers, batch: list[Episode], windows: dict[str, list[Episode]]
+    ) -> None:
+        p = self.params
+        for ep in batch:
+            window = windows[ep.id]
+            note = analyse(ep, window)
+            lay.put_note(note)
+            # the heuristic keywords are the turn's own words: the turn's stored vector
+            # (a cache hit) stands for the analysed turn
+            vec = lay.embed([documents.embed_text(ep.text, ep.speaker, ep.metadata)])[0]
+            joins = ev_rules.affiliate(
+                lay,
+                vec,
+                window,
+                ep,
+                k_event=p.k_event,
+                join_local=p.join_local,
+                join_far=p.join_far,
+                max_join=p.max_join,
+                backchannel_terms=p.backchannel_terms,
+            )
+            if not joins:
+                self._new_event(lay, ep, note, None)
+            for eid in joins:
+                event = lay.events[eid]
+                if len(event.turn_ids) < p.tau:
+                    turns = self._turns(lay, event) + [ep]
+                    event.summary, event.facts = ev_rules.refresh(lay, turns)
+                    lay.embed_events([eid])
+                else:
+                    event.facts.append(ev_rules.fact_of(ep, note))
+                lay.link(event, ep)
+
+    def _turns(self, lay: Layers, event: Event) -> list[Episode]:
+        got = {e.id: e for e in lay.store.get_episodes(lay.namespace, event.turn_ids)}
+        return [got[t] for t in event.turn_ids if t in got]
+
+    def _new_event(self, lay: Layers, ep: Episode, note: TurnNote, fact: EventFact | None) -> None:
+        """``NEW_EVENT``: the heuristic tier summarises the turn extractively; the llm
+        tier starts the event from the analysis' fact (no extra call)."""
+        summary = fact.text if fact is not None else ev_rules.summary_of(lay, [ep])
+        fact = fact or ev_rules.fact_of(ep, note)
+        event = Event(namespace=lay.namespace, summary=summary or fact.text, facts=[fact])
+        lay.put_event(event)
+        lay.link(event, ep)
+        lay.embed_events([event.id])
+
+    # llm tier ---------------------------------------------------------------------------
+    async def _turn_llm(
+        self, llm: LLMClient, lay: Layers, ep: Episode, window: list[Episode]
+    ) -> str | None:
+        """One turn through the prompts; the error text when it failed (then undone)."""
+        old_note = lay.notes.get(ep.id)
+        saved: dict[str, Event | None] = {}
+        try:
+            note, fact = await self._analyse_llm(llm, ep, window)
+            lay.put_note(note)
+            vec = (await asyncio.to_thread(lay.embed, [note_text(ep, note)]))[0]
+            joins = await self._affiliate_llm(llm, lay, vec, ep, window, note)
+            saved = lay.snapshot(joins)
+            if not joins:
+                before = set(lay.events)
+                self._new_event(lay, ep, note, fact)
+                saved.update({e: None for e in set(lay.events) - before})
+            for eid in joins:
+                event = lay.events[eid]
+                if len(event.turn_ids) < self.params.tau:
+                    await self._refresh_llm(llm, lay, event, ep)
+                else:
+                    event.facts.append(fact)
+                lay.link(event, ep)
+        except (asyncio.CancelledError, KeyboardInterrupt):
+            raise
+        except Exception as exc:
+            lay.restore(saved, ep.id)
+            if old_note is not None:
+                lay.put_note(old_note)
+            else:
+                lay.notes.pop(ep.id, None)
+            return f"{type(exc).__name__}: {exc}"
+        return None
+
+    async def _analyse_llm(
+        self, llm: LLMClient, ep: Episode, window: list[Episode]
+    ) -> tuple[TurnNote, EventFact]:
+        messages, model = prompts.turn_analysis([stamp(w) for w in window], stamp(ep))
+        reply = await llm.structured(
+            messages,
+            model,
+            stage=prompts.STAGES["analysis"],
+            max_tokens=prompts.MAX_TOKENS["analysis"],
+        )
+        assert isinstance(reply, prompts.TurnAnalysis)
+        dates = [
+            {"phrase": d.phrase.strip(), "date": d.date.strip()}
+            for d in reply.dates
+            if d.phrase.strip() and _DATE.match(d.date.strip())
+        ]
+        note = TurnNote(
+            namespace=ep.namespace,
+            turn_id=ep.id,
+            keywords=[k.strip() for k in reply.keywords if k.strip()],
+            tags=[t.strip() for t in reply.tags if t.strip()],
+            context=reply.context.strip(),
+            timestamp=ep.occurred_at.isoformat() if ep.occurred_at else None,
+            dates=dates,
+            sources=[Span(episode=ep.id, start=0, end=len(ep.text))],
+        )
+        base = ev_rules.fact_of(ep, note)
+        text = reply.fact.strip()
+        fact = EventFact(text=text, when=base.when, turns=[ep.id]) if text else base
+        return note, fact
+
+    async def _affiliate_llm(
+        self,
+        llm: LLMClient,
+        lay: Layers,
+        vec: Any,
+        ep: Episode,
+        window: list[Episode],
+        note: TurnNote,
+    ) -> list[str]:
+        recent = list(dict.fromkeys(e for w in window for e in lay.events_of.get(w.id, [])))
+        cands = [eid for eid, _ in lay.top_events(vec, self.params.k_event)]
+        cands += [e for e in recent if e not in cands and e in lay.events]
+        if not cands:
+            return []
+        short = {f"E{i}": eid for i, eid in enumerate(cands, start=1)}
+        shown = []
+        for sid, eid in short.items():
+            event = lay.events[eid]
+            latest = "; ".join(f.text for f in event.facts[-2:])
+            shown.append((sid, f"{event.summary} | latest: {latest}"[:400], eid in recent))
+        turn = stamp(ep) + (f" (keywords: {', '.join(note.keywords)})" if note.keywords else "")
+        messages, model = prompts.affiliation(turn, shown)
+        reply = await llm.structured(
+            messages,
+            model,
+            stage=prompts.STAGES["affiliation"],
+            max_tokens=prompts.MAX_TOKENS["affiliation"],
+        )
+        assert isinstance(reply, prompts.Affiliation)
+        picked = [s.strip().upper() for s in reply.events]
+        if prompts.NEW_EVENT in picked:
+            return []
+        return list(dict.fromkeys(short[s] for s in picked if s in short))[: self.params.max_join]
+
+    async def _refresh_llm(self, llm: LLMClient, lay: Layers, event: Event, ep: Episode) -> None:
+        turns = await asyncio.to_thread(self._turns, lay, event)
+        turns.append(ep)
+        short = {f"T{i}": t for i, t in enumerate(turns, start=1)}
+        messages, model = prompts.event_refresh(
+            event.summary, [(sid, stamp(t)) for sid, t in short.items()]
+        )
+        reply = await llm.structured(
+            messages,
+            model,
+            stage=prompts.STAGES["refresh"],
+            max_tokens=prompts.MAX_TOKENS["refresh"],
+        )
+        assert isinstance(reply, prompts.EventSheet)
+        if not reply.summary.strip():
+            raise ValueError("the event refresh came back without a summary")
+        event.summary = reply.summary.strip()
+        event.facts = [
+            EventFact(
+                text=line.fact.strip(),
+                when=line.when.strip() if _DATE.match(line.when.strip()) else None,
+                turns=list(dict.fromkeys(short[t].id for t in line.turns if t in short)),
+            )
+            for line in reply.facts
+            if line.fact.strip()
+        ]
+        await asyncio.to_thread(lay.embed_events, [event.id])
+
+    # reports ----------------------------------------------------------------------------
+    async def rebuild(self, ctx: Context, namespace: str) -> None:
+        await super().rebuild(ctx, namespace)
+        layer_cache(ctx).forget(namespace)
+
+    async def describe(self, ctx: Context, namespace: str) -> dict[str, Any]:
+        lay = await asyncio.to_thread(layer_cache(ctx).get, namespace)
+        return layer_stats(lay)
+
+    async def check(self, ctx: Context, namespace: str) -> list[str]:
+        lay = await asyncio.to_thread(layer_cache(ctx).get, namespace)
+        return layer_problems(lay)
+
+
+def layer_stats(lay: Layers) -> dict[str, Any]:
+    sizes = sorted(len(e.turn_ids) for e in lay.events.values())
+    multi = sum(1 for eids in lay.events_of.values() if len(eids) > 1)
+    return {
+        "turn_notes": len(lay.notes),
+        "events": len(sizes),
+        "mean_turns_per_event": round(sum(sizes) / len(sizes), 2) if sizes else 0.0,
+        "max_turns_per_event": sizes[-1] if sizes else 0,
+        "single_turn_events": sum(1 for s in sizes if s == 1),
+        "turns_in_several_events": multi,
+        "dated_turns": sum(1 for n in lay.notes.values() if n.dates),
+    }

@@ -1,0 +1,246 @@
+"""HiGMem's prompts (appendix C), written out in full from the paper's summaries.
+
+Six prompt families, each a function returning ``(messages, reply model)``:
+
+* construction: :func:`turn_analysis` (window + turn -> metadata), :func:`affiliation`
+  (turn + candidate events -> event ids or ``NEW_EVENT``), :func:`event_refresh` (an
+  event below τ: summary and fact sheet rewritten from its turns);
+* retrieval: :func:`query_keywords`, :func:`event_prediction` (which turns inside the
+  retrieved events can answer), :func:`evidence_filter` (which candidates to keep);
+* answering: :func:`final_answer`, category-aware (temporal, adversarial, short phrase).
+
+Items are shown with short ids (``T3``, ``E2``) that a small model copies reliably; the
+caller maps them back. Completion budgets are in ``MAX_TOKENS``; lists and strings in
+the reply models are bounded so a grammar-constrained model closes its JSON.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, Field
+
+from memstrata.llm.types import Message
+
+NEW_EVENT = "NEW_EVENT"
+NOT_MENTIONED = "Not mentioned in the conversation"
+
+STAGES = {
+    "analysis": "higmem.turn_analysis",
+    "affiliation": "higmem.affiliation",
+    "refresh": "higmem.event_refresh",
+    "keywords": "higmem.query_keywords",
+    "predict": "higmem.event_prediction",
+    "filter": "higmem.filter",
+    "answer": "higmem.answer",
+}
+MAX_TOKENS = {
+    "analysis": 220,
+    "affiliation": 60,
+    "refresh": 400,
+    "keywords": 60,
+    "predict": 120,
+    "filter": 120,
+    "answer": 80,
+}
+
+Short = Annotated[str, Field(max_length=60)]
+Id = Annotated[str, Field(max_length=12)]
+Prompt = tuple[list[Message], type[BaseModel]]
+
+
+class DatePhrase(BaseModel):
+    phrase: Short
+    date: Annotated[str, Field(max_length=10, description="YYYY-MM-DD, YYYY-MM or YYYY")]
+
+
+class TurnAnalysis(BaseModel):
+    keywords: list[Short] = Field(default_factory=list, max_length=8)
+    tags: list[Annotated[str, Field(max_length=30)]] = Field(default_factory=list, max_length=5)
+    context: Annotated[str, Field(max_length=200)] = ""
+    dates: list[DatePhrase] = Field(default_factory=list, max_length=4)
+    fact: Annotated[str, Field(max_length=200)] = ""
+
+
+class Affiliation(BaseModel):
+    events: list[Id] = Field(default_factory=list, max_length=4)
+
+
+class SheetLine(BaseModel):
+    when: Annotated[str, Field(max_length=10)] = ""
+    fact: Annotated[str, Field(max_length=160)]
+    turns: list[Id] = Field(default_factory=list, max_length=6)
+
+
+class EventSheet(BaseModel):
+    summary: Annotated[str, Field(max_length=400)]
+    facts: list[SheetLine] = Field(default_factory=list, max_length=12)
+
+
+class QueryKeywords(BaseModel):
+    keywords: list[Short] = Field(default_factory=list, max_length=8)
+
+
+class Selection(BaseModel):
+    ids: list[Id] = Field(default_factory=list, max_length=20)
+
+
+class FinalAnswer(BaseModel):
+    answer: Annotated[str, Field(max_length=200)]
+
+
+def turn_analysis(window: Sequence[str], turn: str) -> Prompt:
+    """``window``: the previous turns, oldest first, each ``[time] speaker: text``."""
+    system = (
+        "You analyse one turn of a long conversation so it can be stored in memory. You get "
+        "up to five earlier turns of the same session as context, then the current turn "
+        "(time, speaker, text). Describe the CURRENT turn only.\n"
+        "- keywords: up to 8 specific words or names from the turn (people, places, "
+        "objects, activities); no filler words.\n"
+        "- tags: up to 5 short topic labels (e.g. family, career, hobby, health, travel).\n"
+        "- context: one sentence saying who talks about what, using the earlier turns to "
+        "resolve what 'it', 'that' or 'there' refer to.\n"
+        "- dates: every relative or absolute time expression in the turn ('yesterday', "
+        "'last Saturday', 'next month', 'in 2022') with the calendar date it means, "
+        "computed from the turn's time: YYYY-MM-DD, or YYYY-MM / YYYY when only the "
+        "month or year is known. Empty when the turn names no time.\n"
+        "- fact: the turn's new information as one short sentence with the speaker's "
+        "name and absolute dates, or empty for greetings and small talk.\n"
+        'Reply JSON: {"keywords": [...], "tags": [...], "context": "...", '
+        '"dates": [{"phrase": "...", "date": "..."}], "fact": "..."}'
+    )
+    earlier = "\n".join(window) or "(none: the turn opens the session)"
+    user = f"Earlier turns:\n{earlier}\n\nCurrent turn:\n{turn}"
+    return [Message(role="system", content=system), Message(role="user", content=user)], (
+        TurnAnalysis
+    )
+
+
+def affiliation(turn: str, candidates: Sequence[tuple[str, str, bool]]) -> Prompt:
+    """``candidates``: (short id, summary and latest facts, is recent) per event."""
+    system = (
+        "You organise a conversation memory into events: an event is one situation, plan "
+        "or topic (a trip, a new job, a hobby, a family matter), with the turns that talk "
+        "about it. Decide which of the candidate events the new turn belongs to.\n"
+        "- Choose every event the turn adds to or continues (usually one, at most "
+        "three). Events marked (recent) were discussed just before the turn.\n"
+        "- A turn that only reacts (thanks, praise, a greeting) belongs to the recent "
+        "event it reacts to.\n"
+        f'- If the turn starts a new subject, answer ["{NEW_EVENT}"].\n'
+        'Reply JSON: {"events": ["E1", ...]}'
+    )
+    listed = "\n".join(
+        f"{cid}{' (recent)' if recent else ''}: {text}" for cid, text, recent in candidates
+    )
+    user = f"Candidate events:\n{listed}\n\nNew turn:\n{turn}"
+    return [Message(role="system", content=system), Message(role="user", content=user)], (
+        Affiliation
+    )
+
+
+def event_refresh(summary: str, turns: Sequence[tuple[str, str]]) -> Prompt:
+    """``turns``: (short id, ``[time] speaker: text``) of every linked turn, in order."""
+    system = (
+        "You maintain one event of a conversation memory. Rewrite its summary and its fact "
+        "sheet from all of its turns.\n"
+        "- summary: two or three sentences: who, what, where, when, how it developed.\n"
+        "- facts: a timeline of short, self-contained facts (names instead of pronouns, "
+        "absolute dates computed from the turn times), oldest first; each lists the ids "
+        "of the turns it comes from. Keep concrete details (names, numbers, places, "
+        "titles); skip small talk.\n"
+        'Reply JSON: {"summary": "...", "facts": [{"when": "YYYY-MM-DD", "fact": "...", '
+        '"turns": ["T1"]}]}'
+    )
+    listed = "\n".join(f"{tid} {text}" for tid, text in turns)
+    user = f"Current summary: {summary or '(new event)'}\n\nTurns:\n{listed}"
+    return [Message(role="system", content=system), Message(role="user", content=user)], (
+        EventSheet
+    )
+
+
+def query_keywords(question: str) -> Prompt:
+    system = (
+        "Turn a question about a past conversation into search keywords. Name what the "
+        "answer is about: the people, the thing or event asked for, places and times "
+        "(e.g. 'What kind of car does Evan drive?' -> Evan, car, drive, new car model). "
+        'Up to 8 keywords. Reply JSON: {"keywords": [...]}'
+    )
+    return [
+        Message(role="system", content=system),
+        Message(role="user", content=f"Question: {question}"),
+    ], QueryKeywords
+
+
+def event_prediction(
+    question: str, events: Sequence[tuple[str, Sequence[tuple[str, str]]]]
+) -> Prompt:
+    """``events``: (event summary, [(short turn id, turn text)]) per retrieved event."""
+    system = (
+        "A memory holds events (summaries of parts of a conversation), each linked to "
+        "its turns. Read the question and each event's summary, then pick the turns "
+        "inside the events that are likely to contain the answer or a part of it. Use the "
+        "summaries to judge which events matter; pick few turns, only the promising ones. "
+        'Reply JSON: {"ids": ["T1", ...]}, empty if no event is relevant.'
+    )
+    blocks = []
+    for i, (summary, turns) in enumerate(events, start=1):
+        listed = "\n".join(f"  {tid} {text}" for tid, text in turns)
+        blocks.append(f"Event {i}: {summary}\n{listed}")
+    user = f"Question: {question}\n\n" + "\n\n".join(blocks)
+    return [Message(role="system", content=system), Message(role="user", content=user)], (Selection)
+
+
+def evidence_filter(question: str, candidates: Sequence[tuple[str, str]]) -> Prompt:
+    """``candidates``: (short id, ``[time] speaker: text``) per candidate turn."""
+    system = (
+        "You select evidence for answering a question about a past conversation. Keep "
+        "only the candidate turns that help answer it:\n"
+        "- the subject must match (the right person: a fact about someone else does not "
+        "count);\n"
+        "- the topic must match what is asked, not just share words;\n"
+        "- respect time constraints in the question (a date, 'first', 'last', 'before').\n"
+        "Keep every turn needed for a complete answer (several for 'which', 'how many' or "
+        "lists), and nothing else. "
+        'Reply JSON: {"ids": ["T1", ...]}, empty if none helps.'
+    )
+    listed = "\n".join(f"{tid} {text}" for tid, text in candidates)
+    user = f"Question: {question}\n\nCandidates:\n{listed}"
+    return [Message(role="system", content=system), Message(role="user", content=user)], (Selection)
+
+
+QuestionKind = Literal["temporal", "adversarial", "short"]
+
+
+def final_answer(
+    question: str, evidence: Sequence[str], kind: QuestionKind, candidate: str | None = None
+) -> Prompt:
+    """``evidence``: the final turns, ``[time] speaker: text``, in time order."""
+    if kind == "temporal":
+        rule = (
+            "The question asks when. Infer the date from the dialogue timeline: each turn "
+            "starts with its time, and relative words ('yesterday', 'last week') count "
+            "from that time. Answer briefly with the date (e.g. '7 May 2023', 'June 2022', "
+            "'the week before 9 June 2023')."
+        )
+    elif kind == "adversarial":
+        rule = (
+            f"Answer with exactly one of two options: the candidate answer "
+            f"'{candidate}', or '{NOT_MENTIONED}'. Choose the candidate only if the turns "
+            "say it about the person the question names."
+        )
+    else:
+        rule = (
+            "Answer with a short phrase, using the exact words of the turns whenever "
+            f"possible. If the turns do not say, answer '{NOT_MENTIONED}'."
+        )
+    system = (
+        "You answer a question about a long conversation from the retrieved turns only.\n"
+        f"{rule}\n"
+        'Reply JSON: {"answer": "..."}'
+    )
+    listed = "\n".join(evidence) or "(no turns retrieved)"
+    user = f"Turns:\n{listed}\n\nQuestion: {question}"
+    return [Message(role="system", content=system), Message(role="user", content=user)], (
+        FinalAnswer
+    )

@@ -1,0 +1,312 @@
+"""LLM-guided retrieval (section 3.3): semantic turns, event-local prediction, a filter.
+
+For a query: keywords (the ``query_keywords`` prompt, or the query's content terms on the
+heuristic tier); the ``k_turn`` best turns by System-1 over the episodes (T_semantic)
+and the ``k_event`` events most similar to the query (E_semantic); inside each of those
+events, the turns predicted to answer (the ``event_prediction`` prompt, or the best
+``per_event`` turns by query-to-turn score) form T_pred (Eq. 6); the union (Eq. 7) goes
+through a filter (Eq. 8): the ``evidence_filter`` prompt, or on the heuristic tier a
+relative-score cut that keeps every candidate scoring at least ``keep`` times the best
+one. Either way the evidence set has its own size per question, at most ``k``.
+
+Hits are episodes, best first; ``Hit.routes`` says where each came from:
+``semantic#r`` (rank r in T_semantic) and ``event <id>`` (predicted inside that event).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from memstrata.designs.higmem import prompts
+from memstrata.designs.higmem.builder import BUILDER, layer_cache, stamp
+from memstrata.designs.higmem.layer import Layers, unit
+from memstrata.designs.higmem.notes import turn_body
+from memstrata.embed.cache import embed_cached
+from memstrata.engine.contracts import Context, Route
+from memstrata.llm.base import LLMClient
+from memstrata.models import Episode, Hit, Span
+from memstrata.retrieval import documents
+from memstrata.retrieval.system1 import DEFAULT_SYSTEM1, EpisodeRoute, System1Params, plan_query
+from memstrata.retrieval.text import content_terms, words
+from memstrata.store.base import SearchFilters
+
+
+class GuidedParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    k_turn: int = Field(default=10, ge=1, description="turns of the semantic route")
+    k_event: int = Field(default=10, ge=0, description="events used as anchors")
+    use_events: bool = Field(default=True, description="False: the ablation without events")
+    per_event: int = Field(default=1, ge=1, description="heuristic: turns predicted per event")
+    keep: float = Field(
+        default=0.6, ge=0, le=1, description="heuristic filter: keep scores >= keep * best"
+    )
+    speaker_bonus: float = Field(
+        default=0.2, ge=0, description="heuristic: score added to turns of a person the query names"
+    )
+    neighbour_weight: float = Field(
+        default=0.2, ge=0, description="heuristic: share of the best adjacent turn's score added"
+    )
+    shown_per_event: int = Field(default=8, ge=1, description="llm: turns shown per event")
+    max_candidates: int = Field(default=30, ge=1, description="llm: candidates the filter reads")
+    shown_chars: int = Field(default=240, ge=40, description="llm: characters of a turn shown")
+    system1: System1Params = Field(default_factory=lambda: DEFAULT_SYSTEM1)
+
+
+@dataclass
+class Candidate:
+    ep: Episode
+    semantic: int | None = None  # rank in T_semantic, from 1
+    events: list[str] = field(default_factory=list)  # events that predicted it
+    score: float = 0.0
+
+
+def overlap(terms: list[str], text: str, idf: Callable[[str], float]) -> float:
+    """Share of the query's content terms the text holds, each term weighted by its IDF
+    (a rare word shared with the query says more than a common one)."""
+    total = sum(idf(t) for t in terms)
+    if not total:
+        return 0.0
+    have = set(content_terms(text))
+    return sum(idf(t) for t in terms if t in have) / total
+
+
+class GuidedRoute(Route[GuidedParams]):
+    """Semantic turns plus event-anchored turns, filtered to a compact evidence set."""
+
+    name = "higmem"
+    Params = GuidedParams
+    needs = (BUILDER,)
+
+    async def search(
+        self,
+        ctx: Context,
+        namespace: str,
+        queries: list[str],
+        k: int,
+        filters: SearchFilters | None = None,
+    ) -> list[list[Hit]]:
+        lay = await asyncio.to_thread(layer_cache(ctx).get, namespace)
+        if ctx.llm is None:
+            return await asyncio.to_thread(
+                self._heuristic, ctx, lay, namespace, queries, k, filters
+            )
+        llm = ctx.llm
+        return list(
+            await asyncio.gather(
+                *(self._guided(ctx, llm, lay, namespace, q, k, filters) for q in queries)
+            )
+        )
+
+    # shared steps -----------------------------------------------------------------------
+    def _semantic(
+        self,
+        ctx: Context,
+        namespace: str,
+        texts: list[str],
+        filters: SearchFilters | None,
+    ) -> list[list[tuple[Episode, float]]]:
+        """T_semantic per query, with System-1's fused score."""
+        route = EpisodeRoute(ctx.store, ctx.embedder, self.params.system1)
+        hits = route.search(namespace, texts, self.params.k_turn, filters)
+        ids = list(dict.fromkeys(h.id for hs in hits for h in hs))
+        eps = {e.id: e for e in ctx.store.get_episodes(namespace, ids)}
+        return [[(eps[h.id], h.score) for h in hs if h.id in eps] for hs in hits]
+
+    def _anchors(self, lay: Layers, qvec: np.ndarray) -> list[tuple[str, float]]:
+        if not self.params.use_events or not self.params.k_event:
+            return []
+        return lay.top_events(qvec, self.params.k_event)
+
+    def _linked(
+        self,
+        ctx: Context,
+        lay: Layers,
+        namespace: str,
+        anchors: list[tuple[str, float]],
+        filters: SearchFilters | None,
+    ) -> dict[str, Episode]:
+        ids = list(dict.fromkeys(t for eid, _ in anchors for t in lay.events[eid].turn_ids))
+        eps = {e.id: e for e in ctx.store.get_episodes(namespace, ids)}
+        if filters is not None and not filters.is_empty():
+            eps = {i: e for i, e in eps.items() if filters.admits(e)}
+        return eps
+
+    def _turn_vecs(self, ctx: Context, eps: list[Episode]) -> np.ndarray:
+        texts = [documents.embed_text(e.text, e.speaker, e.metadata) for e in eps]
+        return unit(embed_cached(ctx.store, ctx.embedder, texts))
+
+    # heuristic tier ---------------------------------------------------------------------
+    def _heuristic(
+        self,
+        ctx: Context,
+        lay: Layers,
+        namespace: str,
+        queries: list[str],
+        k: int,
+        filters: SearchFilters | None,
+    ) -> list[list[Hit]]:
+        semantic = self._semantic(ctx, namespace, queries, filters)
+        qvecs = unit(ctx.embedder.embed(queries))
+        people = ctx.store.speakers(namespace)
+        speakers = {w for s in people for w in words(s)}
+        out = []
+        for query, qvec, sem in zip(queries, qvecs, semantic, strict=True):
+            terms = [t for t in content_terms(query) if t not in speakers] or content_terms(query)
+            named = set(plan_query(query, people, self.params.system1).speakers)
+            cands = {ep.id: Candidate(ep, semantic=r) for r, (ep, _) in enumerate(sem, start=1)}
+            anchors = self._anchors(lay, qvec)
+            linked = self._linked(ctx, lay, namespace, anchors, filters)
+            pool = list({**linked, **{c.ep.id: c.ep for c in cands.values()}}.values())
+            local = self._local_scores(ctx, lay, pool, qvec, terms, named)
+            for eid, _ in anchors:
+                inside = [t for t in lay.events[eid].turn_ids if t in linked]
+                for t in sorted(inside, key=lambda t: -local[t])[: self.params.per_event]:
+                    cands.setdefault(t, Candidate(linked[t])).events.append(eid)
+            context = self._with_neighbours(pool, local)
+            for c in cands.values():
+                c.score = context[c.ep.id]
+            out.append(self._hits(self._cut(list(cands.values()), k)))
+        return out
+
+    def _local_scores(
+        self,
+        ctx: Context,
+        lay: Layers,
+        eps: list[Episode],
+        qvec: np.ndarray,
+        terms: list[str],
+        named: set[str],
+    ) -> dict[str, float]:
+        """Query-to-turn score: cosine, plus the IDF-weighted share of query terms the
+        turn holds, plus ``speaker_bonus`` for a turn of a person the query names."""
+        if not eps:
+            return {}
+        sims = self._turn_vecs(ctx, eps) @ qvec
+        bonus = self.params.speaker_bonus
+        return {
+            e.id: float(s) + overlap(terms, turn_body(e), lay.idf) + bonus * (e.speaker in named)
+            for e, s in zip(eps, sims, strict=True)
+        }
+
+    def _with_neighbours(self, pool: list[Episode], local: dict[str, float]) -> dict[str, float]:
+        """Session context, as System-1's ``default`` applies it (same weight): a turn
+        gains ``neighbour_weight`` times the best score among the scored turns right
+        before and after it in its session ("yes, last week!" leans on its neighbour).
+        The event layer puts a retrieved turn's neighbours in the scored pool."""
+        w = self.params.neighbour_weight
+        at: dict[tuple[str | None, int], str] = {
+            (e.session, e.seq): e.id for e in pool if e.session is not None
+        }
+        out = {}
+        for e in pool:
+            near = [
+                local[at[(e.session, e.seq + d)]] for d in (-1, 1) if (e.session, e.seq + d) in at
+            ]
+            out[e.id] = local[e.id] + (w * max(near) if near and e.session is not None else 0.0)
+        return out
+
+    def _cut(self, cands: list[Candidate], k: int) -> list[Candidate]:
+        """The heuristic filter: scores at least ``keep`` times the best, at most ``k``."""
+        if not cands:
+            return []
+        ranked = sorted(cands, key=lambda c: -c.score)
+        best = ranked[0].score
+        return [c for c in ranked if c.score >= self.params.keep * best][:k]
+
+    # llm tier ---------------------------------------------------------------------------
+    async def _guided(
+        self,
+        ctx: Context,
+        llm: LLMClient,
+        lay: Layers,
+        namespace: str,
+        query: str,
+        k: int,
+        filters: SearchFilters | None,
+    ) -> list[Hit]:
+        p = self.params
+        kw = await _ask(llm, prompts.query_keywords(query), "keywords")
+        words_ = [w.strip() for w in getattr(kw, "keywords", []) if w.strip()]
+        text = f"{query} {' '.join(words_)}".strip()
+        sem = (await asyncio.to_thread(self._semantic, ctx, namespace, [text], filters))[0]
+        cands = {ep.id: Candidate(ep, semantic=r) for r, (ep, _) in enumerate(sem, start=1)}
+        qvec = unit(await asyncio.to_thread(ctx.embedder.embed, [text]))[0]
+        anchors = self._anchors(lay, qvec)
+        linked = await asyncio.to_thread(self._linked, ctx, lay, namespace, anchors, filters)
+        if anchors and linked:
+            sims = dict(
+                zip(
+                    linked,
+                    (self._turn_vecs(ctx, list(linked.values())) @ qvec).tolist(),
+                    strict=True,
+                )
+            )
+            short: dict[str, str] = {}
+            blocks = []
+            for eid, _ in anchors:
+                inside = [t for t in lay.events[eid].turn_ids if t in linked]
+                inside = sorted(inside, key=lambda t: -sims[t])[: p.shown_per_event]
+                shown = []
+                for t in sorted(inside, key=lambda t: linked[t].seq):
+                    sid = next((s for s, v in short.items() if v == t), f"T{len(short) + 1}")
+                    short[sid] = t
+                    shown.append((sid, stamp(linked[t])[: p.shown_chars]))
+                if shown:
+                    blocks.append((lay.events[eid].summary, shown))
+            pred = await _ask(llm, prompts.event_prediction(query, blocks), "predict")
+            for sid in getattr(pred, "ids", []):
+                got = short.get(sid.strip().upper())
+                if got is not None:
+                    t = got
+                    owner = next(e for e, _ in anchors if t in lay.events[e].turn_ids)
+                    cands.setdefault(t, Candidate(linked[t])).events.append(owner)
+        pool = list(cands.values())[: p.max_candidates]
+        ids = {f"T{i}": c for i, c in enumerate(pool, start=1)}
+        shown = [(sid, self._with_dates(lay, c.ep)[: p.shown_chars]) for sid, c in ids.items()]
+        kept = await _ask(llm, prompts.evidence_filter(query, shown), "filter")
+        if not isinstance(kept, prompts.Selection):  # the filter failed: candidates in order
+            chosen = pool
+        else:
+            picked = [ids[s.strip().upper()] for s in kept.ids if s.strip().upper() in ids]
+            chosen = list({id(c): c for c in picked}.values()) or pool[:1]
+        for rank, c in enumerate(chosen):
+            c.score = 1.0 / (rank + 1)
+        return self._hits(chosen[:k])
+
+    @staticmethod
+    def _with_dates(lay: Layers, ep: Episode) -> str:
+        note = lay.notes.get(ep.id)
+        dates = "; ".join(f"{d['phrase']} = {d['date']}" for d in note.dates) if note else ""
+        return stamp(ep) + (f" ({dates})" if dates else "")
+
+    # hits -------------------------------------------------------------------------------
+    @staticmethod
+    def _hits(chosen: list[Candidate]) -> list[Hit]:
+        out = []
+        for c in chosen:
+            routes = [f"semantic#{c.semantic}"] if c.semantic else []
+            routes += [f"event {e[:8]}" for e in c.events]
+            span = Span(episode=c.ep.id, start=0, end=len(c.ep.text))
+            hit = documents.episode_hit(c.ep, c.score, routes, [span])
+            hit.metadata["events"] = list(c.events)
+            out.append(hit)
+        return out
+
+
+async def _ask(llm: LLMClient, prompt: tuple, step: str) -> BaseModel | None:
+    """One retrieval-stage call; None when it failed (the step then falls back)."""
+    messages, model = prompt
+    try:
+        return await llm.structured(
+            messages, model, stage=prompts.STAGES[step], max_tokens=prompts.MAX_TOKENS[step]
+        )
+    except (asyncio.CancelledError, KeyboardInterrupt):
+        raise
+    except Exception:  # counted as a failure in the LLM accounting
+        return None

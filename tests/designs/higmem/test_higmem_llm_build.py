@@ -1,0 +1,138 @@
+"""The HiGMem construction rules on the ``llm`` tier, with a scripted model: the window of
+m = 5, NEW_EVENT, multi-event affiliation, refresh below τ and append at or above,
+failures undone."""
+
+from __future__ import annotations
+
+import asyncio
+
+from higmem_helpers import NS, ByFamily, add_turns, analysis_reply, llm_ctx
+
+from memstrata.designs.higmem.builder import HiGMemBuilder, HiGMemParams, layer_cache
+from memstrata.designs.higmem.layer import Layers, layer_problems
+from memstrata.models import Event, TurnNote
+
+TURNS = [
+    ("s1", "Ana" if i % 2 == 0 else "Ben", f"Turn number {i} about hiking trips.") for i in range(8)
+]
+
+
+def new_event(_messages):  # type: ignore[no-untyped-def]
+    return {"events": ["NEW_EVENT"]}
+
+
+def sheet(messages):  # type: ignore[no-untyped-def]
+    ids = [line.split(" ", 1)[0] for line in messages[-1].content.split("Turns:\n")[1].splitlines()]
+    return {
+        "summary": f"Sheet over {len(ids)} turns",
+        "facts": [{"when": "2023-05-08", "fact": "f", "turns": ids}],
+    }
+
+
+def build(store, embedder, backend, params=None, turns=TURNS, session_break=None):  # type: ignore[no-untyped-def]
+    eps = add_turns(store, turns)
+    ctx = llm_ctx(store, embedder, backend)
+    builder = HiGMemBuilder(params or HiGMemParams())
+    results = [asyncio.run(builder.update(ctx, NS, [ep])) for ep in eps]
+    return eps, results, Layers.load(store, embedder, NS)
+
+
+def test_the_analysis_reads_the_five_earlier_turns_of_the_same_session(store, embedder) -> None:
+    turns = [("s0", "Zed", "An older session turn.")] + TURNS
+    backend = ByFamily({"analysis": analysis_reply, "affiliation": new_event})
+    eps, results, lay = build(store, embedder, backend, turns=turns)
+    assert all(not r.failed for r in results)
+    asked = backend.asked["analysis"]
+    last = asked[-1][-1].content
+    earlier = last.split("Earlier turns:\n")[1].split("\n\nCurrent turn:")[0].splitlines()
+    assert [line.split(": ", 1)[1] for line in earlier] == [t[2] for t in TURNS[-6:-1]]
+    assert "older session" not in last
+    assert "(none: the turn opens the session)" in asked[1][-1].content  # s1's first turn
+    assert TURNS[-1][2] in last.split("Current turn:")[1]
+    note = lay.notes[eps[-1].id]
+    assert isinstance(note, TurnNote) and note.keywords == ["k"] and note.context == "c"
+    assert [s.episode for s in note.sources] == [eps[-1].id]
+    # the episode itself is untouched by the analysis
+    assert store.get_episodes(NS, [eps[-1].id])[0].metadata == {}
+
+
+def test_new_event_each_time_the_model_says_so(store, embedder) -> None:
+    backend = ByFamily({"analysis": analysis_reply, "affiliation": new_event})
+    eps, _, lay = build(store, embedder, backend, turns=TURNS[:3])
+    assert len(lay.events) == 3
+    assert len(backend.asked["affiliation"]) == 2  # none for the first turn: no candidate
+    for ep in eps:
+        (eid,) = lay.events_of[ep.id]
+        event = lay.events[eid]
+        assert event.turn_ids == [ep.id] and event.summary.startswith("F ")
+        assert event.facts[0].turns == [ep.id]
+    assert layer_problems(lay) == []
+    assert "refresh" not in backend.asked  # a new event starts from the analysis' fact
+
+
+def test_a_turn_joins_several_events_with_links_both_ways(store, embedder) -> None:
+    def join(messages):  # type: ignore[no-untyped-def]
+        listed = messages[-1].content.split("Candidate events:\n")[1].split("\n\nNew turn")[0]
+        ids = [line.split(":")[0].split(" ")[0] for line in listed.splitlines()]
+        return {"events": ids[:2] + ["E99"]} if len(ids) >= 2 else new_event(messages)
+
+    backend = ByFamily({"analysis": analysis_reply, "affiliation": join, "refresh": sheet})
+    eps, _, lay = build(store, embedder, backend, turns=TURNS[:3])
+    # turns 0 and 1 start events; turn 2 joins both (the unknown E99 is dropped)
+    assert len(lay.events) == 2
+    assert sorted(lay.events_of[eps[2].id]) == sorted(lay.events)
+    for event in lay.events.values():
+        assert eps[2].id in event.turn_ids
+        assert {s.episode for s in event.sources} == set(event.turn_ids)
+    assert len(backend.asked["refresh"]) == 2
+    assert layer_problems(lay) == []
+
+
+def test_refresh_below_tau_and_append_at_or_above(store, embedder) -> None:
+    def first(messages):  # type: ignore[no-untyped-def]
+        return {"events": ["E1"]}
+
+    backend = ByFamily({"analysis": analysis_reply, "affiliation": first, "refresh": sheet})
+    eps, _, lay = build(store, embedder, backend, HiGMemParams(tau=3), turns=TURNS[:5])
+    (event,) = lay.events.values()
+    assert event.turn_ids == [e.id for e in eps]
+    # |E| = 1 and 2 before turns 2 and 3: refreshed; |E| = 3 and 4: appended
+    assert len(backend.asked["refresh"]) == 2
+    assert event.summary == "Sheet over 3 turns"
+    refreshed = backend.asked["refresh"][-1][-1].content
+    assert all(t[2] in refreshed for t in TURNS[:3])
+    assert [f.turns for f in event.facts] == [[e.id for e in eps[:3]], [eps[3].id], [eps[4].id]]
+    assert event.facts[-1].text.startswith("F ")  # the appended entry is the analysis' fact
+    assert layer_problems(lay) == []
+
+
+def test_a_failed_call_undoes_the_turn_and_reports_it(store, embedder) -> None:
+    calls = {"n": 0}
+
+    def flaky(messages):  # type: ignore[no-untyped-def]
+        calls["n"] += 1
+        return "not json at all" if calls["n"] == 2 else {"events": ["E1"]}
+
+    backend = ByFamily({"analysis": analysis_reply, "affiliation": flaky, "refresh": sheet})
+    eps, results, lay = build(store, embedder, backend, turns=TURNS[:4])
+    assert [bool(r.failed) for r in results] == [False, False, True, False]
+    assert eps[2].id in results[2].failed
+    (event,) = lay.events.values()
+    assert event.turn_ids == [eps[0].id, eps[1].id, eps[3].id]
+    assert eps[2].id not in lay.notes  # nothing of the failed turn was written
+    assert store.built_keys(NS, "higmem") == {eps[i].key for i in (0, 1, 3)}
+    assert layer_problems(lay) == []
+
+
+def test_deleting_a_turn_unlinks_it_from_its_event(store, embedder) -> None:
+    backend = ByFamily(
+        {"analysis": analysis_reply, "affiliation": lambda m: {"events": ["E1"]}, "refresh": sheet}
+    )
+    eps, _, _ = build(store, embedder, backend, turns=TURNS[:3])
+    store.delete_episodes(NS, [eps[1].id])
+    lay = Layers.load(store, embedder, NS)
+    (event,) = lay.events.values()
+    assert isinstance(event, Event) and event.turn_ids == [eps[0].id, eps[2].id]
+    assert eps[1].id not in lay.notes
+    assert layer_problems(lay) == []
+    assert layer_cache is not None

@@ -1,0 +1,140 @@
+"""LLM-guided retrieval with a scripted model: query keywords, event-local prediction of
+turns that T_semantic missed, the filter keeping a subset, fall-backs when a call fails;
+and the answerer's category-aware prompt."""
+
+from __future__ import annotations
+
+import asyncio
+
+from higmem_helpers import NS, ByFamily, add_turns, analysis_reply, llm_ctx
+
+from memstrata.designs.higmem.answer import HiGMemAnswerer, question_kind
+from memstrata.designs.higmem.builder import HiGMemBuilder
+from memstrata.designs.higmem.prompts import NOT_MENTIONED
+from memstrata.designs.higmem.route import GuidedParams, GuidedRoute
+
+TURNS = [
+    ("s1", "Evan", "I finally picked up my new Prius from the dealer."),
+    ("s1", "Sam", "Congrats! How does it handle?"),
+    ("s1", "Evan", "Smooth and quiet, and it barely uses any fuel."),
+    ("s2", "Sam", "My sister is moving to Denver next month."),
+    ("s2", "Evan", "Denver is lovely in the spring."),
+]
+QUESTION = "What kind of car does Evan drive?"
+
+
+def one_event(messages):  # type: ignore[no-untyped-def]
+    return {"events": ["E1"]} if "(recent)" in messages[-1].content else {"events": ["NEW_EVENT"]}
+
+
+def sheet(messages):  # type: ignore[no-untyped-def]
+    return {"summary": "Evan bought a new Prius car and likes driving it.", "facts": []}
+
+
+def built(store, embedder):  # type: ignore[no-untyped-def]
+    eps = add_turns(store, TURNS, embedder)
+    backend = ByFamily({"analysis": analysis_reply, "affiliation": one_event, "refresh": sheet})
+    ctx = llm_ctx(store, embedder, backend)
+    assert not asyncio.run(HiGMemBuilder().update(ctx, NS, eps)).failed
+    return eps
+
+
+def shown_id(messages, text: str) -> str:  # type: ignore[no-untyped-def]
+    for line in messages[-1].content.splitlines():
+        if text in line:
+            return line.strip().split(" ", 1)[0]
+    raise AssertionError(f"{text!r} was not shown")
+
+
+def test_event_prediction_adds_turns_and_the_filter_keeps_a_subset(store, embedder) -> None:
+    eps = built(store, embedder)
+
+    def predict(messages):  # type: ignore[no-untyped-def]
+        assert "Evan bought a new Prius" in messages[-1].content  # the event summary is read
+        ids = [shown_id(messages, "Prius from the dealer"), shown_id(messages, "any fuel")]
+        return {"ids": ids + ["T77"]}
+
+    def keep(messages):  # type: ignore[no-untyped-def]
+        assert "Denver" not in messages[-1].content  # T_semantic (1 turn) and T_pred only
+        return {
+            "ids": [shown_id(messages, "any fuel"), shown_id(messages, "Prius from the dealer")]
+        }
+
+    backend = ByFamily(
+        {"keywords": lambda m: {"keywords": ["Evan", "car"]}, "predict": predict, "filter": keep}
+    )
+    ctx = llm_ctx(store, embedder, backend)
+    route = GuidedRoute(GuidedParams(k_turn=1))  # T_semantic holds one turn only
+    (hits,) = asyncio.run(route.search(ctx, NS, [QUESTION], 10))
+    assert [h.id for h in hits] == [eps[2].id, eps[0].id]  # in the filter's order
+    for h in hits:  # both came from the event, whatever T_semantic held
+        assert [r for r in h.routes if r.startswith("event ")] and h.metadata["events"]
+    listed = backend.asked["filter"][0][-1].content.split("Candidates:\n")[1].splitlines()
+    assert 2 <= len(listed) <= 3  # T_semantic's one turn and the two predicted, once each
+    assert set(backend.asked) == {"keywords", "predict", "filter"}
+    assert "Question: " + QUESTION in backend.asked["keywords"][0][-1].content
+
+
+def test_failed_retrieval_calls_fall_back_and_a_cap_of_k(store, embedder) -> None:
+    built(store, embedder)
+    backend = ByFamily(
+        {
+            "keywords": lambda m: "garbage",
+            "predict": lambda m: "garbage",
+            "filter": lambda m: "garbage",
+        }
+    )
+    ctx = llm_ctx(store, embedder, backend)
+    (hits,) = asyncio.run(GuidedRoute().search(ctx, NS, [QUESTION], 3))
+    assert 1 <= len(hits) <= 3  # the candidates in order, cut at k
+    assert {k: len(v) for k, v in backend.asked.items()} == {
+        "keywords": 1,
+        "predict": 1,
+        "filter": 1,
+    }
+
+
+def test_an_empty_filter_keeps_the_best_candidate_and_no_events_in_the_ablation(
+    store, embedder
+) -> None:
+    eps = built(store, embedder)
+    backend = ByFamily({"keywords": lambda m: {"keywords": []}, "filter": lambda m: {"ids": []}})
+    ctx = llm_ctx(store, embedder, backend)
+    (hits,) = asyncio.run(
+        GuidedRoute(GuidedParams(use_events=False)).search(ctx, NS, [QUESTION], 10)
+    )
+    assert len(hits) == 1 and hits[0].routes == ["semantic#1"]
+    assert "predict" not in backend.asked
+    assert hits[0].id in {e.id for e in eps}
+
+
+def test_the_answerer_is_category_aware(store, embedder) -> None:
+    eps = built(store, embedder)
+    backend = ByFamily({"answer": lambda m: {"answer": "a Prius"}})
+    ctx = llm_ctx(store, embedder, backend)
+    (hits,) = asyncio.run(
+        GuidedRoute(GuidedParams(use_events=False, k_turn=2)).search(
+            Context_heuristic(ctx), NS, [QUESTION], 10
+        )
+    )
+    ans = asyncio.run(HiGMemAnswerer().answer(ctx, NS, QUESTION, hits))
+    assert ans.text == "a Prius" and ans.sources and not ans.abstained
+    assert "exact words" in backend.asked["answer"][0][0].content
+    assert question_kind("When did Sam's sister move?") == "temporal"
+    backend.rules["answer"] = lambda m: {"answer": NOT_MENTIONED}
+    adv = asyncio.run(
+        HiGMemAnswerer().answer_as(
+            ctx, NS, "What car does Sam drive?", hits, "adversarial", "a Prius"
+        )
+    )
+    assert adv.abstained and adv.sources == []
+    system = backend.asked["answer"][-1][0].content
+    assert "'a Prius'" in system and NOT_MENTIONED in system
+    when = asyncio.run(HiGMemAnswerer().answer(ctx, NS, "When did Evan get his car?", hits))
+    assert "dialogue timeline" in backend.asked["answer"][-1][0].content
+    assert when.abstained
+    assert eps
+
+
+def Context_heuristic(ctx):  # type: ignore[no-untyped-def]
+    return ctx.with_tier("heuristic", None)
