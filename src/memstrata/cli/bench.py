@@ -188,3 +188,56 @@ def bench_inline(
         jpath, mpath = bi.write(report, out_dir)
     sys.stdout.write(bi.markdown(report))
     out.print(f"written {jpath} and {mpath}", markup=False)
+
+
+@bench_app.command("reader")
+def bench_reader(
+    file: Annotated[Path, typer.Argument(help="LoCoMo JSON file.", exists=True, dir_okay=False)],
+    design: Annotated[
+        str | None, typer.Option(help="Design whose reader to use (default: the only one).")
+    ] = None,
+    tier: Annotated[str, typer.Option(help="heuristic or llm.")] = "heuristic",
+    baseline: Annotated[str, typer.Option(help="Recipe compared at the same budget.")] = "default",
+    limit: Annotated[
+        int | None, typer.Option(help="Questions per conversation (default: all).")
+    ] = None,
+    db: Annotated[
+        str | None, typer.Option("--db", help="Store (default: a fresh temp file).")
+    ] = None,
+    out_dir: Annotated[Path, typer.Option("--out", help="Where to write reader.json/.md.")] = Path(
+        "bench-out"
+    ),
+    config: ConfigOpt = None,
+) -> None:
+    """A reader on each conversation read as one document with its questions: compaction
+    ratio per question, evidence recall of the returned windows beside a recipe at the
+    same token budget, and build throughput (words per minute)."""
+    from memstrata.eval import bench_reader as br
+
+    with tempfile.TemporaryDirectory() as tmp, errors():
+        cfg = load_config(config)
+        if tier == "llm" and cfg.llm.kind == "none":
+            cfg.llm.kind = "gguf"
+        path = db or str(Path(tmp) / "reader.db")
+
+        async def run() -> dict[str, Any]:
+            memory = await AsyncMemory.open(path, config=cfg)
+            try:
+                with progress_bar() as progress:
+                    task = progress.add_task("reading", total=None)
+                    return await br.run(
+                        memory,
+                        file,
+                        design=design,
+                        tier=tier,
+                        baseline=baseline,
+                        limit=limit,
+                        progress=lambda n: progress.advance(task, n),
+                    )
+            finally:
+                await memory.close()
+
+        report = asyncio.run(run())
+        jpath, mpath = br.write(report, out_dir)
+    sys.stdout.write(br.markdown(report))
+    out.print(f"written {jpath} and {mpath}", markup=False)

@@ -58,8 +58,8 @@ def test_nodes_without_edges_are_their_own_subgraph() -> None:
 
 
 def _store_with_doc() -> SQLiteStore:
-    from memstrata.ingest import prepare_episode
     from memstrata.config import Config
+    from memstrata.ingest import prepare_episode
 
     store = SQLiteStore(":memory:")
     store.add_episodes("ns", [prepare_episode({"text": "x" * 100, "id": "document"}, Config())])
@@ -79,7 +79,9 @@ def test_reports_are_made_once_per_graph_hash() -> None:
     assert all(s.title and s.findings and 0 <= s.rating <= 10 for s in subs)
     assert max(s.rating for s in subs) == 10
     recs = store.get_records("ns", "community")
-    assert len(recs) == 3 and all(isinstance(r, Community) and r.graph == first.digest for r in recs)
+    assert len(recs) == 3 and all(
+        isinstance(r, Community) and r.graph == first.digest for r in recs
+    )
     # another process (a new cache object) reads them from the store
     again = ReportCache(store, "ns", g, spans(g), None, "q")
     assert [s.detail() for s in asyncio.run(again.get())] == [s.detail() for s in subs]

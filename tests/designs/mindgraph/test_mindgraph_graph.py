@@ -4,7 +4,7 @@ normalised and fuzzy location of quotes, and the unlocatable quote."""
 from __future__ import annotations
 
 import pytest
-from conftest import DOC
+from mindgraph_helpers import DOC
 
 from memstrata.designs.mindgraph.graph import ConceptGraph
 from memstrata.designs.mindgraph.provenance import locate, normalise, window
@@ -44,8 +44,13 @@ def test_edges_need_both_ends_and_keep_their_own_span() -> None:
     g = ConceptGraph()
     g.apply(node("maya", "Maya Chen"), DOC, 0)
     g.apply(node("lisbon", "Lisbon"), DOC, 0)
-    edge = {"op": "add_edge", "source": "maya", "target": "lisbon", "relation": "moved_to",
-            "src": "moved to Lisbon"}
+    edge = {
+        "op": "add_edge",
+        "source": "maya",
+        "target": "lisbon",
+        "relation": "moved_to",
+        "src": "moved to Lisbon",
+    }
     assert g.apply(edge, DOC, 0)
     e = g.edges[0]
     assert DOC[e.start : e.end] == "moved to Lisbon"
@@ -71,8 +76,13 @@ def test_edit_node_refines_content_and_span() -> None:
     assert g.nodes["marlin"].content == "underwater drone"
     assert (g.nodes["marlin"].start, g.nodes["marlin"].end) == old  # no quote: span kept
     assert g.apply(
-        {"op": "edit_node", "id": "marlin", "content": "dives 300 m", "type": "stat",
-         "src": "dive to 300 meters"},
+        {
+            "op": "edit_node",
+            "id": "marlin",
+            "content": "dives 300 m",
+            "type": "stat",
+            "src": "dive to 300 meters",
+        },
         DOC,
         1,
     )
@@ -123,8 +133,9 @@ def test_an_unlocatable_quote_is_counted_and_gets_no_span() -> None:
     assert g.nodes["ghost"].start is None and g.nodes["ghost"].end is None
     assert g.provenance == {"unlocated": 1}
     # where a span is required (the memory mode's records), the node is refused instead
-    assert not g.apply(node("ghost2", "never written either, not at all"), DOC, 0,
-                       require_span=True)
+    assert not g.apply(
+        node("ghost2", "never written either, not at all"), DOC, 0, require_span=True
+    )
     assert g.rejected == {"no_span": 1} and g.provenance["unlocated"] == 2
 
 

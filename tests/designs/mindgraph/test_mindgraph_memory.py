@@ -30,8 +30,9 @@ def test_recipe_builds_inline_and_search_returns_nodes_with_spans(tmp_path: Path
     with Memory.open(tmp_path / "m.db", embedder=embedder, recipe="mindgraph") as m:
         m.add_many(turns[:20])
         m.add_many(turns[20:])  # kept current as episodes arrive
-        nodes = [r for r in m.store.get_records("default", "concept_node")
-                 if isinstance(r, ConceptNode)]
+        nodes = [
+            r for r in m.store.get_records("default", "concept_node") if isinstance(r, ConceptNode)
+        ]
         texts = {e.id: e.text for e in m.get([t["id"] for t in turns])}
         assert {n.node_type for n in nodes} >= {"claim", "entity"}
         for n in nodes:  # every span is exact: the quote is the source text
@@ -39,8 +40,9 @@ def test_recipe_builds_inline_and_search_returns_nodes_with_spans(tmp_path: Path
                 quote = texts[s.episode][s.start : s.end]
                 if n.node_type == "entity":
                     assert quote == n.description
-                elif n.node_type == "claim":
-                    assert " ".join(quote.split()).startswith(n.description.rstrip("…"))
+                elif n.node_type == "claim":  # "speaker: sentence", the span the sentence
+                    said = n.description.split(": ", 1)[1].rstrip("…")
+                    assert " ".join(quote.split()).startswith(said)
         pepper = next(n for n in nodes if n.node_type == "entity" and n.label == "pepper")
         assert len({s.episode for s in pepper.sources}) >= 2  # one node, many mentions
         result = m.search("What is the name of Tomas's dog?", k=5, max_tokens=None)
@@ -75,17 +77,41 @@ def test_llm_tier_applies_operations_and_maps_spans_to_episodes(store, embedder)
         return json.dumps(
             {
                 "operations": [
-                    {"op": "add_node", "id": "maya", "type": "entity", "content": "Maya",
-                     "src": "Maya: Morning!"},
-                    {"op": "add_node", "id": "lisbon_trip", "type": "event",
-                     "content": "flights to Lisbon booked", "src": "booked the flights to Lisbon"},
-                    {"op": "add_node", "id": "talk", "type": "claim",
-                     "content": "talk on streaming pipelines",
-                     "src": "giving a talk about streaming pipelines"},
-                    {"op": "add_edge", "source": "maya", "target": "talk", "relation": "gives",
-                     "src": "I'm giving a talk"},
-                    {"op": "add_node", "id": "ghost", "type": "claim", "content": "x",
-                     "src": "words that appear nowhere in these turns"},
+                    {
+                        "op": "add_node",
+                        "id": "maya",
+                        "type": "entity",
+                        "content": "Maya",
+                        "src": "Maya: Morning!",
+                    },
+                    {
+                        "op": "add_node",
+                        "id": "lisbon_trip",
+                        "type": "event",
+                        "content": "flights to Lisbon booked",
+                        "src": "booked the flights to Lisbon",
+                    },
+                    {
+                        "op": "add_node",
+                        "id": "talk",
+                        "type": "claim",
+                        "content": "talk on streaming pipelines",
+                        "src": "giving a talk about streaming pipelines",
+                    },
+                    {
+                        "op": "add_edge",
+                        "source": "maya",
+                        "target": "talk",
+                        "relation": "gives",
+                        "src": "I'm giving a talk",
+                    },
+                    {
+                        "op": "add_node",
+                        "id": "ghost",
+                        "type": "claim",
+                        "content": "x",
+                        "src": "words that appear nowhere in these turns",
+                    },
                     {"op": "add_edge", "source": "maya", "target": "ghost", "relation": "r"},
                 ]
             }
@@ -94,8 +120,9 @@ def test_llm_tier_applies_operations_and_maps_spans_to_episodes(store, embedder)
     ctx = Context(store, embedder, LLMClient(ScriptedBackend([ops])), "llm")
     result = asyncio.run(MindGraphBuilder().update(ctx, ns, eps))
     assert result.failed == {}
-    nodes = {r.label: r for r in store.get_records(ns, "concept_node")
-             if isinstance(r, ConceptNode)}
+    nodes = {
+        r.label: r for r in store.get_records(ns, "concept_node") if isinstance(r, ConceptNode)
+    }
     assert set(nodes) == {"maya", "lisbon_trip", "talk"}  # the unlocated one is refused
     texts = {e.id: e.text for e in eps}
     (span,) = nodes["lisbon_trip"].sources

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import DOC
+from mindgraph_helpers import DOC
 from typer.testing import CliRunner
 
 from memstrata.cli.main import app
@@ -99,8 +99,15 @@ def build_reply(messages: list[Message]) -> str:
         nid = "_".join(w.lower().strip(".,$") for w in words[:3])
         ops.append({"op": "add_node", "id": nid, "type": "claim", "content": line, "src": line})
     ops.append({"op": "add_edge", "source": "nowhere", "target": "x", "relation": "r", "src": ""})
-    ops.append({"op": "add_node", "id": f"bad_{nid}", "type": "claim", "content": "x",
-                "src": "a quote the text does not contain at all"})
+    ops.append(
+        {
+            "op": "add_node",
+            "id": f"bad_{nid}",
+            "type": "claim",
+            "content": "x",
+            "src": "a quote the text does not contain at all",
+        }
+    )
     return json.dumps({"operations": ops})
 
 
@@ -114,8 +121,14 @@ def by_prompt(answers: list[Any]) -> Any:
         if text.startswith("You are a mind-graph builder"):
             return build_reply(messages)
         if "You write a report on one community" in text:
-            return json.dumps({"title": "Marlin", "summary": "The drone.", "rating": 8,
-                               "findings": ["It dives to 300 meters."]})
+            return json.dumps(
+                {
+                    "title": "Marlin",
+                    "summary": "The drone.",
+                    "rating": 8,
+                    "findings": ["It dives to 300 meters."],
+                }
+            )
         nxt = queue.pop(0)
         return nxt if isinstance(nxt, str) else json.dumps(nxt)
 
@@ -131,9 +144,14 @@ def test_llm_read_builds_per_chunk_then_runs_the_tool_loop(store, embedder) -> N
         {"tool": "subgraph_summary", "arguments": {"mode": "index"}},
         {"tool": "subgraph_summary", "arguments": {"mode": "detail", "subgraph_id": 0}},
         {"tool": "lookup_source", "arguments": {"node_id": "no_such_node"}},
-        {"tool": "final", "arguments": {"answer": "300 meters",
-                                        "cited_nodes": ["the_marlin_drone", "ghost"],
-                                        "confidence": "high"}},
+        {
+            "tool": "final",
+            "arguments": {
+                "answer": "300 meters",
+                "cited_nodes": ["the_marlin_drone", "ghost"],
+                "confidence": "high",
+            },
+        },
     ]
     backend = ScriptedBackend([by_prompt(answer)] * 100)
     ctx, ns, doc = llm_ctx(store, embedder, backend)
@@ -178,8 +196,10 @@ def test_llm_read_builds_per_chunk_then_runs_the_tool_loop(store, embedder) -> N
 
 
 def test_llm_read_native_tool_calls(store, embedder) -> None:
-    call = {"id": "c1", "function": {"name": "lookup_source",
-                                     "arguments": '{"node_id": "her_brother_leo"}'}}
+    call = {
+        "id": "c1",
+        "function": {"name": "lookup_source", "arguments": '{"node_id": "her_brother_leo"}'},
+    }
     final = {"content": '{"answer": "Toronto", "cited_nodes": [], "confidence": "medium"}'}
     chunks = chunk_spans(DOC, 8192)
     backend = ScriptedBackend(
@@ -196,9 +216,12 @@ def test_llm_read_native_tool_calls(store, embedder) -> None:
 def test_the_tool_rounds_are_capped(store, embedder) -> None:
     def always_lookup(messages: list[Message]) -> str:
         if "No more tool calls" in messages[-1].content:
-            return json.dumps({"tool": "final", "arguments": {"answer": "unknown",
-                                                              "cited_nodes": [],
-                                                              "confidence": "low"}})
+            return json.dumps(
+                {
+                    "tool": "final",
+                    "arguments": {"answer": "unknown", "cited_nodes": [], "confidence": "low"},
+                }
+            )
         return json.dumps({"tool": "lookup_source", "arguments": {"node_id": "her_brother_leo"}})
 
     backend = ScriptedBackend([build_reply] + [always_lookup] * 10)

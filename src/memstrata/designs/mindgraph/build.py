@@ -7,6 +7,9 @@ with its position; each returned operation is applied on its own, its quotes loc
 that chunk (:meth:`ConceptGraph.apply`), and a rejected one is counted. A chunk whose
 call fails after the client's retries is counted in ``failed_chunks`` and skipped: the
 graph stays valid.
+
+``state_nodes`` bounds the graph state shown (the latest nodes and the edges among
+them) for models with a small context; the paper shows the whole graph (None).
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ async def build_llm(
     total: int | None = None,
     require_span: bool = False,
     max_tokens: int = 2048,
+    state_nodes: int | None = None,
 ) -> tuple[ConceptGraph, int]:
     """Fold ``chunks`` (spans of ``text``) into ``graph``; returns it and failed chunks."""
     graph = graph if graph is not None else ConceptGraph()
@@ -40,7 +44,7 @@ async def build_llm(
     failed = 0
     for n, (lo, hi) in enumerate(chunks):
         index = first_index + n
-        state = graph.state_json() if graph.nodes else EMPTY
+        state = graph.state_json(state_nodes) if graph.nodes else EMPTY
         messages, model = prompts.build(question, state, text[lo:hi], index + 1, total)
         try:
             reply = await llm.structured(

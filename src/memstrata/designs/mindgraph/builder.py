@@ -81,7 +81,7 @@ class MindGraphBuilder(Builder[MindGraphParams]):
         out: list[Derived] = []
         entities: dict[str, ConceptNode] = {}
         previous: str | None = None
-        plan = [(ep, episode_parts(ep.text)) for ep in batch]
+        plan = [(ep, episode_parts(ep.text, ep.speaker)) for ep in batch]
         wanted = {
             rid(namespace, "entity", p.key)
             for _, parts in plan

@@ -172,19 +172,24 @@ class ConceptGraph:
         return None
 
     # views ------------------------------------------------------------------------------
-    def state(self) -> dict[str, Any]:
-        """What the prompts show: nodes and edges without offsets."""
+    def state(self, last: int | None = None) -> dict[str, Any]:
+        """What the prompts show: nodes and edges without offsets (only the ``last``
+        nodes added and the edges among them, when given)."""
+        nodes = list(self.nodes.values())
+        if last is not None:
+            nodes = nodes[-last:] if last > 0 else []
+        shown = {n.id for n in nodes}
         return {
-            "nodes": [
-                {"id": n.id, "type": n.type, "content": n.content} for n in self.nodes.values()
-            ],
+            "nodes": [{"id": n.id, "type": n.type, "content": n.content} for n in nodes],
             "edges": [
-                {"source": e.source, "target": e.target, "relation": e.relation} for e in self.edges
+                {"source": e.source, "target": e.target, "relation": e.relation}
+                for e in self.edges
+                if e.source in shown and e.target in shown
             ],
         }
 
-    def state_json(self) -> str:
-        return json.dumps(self.state(), ensure_ascii=False)
+    def state_json(self, last: int | None = None) -> str:
+        return json.dumps(self.state(last), ensure_ascii=False)
 
     def stats_line(self) -> str:
         """``72 nodes, 154 edges, built from 21 chunks`` (D.2's {graph_stats})."""

@@ -221,12 +221,15 @@ class EpisodePart:
     claim: str | None = None  # the claim key an entity or stat belongs to
 
 
-def episode_parts(text: str) -> list[EpisodePart]:
-    """Claims (sentences), their entities and numbers, question-agnostic."""
+def episode_parts(text: str, speaker: str | None = None) -> list[EpisodePart]:
+    """Claims (sentences), their entities and numbers, question-agnostic. A claim's
+    content names its speaker when known (``Maya: ...``): who asserted it is part of
+    the claim; the span is the sentence alone."""
     out: list[EpisodePart] = []
+    head = f"{speaker}: " if speaker else ""
     for n, s in enumerate(parse(text)):
         ckey = f"claim:{n}"
-        out.append(EpisodePart(ckey, "claim", claim_text(text, s), s.start, s.end))
+        out.append(EpisodePart(ckey, "claim", head + claim_text(text, s), s.start, s.end))
         for name, a, b in s.entities:
             out.append(EpisodePart(f"entity:{snake(name)}", "entity", name, a, b, ckey))
         for k, (value, a, b) in enumerate(s.numbers):

@@ -28,7 +28,7 @@ from memstrata.designs.mindgraph.graph import ConceptGraph, Edge, Node
 from memstrata.designs.mindgraph.heuristic import Sentence, parse, question_graph
 from memstrata.engine.contracts import Context, Reader, Reading
 from memstrata.errors import ConfigError
-from memstrata.llm.types import MemoryUsageSink
+from memstrata.llm.types import LLMError, MemoryUsageSink
 from memstrata.models import ConceptEdge, ConceptNode, Episode, Span
 from memstrata.retrieval.chunking import chunk_spans
 
@@ -38,13 +38,16 @@ HEADER = "graph"
 class ReaderParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    chunk_tokens: int = Field(default=8192, ge=64, description="build chunk size (paper: 8,192)")
+    chunk_tokens: int = Field(default=8192, ge=16, description="build chunk size (paper: 8,192)")
     max_rounds: int = Field(default=40, ge=1, description="tool rounds of the answer stage")
     window_chars: int = Field(default=1000, ge=100, description="lookup_source window")
     windows: int = Field(default=5, ge=1, description="heuristic answer: evidence windows")
     max_claims: int = Field(default=40, ge=1, description="heuristic build: claims kept")
     context: int = Field(default=1, ge=0, description="heuristic build: neighbours kept")
     build_max_tokens: int = Field(default=2048, ge=64, description="completion per build call")
+    state_nodes: int | None = Field(
+        default=None, ge=0, description="build: latest nodes shown (None: the whole graph)"
+    )
     answer_max_tokens: int = Field(default=1024, ge=64, description="completion per round")
 
 
@@ -96,7 +99,12 @@ class MindGraphReader(Reader[ReaderParams]):
                 )
             else:
                 graph, failed = await build_llm(
-                    llm, text, question, chunks, max_tokens=p.build_max_tokens
+                    llm,
+                    text,
+                    question,
+                    chunks,
+                    max_tokens=p.build_max_tokens,
+                    state_nodes=p.state_nodes,
                 )
             await asyncio.to_thread(save_graph, ctx, namespace, key, document.id, graph, failed)
         counts = {**graph.counts(), "cached": cached, "key": key}
@@ -111,16 +119,20 @@ class MindGraphReader(Reader[ReaderParams]):
                 if n.start is not None and n.end is not None
             }
             reports = ReportCache(ctx.store, namespace, graph, spans, llm, question)
-            out = await tool_loop(
-                llm,
-                text,
-                graph,
-                question,
-                reports,
-                size=p.window_chars,
-                max_rounds=p.max_rounds,
-                max_tokens=p.answer_max_tokens,
-            )
+            try:
+                out = await tool_loop(
+                    llm,
+                    text,
+                    graph,
+                    question,
+                    reports,
+                    size=p.window_chars,
+                    max_rounds=p.max_rounds,
+                    max_tokens=p.answer_max_tokens,
+                )
+            except LLMError as exc:  # the graph stands: answer from its evidence windows
+                out = evidence(text, graph, question, p.windows, p.window_chars)
+                out.details["answer_error"] = f"{type(exc).__name__}: {exc}"[:500]
         usage: dict[str, Any] = {"stages": sink.summary(), **out.usage}
         if failed:
             usage["failed_build_chunks"] = failed
