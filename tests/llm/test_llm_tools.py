@@ -115,9 +115,7 @@ def test_native_protocol_sends_tool_messages() -> None:
         native_tools=True,
     )
     sink = MemoryUsageSink()
-    result = run(
-        run_tool_loop(LLMClient(backend, usage=sink), PROMPT, [LOOKUP], table, stage="t")
-    )
+    result = run(run_tool_loop(LLMClient(backend, usage=sink), PROMPT, [LOOKUP], table, stage="t"))
     assert result.content == '{"answer": "alpha"}'
     assert result.replies[0].mode == "native"
     # two calls in one round: one ran, one had unparsable arguments and got an error back
