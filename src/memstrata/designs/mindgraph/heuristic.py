@@ -8,7 +8,8 @@ From that parse:
   weighted by how rare each term is in the document (IDF), best first up to
   ``max_claims``, and their neighbours (``context`` sentences either side, for the answer
   that follows a mention); each becomes a ``claim`` node, with ``entity`` nodes for the
-  names and ``stat`` nodes for the numbers in them. Edges: entity ``mentioned_in``
+  names and ``stat`` nodes for the numbers in them (one node per distinct name or value,
+  linked to every kept claim that has it). Edges: entity ``mentioned_in``
   claim, stat ``stated_in`` claim (claims that share a mention meet at its entity), and
   claim ``followed_by`` the next kept claim (sentence order).
 * **memory** (:func:`episode_parts`): every sentence of an episode, question-agnostic.
@@ -176,21 +177,22 @@ def question_graph(
                 a,
                 b,
             )
-        for k, (value, a, b) in enumerate(s.numbers):
-            sid = f"stat_{n + 1}_{k + 1}"
-            graph.apply(
-                {
-                    "op": "add_node",
-                    "id": sid,
-                    "type": "stat",
-                    "content": f"{value} in: {claim_text(text, s)[:80]}",
-                    "src": text[a:b],
-                },
-                text,
-                chunk,
-                a,
-                b,
-            )
+        for value, a, b in s.numbers:
+            sid = "stat_" + (snake(value) or str(a))
+            if sid not in graph.nodes:  # one node per value, like a name
+                graph.apply(
+                    {
+                        "op": "add_node",
+                        "id": sid,
+                        "type": "stat",
+                        "content": f"{value} in: {claim_text(text, s)[:80]}",
+                        "src": text[a:b],
+                    },
+                    text,
+                    chunk,
+                    a,
+                    b,
+                )
             graph.apply(
                 {
                     "op": "add_edge",
