@@ -21,11 +21,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
-
-import numpy as np
 
 from memstrata.designs.mindgraph import prompts
 from memstrata.designs.mindgraph.communities import ReportCache
@@ -38,12 +35,7 @@ from memstrata.llm.schema import bounded_json_schema, repair_json
 from memstrata.llm.tools import MAX_ROUNDS, ToolCall, run_tool_loop
 from memstrata.llm.types import LLMOutputError
 from memstrata.retrieval.context import count_tokens
-from memstrata.retrieval.fusion import rrf
 from memstrata.retrieval.text import content_terms
-
-Embed = Callable[[Sequence[str]], Any]
-#: RRF constant of the heuristic node ranking (terms and cosine)
-RRF_K = 10
 
 _ABSTAIN = re.compile(
     r"^\s*(no_answer|unknown|not (stated|mentioned|found|given)|cannot (be )?(determined|"
@@ -82,9 +74,8 @@ def node_window(text: str, graph: ConceptGraph, nid: str, size: int) -> tuple[in
     return window(text, node.start, node.end, size)
 
 
-def rank_nodes(graph: ConceptGraph, question: str, embed: Embed | None = None) -> list[str]:
-    """Nodes by IDF-weighted question terms in their content, claims first on ties;
-    with ``embed``, fused by RRF with the cosine of the question to each node."""
+def rank_nodes(graph: ConceptGraph, question: str) -> list[str]:
+    """Nodes by IDF-weighted question terms in their content, claims first on ties."""
     terms = set(content_terms(question))
     weights = idf(parse("\n".join(n.content for n in graph.nodes.values())))
     order = {"claim": 0, "event": 1, "stat": 2, "concept": 3, "entity": 4}
@@ -94,16 +85,7 @@ def rank_nodes(graph: ConceptGraph, question: str, embed: Embed | None = None) -
         mine = terms & set(content_terms(node.content))
         return (-sum(weights.get(t, 1.0) for t in mine), order.get(node.type, 5), nid)
 
-    by_terms = sorted(graph.nodes, key=score)
-    if embed is None or not by_terms:
-        return by_terms
-    ids = list(graph.nodes)
-    vecs = np.asarray(embed([question] + [graph.nodes[i].content for i in ids]), np.float32)
-    vecs /= np.maximum(np.linalg.norm(vecs, axis=-1, keepdims=True), 1e-9)
-    cos = vecs[1:] @ vecs[0]
-    by_cos = [ids[i] for i in np.argsort(-cos, kind="stable")]
-    fused = rrf([by_terms, by_cos], k=RRF_K)
-    return sorted(ids, key=lambda i: (-fused[i], order.get(graph.nodes[i].type, 5), i))
+    return sorted(graph.nodes, key=score)
 
 
 def evidence(
@@ -112,11 +94,10 @@ def evidence(
     question: str,
     n_windows: int,
     size: int,
-    embed: Embed | None = None,
 ) -> Outcome:
     """The heuristic answer stage: windows around the best-matching nodes."""
     spans: list[tuple[int, int, list[str]]] = []
-    for nid in rank_nodes(graph, question, embed):
+    for nid in rank_nodes(graph, question):
         if len(spans) >= n_windows:
             break
         found = node_window(text, graph, nid, size)
