@@ -52,6 +52,9 @@ def test_heuristic_read_returns_windows_with_offsets(tmp_path: Path, embedder) -
         only = m.read(DOC, Q, graph_only=True)
         for n in only.graph["graph_nodes"]:
             assert n["src"] == DOC[n["start"] : n["end"]]
+        ids = sorted(n for s in only.graph["subgraphs"] for n in s["node_ids"])
+        assert ids == sorted(n["id"] for n in only.graph["graph_nodes"])
+        assert all(s["title"] for s in only.graph["subgraphs"])
         with pytest.raises(InvalidInputError):
             m.read(DOC, "  ")
         with pytest.raises(InvalidInputError):

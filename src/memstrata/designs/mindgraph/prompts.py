@@ -57,12 +57,15 @@ Rules:
 
 
 class Operation(BaseModel):
-    """One edit. Fields are loose on purpose: each operation is validated on its own when
-    applied, and a bad one is counted as rejected instead of failing the whole chunk."""
+    """One edit. The operation and node type are the prompt's closed vocabularies (so a
+    grammar-constrained model can only pick among them); the other fields are loose on
+    purpose: each operation is validated on its own when applied (ids, edge ends,
+    duplicates, quotes), and a bad one is counted as rejected instead of failing the
+    whole chunk."""
 
-    op: str = Field(max_length=16)
+    op: Literal["add_node", "add_edge", "edit_node", "delete_node"]
     id: str | None = Field(default=None, max_length=64)
-    type: str | None = Field(default=None, max_length=16)
+    type: Literal["entity", "event", "claim", "concept", "stat"] | None = None
     content: str | None = Field(default=None, max_length=300)
     src: str | None = Field(default=None, max_length=300)
     source: str | None = Field(default=None, max_length=64)

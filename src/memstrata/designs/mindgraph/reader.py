@@ -108,17 +108,19 @@ class MindGraphReader(Reader[ReaderParams]):
                 )
             await asyncio.to_thread(save_graph, ctx, namespace, key, document.id, graph, failed)
         counts = {**graph.counts(), "cached": cached, "key": key}
-        if graph_only:
-            return Reading(question=question, graph={**counts, **graph_view(graph, text)})
+        spans = {
+            n.id: [Span(episode=document.id, start=n.start, end=n.end)]
+            for n in graph.nodes.values()
+            if n.start is not None and n.end is not None
+        }
+        reports = ReportCache(ctx.store, namespace, graph, spans, llm, question)
+        if graph_only:  # the graph, and its subgraphs (reports made now if not yet)
+            view = graph_view(graph, text)
+            view["subgraphs"] = [s.__dict__ for s in await reports.get()]
+            return Reading(question=question, graph={**counts, **view})
         if llm is None:
             out = evidence(text, graph, question, p.windows, p.window_chars)
         else:
-            spans = {
-                n.id: [Span(episode=document.id, start=n.start, end=n.end)]
-                for n in graph.nodes.values()
-                if n.start is not None and n.end is not None
-            }
-            reports = ReportCache(ctx.store, namespace, graph, spans, llm, question)
             try:
                 out = await tool_loop(
                     llm,
