@@ -80,6 +80,13 @@ def test_reader_llm_tier_on_a_5000_word_document(tmp_path: Path, embedder) -> No
         assert r.compaction_ratio > 0
         for w in r.windows:
             assert doc[w.start : w.end] == w.text
+        print(  # the figures of docs/mindgraph.md
+            f"\nGGUF reader: {len(doc.split())} words, {g['chunks']} chunks, {g['nodes']} nodes, "
+            f"{g['edges']} edges, applied {dict(graph.applied)}, rejected {g['rejected']}, "
+            f"provenance {g['provenance']}, rounds {len(r.usage['rounds'])}, "
+            f"tools {r.details.get('tool_calls')}, answer {r.answer!r}, "
+            f"compaction {r.compaction_ratio}, error {r.details.get('answer_error')}"
+        )
         # the second time the graph is read from the store, no build call
         again = m.read(
             doc,
