@@ -112,6 +112,10 @@ class Config(_Section):
     recipes: dict[str, Recipe] = Field(
         default_factory=dict, description="recipes defined here, [recipes.NAME] in TOML"
     )
+    reader: str | None = Field(
+        default=None,
+        description="the design whose reader `memstrata read` uses; default: the only one",
+    )
     build: BuildConfig = Field(default_factory=BuildConfig)
     embedder: EmbedderConfig = Field(default_factory=EmbedderConfig)
     llm: LLMConfig = Field(default_factory=LLMConfig)

@@ -10,7 +10,7 @@ from typing import Any
 
 from memstrata.config import Config
 from memstrata.embed.base import Embedder
-from memstrata.engine import Answer, BuildReport, ShowNode, WorkerReport
+from memstrata.engine import Answer, BuildReport, Reading, ShowNode, WorkerReport
 from memstrata.ingest import EpisodeLike
 from memstrata.memory import AsyncMemory
 from memstrata.models import Episode, SearchResult
@@ -166,6 +166,10 @@ class Memory:
                 max_tokens=max_tokens,
             )
         )
+
+    def read(self, text: str | bytes, question: str, **kwargs: Any) -> Reading:
+        """Read one long document for one question (see :meth:`AsyncMemory.read`)."""
+        return self._run(self._inner.read(text, question, **kwargs))
 
     def ask(
         self,

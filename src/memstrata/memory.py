@@ -25,7 +25,7 @@ from typing import Any
 
 from memstrata.config import Config
 from memstrata.embed.base import Embedder
-from memstrata.engine import Answer, BuildReport, Engine, Registry, ShowNode, WorkerReport
+from memstrata.engine import Answer, BuildReport, Engine, Reading, Registry, ShowNode, WorkerReport
 from memstrata.engine.worker import Worker
 from memstrata.errors import (
     ConflictError,
@@ -38,6 +38,7 @@ from memstrata.ingest import EpisodeLike, decode_utf8, prepare_episode
 from memstrata.llm import LLMClient
 from memstrata.models import Episode, SearchResult
 from memstrata.opening import Opening
+from memstrata.reading import read_document
 from memstrata.retrieval.context import fit_to_budget
 from memstrata.store import AddReport, SearchFilters, Store, open_store
 from memstrata.updates import EpisodeWriter
@@ -305,6 +306,11 @@ class AsyncMemory(EpisodeWriter):
         result = await self.search(question, **kwargs)
         recipe = kwargs.get("recipe") or self.config.recipe
         return await self.engine.answer(result.namespace, question, result.hits, recipe)
+
+    async def read(self, text: str | bytes, question: str, **kwargs: Any) -> Reading:
+        """Read one long document for one question with a design's reader (``design``,
+        ``tier``, ``graph_only``, ``params``; :mod:`memstrata.reading`)."""
+        return await read_document(self, text, question, **kwargs)
 
     async def get(self, ids: list[str], *, namespace: str | None = None) -> list[Episode]:
         return await asyncio.to_thread(self.store.get_episodes, self._ns(namespace), ids)

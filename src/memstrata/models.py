@@ -226,11 +226,17 @@ class TreeNode(Derived):
 
 
 class ConceptNode(Derived):
-    """A MindGraph concept; its sources are the spans of the verbatim quotes it came from."""
+    """A MindGraph concept; its sources are the spans of the verbatim quotes it came from.
+
+    ``label`` is the node's readable id within its graph, ``description`` its content;
+    ``graph`` names the graph it belongs to ("" for a namespace's own graph)."""
 
     kind: ClassVar[str] = "concept_node"
     label: str
     description: str = ""
+    node_type: str = "concept"
+    chunk: int = 0
+    graph: str = ""
 
     def search_text(self) -> str:
         return f"{self.label}: {self.description}" if self.description else self.label
@@ -243,6 +249,8 @@ class ConceptEdge(Derived):
     source_id: str
     target_id: str
     relation: str = ""
+    chunk: int = 0
+    graph: str = ""
 
     def search_text(self) -> str:
         return self.relation
@@ -255,6 +263,10 @@ class Community(Derived):
     level: int = 0
     member_ids: list[str] = Field(default_factory=list)
     report: str = ""
+    graph: str = Field(default="", description="hash of the graph it was computed for")
+    title: str = ""
+    rating: float = 0.0
+    findings: list[str] = Field(default_factory=list)
 
     def search_text(self) -> str:
         return self.report

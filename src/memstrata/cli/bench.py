@@ -318,3 +318,45 @@ def bench_longturn(
         jpath, mpath = bl.write(report, out_dir)
     sys.stdout.write(bl.markdown(report))
     out.print(f"written {jpath} and {mpath}", markup=False)
+
+
+@bench_app.command("reader")
+def bench_reader(
+    file: Annotated[Path, typer.Argument(help="LoCoMo JSON file.", exists=True, dir_okay=False)],
+    design: Annotated[
+        str | None, typer.Option(help="Design whose reader to use (default: the only one).")
+    ] = None,
+    tier: Annotated[str, typer.Option(help="heuristic or llm.")] = "heuristic",
+    baseline: Annotated[str, typer.Option(help="Recipe compared at the same budget.")] = "default",
+    limit: Annotated[
+        int | None, typer.Option(help="Questions per conversation (default: all).")
+    ] = None,
+    db: Annotated[
+        str | None, typer.Option("--db", help="Store (default: a fresh temp file).")
+    ] = None,
+    out_dir: Annotated[Path, typer.Option("--out", help="Where to write reader.json/.md.")] = Path(
+        "bench-out"
+    ),
+    config: ConfigOpt = None,
+) -> None:
+    """A reader on each conversation read as one document with its questions: compaction
+    ratio per question, evidence recall of the returned windows beside a recipe at the
+    same token budget, and build throughput (words per minute)."""
+    from memstrata.eval import bench_reader as br
+
+    with tempfile.TemporaryDirectory() as tmp, errors():
+        cfg = load_config(config)
+        if tier == "llm" and cfg.llm.kind == "none":
+            cfg.llm.kind = "gguf"
+        path = db or str(Path(tmp) / "reader.db")
+        report = run_on_memory(
+            path,
+            cfg,
+            "reading",
+            None,
+            lambda m, tick: br.run(
+                m, file, design=design, tier=tier, baseline=baseline, limit=limit, progress=tick
+            ),
+        )
+        paths = br.write(report, out_dir)
+    emit(br.markdown(report), paths)

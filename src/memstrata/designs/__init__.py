@@ -11,4 +11,5 @@ BUILTIN = (
     "memstrata.designs.mnemis",
     "memstrata.designs.memtree",
     "memstrata.designs.higmem",
+    "memstrata.designs.mindgraph",
 )

@@ -16,10 +16,13 @@ from memstrata.engine.contracts import (
     Context,
     Design,
     NoParams,
+    Reader,
+    Reading,
     Route,
     ShowNode,
     StepResult,
     Tier,
+    Window,
 )
 from memstrata.engine.engine import BuildBusyError, Engine
 from memstrata.engine.recipe import AnswererSpec, BuilderSpec, FusionSpec, Recipe, RouteSpec
@@ -41,12 +44,15 @@ __all__ = [
     "FusionSpec",
     "NoParams",
     "Recipe",
+    "Reader",
+    "Reading",
     "Registry",
     "Route",
     "RouteSpec",
     "ShowNode",
     "StepResult",
     "Tier",
+    "Window",
     "WorkerReport",
     "run_worker",
 ]

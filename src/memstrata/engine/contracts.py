@@ -13,6 +13,8 @@ that subclasses them and hands a :class:`Design` to the registry, either as a bu
 * A **route** answers queries from what the builders made; it returns hits best first,
   each with the episodes (and spans) it rests on.
 * An **answerer** turns a question and the fused hits into an :class:`Answer`.
+* A **reader** (optional, one per design) reads one long document for one question
+  (``memstrata read``), outside any recipe.
 """
 
 from __future__ import annotations
@@ -210,6 +212,55 @@ class Answerer(ABC, Generic[P]):
     ) -> Answer: ...
 
 
+class Window(BaseModel):
+    """A passage of a read document: character offsets ``[start, end)`` into its text."""
+
+    start: int
+    end: int
+    text: str
+    node_ids: list[str] = Field(default_factory=list)
+
+
+class Reading(BaseModel):
+    """What a reader made of one document and one question.
+
+    ``windows`` are the passages the answer stage read, with offsets into the document;
+    ``compaction_ratio`` is the answer stage's first input over the document (both in
+    the same tokens); ``graph`` holds counts (and the structure with ``graph_only``)."""
+
+    question: str
+    answer: str | None = None
+    abstained: bool = False
+    windows: list[Window] = Field(default_factory=list)
+    compaction_ratio: float | None = None
+    graph: dict[str, Any] = Field(default_factory=dict)
+    usage: dict[str, Any] = Field(default_factory=dict)
+    details: dict[str, Any] = Field(default_factory=dict)
+
+
+class Reader(ABC, Generic[P]):
+    """A design's reader mode: one long document, one question, an answer with the
+    passages it rests on. The document is stored as the episode ``document`` of a
+    namespace of its own, so a reader may keep what it builds there (per question)."""
+
+    name: ClassVar[str]
+    Params: ClassVar[type[BaseModel]] = NoParams
+
+    def __init__(self, params: P | None = None) -> None:
+        self.params: P = params if params is not None else cast(P, self.Params())
+
+    @abstractmethod
+    async def read(
+        self,
+        ctx: Context,
+        namespace: str,
+        document: Episode,
+        question: str,
+        *,
+        graph_only: bool = False,
+    ) -> Reading: ...
+
+
 class ShowNode(BaseModel):
     """One line of what ``show`` prints, with its children (a tree)."""
 
@@ -229,6 +280,8 @@ class Design:
     #: ``show NAME``: the design's view of a named structure, or None if it has none
     show: Callable[[Context, str, str], list[ShowNode] | None] | None = None
     description: str = ""
+    #: ``memstrata read``: the design's reader of one long document, if it has one
+    reader: type[Reader] | None = None
 
 
 def elapsed(t0: float) -> float:

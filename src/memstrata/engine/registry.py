@@ -21,14 +21,14 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from memstrata.engine.answer import GroundedAnswerer
-from memstrata.engine.contracts import Answerer, Builder, Design, Route
+from memstrata.engine.contracts import Answerer, Builder, Design, Reader, Route
 from memstrata.engine.recipe import Recipe
 from memstrata.errors import ConfigError
 
 ENTRY_POINT_GROUP = "memstrata.designs"
 logger = logging.getLogger("memstrata.engine")
 
-P = TypeVar("P", Builder, Route, Answerer)
+P = TypeVar("P", Builder, Route, Answerer, Reader)
 
 
 def _builtin_designs() -> list[Design]:
@@ -148,6 +148,24 @@ class Registry:
 
     def answerer(self, spec: Any) -> Answerer:
         return _make(self.answerers, "answerer", spec.name, spec.params)
+
+    def readers(self) -> dict[str, type[Reader]]:
+        """Designs that can read one document (``memstrata read``), by design name."""
+        return {n: d.reader for n, d in self.designs.items() if d.reader is not None}
+
+    def reader(self, name: str | None, params: dict[str, Any] | None = None) -> Reader:
+        """The reader of design ``name``; without a name, the only registered one."""
+        found = self.readers()
+        if name is None:
+            if len(found) != 1:
+                raise ConfigError(
+                    f"choose a reader with --design (or the configuration's reader): "
+                    f"{sorted(found) or 'no design has one'}"
+                )
+            name = next(iter(found))
+        if name not in found:
+            raise ConfigError(f"design {name!r} has no reader; readers: {sorted(found)}")
+        return _make(found, "reader", name, params or {})
 
 
 def _put(table: dict[str, type[P]], parts: Sequence[type[P]], design: str) -> None:

@@ -14,6 +14,14 @@ from memstrata.llm.gguf import GGUFBackend, find_smollm2_gguf
 from memstrata.llm.openai_http import OpenAICompatibleBackend
 from memstrata.llm.schema import bounded_json_schema, parse_structured, repair_json
 from memstrata.llm.scripted import ScriptedBackend, ScriptExhaustedError
+from memstrata.llm.tools import (
+    Tool,
+    ToolCall,
+    ToolLoopResult,
+    ToolReply,
+    ToolRound,
+    run_tool_loop,
+)
 from memstrata.llm.types import (
     Completion,
     LLMBackendError,
@@ -56,6 +64,11 @@ __all__ = [
     "ResponseCache",
     "ScriptExhaustedError",
     "ScriptedBackend",
+    "Tool",
+    "ToolCall",
+    "ToolLoopResult",
+    "ToolReply",
+    "ToolRound",
     "UsageSink",
     "bounded_json_schema",
     "find_smollm2_gguf",
@@ -63,4 +76,5 @@ __all__ = [
     "parse_structured",
     "repair_json",
     "request_hash",
+    "run_tool_loop",
 ]

@@ -13,7 +13,7 @@ import hashlib
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
@@ -22,6 +22,17 @@ from pydantic import BaseModel
 from memstrata.llm._aio import LoopLocal
 from memstrata.llm.cache import ResponseCache
 from memstrata.llm.schema import bounded_json_schema, parse_structured
+from memstrata.llm.tools import (
+    Tool,
+    ToolReply,
+    ToolRound,
+    ToolsUnsupportedError,
+    json_protocol,
+    parse_json_reply,
+    parse_native_reply,
+    render_rounds,
+)
+from memstrata.llm.tools import json_schema as tool_json_schema
 from memstrata.llm.types import (
     Completion,
     LLMBackendError,
@@ -34,6 +45,7 @@ from memstrata.llm.types import (
 
 T = TypeVar("T", bound=BaseModel)
 R = TypeVar("R")
+Complete = Callable[[list[Message], dict[str, Any] | None, int, float], Awaitable[Completion]]
 
 logger = logging.getLogger("memstrata.llm")
 
@@ -86,11 +98,19 @@ class _Tally:
         self.prompt_tokens = 0
         self.completion_tokens = 0
         self.model: str | None = None
+        self.cached = False
 
     def add(self, completion: Completion) -> None:
         self.prompt_tokens += completion.prompt_tokens
         self.completion_tokens += completion.completion_tokens
         self.model = completion.model or self.model
+
+    def usage(self) -> dict[str, Any]:
+        return {
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "cached": self.cached,
+        }
 
 
 class LLMClient:
@@ -161,6 +181,65 @@ class LLMClient:
         """Plain completion text, with the same retries, caching and accounting."""
         return await self._call(messages, None, lambda t: t, stage, max_tokens, temperature)
 
+    async def tool_step(
+        self,
+        messages: list[Message],
+        tools: list[Tool],
+        rounds: list[ToolRound],
+        *,
+        stage: str,
+        final_schema: dict[str, Any] | None = None,
+        allow_tools: bool = True,
+        max_tokens: int = 1024,
+        temperature: float = 0.0,
+    ) -> ToolReply:
+        """One round of a tool conversation (see :mod:`memstrata.llm.tools`): natively
+        when the backend supports tools, else through the JSON protocol. With
+        ``allow_tools=False`` the model must give its final answer."""
+        tally = _Tally()
+        if getattr(self.backend, "supports_tools", False):
+            wire = {"tools": [t.model_dump() for t in tools], "allow": allow_tools}
+            wire["rounds"] = [r.model_dump() for r in rounds]
+
+            async def native(
+                msgs: list[Message], _s: dict[str, Any] | None, mt: int, temp: float
+            ) -> Completion:
+                return await self.backend.complete_tools(  # type: ignore[attr-defined]
+                    msgs, tools, rounds, allow_tools=allow_tools, max_tokens=mt, temperature=temp
+                )
+
+            try:
+                reply = await self._call(
+                    messages,
+                    wire,
+                    parse_native_reply,
+                    stage,
+                    max_tokens,
+                    temperature,
+                    complete=native,
+                    tally=tally,
+                )
+                return reply.model_copy(update=tally.usage())
+            except ToolsUnsupportedError:
+                logger.info("%s refuses tools; using the JSON tool protocol", self.backend.name)
+        protocol = Message(role="system", content=json_protocol(tools, final_schema))
+        convo = [protocol, *messages, *render_rounds(rounds)]
+        if not allow_tools:
+            convo.append(
+                Message(role="user", content="No more tool calls: give the final answer now.")
+            )
+        schema = tool_json_schema(tools, final_schema, allow_tools)
+        reply = await self._call(
+            convo,
+            schema,
+            lambda text: parse_json_reply(text, tools, allow_tools),
+            stage,
+            max_tokens,
+            temperature,
+            tally=tally,
+        )
+        return reply.model_copy(update=tally.usage())
+
     async def _call(
         self,
         messages: list[Message],
@@ -169,10 +248,13 @@ class LLMClient:
         stage: str,
         max_tokens: int,
         temperature: float,
+        *,
+        complete: Complete | None = None,
+        tally: _Tally | None = None,
     ) -> R:
         started = time.perf_counter()
         key = request_hash(self.backend, messages, schema, max_tokens, temperature)
-        tally = _Tally()
+        tally = tally or _Tally()
         cached = False
         error: BaseException | None = None
         try:
@@ -184,10 +266,10 @@ class LLMClient:
                     except LLMOutputError:
                         logger.warning("ignoring cached response that no longer validates")
                     else:
-                        cached = True
+                        cached = tally.cached = True
                         return value
             text, value = await self._attempts(
-                messages, schema, parse, max_tokens, temperature, tally
+                messages, schema, parse, max_tokens, temperature, tally, complete
             )
             if self.cache is not None:
                 await self._cache_io(self.cache.put, key, text)
@@ -224,6 +306,7 @@ class LLMClient:
         max_tokens: int,
         temperature: float,
         tally: _Tally,
+        complete: Complete | None = None,
     ) -> tuple[str, R]:
         conversation = list(messages)
         last_error: LLMError | None = None
@@ -232,7 +315,9 @@ class LLMClient:
                 await asyncio.sleep(min(self.backoff * 2 ** (attempt - 1), 8.0))
             tally.attempts += 1
             try:
-                completion = await self._complete(conversation, schema, max_tokens, temperature)
+                completion = await self._complete(
+                    conversation, schema, max_tokens, temperature, complete
+                )
             except LLMBackendError as exc:
                 last_error = exc
                 if not exc.retryable:
@@ -270,10 +355,13 @@ class LLMClient:
         schema: dict[str, Any] | None,
         max_tokens: int,
         temperature: float,
+        complete: Complete | None = None,
     ) -> Completion:
         """One backend request; unknown exceptions become ``LLMBackendError``."""
         async with self._semaphore.get():
             try:
+                if complete is not None:
+                    return await complete(messages, schema, max_tokens, temperature)
                 return await self.backend.complete(
                     messages, json_schema=schema, max_tokens=max_tokens, temperature=temperature
                 )

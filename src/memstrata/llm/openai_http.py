@@ -16,6 +16,13 @@ from typing import Any, Literal
 import httpx
 
 from memstrata.llm._aio import LoopLocal
+from memstrata.llm.tools import (
+    Tool,
+    ToolRound,
+    ToolsUnsupportedError,
+    native_text,
+    openai_messages,
+)
 from memstrata.llm.types import Completion, LLMBackendError, Message
 
 _BODY_EXCERPT = 300
@@ -29,6 +36,8 @@ class OpenAICompatibleBackend:
     """Async HTTP client for ``POST {base_url}/chat/completions``."""
 
     name = "openai"
+    #: native function calling (``tools``); turned off when the server refuses it
+    supports_tools = True
 
     def __init__(
         self,
@@ -92,6 +101,54 @@ class OpenAICompatibleBackend:
             self._format = "json_object"
             payload["response_format"] = _response_format(json_schema, self._format)
             response = await self._post(payload)
+        data, message = self._message(response)
+        usage = data.get("usage") or {}
+        return Completion(
+            text=message.get("content") or "",
+            prompt_tokens=int(usage.get("prompt_tokens") or 0),
+            completion_tokens=int(usage.get("completion_tokens") or 0),
+            model=str(data.get("model") or self.model),
+        )
+
+    async def complete_tools(
+        self,
+        messages: list[Message],
+        tools: list[Tool],
+        rounds: list[ToolRound],
+        *,
+        allow_tools: bool,
+        max_tokens: int,
+        temperature: float,
+    ) -> Completion:
+        """One round with ``tools``; the answer's content and ``tool_calls`` come back as
+        the canonical JSON of :func:`memstrata.llm.tools.native_text`."""
+        payload: dict[str, Any] = {
+            "model": self.model,
+            "messages": openai_messages(messages, rounds),
+            "tools": [t.openai() for t in tools],
+            "tool_choice": "auto" if allow_tools else "none",
+            "max_tokens": max_tokens,
+            "temperature": temperature,
+            "stream": False,
+        }
+        response = await self._post(payload)
+        if response.status_code in (400, 422, 500) and "tool" in response.text.lower():
+            self.supports_tools = False
+            raise ToolsUnsupportedError(
+                self._redact(f"{self.base_url} refuses tools: {response.text[:_BODY_EXCERPT]}"),
+                status=response.status_code,
+            )
+        data, message = self._message(response)
+        usage = data.get("usage") or {}
+        return Completion(
+            text=native_text(message.get("content") or "", message.get("tool_calls") or []),
+            prompt_tokens=int(usage.get("prompt_tokens") or 0),
+            completion_tokens=int(usage.get("completion_tokens") or 0),
+            model=str(data.get("model") or self.model),
+        )
+
+    def _message(self, response: httpx.Response) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The answer's JSON and its first choice's message, or a clear backend error."""
         url = f"{self.base_url}/chat/completions"
         if response.status_code >= 400:
             status = response.status_code
@@ -102,19 +159,12 @@ class OpenAICompatibleBackend:
             )
         try:
             data = response.json()
-            message = data["choices"][0]["message"]
+            return data, data["choices"][0]["message"]
         except (ValueError, KeyError, IndexError, TypeError) as exc:
             raise LLMBackendError(
                 self._redact(f"unexpected response from {url}: {response.text[:_BODY_EXCERPT]}"),
                 status=response.status_code,
             ) from exc
-        usage = data.get("usage") or {}
-        return Completion(
-            text=message.get("content") or "",
-            prompt_tokens=int(usage.get("prompt_tokens") or 0),
-            completion_tokens=int(usage.get("completion_tokens") or 0),
-            model=str(data.get("model") or self.model),
-        )
 
     async def _post(self, payload: dict[str, Any]) -> httpx.Response:
         url = f"{self.base_url}/chat/completions"

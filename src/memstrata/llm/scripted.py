@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from memstrata.llm.tools import Tool, ToolRound, native_text, openai_messages
 from memstrata.llm.types import Completion, Message
 
 ScriptStep = str | dict[str, Any] | BaseException | Callable[[list[Message]], str]
@@ -37,9 +38,14 @@ class ScriptedBackend:
         *,
         name: str = "scripted",
         model: str = "scripted",
+        native_tools: bool = False,
     ) -> None:
         self.name = name
         self.model = model
+        #: with ``native_tools`` a step is an OpenAI-style message (``{"content",
+        #: "tool_calls"}``) and tool rounds take the native path; else the JSON protocol
+        self.supports_tools = native_tools
+        self.tool_requests: list[list[dict[str, Any]]] = []
         self._script = list(responses)
         self._next = 0
         self.requests: list[ScriptedRequest] = []
@@ -47,6 +53,30 @@ class ScriptedBackend:
     @property
     def remaining(self) -> int:
         return len(self._script) - self._next
+
+    async def complete_tools(
+        self,
+        messages: list[Message],
+        tools: list[Tool],
+        rounds: list[ToolRound],
+        *,
+        allow_tools: bool,
+        max_tokens: int,
+        temperature: float,
+    ) -> Completion:
+        """A native tool round: the step is an OpenAI ``message`` (dict or JSON text)."""
+        self.tool_requests.append(openai_messages(messages, rounds))
+        done = await self.complete(
+            messages, json_schema=None, max_tokens=max_tokens, temperature=temperature
+        )
+        try:
+            message = json.loads(done.text)
+        except ValueError:
+            message = {"content": done.text}
+        if not isinstance(message, dict):
+            message = {"content": done.text}
+        text = native_text(str(message.get("content") or ""), message.get("tool_calls") or [])
+        return Completion(text, done.prompt_tokens, done.completion_tokens, done.model)
 
     async def complete(
         self,

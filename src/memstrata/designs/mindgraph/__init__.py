@@ -1,0 +1,35 @@
+"""MindGraph (a question-aware concept graph with character-level provenance, built
+chunk by chunk, answered through a tool loop): sections 3-4 and appendix D of the paper.
+
+Two ways to use it:
+
+* **reader** (``memstrata read FILE --question ...``, ``Memory.read``): one long
+  document, one question: :mod:`.reader`;
+* **memory** (the ``mindgraph`` recipe): a question-agnostic graph over a namespace,
+  kept current as episodes arrive: :mod:`.builder`, :mod:`.route`.
+
+Where things are: :mod:`.graph` (nodes, edges, the four operations and their
+validation), :mod:`.provenance` (quotes to spans), :mod:`.heuristic` (the LLM-free
+build), :mod:`.build` (the D.1 build loop), :mod:`.communities` (Leiden subgraphs and
+cached reports), :mod:`.answer` (the tool loop, evidence windows, compaction),
+:mod:`.prompts` (D.1-D.3 verbatim), :mod:`.recipe`, :mod:`.show`.
+"""
+
+from __future__ import annotations
+
+from memstrata.designs.mindgraph.builder import MindGraphBuilder
+from memstrata.designs.mindgraph.reader import MindGraphReader
+from memstrata.designs.mindgraph.recipe import RECIPES
+from memstrata.designs.mindgraph.route import MindGraphRoute
+from memstrata.designs.mindgraph.show import show
+from memstrata.engine.contracts import Design
+
+design = Design(
+    name="mindgraph",
+    builders=[MindGraphBuilder],
+    routes=[MindGraphRoute],
+    recipes=RECIPES,
+    show=show,
+    reader=MindGraphReader,
+    description="Question-aware concept graph with provenance; tool-loop answers.",
+)

@@ -1,0 +1,204 @@
+"""The answer stage (section 3.3): a tool loop over the graph, or evidence windows.
+
+**llm tier.** The D.2 prompt with the graph's JSON and stats, the two D.3 tools, at most
+40 tool rounds (:func:`memstrata.llm.tools.run_tool_loop`), and a final JSON object with
+the answer, the cited nodes and a confidence. ``lookup_source(node_id)`` returns about
+1,000 characters of the source centred on the node's span (widened to whole lines); each
+lookup is one of the reading's windows. ``subgraph_summary`` reads the cached reports
+(:class:`~.communities.ReportCache`). Every round's tokens are kept.
+
+**heuristic tier.** No model: the windows of the ``windows`` nodes that best match the
+question (IDF-weighted shared terms, claims before the entities and numbers in them),
+overlapping windows merged. The answer is left empty: the windows are the evidence.
+
+**Compaction ratio** (section 4.2): the first answer call's input over the document, in
+the same tokens (the bundled MiniLM word pieces, :func:`count_tokens`) so tiers and
+models compare; on the llm tier the backend's own count of the first call is reported
+beside it (``usage.first_call_prompt_tokens``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from memstrata.designs.mindgraph import prompts
+from memstrata.designs.mindgraph.communities import ReportCache
+from memstrata.designs.mindgraph.graph import ConceptGraph
+from memstrata.designs.mindgraph.heuristic import idf, parse
+from memstrata.designs.mindgraph.provenance import window
+from memstrata.engine.contracts import Window
+from memstrata.llm.base import LLMClient
+from memstrata.llm.schema import bounded_json_schema, repair_json
+from memstrata.llm.tools import MAX_ROUNDS, ToolCall, run_tool_loop
+from memstrata.llm.types import LLMOutputError
+from memstrata.retrieval.context import count_tokens
+from memstrata.retrieval.text import content_terms
+
+_ABSTAIN = re.compile(
+    r"^\s*(no_answer|unknown|not (stated|mentioned|found|given)|cannot (be )?(determined|"
+    r"answered)|the (graph|text) does not)",
+    re.I,
+)
+
+
+@dataclass
+class Outcome:
+    answer: str | None
+    abstained: bool
+    windows: list[Window]
+    first_prompt: str
+    usage: dict[str, Any] = field(default_factory=dict)
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+def _merge(text: str, spans: list[tuple[int, int, list[str]]]) -> list[Window]:
+    """Windows in document order, overlapping ones merged with their node ids."""
+    spans = sorted(spans)
+    out: list[list[Any]] = []
+    for lo, hi, ids in spans:
+        if out and lo <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], hi)
+            out[-1][2] += [i for i in ids if i not in out[-1][2]]
+        else:
+            out.append([lo, hi, list(ids)])
+    return [Window(start=lo, end=hi, text=text[lo:hi], node_ids=ids) for lo, hi, ids in out]
+
+
+def node_window(text: str, graph: ConceptGraph, nid: str, size: int) -> tuple[int, int] | None:
+    node = graph.nodes[nid]
+    if node.start is None or node.end is None:
+        return None
+    return window(text, node.start, node.end, size)
+
+
+def rank_nodes(graph: ConceptGraph, question: str) -> list[str]:
+    """Nodes by IDF-weighted question terms in their content, claims first on ties."""
+    terms = set(content_terms(question))
+    weights = idf(parse("\n".join(n.content for n in graph.nodes.values())))
+    order = {"claim": 0, "event": 1, "stat": 2, "concept": 3, "entity": 4}
+
+    def score(nid: str) -> tuple[float, int, str]:
+        node = graph.nodes[nid]
+        mine = terms & set(content_terms(node.content))
+        return (-sum(weights.get(t, 1.0) for t in mine), order.get(node.type, 5), nid)
+
+    return sorted(graph.nodes, key=score)
+
+
+def evidence(
+    text: str,
+    graph: ConceptGraph,
+    question: str,
+    n_windows: int,
+    size: int,
+) -> Outcome:
+    """The heuristic answer stage: windows around the best-matching nodes."""
+    spans: list[tuple[int, int, list[str]]] = []
+    for nid in rank_nodes(graph, question):
+        if len(spans) >= n_windows:
+            break
+        found = node_window(text, graph, nid, size)
+        if found is not None:
+            spans.append((found[0], found[1], [nid]))
+    state = graph.state_json()
+    first, _ = prompts.answer(state, graph.stats_line(), question)
+    return Outcome(
+        answer=None,
+        abstained=not spans,
+        windows=_merge(text, spans),
+        first_prompt=first[0].content,
+    )
+
+
+async def tool_loop(
+    llm: LLMClient,
+    text: str,
+    graph: ConceptGraph,
+    question: str,
+    reports: ReportCache,
+    *,
+    size: int = 1000,
+    max_rounds: int = MAX_ROUNDS,
+    max_tokens: int = 1024,
+) -> Outcome:
+    """The llm tier's answer stage."""
+    messages, model = prompts.answer(graph.state_json(), graph.stats_line(), question)
+    looked: list[tuple[int, int, list[str]]] = []
+    calls: dict[str, int] = {"lookup_source": 0, "subgraph_summary": 0}
+
+    async def execute(call: ToolCall) -> str:
+        calls[call.name] = calls.get(call.name, 0) + 1
+        if call.name == "lookup_source":
+            nid = str(call.arguments.get("node_id", "")).strip()
+            if nid not in graph.nodes:
+                return f"error: no node {nid!r}; ids are those of the graph's nodes"
+            found = node_window(text, graph, nid, size)
+            if found is None:
+                return f"node {nid!r} has no located source quote: {graph.nodes[nid].content}"
+            looked.append((found[0], found[1], [nid]))
+            return text[found[0] : found[1]]
+        subs = await reports.get()
+        if call.arguments.get("mode") == "detail":
+            sid = call.arguments.get("subgraph_id")
+            try:
+                return subs[int(sid)].detail()  # type: ignore[arg-type]
+            except (TypeError, ValueError, IndexError):
+                return f"error: no subgraph {sid!r}; ids are 0 to {len(subs) - 1}"
+        head = "subgraph_id | title | impact_rating | n_nodes"
+        return "\n".join([head, *(s.index_line() for s in subs)])
+
+    result = await run_tool_loop(
+        llm,
+        messages,
+        prompts.TOOLS,
+        execute,
+        stage=prompts.ANSWER_STAGE,
+        final_schema=bounded_json_schema(model),
+        max_rounds=max_rounds,
+        max_tokens=max_tokens,
+    )
+    answer, cited, confidence = _final(result.content, graph)
+    return Outcome(
+        answer=answer,
+        abstained=not answer or bool(_ABSTAIN.match(answer)),
+        windows=_merge(text, looked),
+        first_prompt=messages[0].content,
+        usage={
+            "rounds": result.usage,
+            "first_call_prompt_tokens": result.replies[0].prompt_tokens,
+            "prompt_tokens": sum(r.prompt_tokens for r in result.replies),
+            "completion_tokens": sum(r.completion_tokens for r in result.replies),
+        },
+        details={
+            "cited_nodes": cited,
+            "confidence": confidence,
+            "tool_calls": calls,
+            "tool_rounds": len(result.rounds),
+            "capped": result.capped,
+            "protocol": result.replies[0].mode,
+        },
+    )
+
+
+def _final(content: str, graph: ConceptGraph) -> tuple[str, list[str], str]:
+    """The final JSON's answer, its cited nodes that exist, and the confidence; a reply
+    that is not JSON is taken as the answer text, low confidence."""
+    try:
+        data = repair_json(content)
+    except LLMOutputError:
+        return content.strip(), [], "low"
+    if not isinstance(data, dict):
+        return content.strip(), [], "low"
+    answer = data.get("answer")
+    text = answer.strip() if isinstance(answer, str) else json.dumps(answer) if answer else ""
+    cited = [str(c) for c in data.get("cited_nodes") or [] if str(c) in graph.nodes]
+    confidence = str(data.get("confidence") or "low")
+    return text, cited, confidence
+
+
+def compaction(first_prompt: str, document: str) -> float:
+    """f_1 / L in the same tokens (section 4.2), as a fraction."""
+    return round(count_tokens(first_prompt) / max(1, count_tokens(document)), 4)

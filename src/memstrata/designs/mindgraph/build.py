@@ -1,0 +1,64 @@
+"""The llm tier's build stage (section 3.2): one D.1 call per token-bounded chunk.
+
+The input is cut by :func:`memstrata.retrieval.chunking.chunk_spans` into chunks of at
+most ``chunk_tokens`` (the paper uses 8,192). At chunk ``t`` the build LLM sees the
+question, the graph after chunk ``t-1`` as JSON (``(empty)`` at first) and the chunk
+with its position; each returned operation is applied on its own, its quotes located in
+that chunk (:meth:`ConceptGraph.apply`), and a rejected one is counted. A chunk whose
+call fails after the client's retries is counted in ``failed_chunks`` and skipped: the
+graph stays valid.
+
+``state_nodes`` bounds the graph state shown (the latest nodes and the edges among
+them) for models with a small context; the paper shows the whole graph (None).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from memstrata.designs.mindgraph import prompts
+from memstrata.designs.mindgraph.graph import ConceptGraph
+from memstrata.llm.base import LLMClient
+from memstrata.llm.types import LLMError
+
+logger = logging.getLogger("memstrata.mindgraph")
+EMPTY = "(empty)"
+
+
+async def build_llm(
+    llm: LLMClient,
+    text: str,
+    question: str,
+    chunks: list[tuple[int, int]],
+    *,
+    graph: ConceptGraph | None = None,
+    first_index: int = 0,
+    total: int | None = None,
+    require_span: bool = False,
+    max_tokens: int = 2048,
+    state_nodes: int | None = None,
+) -> tuple[ConceptGraph, int]:
+    """Fold ``chunks`` (spans of ``text``) into ``graph``; returns it and failed chunks."""
+    graph = graph if graph is not None else ConceptGraph()
+    total = total or len(chunks)
+    failed = 0
+    for n, (lo, hi) in enumerate(chunks):
+        index = first_index + n
+        state = graph.state_json(state_nodes) if graph.nodes else EMPTY
+        messages, model = prompts.build(question, state, text[lo:hi], index + 1, total)
+        try:
+            reply = await llm.structured(
+                messages, model, stage=prompts.BUILD_STAGE, max_tokens=max_tokens
+            )
+        except LLMError as exc:
+            logger.warning("build call for chunk %d failed: %s", index + 1, exc)
+            failed += 1
+            graph.chunks = max(graph.chunks, index + 1)
+            continue
+        assert isinstance(reply, prompts.Operations)
+        for op in reply.operations:
+            graph.apply(
+                op.model_dump(exclude_none=True), text, index, lo, hi, require_span=require_span
+            )
+        graph.chunks = max(graph.chunks, index + 1)
+    return graph, failed

@@ -1,0 +1,240 @@
+"""The heuristic tier's build: no LLM, spans exact by construction.
+
+A text is parsed once, question-agnostically (:func:`parse`): its sentences with their
+content terms, the entity mentions (runs of capitalised words) and the numbers in them.
+From that parse:
+
+* **reader** (:func:`question_graph`): the sentences that share the question's terms,
+  weighted by how rare each term is in the document (IDF), best first up to
+  ``max_claims``, and their neighbours (``context`` sentences either side, for the answer
+  that follows a mention); each becomes a ``claim`` node, with ``entity`` nodes for the
+  names and ``stat`` nodes for the numbers in them (one node per distinct name or value,
+  linked to every kept claim that has it). Edges: entity ``mentioned_in``
+  claim, stat ``stated_in`` claim (claims that share a mention meet at its entity), and
+  claim ``followed_by`` the next kept claim (sentence order).
+* **memory** (:func:`episode_parts`): every sentence of an episode, question-agnostic.
+
+The operations go through :meth:`ConceptGraph.apply` with the sentence itself as the
+``src`` quote, so the same validation runs as on the llm tier and every span is exact.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from bisect import bisect_right
+from collections import Counter
+from dataclasses import dataclass, field
+
+from memstrata.designs.mindgraph.graph import ConceptGraph, snake
+from memstrata.retrieval.text import STOPWORDS, content_terms, sentences
+
+_ENTITY = re.compile(r"\b[A-Z][\w'’-]*(?:\s+[A-Z][\w'’-]*)*")
+_NUMBER = re.compile(
+    r"(?:[$€£]\s?)?\b\d[\d,.:/]*(?:\s?(?:%|percent|years?|months?|weeks?|days?|hours?|"
+    r"minutes?|km|miles?|kg|million|billion|thousand))?"
+)
+_CLAIM_CHARS = 240
+
+
+@dataclass
+class Sentence:
+    start: int
+    end: int
+    terms: set[str]
+    entities: list[tuple[str, int, int]] = field(default_factory=list)
+    numbers: list[tuple[str, int, int]] = field(default_factory=list)
+
+
+def parse(text: str) -> list[Sentence]:
+    """Sentences of ``text`` with terms, entity mentions and numbers (offsets in text)."""
+    out = []
+    for s, e in sentences(text):
+        body = text[s:e]
+        sent = Sentence(s, e, set(content_terms(body)))
+        for m in _ENTITY.finditer(body):
+            name = m.group().strip("'’-")
+            words = name.split()
+            while words and words[0].casefold() in STOPWORDS:
+                words.pop(0)
+            if not words or (len(words) == 1 and len(words[0]) < 3):
+                continue
+            name = " ".join(words)
+            at = body.find(name, m.start())
+            sent.entities.append((name, s + at, s + at + len(name)))
+        for m in _NUMBER.finditer(body):
+            sent.numbers.append((m.group().strip(), s + m.start(), s + m.start() + len(m.group())))
+        out.append(sent)
+    return out
+
+
+def idf(parsed: list[Sentence]) -> dict[str, float]:
+    df: Counter[str] = Counter(t for s in parsed for t in s.terms)
+    n = max(1, len(parsed))
+    return {t: math.log(1 + (n - c + 0.5) / (c + 0.5)) for t, c in df.items()}
+
+
+def select(parsed: list[Sentence], question: str, max_claims: int, context: int) -> list[int]:
+    """Indexes of the sentences kept for ``question``, in document order."""
+    terms = set(content_terms(question))
+    weights = idf(parsed)
+    scores = [sum(weights.get(t, 0.0) for t in terms & s.terms) for s in parsed]
+    ranked = sorted((i for i, v in enumerate(scores) if v > 0), key=lambda i: (-scores[i], i))
+    keep: list[int] = []
+    chosen: set[int] = set()
+    for i in ranked:
+        if len(keep) >= max_claims:
+            break
+        for j in [i] + [i + d for d in range(-context, context + 1) if d]:
+            if 0 <= j < len(parsed) and j not in chosen and len(keep) < max_claims:
+                chosen.add(j)
+                keep.append(j)
+    return sorted(keep)
+
+
+def claim_text(text: str, s: Sentence) -> str:
+    body = " ".join(text[s.start : s.end].split())
+    return body if len(body) <= _CLAIM_CHARS else body[: _CLAIM_CHARS - 1] + "…"
+
+
+def question_graph(
+    text: str,
+    question: str,
+    chunks: list[tuple[int, int]],
+    *,
+    parsed: list[Sentence] | None = None,
+    max_claims: int = 40,
+    context: int = 1,
+) -> ConceptGraph:
+    """The reader's heuristic graph over ``text`` for ``question``."""
+    parsed = parse(text) if parsed is None else parsed
+    graph = ConceptGraph(chunks=len(chunks))
+    starts = [c[0] for c in chunks]
+
+    def chunk_of(pos: int) -> int:
+        return max(0, bisect_right(starts, pos) - 1)
+
+    previous: str | None = None
+    for n, i in enumerate(select(parsed, question, max_claims, context)):
+        s = parsed[i]
+        cid = f"claim_{n + 1}"
+        chunk = chunk_of(s.start)
+        quote = text[s.start : s.end]
+        graph.apply(
+            {
+                "op": "add_node",
+                "id": cid,
+                "type": "claim",
+                "content": claim_text(text, s),
+                "src": quote,
+            },
+            text,
+            chunk,
+            s.start,
+            s.end,
+        )
+        if previous is not None:
+            graph.apply(
+                {
+                    "op": "add_edge",
+                    "source": previous,
+                    "target": cid,
+                    "relation": "followed_by",
+                    "src": quote,
+                },
+                text,
+                chunk,
+                s.start,
+                s.end,
+            )
+        previous = cid
+        for name, a, b in s.entities:
+            eid = snake(name) or f"entity_{a}"
+            if eid not in graph.nodes:
+                graph.apply(
+                    {
+                        "op": "add_node",
+                        "id": eid,
+                        "type": "entity",
+                        "content": name,
+                        "src": text[a:b],
+                    },
+                    text,
+                    chunk,
+                    a,
+                    b,
+                )
+            graph.apply(
+                {
+                    "op": "add_edge",
+                    "source": eid,
+                    "target": cid,
+                    "relation": "mentioned_in",
+                    "src": text[a:b],
+                },
+                text,
+                chunk,
+                a,
+                b,
+            )
+        for value, a, b in s.numbers:
+            sid = "stat_" + (snake(value) or str(a))
+            if sid not in graph.nodes:  # one node per value, like a name
+                graph.apply(
+                    {
+                        "op": "add_node",
+                        "id": sid,
+                        "type": "stat",
+                        "content": f"{value} in: {claim_text(text, s)[:80]}",
+                        "src": text[a:b],
+                    },
+                    text,
+                    chunk,
+                    a,
+                    b,
+                )
+            graph.apply(
+                {
+                    "op": "add_edge",
+                    "source": sid,
+                    "target": cid,
+                    "relation": "stated_in",
+                    "src": text[a:b],
+                },
+                text,
+                chunk,
+                a,
+                b,
+            )
+    # the same name twice in one sentence is one edge: not an error of the tier
+    graph.rejected.pop("duplicate_edge", None)
+    return graph
+
+
+@dataclass
+class EpisodePart:
+    """One node of the memory-mode graph from one episode: a claim, stat or entity."""
+
+    key: str
+    type: str
+    content: str
+    start: int
+    end: int
+    claim: str | None = None  # the claim key an entity or stat belongs to
+
+
+def episode_parts(text: str, speaker: str | None = None) -> list[EpisodePart]:
+    """Claims (sentences), their entities and numbers, question-agnostic. A claim's
+    content names its speaker when known (``Maya: ...``): who asserted it is part of
+    the claim; the span is the sentence alone."""
+    out: list[EpisodePart] = []
+    head = f"{speaker}: " if speaker else ""
+    for n, s in enumerate(parse(text)):
+        ckey = f"claim:{n}"
+        out.append(EpisodePart(ckey, "claim", head + claim_text(text, s), s.start, s.end))
+        for name, a, b in s.entities:
+            out.append(EpisodePart(f"entity:{snake(name)}", "entity", name, a, b, ckey))
+        for k, (value, a, b) in enumerate(s.numbers):
+            content = f"{value} in: {claim_text(text, s)[:80]}"
+            out.append(EpisodePart(f"stat:{n}:{k}", "stat", content, a, b, ckey))
+    return out

@@ -1,0 +1,294 @@
+"""MindGraph's reader mode: one long document, one question (``memstrata read``).
+
+The document is the episode ``document`` of its own namespace (the generic
+:mod:`memstrata.reading` puts it there). The question-aware graph is built over it
+(heuristic tier: :func:`.heuristic.question_graph`; llm tier: :func:`.build.build_llm`)
+and kept in that namespace as ``concept_node`` and ``concept_edge`` records tagged with
+the graph's key, a hash of (question, tier, model, build parameters); the document's
+hash is the namespace. A second run of the same question loads the graph instead of
+building it; a new question on the same document reuses the stored document, its chunks
+and its parse (heuristic tier, per process), and the LLM response cache. A header
+record (``node_type="graph"``) keeps the graph's counters: chunks, rejected operations
+and how every quote was located.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from memstrata.designs.mindgraph.answer import compaction, evidence, tool_loop
+from memstrata.designs.mindgraph.build import build_llm
+from memstrata.designs.mindgraph.communities import ReportCache
+from memstrata.designs.mindgraph.graph import ConceptGraph, Edge, Node
+from memstrata.designs.mindgraph.heuristic import Sentence, parse, question_graph
+from memstrata.engine.contracts import Context, Reader, Reading
+from memstrata.errors import ConfigError
+from memstrata.llm.types import LLMError, MemoryUsageSink
+from memstrata.models import ConceptEdge, ConceptNode, Episode, Span
+from memstrata.retrieval.chunking import chunk_spans
+
+HEADER = "graph"
+
+
+class ReaderParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    chunk_tokens: int = Field(default=8192, ge=16, description="build chunk size (paper: 8,192)")
+    max_rounds: int = Field(default=40, ge=1, description="tool rounds of the answer stage")
+    window_chars: int = Field(default=1000, ge=100, description="lookup_source window")
+    windows: int = Field(default=5, ge=1, description="heuristic answer: evidence windows")
+    max_claims: int = Field(default=40, ge=1, description="heuristic build: claims kept")
+    context: int = Field(default=1, ge=0, description="heuristic build: neighbours kept")
+    build_max_tokens: int = Field(default=2048, ge=64, description="completion per build call")
+    state_nodes: int | None = Field(
+        default=None, ge=0, description="build: latest nodes shown (None: the whole graph)"
+    )
+    answer_max_tokens: int = Field(default=1024, ge=64, description="completion per round")
+
+
+def _rid(*parts: str) -> str:
+    return hashlib.sha256("\x00".join(parts).encode("utf-8")).hexdigest()[:32]
+
+
+class MindGraphReader(Reader[ReaderParams]):
+    name = "mindgraph"
+    Params = ReaderParams
+
+    def graph_key(self, question: str, ctx: Context) -> str:
+        model = ctx.llm.backend.model if ctx.llm is not None else ""
+        p = self.params
+        build = [p.chunk_tokens] + ([p.max_claims, p.context] if ctx.llm is None else [])
+        raw = json.dumps([question.strip(), ctx.tier, model, build])
+        return hashlib.sha256(raw.encode("utf-8")).hexdigest()[:24]
+
+    async def read(
+        self,
+        ctx: Context,
+        namespace: str,
+        document: Episode,
+        question: str,
+        *,
+        graph_only: bool = False,
+    ) -> Reading:
+        if ctx.tier == "llm" and ctx.llm is None:
+            raise ConfigError("the llm tier needs an LLM; configure llm.kind or use heuristic")
+        text, p = document.text, self.params
+        sink = MemoryUsageSink()
+        llm = ctx.llm.scoped(namespace=namespace, usage=sink) if ctx.llm is not None else None
+        key = self.graph_key(question, ctx)
+        graph = await asyncio.to_thread(load_graph, ctx, namespace, key)
+        cached = graph is not None
+        failed = 0
+        if graph is None:
+            chunks = self._chunks(ctx, document)
+            if llm is None:
+                parsed = self._parse(ctx, document)
+                graph = await asyncio.to_thread(
+                    question_graph,
+                    text,
+                    question,
+                    chunks,
+                    parsed=parsed,
+                    max_claims=p.max_claims,
+                    context=p.context,
+                )
+            else:
+                graph, failed = await build_llm(
+                    llm,
+                    text,
+                    question,
+                    chunks,
+                    max_tokens=p.build_max_tokens,
+                    state_nodes=p.state_nodes,
+                )
+            await asyncio.to_thread(save_graph, ctx, namespace, key, document.id, graph, failed)
+        counts = {**graph.counts(), "cached": cached, "key": key}
+        spans = {
+            n.id: [Span(episode=document.id, start=n.start, end=n.end)]
+            for n in graph.nodes.values()
+            if n.start is not None and n.end is not None
+        }
+        reports = ReportCache(ctx.store, namespace, graph, spans, llm, question)
+        if graph_only:  # the graph, and its subgraphs (reports made now if not yet)
+            view = graph_view(graph, text)
+            view["subgraphs"] = [s.__dict__ for s in await reports.get()]
+            return Reading(question=question, graph={**counts, **view})
+        if llm is None:
+            out = evidence(text, graph, question, p.windows, p.window_chars)
+        else:
+            try:
+                out = await tool_loop(
+                    llm,
+                    text,
+                    graph,
+                    question,
+                    reports,
+                    size=p.window_chars,
+                    max_rounds=p.max_rounds,
+                    max_tokens=p.answer_max_tokens,
+                )
+            except LLMError as exc:  # the graph stands: answer from its evidence windows
+                out = evidence(text, graph, question, p.windows, p.window_chars)
+                out.details["answer_error"] = f"{type(exc).__name__}: {exc}"[:500]
+        usage: dict[str, Any] = {"stages": sink.summary(), **out.usage}
+        if failed:
+            usage["failed_build_chunks"] = failed
+        return Reading(
+            question=question,
+            answer=out.answer,
+            abstained=out.abstained,
+            windows=out.windows,
+            compaction_ratio=compaction(out.first_prompt, text),
+            graph=counts,
+            usage=usage,
+            details={"tier": ctx.tier, **out.details},
+        )
+
+    def _chunks(self, ctx: Context, document: Episode) -> list[tuple[int, int]]:
+        cache = ctx.state("mindgraph.chunks", dict)
+        key = (document.namespace, document.text.__hash__(), self.params.chunk_tokens)
+        if key not in cache:
+            cache[key] = chunk_spans(document.text, self.params.chunk_tokens)
+        found: list[tuple[int, int]] = cache[key]
+        return found
+
+    def _parse(self, ctx: Context, document: Episode) -> list[Sentence]:
+        cache: dict[tuple[str, int], list[Sentence]] = ctx.state("mindgraph.parses", dict)
+        key = (document.namespace, document.text.__hash__())
+        if key not in cache:
+            if len(cache) > 8:
+                cache.clear()
+            cache[key] = parse(document.text)
+        found: list[Sentence] = cache[key]
+        return found
+
+
+def graph_view(graph: ConceptGraph, text: str) -> dict[str, Any]:
+    """The whole graph, for ``--graph-only``: nodes and edges with spans and quotes."""
+
+    def quote(start: int | None, end: int | None) -> str | None:
+        return text[start:end] if start is not None and end is not None else None
+
+    return {
+        "graph_nodes": [
+            {
+                "id": n.id,
+                "type": n.type,
+                "content": n.content,
+                "chunk": n.chunk,
+                "start": n.start,
+                "end": n.end,
+                "src": quote(n.start, n.end),
+            }
+            for n in graph.nodes.values()
+        ],
+        "graph_edges": [
+            {
+                "source": e.source,
+                "target": e.target,
+                "relation": e.relation,
+                "chunk": e.chunk,
+                "start": e.start,
+                "end": e.end,
+            }
+            for e in graph.edges
+        ],
+    }
+
+
+def save_graph(
+    ctx: Context, namespace: str, key: str, doc_id: str, graph: ConceptGraph, failed: int
+) -> None:
+    """Nodes, edges and the header as records of the namespace, in one transaction."""
+
+    def spans(start: int | None, end: int | None) -> list[Span]:
+        """The located span; an unlocated quote gets none (never a wrong one)."""
+        if start is None or end is None:
+            return []
+        return [Span(episode=doc_id, start=start, end=end)]
+
+    counters = {**graph.to_dict(), "nodes": [], "edges": [], "failed_chunks": failed}
+    recs: list[Any] = [
+        ConceptNode(
+            id=_rid(namespace, key, "header"),
+            namespace=namespace,
+            label="",
+            description=json.dumps(counters),
+            node_type=HEADER,
+            graph=key,
+        )
+    ]
+    ids = {nid: _rid(namespace, key, "node", nid) for nid in graph.nodes}
+    for n in graph.nodes.values():
+        recs.append(
+            ConceptNode(
+                id=ids[n.id],
+                namespace=namespace,
+                label=n.id,
+                description=n.content,
+                node_type=n.type,
+                chunk=n.chunk,
+                graph=key,
+                sources=spans(n.start, n.end),
+            )
+        )
+    for i, e in enumerate(graph.edges):
+        recs.append(
+            ConceptEdge(
+                id=_rid(namespace, key, "edge", str(i)),
+                namespace=namespace,
+                source_id=ids[e.source],
+                target_id=ids[e.target],
+                relation=e.relation,
+                chunk=e.chunk,
+                graph=key,
+                sources=spans(e.start, e.end),
+            )
+        )
+    ctx.store.write_records(namespace, recs)
+
+
+def load_graph(ctx: Context, namespace: str, key: str) -> ConceptGraph | None:
+    nodes = [
+        r
+        for r in ctx.store.get_records(namespace, "concept_node")
+        if isinstance(r, ConceptNode) and r.graph == key
+    ]
+    header = next((r for r in nodes if r.node_type == HEADER), None)
+    if header is None:
+        return None
+    counters = json.loads(header.description)
+    graph = ConceptGraph.from_dict(counters)
+    labels = {}
+    for r in nodes:
+        if r.node_type == HEADER:
+            continue
+        labels[r.id] = r.label
+        span = r.sources[0] if r.sources else None
+        graph.nodes[r.label] = Node(
+            r.label,
+            r.node_type,
+            r.description,
+            span.start if span else None,
+            span.end if span else None,
+            r.chunk,
+        )
+    for rec in ctx.store.get_records(namespace, "concept_edge"):
+        if isinstance(rec, ConceptEdge) and rec.graph == key:
+            span = rec.sources[0] if rec.sources else None
+            graph.edges.append(
+                Edge(
+                    labels[rec.source_id],
+                    labels[rec.target_id],
+                    rec.relation,
+                    span.start if span else None,
+                    span.end if span else None,
+                    rec.chunk,
+                )
+            )
+    return graph

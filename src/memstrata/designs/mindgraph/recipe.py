@@ -1,0 +1,18 @@
+"""The ``mindgraph`` recipe: the memory mode's concept graph and its route, one hit per
+source episode (the reader mode is ``memstrata read``, outside any recipe)."""
+
+from __future__ import annotations
+
+from memstrata.engine.recipe import BuilderSpec, FusionSpec, Recipe, RouteSpec
+
+RECIPES = [
+    Recipe(
+        name="mindgraph",
+        description="MindGraph: a concept graph (claims, entities, numbers) with exact "
+        "provenance, kept current as episodes arrive; nodes found by content and by the "
+        "entities the query names.",
+        builders=[BuilderSpec(name="mindgraph")],
+        routes=[RouteSpec(name="mindgraph")],
+        fusion=FusionSpec(kind_order=["concept_node", "episode"]),
+    ),
+]

@@ -1,0 +1,44 @@
+"""``memstrata show NAME`` for MindGraph: a node of the namespace's graph (by its id, or
+an entity by name) with its edges."""
+
+from __future__ import annotations
+
+from memstrata.designs.mindgraph.graph import snake
+from memstrata.engine.contracts import Context, ShowNode
+from memstrata.models import ConceptEdge, ConceptNode
+
+WIDTH = 100
+
+
+def show(ctx: Context, namespace: str, name: str) -> list[ShowNode] | None:
+    nodes = {
+        r.id: r
+        for r in ctx.store.get_records(namespace, "concept_node")
+        if isinstance(r, ConceptNode) and r.graph == ""
+    }
+    wanted = name.strip()
+    found = [n for n in nodes.values() if n.label in (wanted, snake(wanted))]
+    if not found:
+        return None
+    out = []
+    edges = [
+        e for e in ctx.store.get_records(namespace, "concept_edge") if isinstance(e, ConceptEdge)
+    ]
+    for node in found:
+        kids = []
+        for e in edges:
+            if e.source_id == node.id and e.target_id in nodes:
+                other = nodes[e.target_id]
+                kids.append(
+                    ShowNode(text=f"-{e.relation}-> {other.label}: {other.description[:WIDTH]}")
+                )
+            elif e.target_id == node.id and e.source_id in nodes:
+                other = nodes[e.source_id]
+                kids.append(
+                    ShowNode(text=f"<-{e.relation}- {other.label}: {other.description[:WIDTH]}")
+                )
+        head = (
+            f"{node.node_type} {node.label}: {node.description[:WIDTH]} ({len(node.sources)} spans)"
+        )
+        out.append(ShowNode(text=head, children=kids))
+    return out

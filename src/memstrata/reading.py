@@ -1,0 +1,54 @@
+"""Reading one long document for one question (``memstrata read``, ``Memory.read``).
+
+The document is stored once, as the episode ``document`` of a namespace named by its
+hash (``read-<sha256 prefix>``), so what a reader builds over it (per question, tier and
+model) is kept in the same store and reused by the next question. Nothing is built by
+the configured recipe there: the episode is written without the inline builders.
+
+Which reader: the one of the design named by ``design``, else the configuration's
+``reader``, else the only design that has one (:meth:`Registry.reader`). This module
+names no design.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from typing import TYPE_CHECKING, Any
+
+from memstrata.engine.contracts import Reading
+from memstrata.errors import InvalidInputError
+from memstrata.ingest import decode_utf8, prepare_episode
+
+if TYPE_CHECKING:
+    from memstrata.memory import AsyncMemory
+
+DOCUMENT_ID = "document"
+
+
+def document_namespace(text: str) -> str:
+    return "read-" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+async def read_document(
+    memory: AsyncMemory,
+    text: str | bytes,
+    question: str,
+    *,
+    design: str | None = None,
+    tier: str | None = None,
+    graph_only: bool = False,
+    params: dict[str, Any] | None = None,
+) -> Reading:
+    """Store the document (once) and hand it to the chosen design's reader."""
+    if isinstance(text, bytes):
+        text = decode_utf8(text)
+    if not question.strip() and not graph_only:
+        raise InvalidInputError("the question is empty")
+    prepared = prepare_episode({"text": text, "id": DOCUMENT_ID}, memory.config)
+    reader = memory.engine.registry.reader(design or memory.config.reader, params)
+    namespace = document_namespace(text)
+    await asyncio.to_thread(memory._write_batch, namespace, [prepared])
+    episode = (await asyncio.to_thread(memory.store.get_episodes, namespace, [DOCUMENT_ID]))[0]
+    ctx = memory.engine.context(namespace, tier)
+    return await reader.read(ctx, namespace, episode, question, graph_only=graph_only)

@@ -1,0 +1,138 @@
+"""The memory mode: the ``mindgraph`` recipe built inline as episodes arrive (heuristic
+tier), its route's hits with spans, deletes along provenance, ``show``, and the llm
+tier's build with the scripted LLM."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from importlib import resources
+from pathlib import Path
+
+from memstrata.config import Config
+from memstrata.designs.mindgraph.builder import MindGraphBuilder
+from memstrata.engine.contracts import Context
+from memstrata.importers import jsonl
+from memstrata.ingest import prepare_episode
+from memstrata.llm import LLMClient, ScriptedBackend
+from memstrata.llm.types import Message
+from memstrata.memory import Memory
+from memstrata.models import ConceptEdge, ConceptNode
+
+
+def sample() -> list[dict]:
+    path = resources.files("memstrata.data").joinpath("sample_conversation.jsonl")
+    return [item for _, item in jsonl.read(Path(str(path))) if isinstance(item, dict)]
+
+
+def test_recipe_builds_inline_and_search_returns_nodes_with_spans(tmp_path: Path, embedder) -> None:
+    turns = sample()
+    with Memory.open(tmp_path / "m.db", embedder=embedder, recipe="mindgraph") as m:
+        m.add_many(turns[:20])
+        m.add_many(turns[20:])  # kept current as episodes arrive
+        nodes = [
+            r for r in m.store.get_records("default", "concept_node") if isinstance(r, ConceptNode)
+        ]
+        texts = {e.id: e.text for e in m.get([t["id"] for t in turns])}
+        assert {n.node_type for n in nodes} >= {"claim", "entity"}
+        for n in nodes:  # every span is exact: the quote is the source text
+            for s in n.sources:
+                quote = texts[s.episode][s.start : s.end]
+                if n.node_type == "entity":
+                    assert quote == n.description
+                elif n.node_type == "claim":  # "speaker: sentence", the span the sentence
+                    said = n.description.split(": ", 1)[1].rstrip("…")
+                    assert " ".join(quote.split()).startswith(said)
+        pepper = next(n for n in nodes if n.node_type == "entity" and n.label == "pepper")
+        assert len({s.episode for s in pepper.sources}) >= 2  # one node, many mentions
+        result = m.search("What is the name of Tomas's dog?", k=5, max_tokens=None)
+        assert result.hits and result.pending == 0
+        top = result.hits[0]
+        assert top.kind == "concept_node" and "t06" in {h.sources[0] for h in result.hits}
+        for h in result.hits:
+            assert len(h.sources) == 1 and h.spans and h.spans[0].episode == h.sources[0]
+        assert len({h.sources[0] for h in result.hits}) == len(result.hits)
+        answer = m.ask("What is the name of Tomas's dog?", k=5)
+        assert answer.sources and not answer.abstained
+        shown = m.show("Pepper")
+        assert shown and "entity pepper" in shown[0].text and shown[0].children
+        # deleting an episode takes its claims along and leaves the entity its other spans
+        before = len(pepper.sources)
+        m.delete(["t06"])
+        left = {r.id: r for r in m.store.get_records("default", "concept_node")}
+        assert not any(s.episode == "t06" for r in left.values() for s in r.sources)
+        assert len(left[pepper.id].sources) < before
+        assert all(h.sources != ["t06"] for h in m.search("greyhound Pepper", k=5).hits)
+
+
+def test_llm_tier_applies_operations_and_maps_spans_to_episodes(store, embedder) -> None:
+    ns = "mem"
+    turns = sample()[:3]
+    store.add_episodes(ns, [prepare_episode(t, Config()) for t in turns])
+    eps = store.iter_episodes(ns)
+
+    def ops(messages: list[Message]) -> str:
+        prompt = messages[-1].content
+        assert "(none yet" in prompt and "(block 1/1)" in prompt
+        return json.dumps(
+            {
+                "operations": [
+                    {
+                        "op": "add_node",
+                        "id": "maya",
+                        "type": "entity",
+                        "content": "Maya",
+                        "src": "Maya: Morning!",
+                    },
+                    {
+                        "op": "add_node",
+                        "id": "lisbon_trip",
+                        "type": "event",
+                        "content": "flights to Lisbon booked",
+                        "src": "booked the flights to Lisbon",
+                    },
+                    {
+                        "op": "add_node",
+                        "id": "talk",
+                        "type": "claim",
+                        "content": "talk on streaming pipelines",
+                        "src": "giving a talk about streaming pipelines",
+                    },
+                    {
+                        "op": "add_edge",
+                        "source": "maya",
+                        "target": "talk",
+                        "relation": "gives",
+                        "src": "I'm giving a talk",
+                    },
+                    {
+                        "op": "add_node",
+                        "id": "ghost",
+                        "type": "claim",
+                        "content": "x",
+                        "src": "words that appear nowhere in these turns",
+                    },
+                    {"op": "add_edge", "source": "maya", "target": "ghost", "relation": "r"},
+                ]
+            }
+        )
+
+    ctx = Context(store, embedder, LLMClient(ScriptedBackend([ops])), "llm")
+    result = asyncio.run(MindGraphBuilder().update(ctx, ns, eps))
+    assert result.failed == {}
+    nodes = {
+        r.label: r for r in store.get_records(ns, "concept_node") if isinstance(r, ConceptNode)
+    }
+    assert set(nodes) == {"maya", "lisbon_trip", "talk"}  # the unlocated one is refused
+    texts = {e.id: e.text for e in eps}
+    (span,) = nodes["lisbon_trip"].sources
+    assert span.episode == "t01" and texts["t01"][span.start : span.end] == (
+        "booked the flights to Lisbon"
+    )
+    (span,) = nodes["talk"].sources
+    assert span.episode == "t03"
+    (span,) = nodes["maya"].sources  # "Maya: " is the head, clipped to the episode's text
+    assert span.episode == "t01" and texts["t01"][span.start : span.end] == "Morning!"
+    edges = [e for e in store.get_records(ns, "concept_edge") if isinstance(e, ConceptEdge)]
+    assert [(e.relation, e.sources[0].episode) for e in edges] == [("gives", "t03")]
+    assert store.built_keys(ns, "mindgraph") == {e.key for e in eps}

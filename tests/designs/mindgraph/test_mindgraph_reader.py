@@ -1,0 +1,244 @@
+"""The reader mode: ``Memory.read`` and ``memstrata read`` on the heuristic tier, and the
+llm tier's build and tool loop with the scripted LLM (JSON protocol and native tool
+calls, the round cap, a build that fails), the graph cached per question."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mindgraph_helpers import DOC
+from typer.testing import CliRunner
+
+from memstrata.cli.main import app
+from memstrata.config import Config
+from memstrata.designs.mindgraph.reader import MindGraphReader, ReaderParams, load_graph
+from memstrata.engine.contracts import Context
+from memstrata.errors import ConfigError, InvalidInputError
+from memstrata.ingest import prepare_episode
+from memstrata.llm import LLMClient, MemoryUsageSink, ScriptedBackend
+from memstrata.llm.types import Message
+from memstrata.memory import Memory
+from memstrata.models import Community
+from memstrata.reading import document_namespace
+from memstrata.retrieval.chunking import chunk_spans
+from memstrata.retrieval.context import count_tokens
+
+Q = "How deep can the Marlin drone dive?"
+
+
+def test_heuristic_read_returns_windows_with_offsets(tmp_path: Path, embedder) -> None:
+    with Memory.open(tmp_path / "m.db", embedder=embedder) as m:
+        r = m.read(DOC, Q)
+        assert r.answer is None and not r.abstained
+        assert r.windows and all(DOC[w.start : w.end] == w.text for w in r.windows)
+        assert any("300 meters" in w.text for w in r.windows)
+        assert r.graph["nodes"] > 0 and r.graph["chunks"] == 1 and not r.graph["cached"]
+        assert r.graph["provenance"] == {"exact": r.graph["provenance"]["exact"]}
+        ns = document_namespace(DOC)
+        prompt_tokens = r.compaction_ratio * count_tokens(DOC)
+        assert prompt_tokens > 100  # the D.2 prompt with the graph
+        # the same question again: the graph comes from the store
+        again = m.read(DOC, Q)
+        assert again.graph["cached"] and again.graph["key"] == r.graph["key"]
+        assert again.windows == r.windows
+        other = m.read(DOC, "Where does Leo teach?")
+        assert not other.graph["cached"] and other.graph["key"] != r.graph["key"]
+        assert any("Toronto" in w.text for w in other.windows)
+        assert m.store.get_episodes(ns, ["document"])[0].text == DOC
+        only = m.read(DOC, Q, graph_only=True)
+        for n in only.graph["graph_nodes"]:
+            assert n["src"] == DOC[n["start"] : n["end"]]
+        ids = sorted(n for s in only.graph["subgraphs"] for n in s["node_ids"])
+        assert ids == sorted(n["id"] for n in only.graph["graph_nodes"])
+        assert all(s["title"] for s in only.graph["subgraphs"])
+        with pytest.raises(InvalidInputError):
+            m.read(DOC, "  ")
+        with pytest.raises(InvalidInputError):
+            m.read("   ", Q)
+        with pytest.raises(ConfigError, match="has no reader"):
+            m.read(DOC, Q, design="memtree")
+
+
+def test_cli_read_json_shape(tmp_path: Path) -> None:
+    doc = tmp_path / "doc.txt"
+    doc.write_text(DOC, encoding="utf-8")
+    db = str(tmp_path / "r.db")
+    runner = CliRunner()
+    res = runner.invoke(app, ["read", str(doc), "-q", Q, "--db", db, "--json"])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout)
+    assert {"answer", "abstained", "windows", "compaction_ratio", "graph", "usage"} <= set(data)
+    assert {"nodes", "edges", "chunks"} <= set(data["graph"])
+    for w in data["windows"]:
+        assert set(w) == {"start", "end", "text", "node_ids"}
+        assert DOC[w["start"] : w["end"]] == w["text"]
+    res = runner.invoke(app, ["read", str(doc), "-q", Q, "--db", db, "--graph-only"])
+    assert res.exit_code == 0 and json.loads(res.stdout)["graph"]["cached"] is True
+    res = runner.invoke(app, ["read", str(doc), "--db", db])
+    assert res.exit_code == 2 and "--question" in res.stderr
+    plain = runner.invoke(app, ["read", str(doc), "-q", Q, "--db", db])
+    assert plain.exit_code == 0 and "300 meters" in plain.stdout and "compaction" in plain.stdout
+
+
+# llm tier, scripted -------------------------------------------------------------------------
+def llm_ctx(store: Any, embedder: Any, backend: ScriptedBackend) -> tuple[Context, str, Any]:
+    ns = "read-test"
+    store.add_episodes(ns, [prepare_episode({"text": DOC, "id": "document"}, Config())])
+    doc = store.get_episodes(ns, ["document"])[0]
+    llm = LLMClient(backend, usage=MemoryUsageSink(), max_retries=1)
+    return Context(store, embedder, llm, "llm"), ns, doc
+
+
+def build_reply(messages: list[Message]) -> str:
+    """Operations for whichever chunk is shown: one node per line, some bad ones."""
+    block = messages[-1].content.split('"""')[1].strip()
+    ops: list[dict[str, Any]] = []
+    for line in block.splitlines():
+        words = line.split()
+        nid = "_".join(w.lower().strip(".,$") for w in words[:3])
+        ops.append({"op": "add_node", "id": nid, "type": "claim", "content": line, "src": line})
+    ops.append({"op": "add_edge", "source": "nowhere", "target": "x", "relation": "r", "src": ""})
+    ops.append(
+        {
+            "op": "add_node",
+            "id": f"bad_{nid}",
+            "type": "claim",
+            "content": "x",
+            "src": "a quote the text does not contain at all",
+        }
+    )
+    return json.dumps({"operations": ops})
+
+
+def by_prompt(answers: list[Any]) -> Any:
+    """One scripted step for any call: D.1 gets :func:`build_reply`, a subgraph report a
+    fixed report, the answer stage the next of ``answers``."""
+    queue = list(answers)
+
+    def step(messages: list[Message]) -> str:
+        text = messages[-1].content
+        if text.startswith("You are a mind-graph builder"):
+            return build_reply(messages)
+        if "You write a report on one community" in text:
+            return json.dumps(
+                {
+                    "title": "Marlin",
+                    "summary": "The drone.",
+                    "rating": 8,
+                    "findings": ["It dives to 300 meters."],
+                }
+            )
+        nxt = queue.pop(0)
+        return nxt if isinstance(nxt, str) else json.dumps(nxt)
+
+    return step
+
+
+def test_llm_read_builds_per_chunk_then_runs_the_tool_loop(store, embedder) -> None:
+    params = ReaderParams(chunk_tokens=40)
+    chunks = chunk_spans(DOC, 40)
+    assert len(chunks) >= 3
+    answer = [
+        {"tool": "lookup_source", "arguments": {"node_id": "the_marlin_drone"}},
+        {"tool": "subgraph_summary", "arguments": {"mode": "index"}},
+        {"tool": "subgraph_summary", "arguments": {"mode": "detail", "subgraph_id": 0}},
+        {"tool": "lookup_source", "arguments": {"node_id": "no_such_node"}},
+        {
+            "tool": "final",
+            "arguments": {
+                "answer": "300 meters",
+                "cited_nodes": ["the_marlin_drone", "ghost"],
+                "confidence": "high",
+            },
+        },
+    ]
+    backend = ScriptedBackend([by_prompt(answer)] * 100)
+    ctx, ns, doc = llm_ctx(store, embedder, backend)
+    r = asyncio.run(MindGraphReader(params).read(ctx, ns, doc, Q))
+    assert r.answer == "300 meters" and not r.abstained
+    assert r.details["cited_nodes"] == ["the_marlin_drone"]  # unknown ids dropped
+    assert r.details["tool_calls"] == {"lookup_source": 2, "subgraph_summary": 2}
+    assert r.details["protocol"] == "json" and not r.details["capped"]
+    # the window is what lookup_source returned, with offsets into the document
+    (w,) = r.windows
+    assert w.node_ids == ["the_marlin_drone"] and "300 meters" in w.text
+    assert DOC[w.start : w.end] == w.text
+    # every chunk was one D.1 call; rejected operations and the unlocated quote counted
+    assert r.graph["chunks"] == len(chunks)
+    assert r.graph["rejected"]["dangling_edge"] == len(chunks)
+    assert r.graph["provenance"]["unlocated"] == len(chunks)
+    assert r.usage["stages"]["mindgraph.build"]["calls"] == len(chunks)
+    assert r.usage["stages"]["mindgraph.answer"]["calls"] == 5
+    assert r.usage["stages"]["mindgraph.report"]["calls"] >= 1
+    assert [u["round"] for u in r.usage["rounds"]] == [0, 1, 2, 3, 4]
+    assert r.usage["first_call_prompt_tokens"] == r.usage["rounds"][0]["prompt_tokens"] > 0
+    # the build prompts follow D.1: the question, the graph so far, the block position
+    first, second = backend.requests[0].messages[0].content, backend.requests[1].messages[0].content
+    assert "## Current graph state\n(empty)" in first and f"(block 1/{len(chunks)})" in first
+    assert '"id": "maya_chen_moved"' in second and f"(block 2/{len(chunks)})" in second
+    # the answer prompt is D.2 with the graph and its stats, the tools described
+    answer_prompt = next(
+        q.messages for q in backend.requests if "mind graph below" in q.messages[-1].content
+    )
+    assert "lookup_source" in answer_prompt[0].content  # the JSON protocol's tool list
+    assert f"nodes, {r.graph['edges']} edges, built from {len(chunks)} chunks" in (
+        answer_prompt[1].content
+    )
+    # subgraph reports were made on first use and stored for this graph
+    assert any(isinstance(c, Community) for c in store.get_records(ns, "community"))
+    # the stored graph reloads as it was built
+    saved = load_graph(ctx, ns, r.graph["key"])
+    assert saved is not None and saved.counts()["nodes"] == r.graph["nodes"]
+    assert r.compaction_ratio == pytest.approx(
+        count_tokens(answer_prompt[1].content) / count_tokens(DOC), abs=1e-3
+    )
+
+
+def test_llm_read_native_tool_calls(store, embedder) -> None:
+    call = {
+        "id": "c1",
+        "function": {"name": "lookup_source", "arguments": '{"node_id": "her_brother_leo"}'},
+    }
+    final = {"content": '{"answer": "Toronto", "cited_nodes": [], "confidence": "medium"}'}
+    chunks = chunk_spans(DOC, 8192)
+    backend = ScriptedBackend(
+        [build_reply] * len(chunks) + [{"tool_calls": [call]}, final], native_tools=True
+    )
+    ctx, ns, doc = llm_ctx(store, embedder, backend)
+    r = asyncio.run(MindGraphReader().read(ctx, ns, doc, "Where does Leo teach?"))
+    assert r.answer == "Toronto" and r.details["protocol"] == "native"
+    assert "Toronto" in r.windows[0].text
+    tools = backend.tool_requests[-1]
+    assert tools[-1]["role"] == "tool" and "Toronto" in tools[-1]["content"]
+
+
+def test_the_tool_rounds_are_capped(store, embedder) -> None:
+    def always_lookup(messages: list[Message]) -> str:
+        if "No more tool calls" in messages[-1].content:
+            return json.dumps(
+                {
+                    "tool": "final",
+                    "arguments": {"answer": "unknown", "cited_nodes": [], "confidence": "low"},
+                }
+            )
+        return json.dumps({"tool": "lookup_source", "arguments": {"node_id": "her_brother_leo"}})
+
+    backend = ScriptedBackend([build_reply] + [always_lookup] * 10)
+    ctx, ns, doc = llm_ctx(store, embedder, backend)
+    r = asyncio.run(MindGraphReader(ReaderParams(max_rounds=3)).read(ctx, ns, doc, Q))
+    assert r.details["capped"] and r.details["tool_rounds"] == 3
+    assert len(r.usage["rounds"]) == 4
+    assert r.abstained  # "unknown"
+
+
+def test_a_failed_build_leaves_a_valid_graph(store, embedder) -> None:
+    final = {"tool": "final", "arguments": {"answer": "", "cited_nodes": [], "confidence": "low"}}
+    backend = ScriptedBackend(["no json here", "still none", final])
+    ctx, ns, doc = llm_ctx(store, embedder, backend)
+    r = asyncio.run(MindGraphReader().read(ctx, ns, doc, Q))
+    assert r.usage["failed_build_chunks"] == 1
+    assert r.graph["nodes"] == 0 and r.abstained and r.windows == []
