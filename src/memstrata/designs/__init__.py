@@ -10,4 +10,5 @@ BUILTIN = (
     "memstrata.designs.system1",
     "memstrata.designs.mnemis",
     "memstrata.designs.memtree",
+    "memstrata.designs.personalai",
 )
