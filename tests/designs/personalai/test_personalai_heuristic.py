@@ -139,3 +139,23 @@ def test_empty_graph_unknown_names_and_answers(tmp_path: Path, embedder) -> None
 
         none = asyncio.run(empty.answer(m.engine.context("default"), "default", "q?", []))
         assert none.abstained and none.text == "<NotEnoughtInfo>"
+
+
+def test_rebuild_drops_only_its_own_records(tmp_path: Path, embedder) -> None:
+    with Memory.open(tmp_path / "m.db", embedder=embedder, recipe="personalai") as m:
+        m.add_many(PASSAGES)
+        m.build(recipe="mnemis")
+        mnemis_entities = [
+            e for e in m.store.get_records("default", "entity") if e.entity_type != "object"
+        ]
+        assert mnemis_entities
+        before = PAGraph.load(m.store, embedder, "default")
+        (report,) = m.build(recipe="personalai", rebuild=True)
+        assert report.episodes == len(PASSAGES)
+        after = PAGraph.load(m.store, embedder, "default")
+        assert sorted(o.name for o in after.objects.values()) == sorted(
+            o.name for o in before.objects.values()
+        )
+        assert not set(after.objects) & set(before.objects)  # new records
+        kept = {e.id for e in m.store.get_records("default", "entity")}
+        assert {e.id for e in mnemis_entities} <= kept

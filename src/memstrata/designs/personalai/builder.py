@@ -4,9 +4,9 @@ or episode by episode (llm tier).
 The heuristic tier writes a whole batch's records and done marks in one transaction. The
 llm tier writes each episode's in its own transaction, so an episode whose model answer
 cannot be read (or whose call fails) is marked failed, the in-memory graph is reloaded
-from the store, and nothing of that episode half-applies. Vectors of new object names,
-theses and triplets are computed here, into the store's embedding cache, so a search
-never waits for them.
+from the store, and nothing of that episode half-applies. Vectors of new object names
+and theses are computed here, into the store's embedding cache, so a search does not
+wait for them.
 """
 
 from __future__ import annotations
@@ -55,9 +55,11 @@ def graph_cache(ctx: Context) -> GraphCache:
 
 
 def _embed_new(graph: PAGraph, ids: set[str]) -> None:
+    """Vectors of new node texts (object names, theses); triplets are embedded when the
+    triplets filter first meets them: most never pass through a search, and embedding
+    them all doubled the build time of the HotpotQA sample."""
     texts = [graph.objects[i].name for i in ids if i in graph.objects]
     texts += [graph.theses[i].text for i in ids if i in graph.theses]
-    texts += [graph.triplets[i].fact for i in ids if i in graph.triplets]
     ensure_embedded(graph.store, graph.embedder, texts)
 
 
@@ -119,7 +121,16 @@ class PersonalAIBuilder(Builder[MemorizeParams]):
         return StepResult(failed=failed)
 
     async def rebuild(self, ctx: Context, namespace: str) -> None:
-        await super().rebuild(ctx, namespace)
+        """Drop this design's records only: another design in the namespace (Mnemis)
+        keeps entities and facts of its own, which a drop by kind would take too."""
+
+        def drop() -> None:
+            graph = PAGraph.load(ctx.store, ctx.embedder, namespace)
+            own = [*graph.theses, *graph.triplets, *graph.objects]
+            ctx.store.write_records(namespace, [], own)
+            ctx.store.reset_build(namespace, self.name, ())
+
+        await asyncio.to_thread(drop)
         graph_cache(ctx).forget(namespace)
 
     async def describe(self, ctx: Context, namespace: str) -> dict[str, Any]:
