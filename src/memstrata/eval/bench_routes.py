@@ -53,12 +53,13 @@ async def run(
         spec = engine.recipe(recipe)
         for rs, route in zip(spec.routes, engine.routes(recipe), strict=True):
             await route.search(ctx, NAMESPACE, queries[:1], 10)  # load and warm
-            ms = []
+            ms, cpu = [], []
             for q in queries:
-                t1 = time.perf_counter()
+                t1, c1 = time.perf_counter(), time.process_time()
                 await route.search(ctx, NAMESPACE, [q], 10)
                 ms.append(1000 * (time.perf_counter() - t1))
-            entry["routes"][rs.name] = _summary(ms)
+                cpu.append(1000 * (time.process_time() - c1))
+            entry["routes"][rs.name] = {**_summary(ms), "cpu_p50": _summary(cpu)["p50"]}
         ms = []
         for q in queries:
             t1 = time.perf_counter()
@@ -74,8 +75,8 @@ def markdown(report: dict[str, Any]) -> str:
         f"Route latency — {report['episodes']} synthetic episodes, {report['queries']} "
         "queries, one at a time (ms).",
         "",
-        "| recipe | route | p50 | p95 | whole search p50 | built |",
-        "|---|---|---|---|---|---|",
+        "| recipe | route | p50 | p95 | CPU p50 | whole search p50 | built |",
+        "|---|---|---|---|---|---|---|",
     ]
     for recipe, e in report["recipes"].items():
         built = "; ".join(

@@ -1,6 +1,8 @@
 """WaterCircles: breadth-first rings from every start node at once.
 
-Rings grow one hop at a time from each query entity's node. A node reached from two
+Rings grow one hop at a time from each query entity's node, over simple relations
+(object to object). Thesis and episode fragments next to a ring are examined on the way
+(section 3, "Text Fragment Analysis"), not crossed. An object reached from two
 different starts is an intersection: the simple triplets on both chains that meet there
 go to the primary list; every simple triplet traversed goes to the secondary list. Thesis
 (hyper) and episode (episodic) fragments met on the way are ranked by
@@ -51,7 +53,6 @@ def watercircles(q: Query, p: WaterCirclesParams) -> list[Item]:
     topo = q.topo
     adj = topo.adjacency()
     starts = list(dict.fromkeys(q.starts))
-    start_set = set(starts)
     parents: list[Parent] = [{} for _ in starts]
     owner: dict[int, int] = {s: i for i, s in enumerate(starts)}  # first ring to reach a node
     depth_of: dict[int, int] = {s: 0 for s in starts}
@@ -61,33 +62,33 @@ def watercircles(q: Query, p: WaterCirclesParams) -> list[Item]:
     secondary: dict[str, list[str]] = {}
     fragments: dict[int, int] = {}  # fragment node -> ring that found it
     reached: list[set[int]] = [{s} for s in starts]
+    wanted = p.chain_triplets_num
     for depth in range(1, p.max_depth + 1):
         for ring, frontier in enumerate(frontiers):
             nxt = []
             for u in frontier:
                 for v, _, kind, rid in adj[u]:
-                    if v in reached[ring] or not (q.allowed(v) or v in start_set):
+                    if v in reached[ring] or not q.allowed(v) and v not in owner:
                         continue
                     reached[ring].add(v)
                     parents[ring][v] = (u, kind, rid)
                     q.visited.add(v)
-                    nxt.append(v)
-                    if kind == "simple":
-                        secondary.setdefault(rid, path_keys(topo, [u, v]))
-                    if topo.types[v] != "object":
+                    if kind != "simple":  # a fragment: examined, not crossed
                         fragments.setdefault(v, ring)
+                        depth_of.setdefault(v, depth)
+                        continue
+                    nxt.append(v)
+                    secondary.setdefault(rid, path_keys(topo, [u, v]))
                     other = owner.setdefault(v, ring)
                     depth_of.setdefault(v, depth)
-                    if other != ring:  # two rings meet at v
+                    if other != ring and len(primary) < wanted:  # two rings meet at v
                         chain = _chain(parents[other], v) + _chain(parents[ring], v)[::-1]
                         keys = path_keys(topo, [starts[other]] + [n for n, _, _ in chain])
                         for _, k, r in chain:
                             if k == "simple":
                                 primary.setdefault(r, keys)
             frontiers[ring] = nxt
-    out = [Item("simple", r, path, "watercircles") for r, path in primary.items()][
-        : p.chain_triplets_num
-    ]
+    out = [Item("simple", r, path, "watercircles") for r, path in primary.items()][:wanted]
     others = [r for r in secondary if r not in primary][: p.other_triplets_num]
     out += [Item("simple", r, secondary[r], "watercircles") for r in others]
     ranked = _rank_fragments(q, fragments, starts, depth_of, p)
