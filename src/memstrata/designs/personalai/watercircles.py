@@ -68,15 +68,18 @@ def watercircles(q: Query, p: WaterCirclesParams) -> list[Item]:
             nxt = []
             for u in frontier:
                 for v, _, kind, rid in adj[u]:
+                    if kind != "simple":  # a fragment: examined, not crossed
+                        if v not in fragments and q.allowed(v):
+                            fragments[v] = ring
+                            depth_of[v] = depth
+                            parents[ring][v] = (u, kind, rid)
+                            q.visited.add(v)
+                        continue
                     if v in reached[ring] or not q.allowed(v) and v not in owner:
                         continue
                     reached[ring].add(v)
                     parents[ring][v] = (u, kind, rid)
                     q.visited.add(v)
-                    if kind != "simple":  # a fragment: examined, not crossed
-                        fragments.setdefault(v, ring)
-                        depth_of.setdefault(v, depth)
-                        continue
                     nxt.append(v)
                     secondary.setdefault(rid, path_keys(topo, [u, v]))
                     other = owner.setdefault(v, ring)
@@ -114,13 +117,19 @@ def _rank_fragments(
         return []
     adj = q.topo.adjacency()
     start_set = set(starts)
+    # Query entities linked to each fragment, read from the starts' side (a fragment
+    # found in ring 1 is linked to its own start, which does not count).
+    linked: dict[int, set[int]] = {}
+    for s in start_set:
+        for v, _, _, _ in adj[s]:
+            if v in fragments:
+                linked.setdefault(v, set()).add(s)
     nodes = list(fragments)
     sims = q.similarity(nodes)
     scored = []
     for n, sim in zip(nodes, sims, strict=True):
-        origin = starts[fragments[n]]
-        linked = {v for v, _, _, _ in adj[n] if v in start_set and v != origin}
-        scored.append((n, fragments[n], len(linked), depth_of.get(n, 0), float(sim)))
+        count = len(linked.get(n, ())) - (1 if depth_of[n] == 1 else 0)
+        scored.append((n, fragments[n], count, depth_of[n], float(sim)))
     if p.strict_filter and len(start_set) > 1:
         scored = [s for s in scored if s[2] >= 1]
     scored.sort(key=lambda s: (-s[2], s[3], -s[4]))
