@@ -85,7 +85,8 @@ def markdown(report: dict[str, Any]) -> str:
         )
         for route, s in e["routes"].items():
             lines.append(
-                f"| {recipe} | {route} | {s['p50']} | {s['p95']} | {e['search']['p50']} | {built} |"
+                f"| {recipe} | {route} | {s['p50']} | {s['p95']} | {s['cpu_p50']} | "
+                f"{e['search']['p50']} | {built} |"
             )
     return "\n".join(lines) + "\n"
 
