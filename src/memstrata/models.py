@@ -122,17 +122,25 @@ class Fact(Derived):
     )
     valid_at: datetime | None = None
     invalid_at: datetime | None = None
+    replaced_by: list[str] = Field(
+        default_factory=list, description="ids of the records that superseded it"
+    )
 
     def search_text(self) -> str:
         return self.fact
 
 
 class Thesis(Derived):
-    """A proposition over several entities (PersonalAI thesis node, a hyperedge)."""
+    """A proposition over several entities (PersonalAI thesis node, a hyperedge).
+
+    Like a fact, a superseded thesis keeps its row, with ``invalid_at`` and its successors.
+    """
 
     kind: ClassVar[str] = "thesis"
     text: str
     entity_ids: list[str] = Field(default_factory=list)
+    invalid_at: datetime | None = None
+    replaced_by: list[str] = Field(default_factory=list)
 
     def search_text(self) -> str:
         return self.text

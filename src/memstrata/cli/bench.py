@@ -255,6 +255,37 @@ def bench_scale(
     out.print(f"written {jpath} and {mpath}")
 
 
+@bench_app.command("routes")
+def bench_routes(
+    recipe: Annotated[str, typer.Option(help="Recipes whose routes to time, comma-separated.")],
+    episodes: Annotated[int, typer.Option(help="Synthetic episodes to build from.")] = 2000,
+    queries: Annotated[int, typer.Option(help="Queries to time.")] = 100,
+    db: Annotated[
+        str | None, typer.Option("--db", help="Store (default: a fresh temp file).")
+    ] = None,
+    out_dir: Annotated[Path, typer.Option("--out")] = Path("bench-out"),
+    seed: Annotated[int, typer.Option(help="Random seed of the synthetic data.")] = 7,
+    config: ConfigOpt = None,
+) -> None:
+    """Each route's own p50/p95 latency, one query at a time, on structures built from
+    synthetic episodes (heuristic tier); with what the builders report they built."""
+    from memstrata.eval import bench_routes as br
+
+    with tempfile.TemporaryDirectory() as tmp, errors():
+        cfg = load_config(config, **{"llm.kind": "none"})
+        store = db or str(Path(tmp) / "routes.db")
+        recipes = [r.strip() for r in recipe.split(",") if r.strip()]
+        report = run_on_memory(
+            store,
+            cfg,
+            "ingesting",
+            episodes,
+            lambda m, tick: br.run(m, recipes, episodes, queries, seed=seed, progress=tick),
+        )
+        paths = br.write(report, out_dir)
+    emit(br.markdown(report), paths)
+
+
 @bench_app.command("inline")
 def bench_inline(
     file: Annotated[Path, typer.Argument(help="LoCoMo JSON file.", exists=True, dir_okay=False)],

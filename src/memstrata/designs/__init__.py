@@ -12,4 +12,5 @@ BUILTIN = (
     "memstrata.designs.memtree",
     "memstrata.designs.higmem",
     "memstrata.designs.mindgraph",
+    "memstrata.designs.personalai",
 )

@@ -1,0 +1,144 @@
+"""BeamSearch: up to ``max_paths`` paths from each start node, relevant to the question.
+
+A path's relevance is ``mean_alpha * mean(sim) + (1 - mean_alpha) * sim(last)``, with
+``sim`` the cosine between the question and each node the path entered (the paper names
+``mean_alpha`` without its formula; this is the reading used here). Each step extends
+every live path by each admissible neighbour and keeps the ``max_paths`` most relevant
+candidates. A path **ends** when it has no admissible neighbour or when every extension
+would lower its relevance; paths alive at ``max_depth`` are **continuous**.
+
+* ``same_path_intersection_by_node``: a path may revisit its own nodes.
+* ``diff_paths_intersection_by_node`` / ``..._by_rel``: distinct paths may share nodes
+  (other than their start) / edges. A path that branches shares its prefix with its
+  branches, so with either sharing off a path keeps one extension per step, and the
+  paths are disjoint after the start.
+* ``final_sorting_mode``: ``ended_first``, ``continuous_first`` or ``mixed`` (section 3).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+from pydantic import Field
+
+from memstrata.designs.personalai.retrieve import Item, Query, RestrictParams, path_keys
+
+SortMode = Literal["ended_first", "continuous_first", "mixed"]
+
+
+class BeamParams(RestrictParams):
+    max_depth: int = Field(default=5, ge=1)
+    max_paths: int = Field(default=10, ge=1)
+    same_path_intersection_by_node: bool = False
+    diff_paths_intersection_by_node: bool = False
+    diff_paths_intersection_by_rel: bool = False
+    mean_alpha: float = Field(default=0.75, ge=0, le=1)
+    final_sorting_mode: SortMode = "mixed"
+
+
+@dataclass
+class Path:
+    nodes: list[int]
+    edges: list[tuple[int, str, str]] = field(default_factory=list)  # (edge, kind, rid)
+    sims: list[float] = field(default_factory=list)
+    score: float = -2.0
+
+
+def relevance(sims: list[float], alpha: float) -> float:
+    return alpha * (sum(sims) / len(sims)) + (1 - alpha) * sims[-1] if sims else -2.0
+
+
+def beam_paths(q: Query, p: BeamParams) -> list[Path]:
+    """The selected paths of every start node, in the final sorting order."""
+    adj = q.topo.adjacency()
+    starts = set(q.starts)
+    used_nodes: set[int] = set()
+    used_edges: set[int] = set()
+    branch = p.diff_paths_intersection_by_node and p.diff_paths_intersection_by_rel
+    ended: list[Path] = []
+    continuous: list[Path] = []
+    for s in dict.fromkeys(q.starts):
+        q.visited.add(s)
+        live = [Path([s])]
+        for _ in range(p.max_depth):
+            cands: list[tuple[Path, Path]] = []  # (parent, child)
+            for path in live:
+                u = path.nodes[-1]
+                nbrs = [
+                    (v, e, kind, rid)
+                    for v, e, kind, rid in adj[u]
+                    if q.allowed(v)
+                    and v not in starts
+                    and (p.same_path_intersection_by_node or v not in path.nodes)
+                ]
+                if not nbrs:
+                    ended.append(path)
+                    continue
+                sims = q.similarity([v for v, _, _, _ in nbrs])
+                # A child's relevance grows with its last node's similarity, and at most
+                # max_paths children survive a step: only the most similar can.
+                if len(nbrs) > p.max_paths:
+                    top = np.argpartition(-sims, p.max_paths - 1)[: p.max_paths]
+                    nbrs, sims = [nbrs[i] for i in top], sims[top]
+                kids = []
+                for (v, e, kind, rid), sim in zip(nbrs, sims, strict=True):
+                    ksims = path.sims + [float(sim)]
+                    kids.append(
+                        Path(
+                            path.nodes + [v],
+                            path.edges + [(e, kind, rid)],
+                            ksims,
+                            relevance(ksims, p.mean_alpha),
+                        )
+                    )
+                if path.sims and max(k.score for k in kids) < path.score:
+                    ended.append(path)
+                    continue
+                cands.extend((path, k) for k in kids)
+            cands.sort(key=lambda pc: -pc[1].score)
+            kept: list[Path] = []
+            extended: set[int] = set()
+            for parent, child in cands:
+                if len(kept) >= p.max_paths:
+                    break
+                v, (e, _, _) = child.nodes[-1], child.edges[-1]
+                if not branch and len(parent.nodes) > 1 and id(parent) in extended:
+                    continue
+                if not p.diff_paths_intersection_by_node and v in used_nodes:
+                    continue
+                if not p.diff_paths_intersection_by_rel and e in used_edges:
+                    continue
+                kept.append(child)
+                extended.add(id(parent))
+                used_nodes.add(v)
+                used_edges.add(e)
+                q.visited.add(v)
+            # A live path none of whose extensions was kept ends here.
+            done = {id(x) for x in ended}
+            ended.extend(x for x in live if x.sims and id(x) not in extended | done)
+            live = kept
+            if not live:
+                break
+        continuous.extend(live)
+    return select(ended, continuous, p)
+
+
+def select(ended: list[Path], continuous: list[Path], p: BeamParams) -> list[Path]:
+    ended = sorted((x for x in ended if x.sims), key=lambda x: -x.score)
+    continuous = sorted((x for x in continuous if x.sims), key=lambda x: -x.score)
+    if p.final_sorting_mode == "ended_first":
+        return (ended + continuous)[: p.max_paths]
+    if p.final_sorting_mode == "continuous_first":
+        return (continuous + ended)[: p.max_paths]
+    return sorted(ended + continuous, key=lambda x: -x.score)[: p.max_paths]
+
+
+def beam(q: Query, p: BeamParams) -> list[Item]:
+    out: list[Item] = []
+    for path in beam_paths(q, p):
+        keys = path_keys(q.topo, path.nodes)
+        for _, kind, rid in path.edges:
+            out.append(Item(kind, rid, keys, "beam"))  # type: ignore[arg-type]
+    return out

@@ -1,0 +1,282 @@
+"""The Memorize pipeline: episodes into objects, triplets and theses, and outdated ones out.
+
+Both tiers write the same records through :class:`Memorizer`:
+
+* ``heuristic``: :func:`memstrata.designs.personalai.extract.extract`; outdated triplets
+  are those of an earlier episode with the same subject and relation and another object.
+* ``llm``: the appendix A prompts (theses with their nodes, then simple triplets); then
+  section 3's outdated-knowledge step: the new items' objects are matched to existing
+  object nodes, a breadth-first walk (``bfs_depth`` hops) over their connections and
+  hyperconnections collects the existing triplets and theses around them, and the
+  appendix B prompts say which of those the new ones replace.
+
+A replaced triplet or thesis is never deleted (the paper deletes it): it gets
+``invalid_at`` and ``replaced_by`` (the ids of its replacements), leaves the traversal
+graph, and stays in the store as history.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from memstrata.designs.personalai.extract import extract
+from memstrata.designs.personalai.graph import OBJECT, PAGraph, name_key, text_key
+from memstrata.designs.personalai.prompts import (
+    Output,
+    Replacements,
+    Theses,
+    Triplets,
+    ask,
+    extract_theses,
+    extract_triplets,
+    replace_theses,
+    replace_triplets,
+)
+from memstrata.llm.base import LLMClient
+from memstrata.models import Entity, Episode, Fact, Span, Thesis
+
+STAGE = "personalai."
+
+
+class MemorizeParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    #: answer format asked of the model: JSON (grammar-constrained) or the paper's lines
+    output: Output = "json"
+    #: run the outdated-knowledge step at all
+    replace_outdated: bool = True
+    #: hops of the breadth-first walk from the matched objects (the paper gives none)
+    bfs_depth: int = Field(default=1, ge=1, le=3)
+    #: existing items shown to one replacement prompt at most (closest to the new first)
+    max_existing: int = Field(default=30, ge=1)
+    max_tokens: int = Field(default=768, ge=64)
+
+
+def _find(text: str, needle: str) -> tuple[int, int] | None:
+    m = re.search(re.escape(needle.strip()), text, re.IGNORECASE)
+    return (m.start(), m.end()) if m else None
+
+
+def triplet_line(graph: PAGraph, f: Fact) -> str:
+    """``subject, relation, object``, the appendix B form of a triplet."""
+    return f"{graph.objects[f.subject_id].name}, {f.relation}, {graph.objects[f.object_id].name}"
+
+
+class Memorizer:
+    """Folds episodes into one namespace's :class:`PAGraph`."""
+
+    def __init__(self, graph: PAGraph, params: MemorizeParams | None = None) -> None:
+        self.graph = graph
+        self.params = params or MemorizeParams()
+        self.replaced: int = 0
+
+    # records ----------------------------------------------------------------------------
+    def object(self, name: str, span: Span) -> Entity:
+        g = self.graph
+        key = name_key(name)
+        oid = g.by_name.get(key)
+        if oid is None:
+            ent = Entity(namespace=g.namespace, name=name.strip(), entity_type=OBJECT)
+            ent.sources.append(span)
+            return g.add_object(ent)
+        ent = g.objects[oid]
+        if span not in ent.sources:
+            ent.sources.append(span)
+            g.touch(ent)
+        return ent
+
+    def thesis(self, text: str, object_ids: list[str], span: Span) -> Thesis:
+        g = self.graph
+        tid = g.by_thesis.get(text_key(text))
+        if tid is not None:
+            th = g.theses[tid]
+            if span not in th.sources:
+                th.sources.append(span)
+            th.entity_ids = list(dict.fromkeys(th.entity_ids + object_ids))
+            g.touch(th)
+            return th
+        th = Thesis(
+            namespace=g.namespace, text=text.strip(), entity_ids=list(dict.fromkeys(object_ids))
+        )
+        th.sources.append(span)
+        return g.add_thesis(th)
+
+    def triplet(self, subj: Entity, relation: str, obj: Entity, span: Span) -> Fact:
+        g = self.graph
+        text = f"{subj.name} {relation} {obj.name}"
+        fid = g.by_triplet.get(text_key(text))
+        if fid is not None:
+            fact = g.triplets[fid]
+            if span not in fact.sources:
+                fact.sources.append(span)
+                g.touch(fact)
+            return fact
+        fact = Fact(
+            namespace=g.namespace,
+            subject_id=subj.id,
+            object_id=obj.id,
+            relation=relation.strip(),
+            fact=text,
+            entity_ids=[subj.id, obj.id],
+        )
+        fact.sources.append(span)
+        return g.add_triplet(fact)
+
+    # heuristic tier ---------------------------------------------------------------------
+    def heuristic(self, ep: Episode) -> None:
+        for d in extract(ep.text, ep.speaker):
+            objs = [
+                self.object(m.name, Span(episode=ep.id, start=m.start, end=m.end))
+                for m in d.mentions
+            ]
+            span = Span(episode=ep.id, start=d.start, end=d.end)
+            self.thesis(d.text, [o.id for o in objs], span)
+            for a, rel, b in d.triplets:
+                if objs[a].id == objs[b].id:
+                    continue
+                fact = self.triplet(objs[a], rel, objs[b], span)
+                if self.params.replace_outdated:
+                    self._same_relation(fact, ep)
+
+    def _same_relation(self, new: Fact, ep: Episode) -> None:
+        """Heuristic rule: an earlier episode's triplet with the same subject and relation
+        and another object is replaced by ``new``."""
+        g = self.graph
+        rel = text_key(new.relation)
+        for fid in list(g.triplets_of.get(new.subject_id, ())):
+            old = g.triplets[fid]
+            if (
+                old.id != new.id
+                and old.invalid_at is None
+                and old.subject_id == new.subject_id
+                and old.object_id != new.object_id
+                and text_key(old.relation) == rel
+                and all(s.episode != ep.id for s in old.sources)
+            ):
+                g.retire(old, new.id, ep.occurred_at or ep.created_at)
+                self.replaced += 1
+
+    # llm tier ---------------------------------------------------------------------------
+    async def llm(self, ep: Episode, llm: LLMClient) -> None:
+        """Appendix A extraction, then the outdated-knowledge step; raises on a bad answer
+        before anything is added, so a failed episode leaves the graph as it was."""
+        p = self.params
+        theses = await ask(
+            llm, extract_theses(ep.text, p.output), Theses, p.output, STAGE + "theses", p.max_tokens
+        )
+        triplets = await ask(
+            llm,
+            extract_triplets(ep.text, p.output),
+            Triplets,
+            p.output,
+            STAGE + "triplets",
+            p.max_tokens,
+        )
+        before = set(self.graph.objects)
+        whole = Span(episode=ep.id, start=0, end=len(ep.text))
+
+        def span_of(s: str) -> Span:
+            found = _find(ep.text, s)
+            return Span(episode=ep.id, start=found[0], end=found[1]) if found else whole
+
+        new_theses: list[Thesis] = []
+        new_facts: list[Fact] = []
+        for item in theses.theses:
+            if not item.thesis.strip():
+                continue
+            objs = [self.object(n, span_of(n)) for n in item.nodes if n.strip()]
+            new_theses.append(self.thesis(item.thesis, [o.id for o in objs], span_of(item.thesis)))
+        for t in triplets.triplets:
+            if not (t.subject.strip() and t.object.strip() and t.relation.strip()):
+                continue
+            if t.subject.strip().lower() == "none" or t.object.strip().lower() == "none":
+                continue
+            s, o = (
+                self.object(t.subject, span_of(t.subject)),
+                self.object(t.object, span_of(t.object)),
+            )
+            if s.id != o.id:
+                new_facts.append(self.triplet(s, t.relation, o, span_of(t.subject)))
+        if p.replace_outdated:
+            await self._outdated(llm, ep, before, new_theses, new_facts)
+
+    def neighbourhood(self, seeds: set[str], depth: int) -> tuple[list[str], list[str]]:
+        """Triplet and thesis ids met by a breadth-first walk of ``depth`` hops from the
+        object ids ``seeds``, over simple relations and thesis hyperedges, nearest first."""
+        g = self.graph
+        seen, frontier = set(seeds), list(seeds)
+        facts: dict[str, None] = {}
+        theses: dict[str, None] = {}
+        for _ in range(depth):
+            nxt: list[str] = []
+            for oid in frontier:
+                for fid in g.triplets_of.get(oid, ()):
+                    f = g.triplets[fid]
+                    if f.invalid_at is not None:
+                        continue
+                    facts.setdefault(fid, None)
+                    other = f.object_id if f.subject_id == oid else f.subject_id
+                    if other not in seen:
+                        seen.add(other)
+                        nxt.append(other)
+                for tid in g.theses_of.get(oid, ()):
+                    th = g.theses[tid]
+                    if th.invalid_at is not None:
+                        continue
+                    theses.setdefault(tid, None)
+                    for other in th.entity_ids:
+                        if other not in seen:
+                            seen.add(other)
+                            nxt.append(other)
+            frontier = nxt
+        return list(facts), list(theses)
+
+    async def _outdated(
+        self,
+        llm: LLMClient,
+        ep: Episode,
+        before: set[str],
+        new_theses: list[Thesis],
+        new_facts: list[Fact],
+    ) -> None:
+        p, g = self.params, self.graph
+        fresh = {r.id for r in new_theses} | {f.id for f in new_facts}
+        seeds = {e for r in new_theses for e in r.entity_ids} | {
+            e for f in new_facts for e in (f.subject_id, f.object_id)
+        }
+        facts, theses = self.neighbourhood(seeds & before, p.bfs_depth)
+        old_facts = [g.triplets[f] for f in facts if f not in fresh][: p.max_existing]
+        old_theses = [g.theses[t] for t in theses if t not in fresh][: p.max_existing]
+        if old_theses and new_theses:
+            await self._replace(llm, "theses", old_theses, new_theses, ep)
+        if old_facts and new_facts:
+            await self._replace(llm, "triplets", old_facts, new_facts, ep)
+
+    async def _replace(
+        self,
+        llm: LLMClient,
+        what: Literal["theses", "triplets"],
+        old: list[Thesis] | list[Fact],
+        new: list[Thesis] | list[Fact],
+        ep: Episode,
+    ) -> None:
+        p, g = self.params, self.graph
+
+        def label(r: Thesis | Fact) -> str:
+            return r.text if isinstance(r, Thesis) else triplet_line(g, r)
+
+        old_by = {text_key(label(r)): r for r in old}
+        new_by = {text_key(label(r)): r for r in new}
+        make = replace_theses if what == "theses" else replace_triplets
+        prompt = make([label(r) for r in old], [label(r) for r in new], p.output)
+        answer = await ask(
+            llm, prompt, Replacements, p.output, STAGE + f"replace_{what}", p.max_tokens
+        )
+        for rep in answer.replacements:
+            was, now = old_by.get(text_key(rep.outdated)), new_by.get(text_key(rep.new))
+            if was is not None and now is not None and was.invalid_at is None:
+                g.retire(was, now.id, ep.occurred_at or ep.created_at)
+                self.replaced += 1

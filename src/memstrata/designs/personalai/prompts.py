@@ -1,0 +1,321 @@
+"""Every PersonalAI prompt (appendices A, B and C) and the parsers of their answers.
+
+Each prompt function returns ``(messages, model)``: the messages and the pydantic model
+of the expected answer. Two output formats are offered, chosen by the builder's or
+route's ``output`` parameter:
+
+* ``lines``: the paper's own formats (``subject, relation, object; ...``, ``["new <-
+  old"; ...]``, ``[[old -> new], ...]``, ``[Answer]: ...``), asked as plain text and
+  parsed by :func:`parse` into the model;
+* ``json``: the same instructions asking for a JSON object of the model's schema, for
+  grammar-constrained models (the local GGUF backend).
+
+:func:`parse` accepts either format whatever was asked, so a model that answers in the
+other one is not lost. Input that holds nothing parseable raises ``LLMOutputError``.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from typing import Literal, TypeVar
+
+from pydantic import BaseModel, Field, ValidationError
+
+from memstrata.llm.base import LLMClient
+from memstrata.llm.types import LLMOutputError, Message
+
+Output = Literal["json", "lines"]
+Prompt = tuple[list[Message], type[BaseModel]]
+M = TypeVar("M", bound=BaseModel)
+NOT_ENOUGH = "<NotEnoughtInfo>"  # the paper's token, spelling included
+
+
+class ThesisItem(BaseModel):
+    thesis: str = Field(max_length=600)
+    nodes: list[str] = Field(default_factory=list, max_length=12)
+
+
+class Theses(BaseModel):
+    theses: list[ThesisItem] = Field(default_factory=list, max_length=40)
+
+
+class TripletItem(BaseModel):
+    subject: str = Field(max_length=120)
+    relation: str = Field(max_length=120)
+    object: str = Field(max_length=120)
+
+
+class Triplets(BaseModel):
+    triplets: list[TripletItem] = Field(default_factory=list, max_length=60)
+
+
+class Replacement(BaseModel):
+    outdated: str = Field(max_length=600)
+    new: str = Field(max_length=600)
+
+
+class Replacements(BaseModel):
+    replacements: list[Replacement] = Field(default_factory=list, max_length=40)
+
+
+class KeyEntities(BaseModel):
+    entities: list[str] = Field(default_factory=list, max_length=20)
+
+
+class QAAnswer(BaseModel):
+    chain_of_thoughts: str = Field(default="", max_length=2000)
+    answer: str = Field(max_length=600)
+
+    @property
+    def abstained(self) -> bool:
+        return bool(re.search(r"not\s*enough\w*\s*info", self.answer, re.IGNORECASE))
+
+
+# appendix A --------------------------------------------------------------------------
+_THESES = (
+    "Objective: The main goal is to meticulously gather information from input [Text] and "
+    "organize this data into a clear, structured knowledge graph. Requirements: 1. Entities "
+    "must depict concepts, similar to Wikipedia nodes; they must not include verbs or words "
+    'describing motion or properties. From [Text] "Albert Einstein, born in Germany, is '
+    'known for developing the theory of relativity" extract "Albert Einstein was born in '
+    "Germany, ['Albert Einstein', 'Germany']\" and \"Albert Einstein developed Theory of "
+    "Relativity, ['Albert Einstein', 'Theory of Relativity']\". 2. Thesises MUST BE "
+    "comprehensive and consistent sentences; better one longer thesis than two that are "
+    "inconsistent apart. 3. Extract only concrete knowledge; assumptions must be described "
+    "as hypothesis. 4. Nodes must be atomary units while a thesis can be complex and long. "
+    "5. Do not miss important information. 6. Several thesises may be about the same node."
+)
+_THESES_LINES = (
+    " Return one thesis per line: the thesis sentence, a comma, then the list of its "
+    "nodes, e.g. Albert Einstein was born in Germany, ['Albert Einstein', 'Germany']"
+)
+_TRIPLETS = (
+    "Objective: The main goal is to meticulously gather information from the input [Text] "
+    "and organize this data into a clear, structured knowledge graph of triplets. Each "
+    "triplet contains two entities (subject and object) and one relation that connects "
+    "them. 1. Nodes must depict objects or concepts, usually in one or two words. 2. "
+    'Complex objects like "John position engineer in Google" must be split into "John '
+    'position engineer" and "John work at Google". 3. A triplet is at most 7 words. 4. '
+    "Extract only concrete knowledge; assumptions must be described as hypothesis. 5. "
+    "Object and subject must be atomary units while the relation can be longer. 6. Do not "
+    'miss important information. 7. Do not use "none" as subject or object.'
+)
+_TRIPLETS_LINES = (
+    " Return the triplets in the format: subject_1, relation_1, object_1; subject_2, "
+    "relation_2, object_2; ..."
+)
+
+
+def _json_tail(model: type[BaseModel]) -> str:
+    return " Answer with a JSON object matching this schema: " + json.dumps(
+        model.model_json_schema(), separators=(",", ":")
+    )
+
+
+def extract_theses(text: str, output: Output = "json") -> Prompt:
+    """Table 5: thesis memories with the nodes they link."""
+    tail = _THESES_LINES if output == "lines" else _json_tail(Theses)
+    return [
+        Message(role="system", content=_THESES + tail),
+        Message(role="user", content=f"[Text]: {text}\n[Extracted thesises]:"),
+    ], Theses
+
+
+def extract_triplets(text: str, output: Output = "json") -> Prompt:
+    """Table 6: simple memories as subject-relation-object triplets."""
+    tail = _TRIPLETS_LINES if output == "lines" else _json_tail(Triplets)
+    return [
+        Message(role="system", content=_TRIPLETS + tail),
+        Message(role="user", content=f"[Text]: {text}\n[Extracted Triplets]:"),
+    ], Triplets
+
+
+# appendix B --------------------------------------------------------------------------
+_REPLACE = (
+    "You will be provided with a list of existing {what} and a list of new {what}. Some "
+    "existing {what} may be replaced with one of the new {what} when the world changed, "
+    'e.g. "{ex_old}" replaced by "{ex_new}". Replace only when an existing item holds '
+    "redundant or conflicting information about the same aspect of an entity; items that "
+    "give distinct or complementary information must stay. If unsure, keep the existing "
+    "item. Every replaced item needs its replacement among the new {what}. Generate only "
+    "the list of replacements, no descriptions."
+)
+
+
+def replace_theses(existing: list[str], new: list[str], output: Output = "json") -> Prompt:
+    """Table 7: which existing theses the new ones make outdated."""
+    system = _REPLACE.format(
+        what="thesises", ex_old="item is in locker", ex_new="item is in inventory"
+    )
+    tail = (
+        ' Replacing must be generated strictly in the format: ["new_thesis_1 <- '
+        'outdated_thesis_1"; "new_thesis_2 <- outdated_thesis_2";]; [] if nothing.'
+        if output == "lines"
+        else _json_tail(Replacements)
+    )
+    user = f"Existing thesises: {json.dumps(existing)}. New thesises: {json.dumps(new)}. Replacing:"
+    return [
+        Message(role="system", content=system + tail),
+        Message(role="user", content=user),
+    ], Replacements
+
+
+def replace_triplets(existing: list[str], new: list[str], output: Output = "json") -> Prompt:
+    """Table 8: which existing triplets ("subject, relation, object") the new ones replace."""
+    system = _REPLACE.format(
+        what="triplets", ex_old="item, is in, locker", ex_new="item, is in, inventory"
+    )
+    tail = (
+        " Replacing must be generated strictly in the format: [[outdated_triplet_1 -> "
+        "actual_triplet_1], [outdated_triplet_2 -> actual_triplet_2],]; [] if nothing."
+        if output == "lines"
+        else _json_tail(Replacements)
+    )
+    user = f"Existing triplets: {'; '.join(existing)}. New triplets: {'; '.join(new)}. Replacing:"
+    return [
+        Message(role="system", content=system + tail),
+        Message(role="user", content=user),
+    ], Replacements
+
+
+# appendix C --------------------------------------------------------------------------
+def key_entities(question: str, output: Output = "json") -> Prompt:
+    """Table 9: the key entities of a question."""
+    system = (
+        "You are an expert system that can extract [Key entities] from a given [Text]. "
+        "[Key entities] is a noun or an object like person, device, company and etc. "
+        "Examples: [Text]: Which device is better in battery life: Apple or k30u? "
+        "[Key entities]: device; battery life; Apple; k30u."
+    )
+    tail = (
+        " Return only the entities, separated by semicolons."
+        if output == "lines"
+        else _json_tail(KeyEntities)
+    )
+    return [
+        Message(role="system", content=system + tail),
+        Message(
+            role="user", content=f"Extract [Key entities] from the given [Text]. [Text]: {question}"
+        ),
+    ], KeyEntities
+
+
+def qa(question: str, contexts: list[str], output: Output = "json") -> Prompt:
+    """Table 10: answer from the filtered triplets, or the NotEnoughInfo abstention."""
+    system = (
+        "You are a system that is trying to generate an [Answer] for a given [Question], "
+        "based on provided [Contexts] in a list format. If there is no relevant information "
+        f'in the given [Contexts] or the [Contexts] is "<Empty>", answer "{NOT_ENOUGH}". '
+        "Before the final answer present your [Chain of thoughts] that leads to it."
+    )
+    tail = (
+        " Format: [Chain of thoughts]: <reasoning> [Answer]: <final answer>"
+        if output == "lines"
+        else _json_tail(QAAnswer)
+    )
+    ctx = "\n".join(f"- {c}" for c in contexts) if contexts else "<Empty>"
+    return [
+        Message(role="system", content=system + tail),
+        Message(role="user", content=f"[Question]: {question}\n[Contexts]:\n{ctx}"),
+    ], QAAnswer
+
+
+# parsing -----------------------------------------------------------------------------
+def parse(text: str, model: type[M]) -> M:
+    """The answer as ``model``, from JSON or from the paper's line format."""
+    stripped = text.strip()
+    if stripped.startswith("{"):
+        try:
+            return model.model_validate_json(stripped)
+        except ValidationError:
+            pass
+    try:
+        value = _LINE_PARSERS[model.__name__](stripped)
+        return model.model_validate(value)
+    except (ValueError, ValidationError) as exc:
+        raise LLMOutputError(f"cannot read a {model.__name__} answer: {exc}") from exc
+
+
+def _theses_lines(text: str) -> dict[str, object]:
+    items = []
+    for line in re.split(r"\n|(?<=\])\s*[;,]?\s*(?=\S)", text):
+        line = line.strip().strip('"').strip("-* ").strip()
+        m = re.match(r"(.+?),?\s*(\[[^\[\]]*\])\s*[.\"']*$", line)
+        if not m:
+            continue
+        nodes = _literal_list(m.group(2))
+        items.append({"thesis": m.group(1).strip().strip('"'), "nodes": nodes})
+    if not items and text.strip() not in ("", "[]"):
+        raise ValueError("no 'thesis, [nodes]' line")
+    return {"theses": items}
+
+
+def _triplets_lines(text: str) -> dict[str, object]:
+    items = []
+    for part in re.split(r"[;\n]", text):
+        fields = [f.strip().strip("\"'[]()") for f in part.split(",")]
+        fields = [f for f in fields if f]
+        if len(fields) == 3:
+            items.append(dict(zip(("subject", "relation", "object"), fields, strict=True)))
+    if not items and text.strip() not in ("", "[]"):
+        raise ValueError("no 'subject, relation, object' triplet")
+    return {"triplets": items}
+
+
+def _replacements_lines(text: str) -> dict[str, object]:
+    out = []
+    for m in re.finditer(r"([^\[\]\";]+?)\s*<-\s*([^\[\]\";]+)", text):
+        out.append({"new": m.group(1).strip(" ,'"), "outdated": m.group(2).strip(" ,'")})
+    for m in re.finditer(r"\[?\s*\"?([^\[\]\"]+?)\"?\s*->\s*\"?([^\[\]\"]+?)\"?\s*\]", text):
+        out.append({"outdated": m.group(1).strip(" ,'"), "new": m.group(2).strip(" ,'")})
+    if not out and not re.fullmatch(r"\[\s*\]\.?|", text.strip()):
+        raise ValueError("no 'new <- old' or 'old -> new' pair and not []")
+    return {"replacements": out}
+
+
+def _entities_lines(text: str) -> dict[str, object]:
+    text = re.sub(r"^\[?key entit\w*\]?:?", "", text.strip(), flags=re.IGNORECASE)
+    parts = [p.strip(" .\"'") for p in re.split(r"[;,\n]", text)]
+    parts = [p for p in parts if p]
+    if not parts:
+        raise ValueError("no entities")
+    return {"entities": parts}
+
+
+def _qa_lines(text: str) -> dict[str, object]:
+    m = re.search(r"\[?answer\]?\s*:\s*(.+)", text, re.IGNORECASE | re.DOTALL)
+    if not m:
+        raise ValueError("no [Answer]:")
+    cot = re.search(r"chain of thoughts\]?\s*:\s*(.*?)\[?answer\]?\s*:", text, re.I | re.S)
+    return {"chain_of_thoughts": cot.group(1).strip() if cot else "", "answer": m.group(1).strip()}
+
+
+def _literal_list(text: str) -> list[str]:
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        value = [v.strip(" '\"") for v in text.strip("[]").split(",")]
+    return [str(v).strip() for v in value if str(v).strip()] if isinstance(value, list) else []
+
+
+_LINE_PARSERS = {
+    "Theses": _theses_lines,
+    "Triplets": _triplets_lines,
+    "Replacements": _replacements_lines,
+    "KeyEntities": _entities_lines,
+    "QAAnswer": _qa_lines,
+}
+
+
+async def ask(
+    llm: LLMClient, prompt: Prompt, model: type[M], output: Output, stage: str, max_tokens: int
+) -> M:
+    """One call in the chosen format; the answer parsed into ``model``."""
+    messages, _ = prompt
+    if output == "json":
+        answer = await llm.structured(messages, model, stage=stage, max_tokens=max_tokens)
+        assert isinstance(answer, model)
+        return answer
+    return parse(await llm.text(messages, stage=stage, max_tokens=max_tokens), model)

@@ -1,0 +1,161 @@
+"""The heuristic tier end to end: construction, outdated triplets, hits with sources and
+paths, restrictions through the recipe, show, and bad input."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from memstrata.designs.personalai.builder import graph_cache
+from memstrata.designs.personalai.extract import extract
+from memstrata.designs.personalai.graph import PAGraph
+from memstrata.designs.personalai.route import heuristic_entities
+from memstrata.errors import ConfigError
+from memstrata.memory import Memory
+
+PASSAGES = [
+    {
+        "id": "kiss",
+        "text": "Kiss and Tell is a 1945 comedy film starring Shirley Temple as Corliss "
+        "Archer. It was directed by Richard Wallace.",
+    },
+    {
+        "id": "temple",
+        "text": "Shirley Temple was an American actress. She later served as the United "
+        "States Ambassador to Ghana.",
+    },
+    {"id": "wallace", "text": "Richard Wallace was an American film director."},
+    {"id": "ghana", "text": "Ghana is a country in West Africa. Its capital is Accra."},
+]
+RECIPES = ["personalai", "personalai-astar", "personalai-wc", "personalai-beam", "personalai-mixed"]
+
+
+def test_extraction_objects_triplets_theses_and_pronouns() -> None:
+    drafts = extract(PASSAGES[0]["text"])
+    names = [[m.name for m in d.mentions] for d in drafts]
+    assert names[0][:3] == ["Kiss and Tell", "Shirley Temple", "Corliss Archer"]
+    assert names[1][0] == "Kiss and Tell"  # "It" is the passage's first name
+    first = drafts[0]
+    rels = {(first.mentions[a].name, r, first.mentions[b].name) for a, r, b in first.triplets}
+    assert ("Kiss and Tell", "is a 1945 comedy film starring", "Shirley Temple") in rels
+    chat = extract("I adopted a puppy with Caroline.", speaker="Melanie")
+    assert chat[0].mentions[0].name == "Melanie"
+    assert heuristic_entities("Who directed Kiss and Tell?") == ["Kiss and Tell"]
+    assert heuristic_entities("who won the chess game?") == ["won", "chess", "game"]
+
+
+@pytest.fixture
+def memory(tmp_path: Path, embedder):
+    with Memory.open(tmp_path / "m.db", embedder=embedder, recipe="personalai") as m:
+        m.add_many(PASSAGES)
+        yield m
+
+
+def test_build_keeps_provenance_and_every_recipe_finds_the_bridge(memory) -> None:
+    ctx = memory.engine.context("default")
+    graph = graph_cache(ctx).get("default")
+    temple = graph.objects[graph.by_name["shirley temple"]]
+    assert {s.episode for s in temple.sources} == {"kiss", "temple"}
+    for rec in [*graph.triplets.values(), *graph.theses.values()]:
+        assert rec.sources, rec
+        ep = memory.store.get_episodes("default", [rec.sources[0].episode])[0]
+        span = rec.sources[0]
+        assert ep.text[span.start : span.end].strip()
+    for recipe in RECIPES:
+        r = memory.search(
+            "Which position did the star of Kiss and Tell hold?",
+            k=4,
+            recipe=recipe,
+            max_tokens=None,
+        )
+        kinds = {h.kind for h in r.hits}
+        assert "episode" in kinds and ({"thesis", "fact"} & kinds), recipe
+        graph_hits = [h for h in r.hits if "personalai" in h.ranks]
+        assert graph_hits and all(h.sources for h in graph_hits), recipe
+        # --explain shows the path that found each graph hit
+        assert all(any("→" in way for way in h.routes) for h in graph_hits), recipe
+        assert "temple" in {s for h in r.hits for s in h.sources}, recipe
+
+
+def test_heuristic_outdated_triplet_is_kept_with_its_replacement(tmp_path: Path, embedder) -> None:
+    with Memory.open(tmp_path / "m.db", embedder=embedder, recipe="personalai") as m:
+        m.add("Maya lives in Lisbon.", id="a")
+        m.add("Maya lives in Porto.", id="b")
+        graph = PAGraph.load(m.store, embedder, "default")
+        old = next(f for f in graph.triplets.values() if f.fact == "Maya lives in Lisbon")
+        new = next(f for f in graph.triplets.values() if f.fact == "Maya lives in Porto")
+        assert old.invalid_at is not None and old.replaced_by == [new.id]
+        assert new.invalid_at is None
+        assert old not in graph.valid_triplets()
+        topo_edges = {rid for _, _, (kind, rid) in graph.topology().g.weighted_edge_list()}
+        assert old.id not in topo_edges and new.id in topo_edges
+        shown = m.engine.registry.designs["personalai"].show(
+            m.engine.context("default"), "default", "Maya"
+        )
+        assert shown and "replaced by" in str(shown[0].model_dump())
+
+
+def test_restricted_recipe_and_bad_parameters(tmp_path: Path, embedder) -> None:
+    cfg = {
+        "recipes": {
+            "pai-no-episodes": {
+                "builders": [{"name": "personalai"}],
+                "routes": [
+                    {
+                        "name": "personalai",
+                        "params": {"retrievers": ["beam"], "beam": {"restrict": "E"}},
+                    }
+                ],
+                "fusion": {"kind_order": ["episode", "thesis", "fact"]},
+            }
+        }
+    }
+    with Memory.open(tmp_path / "m.db", embedder=embedder, recipe="personalai", **cfg) as m:
+        m.add_many(PASSAGES)
+        r = m.search("Shirley Temple", k=5, recipe="pai-no-episodes", max_tokens=None)
+        assert r.hits
+        assert all(not p.startswith("e:") for h in r.hits for p in h.metadata.get("path", []))
+    bad = {
+        "recipes": {"x": {"routes": [{"name": "personalai", "params": {"retrievers": ["dfs"]}}]}}
+    }
+    with pytest.raises(ConfigError):
+        Memory.open(tmp_path / "b.db", embedder=embedder, **bad).close()
+
+
+def test_empty_graph_unknown_names_and_answers(tmp_path: Path, embedder) -> None:
+    with Memory.open(tmp_path / "m.db", embedder=embedder, recipe="personalai-beam") as m:
+        m.add("ok, bye.", id="bye")  # no object in it: an empty graph
+        hits = m.search("anything?", k=3, max_tokens=None).hits
+        assert all("personalai" not in h.ranks for h in hits)
+        m.add_many(PASSAGES)
+        show = m.engine.registry.designs["personalai"].show
+        assert show(m.engine.context("default"), "default", "no such object") is None
+        a = m.ask("Which country has Accra as its capital?")
+        assert a.extractive and not a.abstained and a.sources
+        # nothing to answer from: the abstention, with no hits
+        empty = m.engine.registry.answerer(m.engine.recipe("personalai").answerer)
+        import asyncio
+
+        none = asyncio.run(empty.answer(m.engine.context("default"), "default", "q?", []))
+        assert none.abstained and none.text == "<NotEnoughtInfo>"
+
+
+def test_rebuild_drops_only_its_own_records(tmp_path: Path, embedder) -> None:
+    with Memory.open(tmp_path / "m.db", embedder=embedder, recipe="personalai") as m:
+        m.add_many(PASSAGES)
+        m.build(recipe="mnemis")
+        mnemis_entities = [
+            e for e in m.store.get_records("default", "entity") if e.entity_type != "object"
+        ]
+        assert mnemis_entities
+        before = PAGraph.load(m.store, embedder, "default")
+        (report,) = m.build(recipe="personalai", rebuild=True)
+        assert report.episodes == len(PASSAGES)
+        after = PAGraph.load(m.store, embedder, "default")
+        assert sorted(o.name for o in after.objects.values()) == sorted(
+            o.name for o in before.objects.values()
+        )
+        assert not set(after.objects) & set(before.objects)  # new records
+        kept = {e.id for e in m.store.get_records("default", "entity")}
+        assert {e.id for e in mnemis_entities} <= kept

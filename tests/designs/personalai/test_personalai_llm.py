@@ -1,0 +1,220 @@
+"""The ``llm`` tier with the scripted backend: appendix A extraction, both appendix B
+replacement formats, the appendix C entity parser and the NotEnoughInfo answer, and
+answers that cannot be read."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from datetime import UTC, datetime
+
+import pytest
+from pai_helpers import NS, add_episodes
+
+from memstrata.designs.personalai.answer import PersonalAIAnswerer, QAParams
+from memstrata.designs.personalai.builder import PersonalAIBuilder, graph_cache
+from memstrata.designs.personalai.memorize import MemorizeParams
+from memstrata.designs.personalai.prompts import (
+    KeyEntities,
+    QAAnswer,
+    Replacements,
+    Theses,
+    Triplets,
+    parse,
+)
+from memstrata.designs.personalai.route import PersonalAIParams, PersonalAIRoute
+from memstrata.engine.contracts import Context
+from memstrata.llm import LLMClient
+from memstrata.llm.scripted import ScriptedBackend
+from memstrata.llm.types import LLMOutputError, Message
+from memstrata.models import Hit
+
+EP1 = "Maya works at Acme in Lisbon."
+EP2 = "Maya now works at Globex."
+
+
+def test_parsers_read_the_papers_line_formats() -> None:
+    th = parse(
+        "Albert Einstein was born in Germany, ['Albert Einstein', 'Germany']\n"
+        "Einstein developed relativity, ['Albert Einstein', 'Theory of Relativity']",
+        Theses,
+    )
+    assert [t.nodes for t in th.theses][1] == ["Albert Einstein", "Theory of Relativity"]
+    tr = parse("Maya, works at, Acme; Acme, located in, Lisbon", Triplets)
+    assert [(t.subject, t.relation, t.object) for t in tr.triplets][1] == (
+        "Acme",
+        "located in",
+        "Lisbon",
+    )
+    table7 = parse('["broom is in inventory <- kitchen contains broom";]', Replacements)
+    assert table7.replacements[0].outdated == "kitchen contains broom"
+    assert table7.replacements[0].new == "broom is in inventory"
+    table8 = parse("[[kitchen, contains, broom -> broom, is in, inventory],]", Replacements)
+    assert table8.replacements[0].outdated == "kitchen, contains, broom"
+    assert table8.replacements[0].new == "broom, is in, inventory"
+    assert parse("[]", Replacements).replacements == []
+    assert parse("device; battery life; Apple", KeyEntities).entities[2] == "Apple"
+    qa = parse("[Chain of thoughts]: nothing fits. [Answer]: <NotEnoughtInfo>", QAAnswer)
+    assert qa.abstained and qa.chain_of_thoughts == "nothing fits."
+    assert parse('{"answer": "Lisbon"}', QAAnswer).answer == "Lisbon"
+
+
+@pytest.mark.parametrize(
+    ("text", "model"),
+    [("no triplets here", Triplets), ("just words", Replacements), ("", QAAnswer)],
+)
+def test_unreadable_answers_raise(text, model) -> None:
+    with pytest.raises(LLMOutputError):
+        parse(text, model)
+
+
+def _responder(replace: str | dict, fmt: str):
+    """Answers by prompt: theses, triplets, then the replacement prompts."""
+
+    def answer(messages: list[Message]) -> str:
+        system, user = messages[0].content, messages[-1].content
+        second = EP2 in user
+        if "[Extracted thesises]" in user:
+            if fmt == "lines":
+                return (
+                    "Maya now works at Globex, ['Maya', 'Globex']"
+                    if second
+                    else "Maya works at Acme, ['Maya', 'Acme']"
+                )
+            thesis = "Maya now works at Globex" if second else "Maya works at Acme"
+            nodes = ["Maya", "Globex" if second else "Acme"]
+            return json.dumps({"theses": [{"thesis": thesis, "nodes": nodes}]})
+        if "[Extracted Triplets]" in user:
+            pairs = (
+                [("Maya", "works at", "Globex")]
+                if second
+                else [
+                    ("Maya", "works at", "Acme"),
+                    ("Acme", "located in", "Lisbon"),
+                ]
+            )
+            if fmt == "lines":
+                return "; ".join(", ".join(p) for p in pairs)
+            keys = ("subject", "relation", "object")
+            return json.dumps({"triplets": [dict(zip(keys, p, strict=True)) for p in pairs]})
+        if "existing thesises" in system:
+            return replace["theses"] if isinstance(replace, dict) else replace
+        if "existing triplets" in system:
+            return replace["triplets"] if isinstance(replace, dict) else replace
+        raise AssertionError(f"unexpected prompt: {system[:80]}")
+
+    return answer
+
+
+def _build(store, embedder, backend, output: str, texts: dict[str, str]):
+    add_episodes(store, texts)
+    ctx = Context(store, embedder, LLMClient(backend, max_retries=0), tier="llm")
+    builder = PersonalAIBuilder(MemorizeParams(output=output))  # type: ignore[arg-type]
+    eps = store.get_episodes(NS, list(texts))
+    for ep in eps:
+        ep.occurred_at = datetime(2024, 1 + eps.index(ep), 1, tzinfo=UTC)
+    result = asyncio.run(builder.update(ctx, NS, eps))
+    return ctx, result
+
+
+@pytest.mark.parametrize("fmt", ["json", "lines"])
+def test_replacement_in_both_formats_keeps_history(store, embedder, fmt) -> None:
+    if fmt == "json":
+        replace = {
+            "theses": json.dumps(
+                {
+                    "replacements": [
+                        {"outdated": "Maya works at Acme", "new": "Maya now works at Globex"}
+                    ]
+                }
+            ),
+            "triplets": json.dumps(
+                {
+                    "replacements": [
+                        {"outdated": "Maya, works at, Acme", "new": "Maya, works at, Globex"}
+                    ]
+                }
+            ),
+        }
+    else:  # Table 7's "new <- old" and Table 8's "[[old -> new]]"
+        replace = {
+            "theses": '["Maya now works at Globex <- Maya works at Acme";]',
+            "triplets": "[[Maya, works at, Acme -> Maya, works at, Globex],]",
+        }
+    backend = ScriptedBackend([_responder(replace, fmt)] * 6)
+    ctx, result = _build(store, embedder, backend, fmt, {"e1": EP1, "e2": EP2})
+    assert result.failed == {}
+    graph = graph_cache(ctx).get(NS)
+    old_t = next(t for t in graph.theses.values() if t.text == "Maya works at Acme")
+    new_t = next(t for t in graph.theses.values() if t.text == "Maya now works at Globex")
+    assert old_t.invalid_at == datetime(2024, 2, 1, tzinfo=UTC) and old_t.replaced_by == [new_t.id]
+    old_f = next(f for f in graph.triplets.values() if f.fact == "Maya works at Acme")
+    new_f = next(f for f in graph.triplets.values() if f.fact == "Maya works at Globex")
+    assert old_f.invalid_at is not None and old_f.replaced_by == [new_f.id]
+    other = next(f for f in graph.triplets.values() if f.fact == "Acme located in Lisbon")
+    assert other.invalid_at is None  # not named in the replacements: kept valid
+    stored = {r.id: r for r in store.get_records(NS, "fact")}
+    assert stored[old_f.id].invalid_at is not None  # kept in the store, not deleted
+    assert {s.episode for s in graph.objects[graph.by_name["maya"]].sources} == {"e1", "e2"}
+    prompts = [r.messages[-1].content for r in backend.requests]
+    assert any("Maya, works at, Acme" in p and "Existing triplets" in p for p in prompts)
+
+
+def test_an_unreadable_answer_fails_the_episode_and_changes_nothing(store, embedder) -> None:
+    good = _responder("[]", "json")
+
+    def answer(messages: list[Message]) -> str:
+        if "Ghana" in messages[-1].content:
+            return "Sorry, I cannot do that."  # no JSON at all
+        return good(messages)
+
+    backend = ScriptedBackend([answer] * 6)
+    ctx, result = _build(
+        store, embedder, backend, "json", {"bad": "Ghana is in Africa.", "e1": EP1}
+    )
+    assert list(result.failed) == ["bad"] and "LLMOutputError" in result.failed["bad"]
+    graph = graph_cache(ctx).get(NS)
+    assert "ghana" not in graph.by_name and "maya" in graph.by_name
+    assert all(s.episode == "e1" for o in graph.objects.values() for s in o.sources)
+    assert store.get_episodes(NS, ["bad"])[0].text == "Ghana is in Africa."
+    assert store.built_keys(NS, "personalai") == {store.get_episodes(NS, ["e1"])[0].key}
+
+
+def _hits() -> list[Hit]:
+    return [
+        Hit(kind="fact", id="f", text="Maya works at Acme", score=1.0, sources=["e1"]),
+        Hit(kind="episode", id="e1", text=EP1, score=1.0, sources=["e1"]),
+    ]
+
+
+@pytest.mark.parametrize("fmt", ["json", "lines"])
+def test_qa_generator_answers_or_says_not_enough_info(store, embedder, fmt) -> None:
+    if fmt == "json":
+        replies = [
+            {"chain_of_thoughts": "Acme is named.", "answer": "Acme"},
+            {"chain_of_thoughts": "No pets are mentioned.", "answer": "<NotEnoughtInfo>"},
+        ]
+    else:
+        replies = [
+            "[Chain of thoughts]: Acme is named. [Answer]: Acme",
+            "[Chain of thoughts]: No pets. [Answer]: < NotEnoughtInfo >",
+        ]
+    backend = ScriptedBackend(replies)
+    ctx = Context(store, embedder, LLMClient(backend), tier="llm")
+    qa = PersonalAIAnswerer(QAParams(output=fmt))  # type: ignore[arg-type]
+    yes = asyncio.run(qa.answer(ctx, NS, "Where does Maya work?", _hits()))
+    assert yes.text == "Acme" and not yes.abstained and yes.sources == ["e1"]
+    assert yes.usage["calls"] == 1
+    shown = backend.requests[0].messages[-1].content
+    assert shown.index("Maya works at Acme") < shown.index(EP1)  # triplets first
+    no = asyncio.run(qa.answer(ctx, NS, "What pet does Maya have?", _hits()))
+    assert no.abstained and no.text == "<NotEnoughtInfo>" and no.sources == []
+
+
+def test_llm_entity_parser_and_its_fallback(store, embedder) -> None:
+    backend = ScriptedBackend([{"entities": ["Maya", "employer"]}, "not json", "still not"])
+    llm = LLMClient(backend, max_retries=1)
+    route = PersonalAIRoute(PersonalAIParams())
+    assert asyncio.run(route.entities("Who employs Maya?", llm)) == ["Maya", "employer"]
+    # the model fails twice: the heuristic parser stands in
+    assert asyncio.run(route.entities("Who employs Maya?", llm)) == ["Maya"]
