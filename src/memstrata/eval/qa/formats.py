@@ -71,14 +71,14 @@ class Sample:
 
 
 def load(path: str | Path, fmt: str) -> list[Sample]:
+    if fmt not in FORMATS:
+        raise InvalidInputError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
     if fmt == "locomo":
         return from_locomo(path)
     data = _json(path, fmt)
     if fmt == "longmemeval":
         return from_longmemeval(data, str(path))
-    if fmt == "qaset":
-        return from_qaset(data, str(path))
-    raise InvalidInputError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    return from_qaset(data, str(path))
 
 
 def file_hash(path: str | Path) -> str:
@@ -149,15 +149,16 @@ def from_longmemeval(data: Any, where: str = "<data>") -> list[Sample]:
         raise InvalidInputError(f"{where} is not a LongMemEval file (expected a list of questions)")
     out = []
     for i, rec in enumerate(data):
-        name = f"{where}: question {i}" + (
-            f" ({rec.get('question_id')})" if isinstance(rec, dict) else ""
-        )
+        qid_text = rec.get("question_id") if isinstance(rec, dict) else None
+        name = f"{where}: question {i}" + (f" ({qid_text})" if qid_text is not None else "")
         if not isinstance(rec, dict):
             raise InvalidInputError(f"{name} is not an object")
         for key in ("question_id", "question", "haystack_sessions", "haystack_session_ids"):
             if key not in rec:
                 raise InvalidInputError(f"{name} has no {key!r}")
         qid = str(rec["question_id"])
+        if not isinstance(rec["question"], str) or not rec["question"].strip():
+            raise InvalidInputError(f"{name}: the question is empty")
         sessions, ids = rec["haystack_sessions"], rec["haystack_session_ids"]
         dates = rec.get("haystack_dates") or [None] * len(ids)
         if not (isinstance(sessions, list) and isinstance(ids, list)) or len(sessions) != len(ids):
