@@ -12,6 +12,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from typer.testing import CliRunner
+
+from memstrata.cli.main import app
 
 DATA = Path(__file__).parents[2] / "data" / "tiny_locomo.json"
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "chrome")
@@ -49,13 +52,30 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     assert "12 rows served from the result cache" in again.stdout
     refused = memstrata(env, *args, code=2)
     assert "already holds a run; use --resume" in refused.stderr
-    bad = memstrata(env, "bench", "qa", str(DATA), "--format", "csv", code=2)
-    assert "unknown format 'csv'" in bad.stderr
-    wrong = memstrata(env, "bench", "qa", str(DATA), "--format", "longmemeval", code=2)
-    assert "question 0 has no 'question_id'" in wrong.stderr
-    nojudge = memstrata(env, "bench", "qa", str(DATA), "--judge", "gpt", code=2)
-    assert "unknown judge 'gpt'" in nojudge.stderr
     return tmp / "run"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--format", "csv"], "unknown format 'csv'"),
+        (["--format", "longmemeval"], "question 0 has no 'question_id'"),
+        (["--format", "locomo", "--judge", "gpt"], "unknown judge 'gpt'"),
+        (["--format", "locomo", "--recipes", "nope"], "nope"),
+        (["--format", "locomo", "--build-tier", "fast"], "unknown tier 'fast'"),
+    ],
+)
+def test_cli_refuses_bad_arguments_with_one_line(
+    tmp_path: Path, args: list[str], message: str
+) -> None:
+    result = CliRunner().invoke(
+        app,
+        ["bench", "qa", str(DATA), "--cache-dir", str(tmp_path), "--out", str(tmp_path / "r")]
+        + args,
+    )
+    assert result.exit_code == 2, result.output
+    assert message in result.output
+    assert not (tmp_path / "r" / "summary.json").exists()
 
 
 def test_cli_run_directory(run_dir: Path) -> None:

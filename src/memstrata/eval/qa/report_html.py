@@ -68,7 +68,9 @@ def plots(report: dict[str, Any]) -> list[tuple[str, str]]:
     fig, ax = plt.subplots(figsize=(6, 4))
     for name, e in recipes.items():
         if e.get("avg_k") is not None:
-            ax.scatter([e["avg_k"]], [e.get("evidence_precision", 0.0)], s=60, label=name)
+            xy = (e["avg_k"], e.get("evidence_precision", 0.0))
+            ax.scatter([xy[0]], [xy[1]], s=60, label=name)
+            ax.annotate(name, xy, textcoords="offset points", xytext=(5, 5), fontsize=7)
     ax.set(xlabel="Avg K (evidence set size)", ylabel="Precision of the evidence set")
     ax.set(ylim=(0, 1), title="Precision against Avg K")
     ax.legend(fontsize=8)
