@@ -39,7 +39,7 @@ async def _bench(
     memory = await AsyncMemory.open(db, config=config, embedder=embedder)
     try:
         names = qb.resolve_recipes(memory, recipes)
-        options = kw.pop("options", None) or Options(names)
+        options = kw.pop("options", None) or Options(names, ["locomo"])
         return await qb.bench(memory, data, "longmemeval", options, out, cache=cache, **kw)
     finally:
         await memory.close()

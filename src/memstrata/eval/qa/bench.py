@@ -62,7 +62,7 @@ async def bench(
     cache: ResultCache | None = None,
     judge_llm: LLMClient | None = None,
     progress: Progress | None = None,
-    on_total: Any = None,
+    on_total: Progress | None = None,
 ) -> dict[str, Any]:
     started = time.perf_counter()
     samples = select(formats.load(data, fmt), options.limit, options.sample, options.seed)
@@ -116,7 +116,11 @@ async def bench(
         "currency": cfg.eval.currency,
         "recipes": per_recipe,
     }
-    result["needs_llm"] = summary.needs_llm(per_recipe)
+    result["needs_llm"] = summary.needs_llm(
+        llm=memory.llm is not None,
+        judge=judge_llm is not None or not options.judges,
+        answers=options.answers,
+    )
     run_dir.write("summary.json", json.dumps(result, indent=2))
     run_dir.write("report.md", report.markdown(result))
     run_dir.write("report.html", report_html.render(result))

@@ -21,7 +21,6 @@ import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from memstrata.eval.qa import cost, metrics_answer, metrics_retrieval
@@ -33,7 +32,7 @@ from memstrata.llm.types import LLMError, MemoryUsageSink
 from memstrata.memory import AsyncMemory
 from memstrata.retrieval.context import count_tokens, fit_to_budget
 
-HARNESS_VERSION = 1
+HARNESS_VERSION = 1  # part of every result-cache key: bump when a row's content changes
 EVIDENCE_K = 10
 RANK_DEPTH = 50
 Progress = Callable[[int], None]
@@ -302,4 +301,4 @@ def total_questions(samples: list[Sample], recipes: list[str]) -> int:
     return len(recipes) * sum(len(s.qa) for s in samples)
 
 
-__all__ = ["Options", "Runner", "Path", "select", "total_questions"]
+__all__ = ["Options", "Runner", "select", "total_questions"]

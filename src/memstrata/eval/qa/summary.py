@@ -14,8 +14,6 @@ from typing import Any
 
 from memstrata.eval.qa import cost, metrics_retrieval
 
-LLM_COLUMNS = ("judge", "answer (generated, not extractive)", "answer-stage LLM cost")
-
 
 def _group(rows: list[dict[str, Any]]) -> dict[str, Any]:
     with_evidence = [r["retrieval"] for r in rows if r.get("evidence")]
@@ -78,12 +76,11 @@ def summarise(
     return out
 
 
-def needs_llm(summary: dict[str, Any]) -> list[str]:
-    """The columns this run could not fill because no LLM was configured."""
-    missing = []
-    entries = list(summary.values())
-    if not any(k.startswith("judge.") for e in entries for k in e):
-        missing.append("judge")
-    if entries and not any(e["answers"]["generated"] for e in entries):
+def needs_llm(*, llm: bool, judge: bool, answers: bool) -> list[str]:
+    """The columns this run could not fill for want of an LLM (answering and judging)."""
+    if not answers:
+        return []
+    missing = [] if judge else ["judge"]
+    if not llm:
         missing.append("answer (generated, not extractive)")
     return missing
