@@ -71,8 +71,9 @@ def plots(report: dict[str, Any]) -> list[tuple[str, str]]:
             xy = (e["avg_k"], e.get("evidence_precision", 0.0))
             ax.scatter([xy[0]], [xy[1]], s=60, label=name)
             ax.annotate(name, xy, textcoords="offset points", xytext=(5, 5), fontsize=7)
+    top = max([e.get("evidence_precision", 0.0) for e in recipes.values()] + [0.05])
     ax.set(xlabel="Avg K (evidence set size)", ylabel="Precision of the evidence set")
-    ax.set(ylim=(0, 1), title="Precision against Avg K")
+    ax.set(ylim=(0, min(1.0, 1.25 * top)), title="Precision against Avg K")
     ax.legend(fontsize=8)
     out.append(("Precision against Avg K", png(fig)))
     return out
