@@ -115,7 +115,9 @@ class Runner:
         return digest([self.config_key, sample_key, recipe_key, q.id, q.question, q.answer])
 
     async def _sample(self, sample: Sample, finished: set[tuple[str, str]]) -> None:
-        sample_key = digest([[t.id, t.text, t.speaker, str(t.at), t.session] for t in sample.turns])
+        sample_key = digest(
+            [[t.id, t.text, t.speaker, str(t.at), t.session, t.metadata] for t in sample.turns]
+        )
         todo: dict[str, list[tuple[QA, str]]] = {}
         for name in self.options.recipes:
             recipe_key = digest(self.memory.engine.recipe(name).model_dump(mode="json"))
