@@ -105,6 +105,25 @@ class BuildConfig(_Section):
     poll_s: float = Field(default=1.0, gt=0, description="worker's pause when idle")
 
 
+class Price(_Section):
+    """Money per million tokens of one model."""
+
+    prompt: float = Field(default=0.0, ge=0)
+    completion: float = Field(default=0.0, ge=0)
+
+
+class EvalConfig(_Section):
+    """``memstrata bench qa``: the judge's model and the price table for costs."""
+
+    judge: LLMConfig | None = Field(
+        default=None, description="the judge's model; default: the [llm] section"
+    )
+    prices: dict[str, Price] = Field(
+        default_factory=dict, description="per model name: money per million tokens"
+    )
+    currency: str = "USD"
+
+
 class Config(_Section):
     store: str = "memstrata.db"
     namespace: str = "default"
@@ -121,6 +140,7 @@ class Config(_Section):
     llm: LLMConfig = Field(default_factory=LLMConfig)
     budgets: Budgets = Field(default_factory=Budgets)
     retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
+    eval: EvalConfig = Field(default_factory=EvalConfig)
     max_episode_chars: int = Field(
         default=2_000_000, description="longer episodes are refused with a clear error"
     )

@@ -13,7 +13,14 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 from rich.table import Table
 from rich.text import Text
 
@@ -187,6 +194,7 @@ def progress_bar() -> Progress:
             BarColumn(),
             MofNCompleteColumn(),
             TimeElapsedColumn(),
+            TimeRemainingColumn(),
             console=err,
             transient=False,
         )
@@ -242,7 +250,9 @@ class PlainProgress(Progress):
             count = f"{task.completed:.0f}" + (
                 f"/{task.total:.0f}" if task.total is not None else ""
             )
-            lines.append(f"{task.description}: {count} ({task.elapsed or 0:.0f} s)\n")
+            eta = task.time_remaining if task.total is not None else None
+            left = f", about {eta:.0f} s left" if eta is not None and not task.finished else ""
+            lines.append(f"{task.description}: {count} ({task.elapsed or 0:.0f} s{left})\n")
         if lines:
             sys.stderr.write("".join(lines))
             sys.stderr.flush()

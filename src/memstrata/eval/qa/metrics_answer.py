@@ -1,0 +1,113 @@
+"""Answer scores: LoCoMo's official F1, BLEU-1 on the same tokens, exact match, abstention.
+
+LoCoMo's scoring (its ``task_eval/evaluation.py``), reproduced:
+
+* normalisation: commas dropped, lower case, punctuation removed, the words ``a``, ``an``,
+  ``the`` and ``and`` removed, whitespace collapsed; every token Porter-stemmed (NLTK's
+  stemmer, as the official script);
+* multi-hop: prediction and gold are split at commas; each gold part takes its best F1
+  against any predicted part, and the parts are averaged;
+* open-domain: only the gold answer's first ``;`` alternative counts;
+* adversarial (``abstain``): 1 when the reply says "not mentioned" or "no information
+  available", else 0. An answer that abstained (``NO_ANSWER``) counts as "not mentioned".
+
+BLEU-1 is the clipped unigram precision times the brevity penalty, on the normalised and
+stemmed tokens. Exact match ignores case, punctuation and spacing only.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import string
+from collections import Counter
+from functools import lru_cache
+
+from nltk.stem import PorterStemmer
+
+_ARTICLES = re.compile(r"\b(a|an|the|and)\b")
+_PUNCT = str.maketrans("", "", string.punctuation)
+_STEMMER = PorterStemmer()
+ABSTAIN_PHRASES = ("no information available", "not mentioned")
+
+
+def normalize(text: str) -> str:
+    text = text.replace(",", "").lower().translate(_PUNCT)
+    return " ".join(_ARTICLES.sub(" ", text).split())
+
+
+@lru_cache(maxsize=65536)
+def _stem(word: str) -> str:
+    return _STEMMER.stem(word)
+
+
+def tokens(text: str) -> list[str]:
+    return [_stem(w) for w in normalize(text).split()]
+
+
+def f1(prediction: str, gold: str) -> float:
+    pred, ref = tokens(prediction), tokens(gold)
+    same = sum((Counter(pred) & Counter(ref)).values())
+    if same == 0:
+        return 0.0
+    precision, recall = same / len(pred), same / len(ref)
+    return 2 * precision * recall / (precision + recall)
+
+
+def multi_hop_f1(prediction: str, gold: str) -> float:
+    preds = [p.strip() for p in prediction.split(",")]
+    golds = [g.strip() for g in gold.split(",")]
+    return sum(max(f1(p, g) for p in preds) for g in golds) / len(golds)
+
+
+def says_not_mentioned(prediction: str) -> bool:
+    low = prediction.lower()
+    return any(phrase in low for phrase in ABSTAIN_PHRASES)
+
+
+def locomo_f1(prediction: str, gold: str | None, category: str, abstain: bool) -> float | None:
+    """The official per-question score; None when there is no gold answer to score."""
+    if abstain:
+        return 1.0 if says_not_mentioned(prediction) else 0.0
+    if gold is None:
+        return None
+    if category == "open-domain":
+        gold = gold.split(";")[0].strip()
+    if category == "multi-hop":
+        return multi_hop_f1(prediction, gold)
+    return f1(prediction, gold)
+
+
+def bleu1(prediction: str, gold: str) -> float:
+    pred, ref = tokens(prediction), tokens(gold)
+    if not pred or not ref:
+        return 0.0
+    clipped = sum((Counter(pred) & Counter(ref)).values())
+    precision = clipped / len(pred)
+    brevity = 1.0 if len(pred) > len(ref) else math.exp(1 - len(ref) / len(pred))
+    return precision * brevity
+
+
+def exact_match(prediction: str, gold: str) -> float:
+    def norm(s: str) -> str:
+        return " ".join(s.lower().translate(_PUNCT).split())
+
+    return float(norm(prediction) == norm(gold))
+
+
+def scores(
+    prediction: str, abstained: bool, gold: str | None, category: str, abstain: bool
+) -> dict[str, float]:
+    """Every string score of one answer. An abstention reads as "not mentioned"."""
+    text = "Not mentioned in the conversation." if abstained else prediction
+    out: dict[str, float] = {}
+    score = locomo_f1(text, gold, category, abstain)
+    if score is not None:
+        out["f1"] = score
+    if abstain:
+        out["abstention"] = 1.0 if (abstained or says_not_mentioned(prediction)) else 0.0
+    elif gold is not None:
+        out["bleu1"] = bleu1(text, gold)
+        out["exact_match"] = exact_match(text, gold)
+        out["false_abstention"] = float(abstained)
+    return out

@@ -1,0 +1,224 @@
+"""``bench qa`` end to end through the API: a LongMemEval-format fixture on every
+registered recipe, the result cache, ``--resume``, and answers and judges from a scripted
+LLM (costs, money, a judge reply that never validates)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memstrata.config import Config
+from memstrata.embed import MiniLMEmbedder
+from memstrata.errors import InvalidInputError
+from memstrata.eval.qa import bench as qb
+from memstrata.eval.qa import formats
+from memstrata.eval.qa.run import Options
+from memstrata.eval.qa.rundir import ResultCache
+from memstrata.llm import LLMClient, ScriptedBackend
+from memstrata.llm.types import Message
+from memstrata.memory import AsyncMemory
+from memstrata.retrieval.context import count_tokens
+from memstrata.store import Store
+
+
+async def _bench(
+    db: Path,
+    data: Path,
+    out: Path,
+    embedder: MiniLMEmbedder,
+    *,
+    recipes: str = "all",
+    config: Config | None = None,
+    cache: ResultCache | None = None,
+    **kw: Any,
+) -> dict[str, Any]:
+    memory = await AsyncMemory.open(db, config=config, embedder=embedder)
+    try:
+        names = qb.resolve_recipes(memory, recipes)
+        options = kw.pop("options", None) or Options(names, ["locomo"])
+        return await qb.bench(memory, data, "longmemeval", options, out, cache=cache, **kw)
+    finally:
+        await memory.close()
+
+
+def rows(out: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (out / "questions.jsonl").read_text().splitlines()]
+
+
+def test_longmemeval_fixture_end_to_end_on_every_recipe(
+    tmp_path: Path, lme_file: Path, embedder: MiniLMEmbedder
+) -> None:
+    out = tmp_path / "run"
+    cache = ResultCache(tmp_path / "results.sqlite")
+    report = asyncio.run(_bench(tmp_path / "m.db", lme_file, out, embedder, cache=cache))
+    registered = Config().recipes  # configured ones: none here
+    assert not registered
+    recipes = report["recipes"]
+    assert {"rag", "default"} <= set(recipes) and len(recipes) >= 3  # the whole registry
+    assert report["samples"] == 3 and report["questions"] == 3
+    for name, e in recipes.items():
+        # overall leaves out the abstention question: two questions with evidence
+        assert e["with_evidence"] == 2, name
+        assert e["abstention.n"] == 1
+        assert 0.0 <= e["session_recall_all@5"] <= e["session_recall_any@5"] <= 1.0
+        assert e["latency_ms"]["p50"] > 0 and e["latency_ms"]["p95"] >= e["latency_ms"]["p50"]
+        assert set(e["cost"]) == {"ingestion", "retrieval", "answer", "judge"}
+        assert e["answers"]["extractive"] == 3 and e["answers"]["generated"] == 0
+        assert set(e["by_category"]) == {"single-session-user", "multi-session"}
+    # the flat baseline finds the lexically obvious answer turns
+    rag = {r["qid"]: r for r in rows(out) if r["recipe"] == "rag"}
+    assert rag["dog"]["ranked"][0] == "a1:0"
+    assert rag["dog"]["retrieval"]["turn_recall_any@5"] == 1.0
+    assert rag["dog"]["retrieval"]["session_ndcg@5"] == 1.0
+    trips = rag["trips"]["retrieval"]
+    assert trips["session_recall_all@5"] == 1.0 and trips["turn_recall_all@5"] == 1.0
+    assert rag["car_abs"]["abstain"] and rag["car_abs"]["retrieval"] == {}
+    # the extractive answer quotes sentences: it does not abstain (LoCoMo's rule gives 0)
+    assert rag["car_abs"]["scores"] == {"f1": 0.0, "abstention": 0.0}
+    # compaction: the answer stage's input tokens over the haystack's tokens (here the
+    # rendered context, with dates and speakers, outweighs a tiny haystack)
+    (dog,) = [s for s in formats.load(lme_file, "longmemeval") if s.id == "dog"]
+    haystack = sum(count_tokens(t.text) for t in dog.turns)
+    assert rag["dog"]["compaction_ratio"] == round(rag["dog"]["context_tokens"] / haystack, 5)
+    # reports: summary as a script reads it, Markdown that says what needs an LLM, HTML
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["recipes"]["rag"]["recall@1"] == recipes["rag"]["recall@1"]
+    assert summary["needs_llm"] == ["judge", "answer (generated, not extractive)"]
+    md = (out / "report.md").read_text()
+    assert "Without an LLM these columns are empty: judge" in md and "| rag |" in md
+    html = (out / "report.html").read_text()
+    assert html.count("data:image/png;base64,") == 4
+    run = json.loads((out / "run.json").read_text())
+    assert run["data_sha256"] and run["versions"]["memstrata"] and run["config"]["budgets"]
+
+    # a second run on the same data is served from the result cache, with the same rows
+    again = tmp_path / "again"
+    report2 = asyncio.run(_bench(tmp_path / "m.db", lme_file, again, embedder, cache=cache))
+    assert report2["served_from_cache"] == 3 * len(recipes)
+    strip = ("cached",)
+    first = sorted(json.dumps({k: v for k, v in r.items() if k not in strip}) for r in rows(out))
+    second = sorted(json.dumps({k: v for k, v in r.items() if k not in strip}) for r in rows(again))
+    assert first == second
+    for name in recipes:
+        assert report2["recipes"][name]["recall@5"] == recipes[name]["recall@5"]
+    cache.close()
+    # the run directory is not overwritten
+    with pytest.raises(InvalidInputError, match="already holds a run; use --resume"):
+        asyncio.run(_bench(tmp_path / "m.db", lme_file, out, embedder))
+
+
+def test_resume_continues_an_interrupted_run(
+    tmp_path: Path, lme_file: Path, embedder: MiniLMEmbedder
+) -> None:
+    out = tmp_path / "run"
+    seen = []
+
+    def stop_after_two(n: int) -> None:
+        seen.append(n)
+        if sum(seen) >= 2:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        asyncio.run(
+            _bench(
+                tmp_path / "m.db", lme_file, out, embedder, recipes="rag", progress=stop_after_two
+            )
+        )
+    assert len(rows(out)) == 2 and not (out / "summary.json").exists()
+    with pytest.raises(InvalidInputError, match="other data, recipes, options"):
+        asyncio.run(
+            _bench(tmp_path / "m.db", lme_file, out, embedder, recipes="rag,default", resume=True)
+        )
+    report = asyncio.run(
+        _bench(tmp_path / "m.db", lme_file, out, embedder, recipes="rag", resume=True)
+    )
+    done = rows(out)
+    assert len(done) == 3 and len({r["qid"] for r in done}) == 3
+    assert report["recipes"]["rag"]["questions"] == 2  # the abstention question apart
+    with pytest.raises(InvalidInputError, match="holds no run"):
+        asyncio.run(_bench(tmp_path / "m.db", lme_file, tmp_path / "none", embedder, resume=True))
+
+
+def _answer(messages: list[Message]) -> str:
+    text = messages[-1].content
+    if "beagle" in text:
+        return json.dumps({"answer": "A beagle.", "sources": ["a1:0"]})
+    if "Lisbon" in text:
+        return json.dumps({"answer": "Lisbon", "sources": ["b1:0"]})
+    return json.dumps({"answer": "NO_ANSWER", "sources": []})
+
+
+def test_scripted_llm_answers_judges_and_costs(
+    tmp_path: Path, lme_file: Path, embedder: MiniLMEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    answers = ScriptedBackend([_answer] * 3, model="answer-model")
+
+    def scripted_llm(config: Config, store: Store, namespace: str | None = None) -> LLMClient:
+        return LLMClient(answers, usage=store, namespace=namespace)
+
+    monkeypatch.setattr("memstrata.memory.make_llm", scripted_llm)
+    # judges: locomo and mindgraph for each of the two answerable questions; the second
+    # question's mindgraph reply never validates (three attempts)
+    judge_backend = ScriptedBackend(
+        [
+            {"reasoning": "same breed", "label": "CORRECT"},
+            {"verdict": "correct"},
+            {"reasoning": "one city is missing", "label": "WRONG"},
+            "not json",
+            "still not json",
+            "{}",
+        ],
+        model="judge-model",
+    )
+    judge_llm = LLMClient(judge_backend, max_retries=2)
+    config = Config(
+        llm={"kind": "openai", "base_url": "http://127.0.0.1:9/v1", "model": "answer-model"},
+        eval={
+            "prices": {
+                "answer-model": {"prompt": 1.0, "completion": 2.0},
+                "judge-model": {"prompt": 10.0, "completion": 20.0},
+            }
+        },
+    )
+    out = tmp_path / "run"
+    options = Options(["rag"], ["locomo", "mindgraph"], build_tier="heuristic")
+    report = asyncio.run(
+        _bench(
+            tmp_path / "m.db",
+            lme_file,
+            out,
+            embedder,
+            config=config,
+            options=options,
+            judge_llm=judge_llm,
+        )
+    )
+    assert answers.remaining == 0 and judge_backend.remaining == 0
+    rag = report["recipes"]["rag"]
+    assert rag["judge.locomo"] == 0.5 and rag["judge.locomo.n"] == 2
+    assert rag["judge.mindgraph"] == 1.0 and rag["judge.mindgraph.n"] == 1
+    assert rag["answers"]["generated"] == 3 and rag["abstention"] == 1.0
+    assert report["needs_llm"] == []
+    by_q = {r["qid"]: r for r in rows(out)}
+    assert by_q["dog"]["scores"]["exact_match"] == 1.0  # "A beagle." vs "a beagle"
+    assert "mindgraph" in by_q["trips"]["judge_errors"]
+    assert by_q["trips"]["scores"]["f1"] == pytest.approx(2 * 1 * (1 / 2) / (1 + 1 / 2))
+    assert by_q["dog"]["answer_prompt_tokens"] > 0
+    # judge prompts are the papers' texts
+    first = judge_backend.requests[0].messages[0].content
+    assert "label an answer to a question as 'CORRECT' or 'WRONG'" in first
+    assert "Gold answer: a beagle" in first and "Generated answer: A beagle." in first
+    assert "strict but fair grading judge" in judge_backend.requests[1].messages[0].content
+    # cost per stage: calls and tokens from the accounting, money from the price table
+    c = rag["cost"]
+    assert c["answer"]["calls"] == 3 and c["answer"]["prompt_tokens"] > 0
+    expected = (c["answer"]["prompt_tokens"] * 1.0 + c["answer"]["completion_tokens"] * 2.0) / 1e6
+    assert c["answer"]["money"] == pytest.approx(expected, abs=1e-6)
+    assert c["judge"]["calls"] == 4 and c["judge"]["failures"] == 1
+    jexp = (c["judge"]["prompt_tokens"] * 10 + c["judge"]["completion_tokens"] * 20) / 1e6
+    assert c["judge"]["money"] == pytest.approx(jexp, abs=1e-6)
+    assert c["ingestion"]["calls"] == 0 and c["retrieval"]["calls"] == 0
