@@ -1,8 +1,9 @@
 """The PersonalAI ``llm`` tier through the real bundled GGUF model (SmolLM2-135M), end to
-end on 40 passages: appendix A extraction, the outdated-knowledge step, the appendix C
-entity parser and QA generator. A 135M model extracts poorly; what is checked is that
-every stage runs and is counted, what it built rests on its sources, and the search and
-the answer work on it."""
+end on eight short passages (one updating another): appendix A extraction, the
+outdated-knowledge step, the appendix C entity parser and QA generator. A 135M model
+extracts poorly; what is checked is that every stage runs and is counted, what it built
+rests on its sources, and the search and the answer work on it. The 40-passage run of
+the figures is in docs/personalai.md."""
 
 from __future__ import annotations
 
@@ -27,9 +28,8 @@ FACTS = [
 ]
 
 
-def test_llm_tier_end_to_end_on_40_passages(tmp_path: Path, embedder, sample) -> None:
-    passages = sample[:32] + [{"id": f"f{i}", "text": t} for i, t in enumerate(FACTS)]
-    assert len(passages) == 40
+def test_llm_tier_end_to_end(tmp_path: Path, embedder) -> None:
+    passages = [{"id": f"f{i}", "text": t} for i, t in enumerate(FACTS)]
     recipes = {
         "pai-gguf": {
             "builders": [{"name": "personalai", "params": {"max_tokens": 64}}],
@@ -48,11 +48,12 @@ def test_llm_tier_end_to_end_on_40_passages(tmp_path: Path, embedder, sample) ->
     ) as m:
         m.add_many(passages)
         (report,) = m.build(tier="llm")
-        assert report.tier == "llm" and report.episodes == 40
+        n = len(passages)
+        assert report.tier == "llm" and report.episodes == n
         usage = m.stats()["llm"]
-        assert usage["personalai.theses"]["calls"] >= 40 - report.failed
-        assert usage["personalai.triplets"]["calls"] >= 40 - report.failed
-        assert report.failed < 40
+        assert usage["personalai.theses"]["calls"] >= n - report.failed
+        assert usage["personalai.triplets"]["calls"] >= n - report.failed
+        assert report.failed < n
         graph = PAGraph.load(m.store, embedder, "default")
         assert graph.objects and (graph.triplets or graph.theses)
         ids = {p["id"] for p in passages}
