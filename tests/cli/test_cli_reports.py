@@ -229,13 +229,16 @@ def test_config_typos_name_the_closest_key(tmp_path: Path) -> None:
 
 def _interrupt(env: dict[str, str], args: list[str], first: str) -> tuple[int, str]:
     """Start a command, wait for the first progress line matching ``first``, press Ctrl-C
-    (SIGINT); return the exit status and stderr."""
+    (SIGINT); return the exit status and stderr. The child gets SIGINT's default action
+    back: a suite started in the background of a shell inherits SIGINT ignored, and
+    Python then installs no handler."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "memstrata", "--progress-every", "0.05", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         env=env,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # noqa: PLW1509
     )
     assert proc.stderr is not None
     seen = []
