@@ -74,8 +74,14 @@ class Budgets(_Section):
 
 class RetrievalConfig(_Section):
     """Overrides of the recipe's System-1 knobs (see ``memstrata.retrieval.system1``);
-    ``None`` keeps the recipe's value."""
+    ``None`` keeps the recipe's value.
 
+    ``tier`` is the tier of the routes and the reranker at search time. ``None`` means
+    ``llm`` when an LLM is configured. ``heuristic`` keeps searches free of LLM calls
+    while the answerer (and a judge) still use the LLM.
+    """
+
+    tier: Literal["heuristic", "llm"] | None = None
     candidates: int | None = None
     rrf_k: int | None = None
     dense_weight: float | None = None

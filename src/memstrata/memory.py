@@ -64,7 +64,8 @@ class AsyncMemory(EpisodeWriter):
             Registry.load(config.recipes),
             llm=lambda: self.llm,
             build=config.build,
-            retrieval=config.retrieval.model_dump(),
+            retrieval=config.retrieval.model_dump(exclude={"tier"}),
+            search_tier=config.retrieval.tier,
         )
         self.worker = Worker(self.engine, config.recipe, config.build.poll_s)
 

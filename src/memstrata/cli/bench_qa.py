@@ -11,6 +11,7 @@ from typing import Annotated, Any
 import typer
 
 from memstrata.cli.common import ConfigOpt, bench_app, err, errors, load_config, out, progress_bar
+from memstrata.errors import ConfigError
 from memstrata.memory import AsyncMemory
 
 DEFAULT_CACHE = Path("~/.cache/memstrata/bench")
@@ -41,6 +42,13 @@ def bench_qa(
         str | None,
         typer.Option(help="Tier of the builds: heuristic or llm (default: llm with an LLM)."),
     ] = None,
+    search_tier: Annotated[
+        str | None,
+        typer.Option(
+            help="Tier of the searches: heuristic keeps the LLM to answers and judges "
+            "(default: retrieval.tier, else llm with an LLM)."
+        ),
+    ] = None,
     cache_dir: Annotated[
         Path, typer.Option(help="Where stores, LLM responses and result rows are kept.")
     ] = DEFAULT_CACHE,
@@ -64,6 +72,11 @@ def bench_qa(
         raise typer.Exit(2)
     with tempfile.TemporaryDirectory() as tmp, errors():
         cfg = load_config(config)
+        if search_tier is not None:
+            if search_tier not in ("heuristic", "llm"):
+                raise ConfigError(f"unknown tier {search_tier!r}; choose heuristic or llm")
+            retrieval = cfg.retrieval.model_copy(update={"tier": search_tier})
+            cfg = cfg.model_copy(update={"retrieval": retrieval})
         judges = parse_judges(judge)
         cache_root = Path(tmp) if no_cache else cache_dir.expanduser()
         store = cache_root / "stores" / f"{qb.store_key(cfg, fmt, file_hash(file))}.db"

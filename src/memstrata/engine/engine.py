@@ -66,11 +66,13 @@ class Engine:
         llm: Callable[[], LLMClient | None],
         build: Any,
         retrieval: dict[str, Any] | None = None,
+        search_tier: str | None = None,
     ) -> None:
         self.store = store
         self.registry = registry
         self.build_cfg = build
         self.retrieval = {k: v for k, v in (retrieval or {}).items() if v is not None}
+        self.search_tier = search_tier
         self._llm = llm
         self.base = Context(store, embedder)
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
@@ -333,7 +335,7 @@ class Engine:
     ) -> list[list[Hit]]:
         spec = self.recipe(recipe)
         routes = self.routes(recipe)
-        ctx = self.context(namespace)
+        ctx = self.context(namespace, self.search_tier)
         per_route = [await r.search(ctx, namespace, queries, k, filters) for r in routes]
         names = [s.name for s in spec.routes]
         labels = [n if names.count(n) == 1 else f"{n}#{i + 1}" for i, n in enumerate(names)]

@@ -189,3 +189,26 @@ def test_categories_carry_member_derived_summaries_and_tags(built: Path, embedde
         members = [graph.name_of(k) for k in cat.child_ids]
         assert cat.summary.startswith(f"{cat.name}: ") and members[0] in cat.summary
         assert 1 <= len(cat.tags) <= 5
+
+
+def test_retrieval_tier_heuristic_keeps_searches_free_of_llm_calls(
+    built: Path, embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # one reply, the answer's: a search that called the LLM would exhaust the script
+    backend = ScriptedBackend([json.dumps({"answer": "Lisbon.", "sources": []})])
+
+    def scripted(config: Config, store: Store, namespace: str | None = None) -> LLMClient:
+        return LLMClient(backend, usage=store, namespace=namespace)
+
+    monkeypatch.setattr("memstrata.memory.make_llm", scripted)
+    question = "Where is Maya flying for the conference?"
+    with Memory.open(
+        built, embedder=embedder, llm={"kind": "gguf"}, **{"retrieval.tier": "heuristic"}
+    ) as m:
+        r = m.search(question, recipe="mnemis", k=3)
+        assert r.hits and not backend.requests  # no Global Selection, no reranking
+        a = m.ask(question, recipe="mnemis")
+    assert a.text == "Lisbon." and len(backend.requests) == 1  # the answerer still asks
+    with Memory.open(built, embedder=embedder, **{"retrieval.tier": "heuristic"}) as m:
+        plain = m.search(question, recipe="mnemis", k=3)
+    assert [h.id for h in r.hits] == [h.id for h in plain.hits]

@@ -186,6 +186,7 @@ def test_scripted_llm_answers_judges_and_costs(
     )
     out = tmp_path / "run"
     options = Options(["rag"], ["locomo", "mindgraph"], build_tier="heuristic")
+    cache = ResultCache(tmp_path / "results.sqlite")
     report = asyncio.run(
         _bench(
             tmp_path / "m.db",
@@ -195,6 +196,7 @@ def test_scripted_llm_answers_judges_and_costs(
             config=config,
             options=options,
             judge_llm=judge_llm,
+            cache=cache,
         )
     )
     assert answers.remaining == 0 and judge_backend.remaining == 0
@@ -222,3 +224,29 @@ def test_scripted_llm_answers_judges_and_costs(
     jexp = (c["judge"]["prompt_tokens"] * 10 + c["judge"]["completion_tokens"] * 20) / 1e6
     assert c["judge"]["money"] == pytest.approx(jexp, abs=1e-6)
     assert c["ingestion"]["calls"] == 0 and c["retrieval"]["calls"] == 0
+    # a rerun from the result cache calls no LLM (both scripts are spent) and reports what
+    # the cached rows cost when they were made; this run's own cost is kept apart
+    report2 = asyncio.run(
+        _bench(
+            tmp_path / "m.db",
+            lme_file,
+            tmp_path / "again",
+            embedder,
+            config=config,
+            options=options,
+            judge_llm=judge_llm,
+            cache=cache,
+        )
+    )
+    cache.close()
+    rag2 = report2["recipes"]["rag"]
+    assert rag2["served_from_cache"] == 3
+    for stage in ("answer", "judge"):
+        for f in ("calls", "failures", "prompt_tokens", "completion_tokens"):
+            assert rag2["cost"][stage][f] == pytest.approx(c[stage][f], abs=1e-3)
+        assert rag2["cost"][stage]["money"] == pytest.approx(c[stage]["money"], abs=1e-6)
+        assert rag2["cost_this_run"][stage]["calls"] == 0
+    assert rag2["cost"]["ingestion"]["seconds"] == pytest.approx(
+        c["ingestion"]["seconds"], abs=0.01
+    )
+    assert rag["cost_this_run"] == rag["cost"]

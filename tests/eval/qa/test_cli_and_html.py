@@ -63,6 +63,7 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
         (["--format", "locomo", "--judge", "gpt"], "unknown judge 'gpt'"),
         (["--format", "locomo", "--recipes", "nope"], "nope"),
         (["--format", "locomo", "--build-tier", "fast"], "unknown tier 'fast'"),
+        (["--format", "locomo", "--search-tier", "fast"], "unknown tier 'fast'"),
     ],
 )
 def test_cli_refuses_bad_arguments_with_one_line(

@@ -48,3 +48,26 @@ def test_price_table_in_the_configuration() -> None:
         Config.load(env={}, **{"eval.prices": {"gpt-x": {"promt": 1.0}}})
     judged = Config.load(env={}, **{"eval.judge": {"kind": "gguf"}})
     assert judged.eval.judge is not None and judged.eval.judge.kind == "gguf"
+
+
+def test_share_splits_a_batch_phase_evenly_and_keeps_unknown_money_unknown() -> None:
+    entry = {
+        "recipe": "rag",
+        "sample": "s",
+        "stage": "ingestion",
+        "calls": 6.0,
+        "prompt_tokens": 90.0,
+        "seconds": 3.0,
+        "money": 0.3,
+        "turns": 40,
+    }
+    part = cost.share(entry, 3)
+    assert part["recipe"] == "rag" and part["stage"] == "ingestion" and "turns" not in part
+    assert part["calls"] == 2.0 and part["prompt_tokens"] == 30.0 and part["seconds"] == 1.0
+    assert part["money"] == pytest.approx(0.1)
+    total: dict = {}
+    for _ in range(3):
+        cost.add(total, part)
+    assert total["calls"] == 6.0 and total["money"] == pytest.approx(0.3)
+    assert cost.share({**entry, "money": None}, 2)["money"] is None
+    assert cost.share(entry, 0)["calls"] == 6.0  # a phase that served no row stays whole

@@ -40,6 +40,17 @@ def money(entry: dict[str, float], model: str | None, prices: dict[str, Price]) 
     )
 
 
+def share(entry: dict[str, Any], n: int) -> dict[str, Any]:
+    """One of ``n`` even parts of a phase's cost row (a batch phase served ``n`` rows)."""
+    part = {k: v for k, v in entry.items() if k in ("recipe", "sample", "stage")}
+    n = max(n, 1)
+    for f in (*FIELDS, "seconds"):
+        part[f] = float(entry.get(f, 0.0) or 0.0) / n
+    m = entry.get("money", 0.0)
+    part["money"] = None if m is None else m / n
+    return part
+
+
 def add(into: dict[str, Any], entry: dict[str, Any]) -> None:
     """Accumulate one phase's cost row into a stage total (money None is sticky)."""
     for f in (*FIELDS, "seconds"):

@@ -96,7 +96,15 @@ def tables(report: dict[str, Any]) -> list[tuple[str, list[str], list[list[Any]]
                 [name, stage, int(c["calls"]), int(c["cached"]), int(c["prompt_tokens"])]
                 + [int(c["completion_tokens"]), c["seconds"], c["money"]]
             )
-    out.append(("Cost per stage (ingestion includes the shared import)", head, rows))
+    out.append(
+        (
+            "Cost per stage (ingestion includes the shared import; a row served from the "
+            "cache counts what it cost when it was made, and summary.json's cost_this_run "
+            "leaves it out)",
+            head,
+            rows,
+        )
+    )
     return out
 
 

@@ -128,6 +128,8 @@ class Runner:
                 row = self.cache.get(key) if self.cache is not None else None
                 if row is not None:
                     row["cached"] = True
+                    for entry in row.get("cost", []):  # what the row cost when it was made
+                        self.dir.append(COSTS, {**entry, "replayed": True})
                     self.dir.append(ROWS, row)
                     finished.add((name, q.id))
                     self.progress(1)
@@ -138,17 +140,27 @@ class Runner:
         ns = sample.id
         before, t0 = self._usage(ns), time.perf_counter()
         await self.memory.add_many([t.episode() for t in sample.turns], namespace=ns)
-        self._cost("*", ns, "ingestion", before, t0, {"turns": len(sample.turns)})
+        imported = self._cost("*", ns, "ingestion", before, t0, {"turns": len(sample.turns)})
+        shared = cost.share(imported, sum(len(items) for items in todo.values()))
         total_tokens = sum(count_tokens(t.text) for t in sample.turns)
         for name, items in todo.items():
             before, t0 = self._usage(ns), time.perf_counter()
             await self.memory.build(ns, recipe=name, tier=self.options.build_tier)
-            self._cost(name, ns, "ingestion", before, t0)
-            await self._questions(name, sample, items, total_tokens)
+            built = self._cost(name, ns, "ingestion", before, t0)
+            shares = [shared, cost.share(built, len(items))]
+            await self._questions(name, sample, items, total_tokens, shares)
 
     async def _questions(
-        self, recipe: str, sample: Sample, items: list[tuple[QA, str]], sample_tokens: int
+        self,
+        recipe: str,
+        sample: Sample,
+        items: list[tuple[QA, str]],
+        sample_tokens: int,
+        shares: list[dict[str, Any]],
     ) -> None:
+        """Search, answer and judge each question. A row keeps its own cost (its searches,
+        answer and judge, and an even share of the import, build and batch search it
+        rests on), so a rerun that serves it from the cache reports what it cost."""
         ns = sample.id
         session_of = sample.session_of()
         before, t0 = self._usage(ns), time.perf_counter()
@@ -159,7 +171,8 @@ class Runner:
             recipe=recipe,
             max_tokens=None,
         )
-        self._cost(recipe, ns, "retrieval", before, t0)
+        searched = self._cost(recipe, ns, "retrieval", before, t0)
+        shares = [*shares, cost.share(searched, len(items))]
         budget = self.memory.config.budgets.max_tokens
         for (q, key), ranked_result in zip(items, deep, strict=True):
             before, t0 = self._usage(ns), time.perf_counter()
@@ -168,7 +181,7 @@ class Runner:
                 [q.question], namespace=ns, k=EVIDENCE_K, recipe=recipe, max_tokens=None
             )
             latency_ms = (time.perf_counter() - start) * 1000
-            self._cost(recipe, ns, "retrieval", before, t0)
+            own = [self._cost(recipe, ns, "retrieval", before, t0)]
             ranked = _sources(ranked_result.hits)
             evset = _sources(top.hits)
             row: dict[str, Any] = {
@@ -191,7 +204,8 @@ class Runner:
             }
             if self.options.answers:
                 hits, _, tokens = await asyncio.to_thread(fit_to_budget, top.hits, budget)
-                await self._answer(row, recipe, ns, q, hits, tokens, sample_tokens)
+                own += await self._answer(row, recipe, ns, q, hits, tokens, sample_tokens)
+            row["cost"] = [*shares, *own]
             if self.cache is not None:
                 self.cache.put(key, row)
             self.dir.append(ROWS, row)
@@ -206,15 +220,15 @@ class Runner:
         hits: list[Any],
         context_tokens: int,
         sample_tokens: int,
-    ) -> None:
+    ) -> list[dict[str, Any]]:
+        """Answer and judge one question into ``row``; returns the cost rows it made."""
         before, t0 = self._usage(ns), time.perf_counter()
         try:
             answer = await self.memory.engine.answer(ns, q.question, hits, recipe)
         except LLMError as exc:
             row["answer_error"] = f"{type(exc).__name__}: {exc}"[:300]
-            self._cost(recipe, ns, "answer", before, t0)
-            return
-        self._cost(recipe, ns, "answer", before, t0)
+            return [self._cost(recipe, ns, "answer", before, t0)]
+        spent = [self._cost(recipe, ns, "answer", before, t0)]
         prompt_tokens = answer.usage.get("prompt_tokens", 0)
         shown = prompt_tokens if answer.usage.get("calls") else context_tokens
         row.update(
@@ -230,7 +244,7 @@ class Runner:
             ),
         )
         if self.judge_llm is None or q.abstain or q.answer is None:
-            return
+            return spent
         verdicts, errors = {}, {}
         predicted = "Not mentioned in the conversation." if answer.abstained else answer.text
         t1 = time.perf_counter()
@@ -250,10 +264,11 @@ class Runner:
             "completion_tokens": sum(r.completion_tokens for r in records),
             "latency_ms": sum(r.latency_ms for r in records),
         }
-        self._cost_row(recipe, ns, "judge", entry, t1, self.judge_model)
+        spent.append(self._cost_row(recipe, ns, "judge", entry, t1, self.judge_model))
         row["judge"] = verdicts
         if errors:
             row["judge_errors"] = errors
+        return spent
 
     # accounting ----------------------------------------------------------------------
     def _usage(self, ns: str) -> dict[str, float]:
@@ -269,9 +284,9 @@ class Runner:
         before: dict[str, float],
         t0: float,
         extra: dict[str, Any] | None = None,
-    ) -> None:
+    ) -> dict[str, Any]:
         entry = cost.delta(before, self._usage(ns))
-        self._cost_row(recipe, ns, stage, entry, t0, self.model, extra)
+        return self._cost_row(recipe, ns, stage, entry, t0, self.model, extra)
 
     def _cost_row(
         self,
@@ -282,7 +297,7 @@ class Runner:
         t0: float,
         model: str | None,
         extra: dict[str, Any] | None = None,
-    ) -> None:
+    ) -> dict[str, Any]:
         row = {
             "recipe": recipe,
             "sample": ns,
@@ -293,6 +308,7 @@ class Runner:
             **(extra or {}),
         }
         self.dir.append(COSTS, row)
+        return row
 
 
 def _sources(hits: list[Any]) -> list[str]:

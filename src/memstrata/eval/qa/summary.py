@@ -71,7 +71,9 @@ def summarise(
             "extractive": sum(1 for r in mine if r.get("extractive")),
             "abstained": sum(1 for r in mine if r.get("abstained")),
         }
-        entry["cost"] = cost.by_stage([c for c in costs if c["recipe"] in (name, "*")])
+        mine_costs = [c for c in costs if c["recipe"] in (name, "*")]
+        entry["cost"] = cost.by_stage(mine_costs)
+        entry["cost_this_run"] = cost.by_stage([c for c in mine_costs if not c.get("replayed")])
         out[name] = entry
     return out
 
