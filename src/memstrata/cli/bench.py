@@ -353,15 +353,16 @@ def bench_longturn(
 
 @bench_app.command("reader")
 def bench_reader(
-    file: Annotated[Path, typer.Argument(help="LoCoMo JSON file.", exists=True, dir_okay=False)],
+    file: Annotated[Path, typer.Argument(help="The data file.", exists=True, dir_okay=False)],
+    fmt: Annotated[
+        str, typer.Option("--format", help="locomo, longmemeval or qaset (as bench qa).")
+    ] = "locomo",
     design: Annotated[
         str | None, typer.Option(help="Design whose reader to use (default: the only one).")
     ] = None,
     tier: Annotated[str, typer.Option(help="heuristic or llm.")] = "heuristic",
     baseline: Annotated[str, typer.Option(help="Recipe compared at the same budget.")] = "default",
-    limit: Annotated[
-        int | None, typer.Option(help="Questions per conversation (default: all).")
-    ] = None,
+    limit: Annotated[int | None, typer.Option(help="Questions per sample (default: all).")] = None,
     db: Annotated[
         str | None, typer.Option("--db", help="Store (default: a fresh temp file).")
     ] = None,
@@ -370,7 +371,8 @@ def bench_reader(
     ),
     config: ConfigOpt = None,
 ) -> None:
-    """A reader on each conversation read as one document with its questions: compaction
+    """A reader on each sample (a conversation, a corpus) read as one document with its
+    answerable questions: compaction
     ratio per question, evidence recall of the returned windows beside a recipe at the
     same token budget, and build throughput (words per minute)."""
     from memstrata.eval import bench_reader as br
@@ -386,7 +388,14 @@ def bench_reader(
             "reading",
             None,
             lambda m, tick: br.run(
-                m, file, design=design, tier=tier, baseline=baseline, limit=limit, progress=tick
+                m,
+                file,
+                fmt=fmt,
+                design=design,
+                tier=tier,
+                baseline=baseline,
+                limit=limit,
+                progress=tick,
             ),
         )
         paths = br.write(report, out_dir)

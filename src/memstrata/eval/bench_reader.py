@@ -1,15 +1,16 @@
-"""``memstrata bench reader``: a design's reader on LoCoMo conversations read as documents.
+"""``memstrata bench reader``: a design's reader on QA samples read as documents.
 
-Each conversation becomes one document, a line per turn (``[date] speaker: text``, as
-an answer model reads a turn), and each of its questions (categories 1-4 with evidence)
-is read against it with the chosen tier. Per question:
+Each sample (a LoCoMo conversation, a QA-set sample such as a passage corpus, a
+LongMemEval haystack) becomes one document, a line per turn (``[date] speaker: text``,
+as an answer model reads a turn), and each of its answerable questions with evidence
+(LoCoMo: categories 1-4) is read against it with the chosen tier. Per question:
 
 * **compaction ratio**: the reader's first answer input over the document (its
   ``Reading.compaction_ratio``);
 * **evidence recall of the windows**: the share of the question's gold turns whose
   text lies inside one of the returned windows;
-* **``default`` at the same budget**: the conversation's turns as episodes, searched
-  with the ``default`` recipe, hits kept in order while they fit the windows' token count
+* **``default`` at the same budget**: the sample's turns as episodes, searched with the
+  ``default`` recipe, hits kept in order while they fit the windows' token count
   (:func:`fit_to_budget`); recall is the share of gold turns among them.
 
 Build throughput: the document's words over the seconds of its first reading with
@@ -25,25 +26,23 @@ from pathlib import Path
 from statistics import mean, median
 from typing import Any
 
-from memstrata.eval import locomo
+from memstrata.eval.qa import formats
 from memstrata.eval.report import write_report
 from memstrata.memory import AsyncMemory
 from memstrata.retrieval.context import count_tokens, fit_to_budget
 from memstrata.retrieval.documents import render
 
-CATEGORIES = {1, 2, 3, 4}
 
-
-def document(conv: locomo.Conversation) -> tuple[str, dict[str, tuple[int, int]]]:
-    """The conversation as text and, per turn id, the span of the turn's text in it."""
+def document(sample: formats.Sample) -> tuple[str, dict[str, tuple[int, int]]]:
+    """The sample as text and, per turn id, the span of the turn's text in it."""
     lines: list[str] = []
     spans: dict[str, tuple[int, int]] = {}
     at = 0
-    for turn in conv.turns:
-        when = turn["occurred_at"].strftime("%Y-%m-%d %H:%M") if turn.get("occurred_at") else None
-        line = render(turn["text"], turn.get("speaker"), when, turn.get("metadata") or {})
-        start = at + line.index(turn["text"]) if turn["text"] else at
-        spans[turn["id"]] = (start, start + len(turn["text"]))
+    for turn in sample.turns:
+        when = turn.at.strftime("%Y-%m-%d %H:%M") if turn.at else None
+        line = render(turn.text, turn.speaker, when, turn.metadata)
+        start = at + line.index(turn.text) if turn.text else at
+        spans[turn.id] = (start, start + len(turn.text))
         lines.append(line)
         at += len(line) + 1
     return "\n".join(lines), spans
@@ -57,20 +56,23 @@ async def run(
     memory: AsyncMemory,
     data_path: str | Path,
     *,
+    fmt: str = "locomo",
     design: str | None = None,
     tier: str = "heuristic",
     baseline: str = "default",
     limit: int | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> dict[str, Any]:
-    conversations = locomo.load(data_path)
+    samples = formats.load(data_path, fmt)
     rows: list[dict[str, Any]] = []
     docs: list[dict[str, Any]] = []
-    for conv in conversations:
-        text, spans = document(conv)
-        questions = [q for q in conv.questions if q.evidence and q.category in CATEGORIES]
+    for sample in samples:
+        text, spans = document(sample)
+        questions = [q for q in sample.qa if q.evidence and not q.abstain]
         questions = questions[:limit] if limit else questions
-        await memory.add_many(conv.turns, namespace=conv.namespace)
+        if not questions:
+            continue
+        await memory.add_many([t.episode() for t in sample.turns], namespace=sample.id)
         words = len(text.split())
         t0 = time.perf_counter()
         first = await memory.read(
@@ -79,7 +81,7 @@ async def run(
         build_s = time.perf_counter() - t0
         docs.append(
             {
-                "conversation": conv.namespace,
+                "document": sample.id,
                 "words": words,
                 "tokens": count_tokens(text),
                 "build_seconds": round(build_s, 3),
@@ -89,7 +91,7 @@ async def run(
         )
         base = await memory.search_many(
             [q.question for q in questions],
-            namespace=conv.namespace,
+            namespace=sample.id,
             k=50,
             recipe=baseline,
             max_tokens=None,
@@ -118,6 +120,7 @@ async def run(
                 progress(1)
     return {
         "data": str(data_path),
+        "format": fmt,
         "tier": tier,
         "baseline": baseline,
         "documents": docs,
@@ -140,8 +143,10 @@ def summarise(rows: list[dict[str, Any]], docs: list[dict[str, Any]]) -> dict[st
         }
 
     out: dict[str, Any] = {"overall": stats(rows)} if rows else {}
-    for cat in sorted({r["category"] for r in rows}):
-        out[str(cat)] = stats([r for r in rows if r["category"] == cat])
+    cats = list(dict.fromkeys(r["category"] for r in rows))
+    if len(cats) > 1:
+        for cat in sorted(cats):
+            out[cat] = stats([r for r in rows if r["category"] == cat])
     words = sum(d["words"] for d in docs)
     seconds = sum(d["build_seconds"] for d in docs)
     out["build_words_per_minute"] = round(60 * words / seconds) if seconds else None
@@ -151,7 +156,7 @@ def summarise(rows: list[dict[str, Any]], docs: list[dict[str, Any]]) -> dict[st
 def markdown(report: dict[str, Any]) -> str:
     s = report["summary"]
     lines = [
-        f"Reader on {report['data']}, each conversation one document, {report['tier']} tier; "
+        f"Reader on {report['data']}, each sample one document, {report['tier']} tier; "
         f"beside `{report['baseline']}` at the same token budget.",
         "",
         "| group | n | compaction mean | median | window recall | "
@@ -161,9 +166,8 @@ def markdown(report: dict[str, Any]) -> str:
     for group, m in s.items():
         if not isinstance(m, dict):
             continue
-        name = group if group == "overall" else f"{group} {locomo.CATEGORY_NAMES[int(group)]}"
         lines.append(
-            f"| {name} | {m['n']} | {m['compaction_mean']:.1%} | {m['compaction_median']:.1%} | "
+            f"| {group} | {m['n']} | {m['compaction_mean']:.1%} | {m['compaction_median']:.1%} | "
             f"{m['recall']:.3f} | {m['baseline_recall']:.3f} | {m['window_tokens']:.0f} | "
             f"{m['nodes_median']} |"
         )
@@ -174,7 +178,7 @@ def markdown(report: dict[str, Any]) -> str:
     ]
     for d in report["documents"]:
         lines.append(
-            f"| {d['conversation']} | {d['words']} | {d['tokens']} | {d['build_seconds']} | "
+            f"| {d['document']} | {d['words']} | {d['tokens']} | {d['build_seconds']} | "
             f"{d['words_per_minute']:,} | {d['nodes']} |"
         )
     lines.append(f"\nBuild throughput overall: {s.get('build_words_per_minute') or 0:,} words/min.")

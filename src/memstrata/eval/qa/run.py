@@ -96,7 +96,10 @@ class Runner:
                 "embedder": memory.embedder.model_id,
                 "llm": cfg.llm.model_dump(mode="json", exclude={"api_key", "cache_dir"}),
                 "budgets": cfg.budgets.model_dump(),
-                "retrieval": cfg.retrieval.model_dump(),
+                # an unset tier is the behaviour rows had before the key existed
+                "retrieval": cfg.retrieval.model_dump(
+                    exclude={"tier"} if cfg.retrieval.tier is None else None
+                ),
                 "judge_model": self.judge_model,
                 "judges": options.judges,
                 "answers": options.answers,
