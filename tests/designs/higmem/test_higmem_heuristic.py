@@ -8,17 +8,28 @@ import json
 from datetime import datetime
 from pathlib import Path
 
+import pytest
 from higmem_helpers import NS, add_turns
 from typer.testing import CliRunner
 
 from memstrata.cli.main import app
 from memstrata.designs.higmem.builder import HiGMemBuilder, HiGMemParams
-from memstrata.designs.higmem.layer import Layers, layer_problems
+from memstrata.designs.higmem.layer import Layers, layer_problems, stem, stems
 from memstrata.designs.higmem.notes import analyse, resolve_dates
-from memstrata.designs.higmem.route import Candidate, GuidedParams, GuidedRoute
+from memstrata.designs.higmem.route import (
+    Candidate,
+    GuidedParams,
+    GuidedRoute,
+    _Scorer,
+    date_span,
+    in_period,
+    overlap,
+)
 from memstrata.engine.contracts import Context
 from memstrata.eval.metrics import evidence_set_metrics
 from memstrata.memory import Memory
+from memstrata.models import Episode, TurnNote
+from memstrata.retrieval.system1 import parse_period
 
 BASE = datetime(2023, 5, 8, 13, 56)  # a Monday
 
@@ -110,6 +121,88 @@ def test_the_filter_keeps_scores_within_the_relative_cut() -> None:
     loose = GuidedRoute(GuidedParams(keep=0.5))
     assert [c.score for c in loose._cut(cands([1.0, 0.95, 0.5, 0.85, 0.2]), 3)] == [1.0, 0.95, 0.85]
     assert loose._cut([], 3) == []
+
+
+def test_terms_meet_by_stem_weighted_by_idf() -> None:
+    assert stems("We camped, they camp; camping!") == [stem("camped")]
+    assert stem("researching") == stem("research") and stem("signed") == stem("sign")
+    weights = {stem("camping"): 3.0, stem("lake"): 1.0}
+    terms = list(weights)
+    assert overlap(terms, "We camped by the river", lambda t: weights[t]) == 0.75
+    assert overlap(terms, "Lakes and camps", lambda t: weights[t]) == 1.0
+    assert overlap([], "anything", lambda t: 1.0) == 0.0
+
+
+def test_a_turn_is_in_a_period_by_its_time_or_a_resolved_date() -> None:
+    may = parse_period("What did Ana do in May 2023?")
+    assert may is not None and date_span("2023-05") == may
+    assert date_span("2022") == parse_period("in 2022")
+    day = date_span("2023-05-07")
+    assert day is not None and day[1] - day[0] == 86400
+    assert date_span("soon") is None and date_span("2023-13") is None
+
+    def turn(when: datetime) -> Episode:
+        return Episode(id="e0", namespace="t", text="x", occurred_at=when, created_at=when)
+
+    said_in_may, said_in_june = turn(datetime(2023, 5, 8, 13, 56)), turn(datetime(2023, 6, 2))
+    note = TurnNote(
+        namespace="t", turn_id="e0", dates=[{"phrase": "last month", "date": "2023-05"}]
+    )
+    year_note = TurnNote(namespace="t", turn_id="e0", dates=[{"phrase": "x", "date": "2022"}])
+    assert in_period(said_in_may, None, may)
+    assert not in_period(said_in_june, None, may)
+    assert in_period(said_in_june, note, may)  # "last month", said in June
+    assert not in_period(said_in_june, year_note, may)
+
+
+def test_session_context_is_read_from_the_sessions_own_turns(store, embedder) -> None:
+    eps = add_turns(
+        store,
+        [
+            ("s1", "Ana", "Guess where we went last weekend?"),
+            ("s1", "Ben", "The lake?"),
+            ("s1", "Ana", "Yes, we camped at the lake with the kids."),
+            ("s2", "Ben", "How was work today?"),
+        ],
+        embedder,
+    )
+    ctx = Context(store, embedder)
+    scores = {e.id: float(i + 1) for i, e in enumerate(eps)}  # 1, 2, 3, 4
+
+    def score(batch: list[Episode]) -> dict[str, float]:
+        return {e.id: scores[e.id] for e in batch}
+
+    route = GuidedRoute(GuidedParams(neighbour_weight=0.5))
+    alone = route._with_neighbours(ctx, [eps[1]], score, None)  # type: ignore[arg-type]
+    assert alone == {eps[1].id: 2.0 + 0.5 * 3.0}  # the best adjacent turn, not in the list
+    # the same context whichever other turns are candidates; none across sessions
+    many = route._with_neighbours(ctx, eps, score, None)  # type: ignore[arg-type]
+    assert many[eps[1].id] == alone[eps[1].id]
+    assert many == {eps[0].id: 1 + 1.0, eps[1].id: 2 + 1.5, eps[2].id: 3 + 1.0, eps[3].id: 4.0}
+    flat = GuidedRoute(GuidedParams(neighbour_weight=0.0))
+    assert flat._with_neighbours(ctx, eps, score, None) == scores  # type: ignore[arg-type]
+
+
+def test_the_score_takes_system1s_date_factor_in_a_named_period(store, embedder) -> None:
+    eps = add_turns(
+        store,
+        [("s1", "Ana", "We camped at the lake."), ("s1", "Ben", "We camped at the lake.")],
+        embedder,
+    )
+    lay = Layers(store, embedder, NS)
+    lay.notes[eps[1].id] = TurnNote(namespace=NS, turn_id=eps[1].id, dates=[])
+    route = GuidedRoute()
+    ctx = Context(store, embedder)
+    qvec = embedder.embed(["Where did Ana camp?"])[0]
+    terms = [stem("camp")]
+    plain = _Scorer(route, ctx, lay, qvec, terms, {"Ana"}, None)(eps)
+    assert plain[eps[0].id] > plain[eps[1].id] + route.params.speaker_bonus  # Ana is named
+    may = parse_period("in May 2023")
+    june = parse_period("in June 2023")
+    dated = _Scorer(route, ctx, lay, qvec, terms, {"Ana"}, may)(eps)
+    factor = 1 + route.params.system1.date_boost
+    assert dated == pytest.approx({k: v * factor for k, v in plain.items()})  # said in May
+    assert _Scorer(route, ctx, lay, qvec, terms, {"Ana"}, june)(eps) == pytest.approx(plain)
 
 
 def test_evidence_set_metrics_macro_average() -> None:

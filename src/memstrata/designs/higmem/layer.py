@@ -12,8 +12,10 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Sequence
+from functools import lru_cache
 
 import numpy as np
+from nltk.stem import PorterStemmer
 from numpy.typing import NDArray
 
 from memstrata.designs.higmem.notes import turn_body
@@ -24,6 +26,18 @@ from memstrata.retrieval.text import content_terms
 from memstrata.store.base import Store
 
 Vec = NDArray[np.float32]
+_STEMMER = PorterStemmer()
+
+
+@lru_cache(maxsize=65536)
+def stem(term: str) -> str:
+    """A term's Porter stem: "camped", "camping" and "camps" are one term."""
+    return str(_STEMMER.stem(term))
+
+
+def stems(text: str) -> list[str]:
+    """The text's distinct content terms, stemmed, in order of first appearance."""
+    return list(dict.fromkeys(stem(t) for t in content_terms(text)))
 
 
 def unit(rows: Vec) -> Vec:
@@ -71,13 +85,14 @@ class Layers:
         return self.store.records_stamp(self.namespace) == self.stamp
 
     def idf(self, term: str) -> float:
-        """BM25's IDF of a term over the namespace's turns (counted once per load)."""
+        """BM25's IDF of a stemmed term (:func:`stem`) over the namespace's turns (counted
+        once per load)."""
         if self._df is None:
             self._df = Counter()
             after = 0
             while page := self.store.iter_episodes(self.namespace, after, 1000):
                 for ep in page:
-                    self._df.update(set(content_terms(turn_body(ep))))
+                    self._df.update(stems(turn_body(ep)))
                 after = page[-1].key
                 self._n += len(page)
         df = self._df.get(term, 0)

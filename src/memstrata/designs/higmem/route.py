@@ -18,18 +18,19 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from memstrata.designs.higmem import prompts
 from memstrata.designs.higmem.builder import BUILDER, layer_cache, stamp
-from memstrata.designs.higmem.layer import Layers, unit
+from memstrata.designs.higmem.layer import Layers, stem, stems, unit
 from memstrata.designs.higmem.notes import turn_body
 from memstrata.embed.cache import embed_cached
 from memstrata.engine.contracts import Context, Route
 from memstrata.llm.base import LLMClient
-from memstrata.models import Episode, Hit, Span
+from memstrata.models import Episode, Hit, Span, TurnNote
 from memstrata.retrieval import documents
 from memstrata.retrieval.system1 import DEFAULT_SYSTEM1, EpisodeRoute, System1Params, plan_query
 from memstrata.retrieval.text import content_terms, words
@@ -67,13 +68,50 @@ class Candidate:
 
 
 def overlap(terms: list[str], text: str, idf: Callable[[str], float]) -> float:
-    """Share of the query's content terms the text holds, each term weighted by its IDF
-    (a rare word shared with the query says more than a common one)."""
+    """Share of the query's stemmed content terms the text holds, each term weighted by its
+    IDF (a rare word shared with the query says more than a common one). Terms are compared
+    by stem (:func:`~memstrata.designs.higmem.layer.stem`), so "camped" meets "camping"."""
     total = sum(idf(t) for t in terms)
     if not total:
         return 0.0
-    have = set(content_terms(text))
+    have = set(stems(text))
     return sum(idf(t) for t in terms if t in have) / total
+
+
+def date_span(date: str) -> tuple[float, float] | None:
+    """A resolved note date (``YYYY``, ``YYYY-MM`` or ``YYYY-MM-DD``) as a ``[start, end)``
+    UTC timestamp range, as :func:`~memstrata.retrieval.system1.parse_period` gives one."""
+    try:
+        parts = [int(p) for p in date.split("-")]
+        if len(parts) == 1:
+            start, end = (
+                datetime(parts[0], 1, 1, tzinfo=UTC),
+                datetime(parts[0] + 1, 1, 1, tzinfo=UTC),
+            )
+        elif len(parts) == 2:
+            year, month = parts
+            start = datetime(year, month, 1, tzinfo=UTC)
+            end = datetime(year + (month == 12), month % 12 + 1, 1, tzinfo=UTC)
+        else:
+            start = datetime(parts[0], parts[1], parts[2], tzinfo=UTC)
+            end = start + timedelta(days=1)
+    except (ValueError, IndexError):
+        return None
+    return start.timestamp(), end.timestamp()
+
+
+def in_period(ep: Episode, note: TurnNote | None, period: tuple[float, float]) -> bool:
+    """The turn was said in the period, or its note resolves a date phrase into it."""
+    when = ep.occurred_at
+    if when is not None:
+        ts = (when if when.tzinfo else when.replace(tzinfo=UTC)).timestamp()
+        if period[0] <= ts < period[1]:
+            return True
+    for d in note.dates if note else []:
+        span = date_span(d.get("date", ""))
+        if span and span[0] < period[1] and span[1] > period[0]:
+            return True
+    return False
 
 
 class GuidedRoute(Route[GuidedParams]):
@@ -157,58 +195,51 @@ class GuidedRoute(Route[GuidedParams]):
         speakers = {w for s in people for w in words(s)}
         out = []
         for query, qvec, sem in zip(queries, qvecs, semantic, strict=True):
-            terms = [t for t in content_terms(query) if t not in speakers] or content_terms(query)
-            named = set(plan_query(query, people, self.params.system1).speakers)
+            content = content_terms(query)
+            kept = [t for t in content if t not in speakers] or content
+            terms = list(dict.fromkeys(stem(t) for t in kept))
+            plan = plan_query(query, people, self.params.system1)
             cands = {ep.id: Candidate(ep, semantic=r) for r, (ep, _) in enumerate(sem, start=1)}
             anchors = self._anchors(lay, qvec)
             linked = self._linked(ctx, lay, namespace, anchors, filters)
-            pool = list({**linked, **{c.ep.id: c.ep for c in cands.values()}}.values())
-            local = self._local_scores(ctx, lay, pool, qvec, terms, named)
+            pool = {**linked, **{c.ep.id: c.ep for c in cands.values()}}
+            score = _Scorer(self, ctx, lay, qvec, terms, set(plan.speakers), plan.period)
+            local = score(list(pool.values()))
             for eid, _ in anchors:
                 inside = [t for t in lay.events[eid].turn_ids if t in linked]
                 for t in sorted(inside, key=lambda t: -local[t])[: self.params.per_event]:
                     cands.setdefault(t, Candidate(linked[t])).events.append(eid)
-            context = self._with_neighbours(pool, local)
+            context = self._with_neighbours(ctx, [c.ep for c in cands.values()], score, filters)
             for c in cands.values():
                 c.score = context[c.ep.id]
             out.append(self._hits(self._cut(list(cands.values()), k)))
         return out
 
-    def _local_scores(
+    def _with_neighbours(
         self,
         ctx: Context,
-        lay: Layers,
         eps: list[Episode],
-        qvec: np.ndarray,
-        terms: list[str],
-        named: set[str],
+        score: _Scorer,
+        filters: SearchFilters | None,
     ) -> dict[str, float]:
-        """Query-to-turn score: cosine, plus the IDF-weighted share of query terms the
-        turn holds, plus ``speaker_bonus`` for a turn of a person the query names."""
-        if not eps:
-            return {}
-        sims = self._turn_vecs(ctx, eps) @ qvec
-        bonus = self.params.speaker_bonus
-        return {
-            e.id: float(s) + overlap(terms, turn_body(e), lay.idf) + bonus * (e.speaker in named)
-            for e, s in zip(eps, sims, strict=True)
-        }
-
-    def _with_neighbours(self, pool: list[Episode], local: dict[str, float]) -> dict[str, float]:
         """Session context, as System-1's ``default`` applies it (same weight): a turn
-        gains ``neighbour_weight`` times the best score among the scored turns right
-        before and after it in its session ("yes, last week!" leans on its neighbour).
-        The event layer puts a retrieved turn's neighbours in the scored pool."""
+        gains ``neighbour_weight`` times the best score of the turns right before and after
+        it in its session ("yes, last week!" leans on its neighbour). The neighbours are
+        the session's own, scored like any turn, whichever route brought the turn in: the
+        event layer changes which turns are candidates, not the context they are read in."""
         w = self.params.neighbour_weight
-        at: dict[tuple[str | None, int], str] = {
-            (e.session, e.seq): e.id for e in pool if e.session is not None
-        }
+        own = score(eps)
+        if not w:
+            return own
+        near = ctx.store.session_neighbours([e.key for e in eps], 1)
+        adj = ctx.store.episodes_by_key(sorted({n for ns in near.values() for n in ns}))
+        if filters is not None and not filters.is_empty():
+            adj = {key: e for key, e in adj.items() if filters.admits(e)}
+        around = score(list(adj.values()))
         out = {}
-        for e in pool:
-            near = [
-                local[at[(e.session, e.seq + d)]] for d in (-1, 1) if (e.session, e.seq + d) in at
-            ]
-            out[e.id] = local[e.id] + (w * max(near) if near and e.session is not None else 0.0)
+        for e in eps:
+            ctx_scores = [around[adj[n].id] for n in near.get(e.key, []) if n in adj]
+            out[e.id] = own[e.id] + (w * max(ctx_scores) if ctx_scores else 0.0)
         return out
 
     def _cut(self, cands: list[Candidate], k: int) -> list[Candidate]:
@@ -297,6 +328,41 @@ class GuidedRoute(Route[GuidedParams]):
             hit.metadata["events"] = list(c.events)
             out.append(hit)
         return out
+
+
+class _Scorer:
+    """The heuristic query-to-turn score, memoised per turn for one query: cosine, plus
+    the IDF-weighted share of the query's stemmed terms the turn holds, plus
+    ``speaker_bonus`` for a turn of a person the query names; the sum is raised by
+    System-1's date factor (1 + ``date_boost``) when the query names a period (May
+    2023, 2022) and the turn was said in it or resolves a date phrase into it."""
+
+    def __init__(
+        self,
+        route: GuidedRoute,
+        ctx: Context,
+        lay: Layers,
+        qvec: np.ndarray,
+        terms: list[str],
+        named: set[str],
+        period: tuple[float, float] | None,
+    ) -> None:
+        self.route, self.ctx, self.lay = route, ctx, lay
+        self.qvec, self.terms, self.named, self.period = qvec, terms, named, period
+        self.memo: dict[str, float] = {}
+
+    def __call__(self, eps: list[Episode]) -> dict[str, float]:
+        todo = list({e.id: e for e in eps if e.id not in self.memo}.values())
+        if todo:
+            p = self.route.params
+            sims = self.route._turn_vecs(self.ctx, todo) @ self.qvec
+            for e, sim in zip(todo, sims, strict=True):
+                s = float(sim) + overlap(self.terms, turn_body(e), self.lay.idf)
+                s += p.speaker_bonus * (e.speaker in self.named)
+                if self.period and in_period(e, self.lay.notes.get(e.id), self.period):
+                    s *= 1 + p.system1.date_boost
+                self.memo[e.id] = s
+        return {e.id: self.memo[e.id] for e in eps}
 
 
 async def _ask(llm: LLMClient, prompt: tuple, step: str) -> BaseModel | None:
