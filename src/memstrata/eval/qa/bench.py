@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from memstrata import __version__
 from memstrata.config import Config
 from memstrata.errors import InvalidInputError
 from memstrata.eval.qa import formats, report, report_html, summary
@@ -34,8 +35,10 @@ def resolve_recipes(memory: AsyncMemory, text: str) -> list[str]:
 
 
 def store_key(config: Config, fmt: str, data_hash: str) -> str:
-    """Names the cached store: the data and what decides the stored structures."""
+    """Names the cached store: the data and what decides the stored structures (the
+    configuration, and the memstrata version whose builders made them)."""
     parts = {
+        "version": __version__,
         "embedder": config.embedder.model_dump(mode="json", exclude={"api_key"}),
         "llm": config.llm.model_dump(mode="json", exclude={"api_key", "cache_dir"}),
         "recipes": {k: v.model_dump(mode="json") for k, v in config.recipes.items()},

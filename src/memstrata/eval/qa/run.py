@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from memstrata import __version__
 from memstrata.eval.qa import cost, metrics_answer, metrics_retrieval
 from memstrata.eval.qa.formats import QA, Sample
 from memstrata.eval.qa.judge import judge
@@ -104,6 +105,7 @@ class Runner:
                 "judges": options.judges,
                 "answers": options.answers,
                 "v": HARNESS_VERSION,
+                "memstrata": __version__,  # a design's code decides its rows too
             }
         )
 
