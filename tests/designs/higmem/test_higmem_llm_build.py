@@ -136,3 +136,17 @@ def test_deleting_a_turn_unlinks_it_from_its_event(store, embedder) -> None:
     assert eps[1].id not in lay.notes
     assert layer_problems(lay) == []
     assert layer_cache is not None
+
+
+def test_affiliation_offers_k_events_and_always_the_recent_ones() -> None:
+    from memstrata.designs.higmem.builder import candidate_events
+
+    ranked = ["a", "b", "c", "d"]
+    # fewer than k in all: everything is offered, the recent event after the ranked ones
+    assert candidate_events(ranked, ["r"], 6) == ["a", "b", "c", "d", "r"]
+    # at k: a recent event outside the top k replaces the least similar non-recent one
+    assert candidate_events(ranked, ["r"], 4) == ["a", "b", "c", "r"]
+    # a recent event already ranked keeps its place and is never the one dropped
+    assert candidate_events(ranked, ["d", "r"], 4) == ["a", "b", "d", "r"]
+    assert candidate_events(ranked, [], 4) == ranked
+    assert len(candidate_events(ranked, ["r", "s", "t"], 4)) == 4

@@ -40,6 +40,23 @@ def layer_cache(ctx: Context) -> LayerCache:
     return ctx.state("higmem.layers", lambda: LayerCache(ctx.store, ctx.embedder))
 
 
+def candidate_events(ranked: list[str], recent: list[str], k: int) -> list[str]:
+    """The affiliation's ``k`` candidates: the ``k`` most similar events, where a recent
+    event (one of the window's turns is in it) that is not among them takes the place of
+    the least similar non-recent one. The prompt stays at ``k`` events however many
+    events exist, and the one the conversation is in is always offered."""
+    missing = [e for e in recent if e not in ranked]
+    drop = max(0, len(ranked) + len(missing) - k)
+    kept = list(ranked)
+    for e in reversed(ranked):
+        if drop == 0:
+            break
+        if e not in recent:
+            kept.remove(e)
+            drop -= 1
+    return kept + missing
+
+
 class HiGMemParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -231,9 +248,10 @@ class HiGMemBuilder(Builder[HiGMemParams]):
         window: list[Episode],
         note: TurnNote,
     ) -> list[str]:
+        k = self.params.k_event
         recent = list(dict.fromkeys(e for w in window for e in lay.events_of.get(w.id, [])))
-        cands = [eid for eid, _ in lay.top_events(vec, self.params.k_event)]
-        cands += [e for e in recent if e not in cands and e in lay.events]
+        recent = [e for e in recent if e in lay.events][:k]
+        cands = candidate_events([eid for eid, _ in lay.top_events(vec, k)], recent, k)
         if not cands:
             return []
         short = {f"E{i}": eid for i, eid in enumerate(cands, start=1)}
