@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from memstrata.designs.personalai.graph import OBJECT, PAGraph, Topology
+from memstrata.designs.personalai.graph import OBJECT, PAGraph, Topology, name_key
 from memstrata.designs.personalai.retrieve import Query
 from memstrata.embed.base import Embedder
 from memstrata.models import Entity, Fact, Span, Thesis
@@ -69,7 +69,7 @@ def make_graph(
 
 
 def node(topo: Topology, graph: PAGraph, name: str) -> int:
-    return topo.index[f"o:{graph.by_name[name.casefold()]}"]
+    return topo.index[f"o:{graph.by_name[name_key(name)]}"]
 
 
 def query(graph: PAGraph, starts: Sequence[str], vector: np.ndarray | None = None) -> Query:

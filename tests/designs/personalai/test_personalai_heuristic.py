@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from memstrata.designs.personalai.builder import graph_cache
-from memstrata.designs.personalai.extract import extract
+from memstrata.designs.personalai.extract import extract, name_mentions
 from memstrata.designs.personalai.graph import PAGraph
 from memstrata.designs.personalai.route import heuristic_entities
 from memstrata.errors import ConfigError
@@ -43,6 +43,23 @@ def test_extraction_objects_triplets_theses_and_pronouns() -> None:
     assert chat[0].mentions[0].name == "Melanie"
     assert heuristic_entities("Who directed Kiss and Tell?") == ["Kiss and Tell"]
     assert heuristic_entities("who won the chess game?") == ["won", "chess", "game"]
+
+
+def _names(text: str) -> list[str]:
+    return [m.name for m in name_mentions(text, 0, len(text))]
+
+
+def test_names_keep_their_initials_and_quoted_nicknames() -> None:
+    assert _names("Jon L. Luther met E. B. White.") == ["Jon L. Luther", "E. B. White"]
+    # not an initial: an abbreviation, or a letter before an opener
+    assert _names("It was in the U.S. Then") == ["U", "S"]
+    assert _names("Plan B. Then they left.") == ["Plan B"]
+    assert _names('Richard Elmer "Dick" Humbert played end.') == ['Richard Elmer "Dick" Humbert']
+    assert _names("Robert “Throb” Young (1964) sang.") == ["Robert “Throb” Young"]
+    # a quoted title between names is no nickname: it stays a name of its own
+    assert _names('Spielberg directed "Jaws" in 1975.') == ["Spielberg", "Jaws"]
+    drafts = extract("Jon L. Luther is an American executive. He led Dunkin' Brands.")
+    assert [d.mentions[0].name for d in drafts] == ["Jon L. Luther", "Jon L. Luther"]
 
 
 @pytest.fixture

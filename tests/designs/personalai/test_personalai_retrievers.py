@@ -16,7 +16,9 @@ from memstrata.designs.personalai.retrieve import (
     Query,
     banned_types,
     compare,
+    containing,
     mixed,
+    name_parts,
 )
 from memstrata.designs.personalai.watercircles import (
     WaterCirclesParams,
@@ -264,3 +266,41 @@ def test_comparator_matches_by_name_then_embedding(star) -> None:
     starts = compare(star, topo, ["b", "the A"], ComparatorParams(top=0))
     assert starts == [node(topo, star, "B"), node(topo, star, "A")]
     assert compare(star, topo, ["nothing like it"], ComparatorParams(threshold=0.99)) == []
+
+
+def test_comparator_matches_the_names_a_conjunction_joins(store, embedder) -> None:
+    g = make_graph(store, embedder, ["Iain Banks", "Irwin Shaw", "Tom and Jerry"])
+    topo = g.topology()
+    assert name_parts("Iain Banks and Irwin Shaw") == ["Iain Banks", "Irwin Shaw"]
+    assert name_parts("Procter & Gamble") == ["Procter", "Gamble"]
+    assert name_parts("Irwin Shaw") == []
+    no_embedding = ComparatorParams(top=0)
+    assert compare(g, topo, ["Iain Banks and Irwin Shaw"], no_embedding) == [
+        node(topo, g, "Iain Banks"),
+        node(topo, g, "Irwin Shaw"),
+    ]
+    # a name of its own that holds a conjunction is matched as itself
+    assert compare(g, topo, ["Tom and Jerry"], no_embedding) == [node(topo, g, "Tom and Jerry")]
+
+
+def test_comparator_matches_a_multiword_name_inside_longer_names(store, embedder) -> None:
+    g = make_graph(
+        store,
+        embedder,
+        ['Richard Elmer "Dick" Humbert', "Dick Humbert Stadium and Park", "Dick Smith", "Humbert"],
+    )
+    topo = g.topology()
+    assert [g.objects[o].name for o in containing(g, "Dick Humbert", 5)] == [
+        'Richard Elmer "Dick" Humbert',
+        "Dick Humbert Stadium and Park",
+    ]
+    assert [g.objects[o].name for o in containing(g, "Dick Humbert", 1)] == [
+        'Richard Elmer "Dick" Humbert'
+    ]
+    # one word is left to the embedding match; an exact name needs no containing one
+    assert containing(g, "Dick", 5) == []
+    params = ComparatorParams(top=1, threshold=1.0)
+    assert compare(g, topo, ["Dick Humbert"], params) == [
+        node(topo, g, 'Richard Elmer "Dick" Humbert')
+    ]
+    assert compare(g, topo, ["Humbert"], params) == [node(topo, g, "Humbert")]

@@ -7,7 +7,9 @@ at run time. So this module uses surface rules, measured through the retrieval f
 in docs/personalai.md:
 
 * **objects**: runs of capitalised words (inner ``of``, ``the``, ``de``, ``&`` ... kept,
-  sentence-initial function words dropped) and quoted titles; a sentence with fewer than
+  sentence-initial function words dropped) and quoted titles; a run goes on over an
+  initial ("Jon L. Luther") and a quoted nickname (Richard Elmer "Dick" Humbert), and a
+  sentence that ends with an initial is joined to the next; a sentence with fewer than
   two such names also contributes its content words that do not look like verbs or
   adverbs. A sentence that opens with a personal pronoun gets the passage's first name as
   its subject (``He`` in a biography), a first-person one the episode's speaker;
@@ -28,6 +30,7 @@ MAX_RELATION = 6
 _NAME_WORD = re.compile(r"[A-Z][\w'’.\-]*|[0-9]+[A-Za-z]*")
 _WORD = re.compile(r"[\w'’\-]+")
 _CONNECT = frozenset("of the de da del di du la le van von der den and & for on upon".split())
+_ENDS_WITH_INITIAL = re.compile(r"(?:^|\s)[A-Z]\.$")
 _QUOTED = re.compile(r"[\"“]([^\"”]{2,80})[\"”]")
 _PRONOUN_3RD = frozenset("he she it they his her its their him them".split())
 _PRONOUN_1ST = frozenset("i my me we our us".split())
@@ -74,6 +77,45 @@ class Draft:
     triplets: list[tuple[int, str, int]] = field(default_factory=list)
 
 
+def _initial(text: str, tok: re.Match[str], following: str) -> bool:
+    """``tok`` is a name's initial: one capital letter after a space, a full stop and a
+    space after it ("Jon L. Luther"; not "U.S."), the next word a name, not an opener."""
+    a, b = tok.start(), tok.end()
+    return (
+        b - a == 1
+        and tok.group().isupper()
+        and (a == 0 or text[a - 1].isspace())
+        and re.match(r"\.\s", text[b : b + 2]) is not None
+        and following.lower() not in _OPENERS
+        and following.lower() not in STOPWORDS
+    )
+
+
+def _nickname(
+    text: str, tokens: list[re.Match[str]], j: int, quoted: list[Mention]
+) -> tuple[Mention, int] | None:
+    """A quoted nickname inside a name (Richard Elmer "Dick" Humbert): the quoted
+    mention right after token ``j``, of at most three capitalised words, and the index of
+    the name word right after it; None if there is none."""
+    rest = text[tokens[j].end() :]
+    lead = len(rest) - len(rest.lstrip())
+    q = next((m for m in quoted if m.start == tokens[j].end() + lead + 1), None)
+    if q is None or not lead or rest[lead] not in '"“':
+        return None
+    words = q.name.split()
+    if len(words) > 3 or not all(_NAME_WORD.fullmatch(w) for w in words):
+        return None
+    k = next((n for n in range(j + 1, len(tokens)) if tokens[n].start() >= q.end), None)
+    if k is None:
+        return None
+    gap = text[q.end : tokens[k].start()]
+    if gap[:1] not in ('"', "”") or gap[1:].strip() or len(gap) < 2:
+        return None
+    if not _NAME_WORD.fullmatch(tokens[k].group()) or tokens[k].group().lower() in STOPWORDS:
+        return None
+    return q, k
+
+
 def name_mentions(text: str, start: int, end: int) -> list[Mention]:
     """Capitalised runs and quoted titles inside ``text[start:end]``."""
     found: list[Mention] = []
@@ -94,8 +136,13 @@ def name_mentions(text: str, start: int, end: int) -> list[Mention]:
         last = i
         while j + 1 < len(tokens):
             nxt = tokens[j + 1]
+            nick = _nickname(text, tokens, j, found)
+            if nick is not None:
+                found.remove(nick[0])
+                last = j = nick[1]
+                continue
             gap = text[tokens[j].end() : nxt.start()]
-            if gap.strip() not in ("", "-", "&"):
+            if gap.strip() not in ("", "-", "&") and not _initial(text, tokens[j], nxt.group()):
                 break
             if _NAME_WORD.fullmatch(nxt.group()):
                 last = j = j + 1
@@ -165,11 +212,31 @@ def _relation(text: str, a: int, b: int, skip: list[Mention]) -> str:
     return " ".join(ws)
 
 
+def _sentences(text: str) -> list[tuple[int, int]]:
+    """Sentence spans, a sentence that ends with an initial ("Jon L.", "E. B.") joined to
+    the next: the initial is part of a name, not a full stop."""
+    out: list[tuple[int, int]] = []
+    for s, e in sentences(text):
+        first = _WORD.match(text, s)
+        if (
+            out
+            and _ENDS_WITH_INITIAL.search(text[out[-1][0] : out[-1][1]])
+            and first is not None
+            and _NAME_WORD.fullmatch(first.group())
+            and first.group().lower() not in _OPENERS
+            and first.group().lower() not in STOPWORDS
+        ):
+            out[-1] = (out[-1][0], e)
+        else:
+            out.append((s, e))
+    return out
+
+
 def extract(text: str, speaker: str | None = None) -> list[Draft]:
     """Objects, triplets and thesis spans of one episode, sentence by sentence."""
     drafts: list[Draft] = []
     topic: str | None = None
-    for s, e in sentences(text):
+    for s, e in _sentences(text):
         names = name_mentions(text, s, e)
         mentions = list(names)
         if len(names) < 2:

@@ -14,6 +14,7 @@ after them: what is left is the theses and episodes around the starts.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
@@ -24,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from memstrata.designs.personalai.graph import EdgeKind, PAGraph, Topology, name_key
 from memstrata.embed.cache import embed_cached
+from memstrata.retrieval.text import content_terms
 
 Retriever = Literal["astar", "watercircles", "beam"]
 TYPE_OF_LETTER = {"E": "episode", "T": "thesis", "O": "object"}
@@ -90,15 +92,50 @@ class ComparatorParams(BaseModel):
     max_starts: int = Field(default=8, ge=1)
 
 
+_CONJUNCTION = re.compile(r"\s+(?:and|&)\s+", re.IGNORECASE)
+
+
+def name_parts(entity: str) -> list[str]:
+    """The names a conjunction joins ("Iain Banks and Irwin Shaw"); none if it joins
+    nothing."""
+    parts = [p.strip() for p in _CONJUNCTION.split(entity) if p.strip()]
+    return parts if len(parts) > 1 else []
+
+
+def containing(graph: PAGraph, name: str, limit: int) -> list[str]:
+    """Objects whose name holds every content word of a multi-word ``name``, shortest
+    name first: "Dick Humbert" in "Richard Elmer Dick Humbert", "Peter Rogers" in
+    "Producer Peter Rogers". One-word names are left to the embedding match."""
+    words = content_terms(name)
+    if len(words) < 2 or limit <= 0:
+        return []
+    found = set(graph.by_word.get(words[0], ()))
+    for w in words[1:]:
+        found &= graph.by_word.get(w, set())
+        if not found:
+            return []
+    return sorted(found, key=lambda o: (len(graph.objects[o].name), graph.objects[o].name))[:limit]
+
+
 def compare(
     graph: PAGraph, topo: Topology, entities: list[str], params: ComparatorParams
 ) -> list[int]:
-    """Start nodes for the query entities: exact name matches first, then by cosine."""
+    """Start nodes for the query entities: exact name matches first, then objects named
+    by an entity's parts, then by cosine.
+
+    An entity that joins names by a conjunction ("A and B") is matched as itself and as
+    each name it joins; a multi-word entity (or part) with no object of its exact name
+    matches the ``top`` shortest objects whose names hold all its words."""
     exact: dict[int, None] = {}
+    partial: dict[int, None] = {}
     for e in entities:
-        oid = graph.by_name.get(name_key(e))
-        if oid is not None:
-            exact.setdefault(topo.index[f"o:{oid}"], None)
+        for name in [e, *name_parts(e)]:
+            oid = graph.by_name.get(name_key(name))
+            if oid is not None:
+                exact.setdefault(topo.index[f"o:{oid}"], None)
+                continue
+            for o in containing(graph, name, params.top):
+                partial.setdefault(topo.index[f"o:{o}"], None)
     scored: dict[int, float] = {}
     if entities and topo.n_objects and params.top:
         qv = embed_cached(graph.store, graph.embedder, entities)
@@ -109,7 +146,8 @@ def compare(
             for j in best:
                 if row[j] >= params.threshold and int(j) not in exact:
                     scored[int(j)] = max(scored.get(int(j), -1.0), float(row[j]))
-    ordered = list(exact) + sorted(scored, key=lambda j: -scored[j])
+    ordered = list(dict.fromkeys([*exact, *partial]))
+    ordered += sorted((j for j in scored if j not in partial), key=lambda j: -scored[j])
     return ordered[: params.max_starts]
 
 
