@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from pydantic import BaseModel, ConfigDict
 
@@ -89,23 +89,29 @@ MONTHS = {
 _YEAR = re.compile(r"\b(19\d\d|20\d\d)\b")
 
 
+def period_range(
+    year: int, month: int | None = None, day: int | None = None
+) -> tuple[float, float]:
+    """The ``[start, end)`` UTC timestamp range of a year, a month or a day."""
+    if month is None:
+        start, end = datetime(year, 1, 1, tzinfo=UTC), datetime(year + 1, 1, 1, tzinfo=UTC)
+    elif day is None:
+        start = datetime(year, month, 1, tzinfo=UTC)
+        end = datetime(year + (month == 12), month % 12 + 1, 1, tzinfo=UTC)
+    else:
+        start = datetime(year, month, day, tzinfo=UTC)
+        end = start + timedelta(days=1)
+    return start.timestamp(), end.timestamp()
+
+
 def parse_period(text: str) -> tuple[float, float] | None:
     """A ``[start, end)`` timestamp range for "May 2023", "2022" or "1 May 2023"."""
     toks = words(text)
     for i, tok in enumerate(toks):
         if tok in MONTHS and i + 1 < len(toks) and _YEAR.fullmatch(toks[i + 1]):
-            year, month = int(toks[i + 1]), MONTHS[tok]
-            start = datetime(year, month, 1, tzinfo=UTC)
-            end = datetime(year + (month == 12), month % 12 + 1, 1, tzinfo=UTC)
-            return start.timestamp(), end.timestamp()
+            return period_range(int(toks[i + 1]), MONTHS[tok])
     match = _YEAR.search(text)
-    if match:
-        year = int(match.group(1))
-        return (
-            datetime(year, 1, 1, tzinfo=UTC).timestamp(),
-            datetime(year + 1, 1, 1, tzinfo=UTC).timestamp(),
-        )
-    return None
+    return period_range(int(match.group(1))) if match else None
 
 
 def plan_query(text: str, known_speakers: list[str], params: System1Params) -> QueryPlan:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
@@ -32,7 +32,13 @@ from memstrata.engine.contracts import Context, Route
 from memstrata.llm.base import LLMClient
 from memstrata.models import Episode, Hit, Span, TurnNote
 from memstrata.retrieval import documents
-from memstrata.retrieval.system1 import DEFAULT_SYSTEM1, EpisodeRoute, System1Params, plan_query
+from memstrata.retrieval.system1 import (
+    DEFAULT_SYSTEM1,
+    EpisodeRoute,
+    System1Params,
+    period_range,
+    plan_query,
+)
 from memstrata.retrieval.text import content_terms, words
 from memstrata.store.base import SearchFilters
 
@@ -80,24 +86,12 @@ def overlap(terms: list[str], text: str, idf: Callable[[str], float]) -> float:
 
 def date_span(date: str) -> tuple[float, float] | None:
     """A resolved note date (``YYYY``, ``YYYY-MM`` or ``YYYY-MM-DD``) as a ``[start, end)``
-    UTC timestamp range, as :func:`~memstrata.retrieval.system1.parse_period` gives one."""
+    UTC timestamp range; None when it is not one."""
     try:
         parts = [int(p) for p in date.split("-")]
-        if len(parts) == 1:
-            start, end = (
-                datetime(parts[0], 1, 1, tzinfo=UTC),
-                datetime(parts[0] + 1, 1, 1, tzinfo=UTC),
-            )
-        elif len(parts) == 2:
-            year, month = parts
-            start = datetime(year, month, 1, tzinfo=UTC)
-            end = datetime(year + (month == 12), month % 12 + 1, 1, tzinfo=UTC)
-        else:
-            start = datetime(parts[0], parts[1], parts[2], tzinfo=UTC)
-            end = start + timedelta(days=1)
-    except (ValueError, IndexError):
+        return period_range(*parts) if 1 <= len(parts) <= 3 else None
+    except (ValueError, TypeError):
         return None
-    return start.timestamp(), end.timestamp()
 
 
 def in_period(ep: Episode, note: TurnNote | None, period: tuple[float, float]) -> bool:
