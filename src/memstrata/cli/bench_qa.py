@@ -11,7 +11,7 @@ from typing import Annotated, Any
 import typer
 
 from memstrata.cli.common import ConfigOpt, bench_app, err, errors, load_config, out, progress_bar
-from memstrata.errors import ConfigError
+from memstrata.engine.engine import check_tier
 from memstrata.memory import AsyncMemory
 
 DEFAULT_CACHE = Path("~/.cache/memstrata/bench")
@@ -73,9 +73,7 @@ def bench_qa(
     with tempfile.TemporaryDirectory() as tmp, errors():
         cfg = load_config(config)
         if search_tier is not None:
-            if search_tier not in ("heuristic", "llm"):
-                raise ConfigError(f"unknown tier {search_tier!r}; choose heuristic or llm")
-            retrieval = cfg.retrieval.model_copy(update={"tier": search_tier})
+            retrieval = cfg.retrieval.model_copy(update={"tier": check_tier(search_tier)})
             cfg = cfg.model_copy(update={"retrieval": retrieval})
         judges = parse_judges(judge)
         cache_root = Path(tmp) if no_cache else cache_dir.expanduser()

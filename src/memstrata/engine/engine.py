@@ -54,6 +54,13 @@ class BuildBusyError(MemstrataError):
     """Another process holds the build lease of a namespace and builder."""
 
 
+def check_tier(tier: str) -> Tier:
+    """``tier`` if it names one, else a :class:`ConfigError` listing the tiers."""
+    if tier in ("heuristic", "llm"):
+        return tier  # type: ignore[return-value]
+    raise ConfigError(f"unknown tier {tier!r}; choose heuristic or llm")
+
+
 class Engine:
     """One open memory's recipes, parts and build bookkeeping."""
 
@@ -131,9 +138,7 @@ class Engine:
     def tier(self, tier: str | None) -> Tier:
         if tier is None:
             return "heuristic" if self._llm() is None else "llm"
-        if tier in ("heuristic", "llm"):
-            return tier  # type: ignore[return-value]
-        raise ConfigError(f"unknown tier {tier!r}; choose heuristic or llm")
+        return check_tier(tier)
 
     def context(
         self,
