@@ -1,0 +1,147 @@
+"""``memstrata bench selection``: how much System-2 *could* add to Mnemis's Recall@10.
+
+The System-2 ablation (``mnemis`` against ``mnemis-no-s2`` in ``bench locomo``) measures
+what the fusion makes of Global Selection. This benchmark separates the two parts:
+
+* **selection**: the episodes Global Selection reaches for each question (heuristic tier,
+  the recipe's own ``selection`` parameters), and how many there are;
+* **ceiling**: Recall@10 of System-1 alone (``mnemis-no-s2``) when a perfect reranker
+  moves every evidence episode System-2 reached into the top 10. No reranker can make the
+  union return more evidence than that, whatever its scores;
+* **fused**: Recall@10 of the recipe itself, the fusion as it runs.
+
+A selection whose ceiling lies below a target cannot reach it with any reranker; a wider
+selection raises the ceiling, and the gap between ceiling and fused is what the reranker
+leaves on the table.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import statistics
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from memstrata.designs.mnemis.global_selection import select_heuristic
+from memstrata.designs.mnemis.graph import Graph
+from memstrata.designs.mnemis.hierarchy import Hierarchy
+from memstrata.designs.mnemis.route import MnemisRoute
+from memstrata.eval import locomo
+from memstrata.eval.bench_locomo import OVERALL, import_conversations, ranked_sources
+from memstrata.eval.report import write_report
+from memstrata.memory import AsyncMemory
+from memstrata.retrieval.text import content_terms
+
+K = 10
+SYSTEM1 = "mnemis-no-s2"
+
+
+def _recall(found: set[str], gold: list[str]) -> float:
+    return len(found & set(gold)) / len(set(gold))
+
+
+def _route(memory: AsyncMemory, recipe: str) -> MnemisRoute:
+    for route in memory.engine.routes(recipe):
+        if isinstance(route, MnemisRoute):
+            return route
+    raise ValueError(f"recipe {recipe!r} has no mnemis route")
+
+
+async def run(
+    memory: AsyncMemory,
+    data_path: str | Path,
+    recipes: list[str],
+    progress: Callable[[int], None] | None = None,
+) -> dict[str, Any]:
+    conversations = locomo.load(data_path)
+    routes = {r: _route(memory, r) for r in recipes}
+    await import_conversations(memory, conversations, progress)
+    for conv in conversations:
+        await memory.build(conv.namespace, recipe=SYSTEM1)
+    # (category, System-1 top 10, evidence) per question, and the questions' vectors
+    base: list[tuple[locomo.Conversation, list[tuple[int, set[str], list[str], str]]]] = []
+    for conv in conversations:
+        ranked = await ranked_sources(memory, SYSTEM1, conv, K)
+        base.append(
+            (
+                conv,
+                [
+                    (q.category, set(r[:K]), q.evidence, q.question)
+                    for q, r in zip(conv.questions, ranked, strict=True)
+                    if q.evidence
+                ],
+            )
+        )
+    report: dict[str, Any] = {
+        "data": str(data_path),
+        "questions": sum(len(qs) for _, qs in base),
+        "system1": SYSTEM1,
+        "recipes": {},
+    }
+    for recipe, route in routes.items():
+        params = route.params.selection
+        rows: list[tuple[int, float, float, float, int]] = []
+        for conv, qs in base:
+            graph = Graph.load(memory.store, memory.embedder, conv.namespace)
+            hierarchy = Hierarchy(graph)
+            vecs = memory.embedder.embed([q for *_, q in qs])
+            fused = await ranked_sources(memory, recipe, conv, K)
+            fused_of = {q.question: set(f[:K]) for q, f in zip(conv.questions, fused, strict=True)}
+            for (category, top, gold, question), vec in zip(qs, vecs, strict=True):
+                sel = select_heuristic(graph, hierarchy, vec, params, set(content_terms(question)))
+                reached = set(sel.support)
+                rows.append(
+                    (
+                        category,
+                        _recall(top, gold),
+                        _recall(top | (reached & set(gold)), gold),
+                        _recall(fused_of[question], gold),
+                        len(reached),
+                    )
+                )
+        report["recipes"][recipe] = {
+            "selection": dataclasses.asdict(params),
+            "groups": _groups(rows),
+        }
+    return report
+
+
+def _groups(rows: list[tuple[int, float, float, float, int]]) -> dict[str, dict[str, float]]:
+    groups: dict[str, list[tuple[int, float, float, float, int]]] = {}
+    for row in rows:
+        groups.setdefault(str(row[0]), []).append(row)
+        if row[0] in OVERALL:
+            groups.setdefault("overall", []).append(row)
+    return {
+        name: {
+            "questions": len(g),
+            "system1": round(statistics.fmean(r[1] for r in g), 4),
+            "ceiling": round(statistics.fmean(r[2] for r in g), 4),
+            "fused": round(statistics.fmean(r[3] for r in g), 4),
+            "episodes_median": statistics.median(r[4] for r in g),
+        }
+        for name, g in sorted(groups.items())
+    }
+
+
+def markdown(report: dict[str, Any]) -> str:
+    lines = [
+        f"System-2 ceiling: {report['questions']} questions; Recall@{K}. System-1 is "
+        f"`{report['system1']}`; ceiling = System-1 plus every evidence episode System-2 "
+        "reached (a perfect reranker); fused = the recipe as it runs.",
+        "",
+        "| recipe | group | questions | System-2 episodes (median) | System-1 | ceiling | fused |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for name, entry in report["recipes"].items():
+        for group, g in entry["groups"].items():
+            lines.append(
+                f"| {name} | {group} | {g['questions']} | {g['episodes_median']:g} "
+                f"| {g['system1']:.3f} | {g['ceiling']:.3f} | {g['fused']:.3f} |"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def write(report: dict[str, Any], out_dir: str | Path) -> tuple[Path, Path]:
+    return write_report(report, out_dir, "selection", markdown)

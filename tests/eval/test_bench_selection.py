@@ -1,0 +1,44 @@
+"""``bench selection``: System-2's reach and its ceiling beside what the fusion makes of it."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from memstrata.eval import bench_selection
+from memstrata.memory import AsyncMemory
+
+DATA = Path(__file__).parents[1] / "data" / "tiny_locomo.json"
+
+
+def _run(tmp_path: Path, embedder, recipes: list[str]) -> dict:
+    async def go() -> dict:
+        memory = await AsyncMemory.open(tmp_path / "m.db", embedder=embedder)
+        try:
+            return await bench_selection.run(memory, DATA, recipes)
+        finally:
+            await memory.close()
+
+    return asyncio.run(go())
+
+
+def test_ceiling_bounds_system1_and_the_ablation_is_system1(tmp_path: Path, embedder) -> None:
+    report = _run(tmp_path, embedder, ["mnemis", "mnemis-no-s2"])
+    assert report["questions"] == 6 and report["system1"] == "mnemis-no-s2"
+    assert report["recipes"]["mnemis"]["selection"]["hub_share"] == 0.1
+    for entry in report["recipes"].values():
+        for group in entry["groups"].values():
+            assert 0.0 <= group["system1"] <= group["ceiling"] <= 1.0
+            assert group["episodes_median"] >= 0
+    # Without System-2 the recipe's own ranking is System-1's, question by question.
+    for group in report["recipes"]["mnemis-no-s2"]["groups"].values():
+        assert group["fused"] == group["system1"]
+    md = bench_selection.markdown(report)
+    assert "| mnemis | overall | 5 |" in md
+
+
+def test_a_recipe_without_a_mnemis_route_is_refused(tmp_path: Path, embedder) -> None:
+    with pytest.raises(ValueError, match="no mnemis route"):
+        _run(tmp_path, embedder, ["default"])
