@@ -278,3 +278,35 @@ def test_lone_nodes_degrade_the_hierarchy_and_trigger_the_rebuild(embedder) -> N
     h.place(lone)
     assert h.lone_share() == 0.75  # three promoted alone beside one real category
     assert h.degraded()
+
+
+def test_model_written_dates_take_the_episodes_time_zone(embedder) -> None:
+    store = SQLiteStore(":memory:")
+    e1 = episode(
+        store, "e1", "I have worked at Acme since March.", datetime(2024, 6, 1, tzinfo=UTC)
+    )
+    backend = ScriptedBackend(
+        [
+            {"names": ["Acme"]},
+            {"names": []},
+            {"entities": []},
+            {
+                "facts": [
+                    {
+                        "source": "Maya",
+                        "target": "Acme",
+                        "fact": "Maya works at Acme",
+                        "valid_at": "2024-03-01",  # no offset: read in the episode's zone
+                        "invalid_at": "2024-09-01T02:00:00+02:00",
+                    }
+                ]
+            },
+            {"facts": []},
+        ]
+    )
+    graph = Graph(store, embedder, "t")
+    asyncio.run(LLMBaseGraph(graph, LLMClient(backend, max_retries=0)).add([e1]))
+    (fact,) = graph.facts.values()
+    assert fact.valid_at == datetime(2024, 3, 1, tzinfo=UTC)
+    assert fact.invalid_at == datetime(2024, 9, 1, tzinfo=UTC)
+    assert fact.valid_at < e1.occurred_at < fact.invalid_at  # comparable, no TypeError

@@ -15,7 +15,7 @@ the episode is left unmarked, so the next ``build`` retries it; the raw episode 
 from __future__ import annotations
 
 from collections import deque
-from datetime import datetime
+from datetime import UTC, datetime
 
 import numpy as np
 
@@ -44,13 +44,20 @@ def _span(ep: Episode, needle: str) -> Span:
     return Span(episode=ep.id, start=at, end=at + len(needle))
 
 
-def _date(value: str | None) -> datetime | None:
+def _date(value: str | None, like: datetime | None = None) -> datetime | None:
+    """A date the model wrote, read in the time zone of ``like`` (the episode's time),
+    so it compares with the episode's own dates whether or not it carries an offset."""
     if not value:
         return None
     try:
-        return datetime.fromisoformat(value)
+        out = datetime.fromisoformat(value)
     except ValueError:
         return None
+    if like is None or (out.tzinfo is None) == (like.tzinfo is None):
+        return out
+    if like.tzinfo is None:  # naive episode times are UTC (see the store)
+        return out.astimezone(UTC).replace(tzinfo=None)
+    return out.replace(tzinfo=like.tzinfo)
 
 
 class LLMBaseGraph:
@@ -213,8 +220,8 @@ class LLMBaseGraph:
                     entity_ids=[s, t],
                     relation=f.relation,
                     fact=f.fact.strip(),
-                    valid_at=_date(f.valid_at) or ep.occurred_at,
-                    invalid_at=_date(f.invalid_at),
+                    valid_at=_date(f.valid_at, ep.occurred_at) or ep.occurred_at,
+                    invalid_at=_date(f.invalid_at, ep.occurred_at),
                     sources=[Span(episode=ep.id, start=0, end=len(ep.text))],
                 )
             )

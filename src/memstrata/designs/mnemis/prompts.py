@@ -251,8 +251,9 @@ def resolve_facts(new: Sequence[str], existing: Sequence[str]) -> Prompt:
         "You compare new facts with existing ones about the same entities. For each new "
         "fact (by index) list the existing facts it duplicates (same meaning) and the "
         "existing facts it contradicts (cannot both be true now, e.g. a changed job or "
-        'address). Answer JSON: {"resolutions": [{"new_fact": i, "duplicate_of": [], '
-        '"contradicts": []}]}.',
+        "address). Answer JSON, for example: "
+        '{"resolutions": [{"new_fact": 0, "duplicate_of": [2], "contradicts": []}, '
+        '{"new_fact": 1, "duplicate_of": [], "contradicts": [0]}]}.',
         "<NEW FACTS>\n"
         + "\n".join(f"{i}: {f}" for i, f in enumerate(new))
         + "\n</NEW FACTS>\n<EXISTING FACTS>\n"
@@ -394,7 +395,7 @@ def select_nodes(query: str, nodes: Sequence[tuple[str, str, list[str]]]) -> Pro
         "personalization, even if partially redundant.\n"
         'For each selected node: "name" is its name, "uuid" its identifier, and '
         '"get_all_children" is true only if you are confident all its sub-nodes help.\n'
-        'Answer JSON: {"nodes": [{"name": ..., "uuid": ..., "get_all_children": false}]}'
+        'Answer JSON: {"nodes": [{"name": ..., "uuid": ..., "get_all_children": <boolean>}]}'
     )
     return _msgs(system, f'User Query:\n"{query}"\n\nAvailable Nodes:\n{info}'), NodeSelection
 
