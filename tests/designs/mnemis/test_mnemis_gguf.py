@@ -3,25 +3,27 @@
 * A three-turn build and search: extraction, de-duplication of the speaker into one
   record citing every turn, facts with their validity windows, a multi-layer hierarchy
   with the appendix D prompt, Global Selection and the LLM reranker.
-* Contradiction: on two turns three months apart ("Tom is married to Ana", then "Tom
-  divorced Ana. Tom is married to Eva now.") the model's fact-resolution answer marks
-  the first turn's fact contradicted; it is closed at the second turn's date and stays
-  stored and searchable with that window.
+* Fact resolution on a changed fact ("Tom is married to Ana", then three months later
+  "Tom divorced Ana. Tom is married to Eva now."): both turns' facts are kept with
+  well-ordered validity windows and stay searchable.
 * Global Selection: over a hierarchy built by the heuristic tier, the model marks
-  top-layer nodes ``get_all_children``; every entity under them is selected although
-  the lower layers were never shown to it.
+  categories ``get_all_children``; every entity under them is selected, including
+  entities the model was never shown.
 
 A 135M model does not judge: probed directly, its resolution and selection answers follow
 the shape of the prompt's JSON format line whatever the facts or the query (the same
-answer for a contradiction and for a restated fact). These tests therefore prove that
-the pipeline acts on the model's answers, not that the model answers well; the rules
-themselves are also covered with the scripted backend in ``test_mnemis_llm_rules.py``.
+answer for a contradiction and for a restated fact). Selection's format line gives the
+field's type (``<boolean>``, the paper's wording), so the model takes whole subtrees and
+``get_all_children`` is exercised for real. The resolution line shows empty lists: an
+example with a contradiction in it made this model close an unrelated fact whenever it
+saw two, so the bundled model would damage the history it is meant to keep. Marking a
+contradiction (``invalid_at`` set on the old fact, the fact kept) is therefore proven
+with the scripted backend in ``test_mnemis_llm_rules.py``, not through this model.
 """
 
 from __future__ import annotations
 
 import asyncio
-from datetime import date
 from pathlib import Path
 
 import pytest
@@ -95,7 +97,6 @@ def test_llm_tier_builds_and_searches_with_smollm2(tmp_path: Path, embedder) -> 
     assert hierarchy_problems(graph, n=2, max_layers=3) == []
     assert all(c.summary for c in graph.categories.values() if c.name != "Speaker")
     # Search: the LLM selected and reranked; episodes first, each hit with its sources.
-    # (The model marks the top-layer nodes ``get_all_children``, so one selection call.)
     assert usage["mnemis.select"]["calls"] >= 1
     assert usage["mnemis.rerank"]["calls"] >= 1
     assert r.hits[0].kind == "episode" and all(h.sources for h in r.hits)
@@ -126,9 +127,12 @@ CHANGE = [
 ]
 
 
-def test_gguf_contradiction_closes_the_old_fact(tmp_path: Path, embedder) -> None:
-    """The model's fact resolution marks the first turn's fact contradicted by the
-    second turn's: the old fact is closed at the second turn's time and kept."""
+def test_gguf_fact_resolution_on_a_changed_fact(tmp_path: Path, embedder) -> None:
+    """A changed marriage through the real model: the first turn's facts reach the
+    resolution step beside the second turn's, and whatever it answers, no fact is lost
+    and every window is well ordered. The model writes its dates without an offset while
+    the episodes carry one; before they were read in the episode's zone, comparing them
+    raised TypeError here. (This model does not mark the contradiction: see above.)"""
     recipe = "mnemis-shallow"
     with Memory.open(
         tmp_path / "m.db", embedder=embedder, llm={"kind": "gguf"}, recipes=SHALLOW
@@ -138,25 +142,21 @@ def test_gguf_contradiction_closes_the_old_fact(tmp_path: Path, embedder) -> Non
         assert report.failed == 0
         assert m.stats()["llm"]["mnemis.facts_resolve"]["calls"] >= 1
         graph = Graph.load(m.store, embedder, "default")
-        closed = [
-            f
-            for f in graph.facts.values()
-            if {s.episode for s in f.sources} == {"t1"}
-            and f.invalid_at is not None
-            and f.invalid_at.date() == date(2024, 4, 1)
-        ]
-        # Only the resolution step can give a fact of the first turn the second turn's
-        # date: extraction of the first turn never saw it.
-        assert closed, [(f.fact, f.valid_at, f.invalid_at) for f in graph.facts.values()]
-        old = closed[0]
-        assert old.valid_at is not None and old.valid_at.date() == date(2024, 1, 1)
-        assert old.invalid_at is not None and old.invalid_at > old.valid_at
-        assert "Ana" in old.fact
-        # The fact that closed it is stored too, from the second turn.
-        assert any({s.episode for s in f.sources} == {"t2"} for f in graph.facts.values())
         r = m.search("Who is Tom married to?", recipe=recipe, k=10, max_tokens=None)
-    hit = next(h for h in r.hits if h.kind == "fact" and h.id == old.id)
-    assert hit.metadata["invalid_at"].startswith("2024-04-01")
+    by_turn = {
+        t: [f for f in graph.facts.values() if {s.episode for s in f.sources} == {t}]
+        for t in ("t1", "t2")
+    }
+    assert by_turn["t1"] and by_turn["t2"], [f.fact for f in graph.facts.values()]
+    for fact in graph.facts.values():
+        assert fact.valid_at is not None and fact.valid_at.tzinfo is not None
+        if fact.invalid_at is not None:
+            assert fact.invalid_at >= fact.valid_at
+    # The first turn's facts stay searchable, each with its validity window.
+    returned = {h.id: h for h in r.hits if h.kind == "fact"}
+    assert any(f.id in returned for f in by_turn["t1"])
+    for h in returned.values():
+        assert h.metadata["valid_at"] is not None and "(valid " in h.text
 
 
 def _entities_under(graph: Graph, cat_id: str) -> set[str]:
@@ -172,9 +172,8 @@ def _entities_under(graph: Graph, cat_id: str) -> set[str]:
 
 
 def test_gguf_global_selection_takes_whole_subtrees(tmp_path: Path, embedder) -> None:
-    """Global Selection alone, on a hierarchy the heuristic tier built: the model marks
-    top-layer nodes ``get_all_children`` and their whole subtrees are selected without
-    the lower layers ever being shown to it."""
+    """Global Selection alone, on a hierarchy the heuristic tier built: categories the
+    model marks ``get_all_children`` bring their whole subtrees, lower layers unseen."""
     with Memory.open(tmp_path / "m.db", embedder=embedder, recipes=DEEP) as m:
         m.add_many(
             [
@@ -204,16 +203,18 @@ def test_gguf_global_selection_takes_whole_subtrees(tmp_path: Path, embedder) ->
         return out
 
     sel = asyncio.run(select_llm(graph, "Which instruments and pets does Ana have?", recording))
-    whole = {uid for uid, all_kids in picks if all_kids}
-    assert whole, picks  # the model chose get_all_children
+    # The model chose get_all_children on at least one category (it may also mark an
+    # entity so, which has no sub-nodes).
+    whole = [
+        c for uid, all_kids in picks if all_kids for c in graph.categories if c.startswith(uid)
+    ]
+    assert whole, picks
     chosen = set(sel.entities)
-    for short in whole:
-        cat = next(c for c in graph.categories if c.startswith(short))
+    for cat in whole:
         under = _entities_under(graph, cat)
         assert under and under <= chosen
-    # Taken whole: the entities were never listed to the model, one call sufficed.
-    assert len(sel.path) == 1
-    assert not any(e.startswith(s) for e in chosen for s in shown)
+    # Taken whole: some entities were never listed to the model, yet they are selected.
+    assert any(not any(e.startswith(s) for s in shown) for e in chosen)
     names = {graph.entities[e].name for e in chosen}
     assert {"guitar", "violin", "dog"} <= names
     assert sel.episodes and set(sel.support) >= {"h0", "h1"}

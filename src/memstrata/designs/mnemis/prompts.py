@@ -251,9 +251,8 @@ def resolve_facts(new: Sequence[str], existing: Sequence[str]) -> Prompt:
         "You compare new facts with existing ones about the same entities. For each new "
         "fact (by index) list the existing facts it duplicates (same meaning) and the "
         "existing facts it contradicts (cannot both be true now, e.g. a changed job or "
-        "address). Answer JSON, for example: "
-        '{"resolutions": [{"new_fact": 0, "duplicate_of": [2], "contradicts": []}, '
-        '{"new_fact": 1, "duplicate_of": [], "contradicts": [0]}]}.',
+        'address). Answer JSON: {"resolutions": [{"new_fact": i, "duplicate_of": [], '
+        '"contradicts": []}]}.',
         "<NEW FACTS>\n"
         + "\n".join(f"{i}: {f}" for i, f in enumerate(new))
         + "\n</NEW FACTS>\n<EXISTING FACTS>\n"
