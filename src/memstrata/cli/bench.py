@@ -351,35 +351,6 @@ def bench_longturn(
     out.print(f"written {jpath} and {mpath}", markup=False)
 
 
-@bench_app.command("selection")
-def bench_selection(
-    file: Annotated[Path, typer.Argument(help="LoCoMo JSON file.", exists=True, dir_okay=False)],
-    recipe: Annotated[
-        str, typer.Option(help="Comma-separated recipes with a mnemis route.")
-    ] = "mnemis",
-    db: Annotated[
-        str | None, typer.Option("--db", help="Store (default: a fresh temp file).")
-    ] = None,
-    out_dir: Annotated[Path, typer.Option("--out", help="Where to write selection.json/.md.")] = (
-        Path("bench-out")
-    ),
-    config: ConfigOpt = None,
-) -> None:
-    """What System-2 could add to Mnemis (heuristic tier): per category, the episodes Global
-    Selection reaches, Recall@10 of System-1 alone, the ceiling a perfect reranker over the
-    union would reach, and the recipe's own Recall@10."""
-    from memstrata.eval import bench_selection as bs
-
-    with tempfile.TemporaryDirectory() as tmp, errors():
-        cfg = load_config(config, **{"llm.kind": "none"})
-        recipes = [r.strip() for r in recipe.split(",") if r.strip()]
-        path = db or str(Path(tmp) / "selection.db")
-        report = run_on_memory(
-            path, cfg, "importing", None, lambda m, tick: bs.run(m, file, recipes, tick)
-        )
-        emit(bs.markdown(report), bs.write(report, out_dir))
-
-
 @bench_app.command("reader")
 def bench_reader(
     file: Annotated[Path, typer.Argument(help="The data file.", exists=True, dir_okay=False)],

@@ -1,4 +1,8 @@
-"""``memstrata bench selection``: how much System-2 *could* add to Mnemis's Recall@10.
+"""How much System-2 *could* add to Mnemis's Recall@10, on a LoCoMo file::
+
+    python -m memstrata.designs.mnemis.ceiling FILE [--recipe mnemis,...] [--config C]
+        [--db PATH] [--out DIR]
+
 
 The System-2 ablation (``mnemis`` against ``mnemis-no-s2`` in ``bench locomo``) measures
 what the fusion makes of Global Selection. This benchmark separates the two parts:
@@ -17,12 +21,17 @@ leaves on the table.
 
 from __future__ import annotations
 
+import argparse
+import asyncio
 import dataclasses
 import statistics
+import sys
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from memstrata.config import Config
 from memstrata.designs.mnemis.global_selection import select_heuristic
 from memstrata.designs.mnemis.graph import Graph
 from memstrata.designs.mnemis.hierarchy import Hierarchy
@@ -145,3 +154,42 @@ def markdown(report: dict[str, Any]) -> str:
 
 def write(report: dict[str, Any], out_dir: str | Path) -> tuple[Path, Path]:
     return write_report(report, out_dir, "selection", markdown)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m memstrata.designs.mnemis.ceiling",
+        description="System-2's reach, its ceiling under a perfect reranker, and the fused "
+        "Recall@10 of each recipe (heuristic tier), per LoCoMo category.",
+    )
+    parser.add_argument("file", type=Path, help="LoCoMo JSON file")
+    parser.add_argument("--recipe", default="mnemis", help="comma-separated, mnemis routes")
+    parser.add_argument("--config", type=Path, help="config TOML defining more recipes")
+    parser.add_argument("--db", help="store (default: a fresh temp file)")
+    parser.add_argument("--out", type=Path, default=Path("bench-out"), help="report folder")
+    args = parser.parse_args(argv)
+    recipes = [r.strip() for r in args.recipe.split(",") if r.strip()]
+    overrides: dict[str, Any] = {"llm.kind": "none"}
+    cfg = Config.load(args.config, **overrides)
+
+    async def go(path: str) -> dict[str, Any]:
+        memory = await AsyncMemory.open(path, config=cfg)
+        try:
+            return await run(memory, args.file, recipes)
+        finally:
+            await memory.close()
+
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            report = asyncio.run(go(args.db or str(Path(tmp) / "selection.db")))
+        except (ValueError, OSError) as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+    jpath, mpath = write(report, args.out)
+    sys.stdout.write(markdown(report))
+    print(f"written {jpath} and {mpath}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,4 +1,4 @@
-"""``bench selection``: System-2's reach and its ceiling beside what the fusion makes of it."""
+"""The System-2 ceiling benchmark: its reach and ceiling beside what the fusion makes of it."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from memstrata.eval import bench_selection
+from memstrata.designs.mnemis import ceiling as bench_selection
 from memstrata.memory import AsyncMemory
 
-DATA = Path(__file__).parents[1] / "data" / "tiny_locomo.json"
+DATA = Path(__file__).parents[2] / "data" / "tiny_locomo.json"
 
 
 def _run(tmp_path: Path, embedder, recipes: list[str]) -> dict:
