@@ -42,3 +42,9 @@ def test_ceiling_bounds_system1_and_the_ablation_is_system1(tmp_path: Path, embe
 def test_a_recipe_without_a_mnemis_route_is_refused(tmp_path: Path, embedder) -> None:
     with pytest.raises(ValueError, match="no mnemis route"):
         _run(tmp_path, embedder, ["default"])
+
+
+def test_the_command_prints_a_clear_error_for_an_unknown_recipe(tmp_path: Path, capsys) -> None:
+    args = [str(DATA), "--recipe", "nope", "--out", str(tmp_path)]
+    assert bench_selection.main(args) == 2
+    assert "unknown recipe 'nope'" in capsys.readouterr().err

@@ -36,6 +36,7 @@ from memstrata.designs.mnemis.global_selection import select_heuristic
 from memstrata.designs.mnemis.graph import Graph
 from memstrata.designs.mnemis.hierarchy import Hierarchy
 from memstrata.designs.mnemis.route import MnemisRoute
+from memstrata.errors import MemstrataError
 from memstrata.eval import locomo
 from memstrata.eval.bench_locomo import OVERALL, import_conversations, ranked_sources
 from memstrata.eval.report import write_report
@@ -182,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         try:
             report = asyncio.run(go(args.db or str(Path(tmp) / "selection.db")))
-        except (ValueError, OSError) as exc:
+        except (MemstrataError, ValueError, OSError) as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
     jpath, mpath = write(report, args.out)
