@@ -31,6 +31,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+from numpy.typing import NDArray
+
 from memstrata.config import Config
 from memstrata.designs.mnemis.global_selection import select_heuristic
 from memstrata.designs.mnemis.graph import Graph
@@ -69,37 +72,25 @@ async def run(
     await import_conversations(memory, conversations, progress)
     for conv in conversations:
         await memory.build(conv.namespace, recipe=SYSTEM1)
-    # (category, System-1 top 10, evidence) per question, and the questions' vectors
-    base: list[tuple[locomo.Conversation, list[tuple[int, set[str], list[str], str]]]] = []
-    for conv in conversations:
-        ranked = await ranked_sources(memory, SYSTEM1, conv, K)
-        base.append(
-            (
-                conv,
-                [
-                    (q.category, set(r[:K]), q.evidence, q.question)
-                    for q, r in zip(conv.questions, ranked, strict=True)
-                    if q.evidence
-                ],
-            )
-        )
+    samples = [await _sample(memory, conv) for conv in conversations]
     report: dict[str, Any] = {
         "data": str(data_path),
-        "questions": sum(len(qs) for _, qs in base),
+        "questions": sum(len(s.questions) for s in samples),
         "system1": SYSTEM1,
         "recipes": {},
     }
     for recipe, route in routes.items():
         params = route.params.selection
         rows: list[tuple[int, float, float, float, int]] = []
-        for conv, qs in base:
-            graph = Graph.load(memory.store, memory.embedder, conv.namespace)
-            hierarchy = Hierarchy(graph)
-            vecs = memory.embedder.embed([q for *_, q in qs])
-            fused = await ranked_sources(memory, recipe, conv, K)
-            fused_of = {q.question: set(f[:K]) for q, f in zip(conv.questions, fused, strict=True)}
-            for (category, top, gold, question), vec in zip(qs, vecs, strict=True):
-                sel = select_heuristic(graph, hierarchy, vec, params, set(content_terms(question)))
+        for smp in samples:
+            fused = await ranked_sources(memory, recipe, smp.conv, K)
+            fused_of = {
+                q.question: set(f[:K]) for q, f in zip(smp.conv.questions, fused, strict=True)
+            }
+            for (category, top, gold, question), vec in zip(smp.questions, smp.vecs, strict=True):
+                sel = select_heuristic(
+                    smp.graph, smp.hierarchy, vec, params, set(content_terms(question))
+                )
                 reached = set(sel.support)
                 rows.append(
                     (
@@ -115,6 +106,30 @@ async def run(
             "groups": _groups(rows),
         }
     return report
+
+
+@dataclasses.dataclass
+class _Sample:
+    """One conversation, loaded once for every recipe compared: its graph and hierarchy,
+    and per answerable question (category, System-1's top 10, evidence, text) and vector."""
+
+    conv: locomo.Conversation
+    graph: Graph
+    hierarchy: Hierarchy
+    questions: list[tuple[int, set[str], list[str], str]]
+    vecs: NDArray[np.float32]
+
+
+async def _sample(memory: AsyncMemory, conv: locomo.Conversation) -> _Sample:
+    ranked = await ranked_sources(memory, SYSTEM1, conv, K)
+    questions = [
+        (q.category, set(r[:K]), q.evidence, q.question)
+        for q, r in zip(conv.questions, ranked, strict=True)
+        if q.evidence
+    ]
+    graph = Graph.load(memory.store, memory.embedder, conv.namespace)
+    vecs = memory.embedder.embed([q for *_, q in questions])
+    return _Sample(conv, graph, Hierarchy(graph), questions, vecs)
 
 
 def _groups(rows: list[tuple[int, float, float, float, int]]) -> dict[str, dict[str, float]]:
