@@ -28,15 +28,21 @@ def test_ceiling_bounds_system1_and_the_ablation_is_system1(tmp_path: Path, embe
     report = _run(tmp_path, embedder, ["mnemis", "mnemis-no-s2"])
     assert report["questions"] == 6 and report["system1"] == "mnemis-no-s2"
     assert report["recipes"]["mnemis"]["selection"]["hub_share"] == 0.1
+    assert report["recipes"]["mnemis-no-s2"]["system2"] is False
     for entry in report["recipes"].values():
         for group in entry["groups"].values():
             assert 0.0 <= group["system1"] <= group["ceiling"] <= 1.0
             assert group["episodes_median"] >= 0
+            # Two conversations: each is ranked by a model fitted on the other one.
+            assert group["learned"] is not None and 0.0 <= group["learned"] <= 1.0
+    # Without System-2 nothing is reached, so the ceiling is System-1 itself.
+    for group in report["recipes"]["mnemis-no-s2"]["groups"].values():
+        assert group["ceiling"] == group["system1"] and group["episodes_median"] == 0
     # Without System-2 the recipe's own ranking is System-1's, question by question.
     for group in report["recipes"]["mnemis-no-s2"]["groups"].values():
         assert group["fused"] == group["system1"]
     md = bench_selection.markdown(report)
-    assert "| mnemis | overall | 5 |" in md
+    assert "| mnemis | overall | 5 |" in md and "| learned |" in md
 
 
 def test_a_recipe_without_a_mnemis_route_is_refused(tmp_path: Path, embedder) -> None:

@@ -14,6 +14,7 @@ from memstrata.config import Config
 from memstrata.designs.mnemis.global_selection import SelectionParams, select_heuristic
 from memstrata.designs.mnemis.graph import SPEAKER_CATEGORY, Graph
 from memstrata.designs.mnemis.hierarchy import Hierarchy
+from memstrata.designs.mnemis.route import EpisodeUnion, MnemisRoute
 from memstrata.llm import LLMClient
 from memstrata.llm.scripted import ScriptedBackend
 from memstrata.memory import Memory
@@ -212,3 +213,78 @@ def test_retrieval_tier_heuristic_keeps_searches_free_of_llm_calls(
     with Memory.open(built, embedder=embedder, **{"retrieval.tier": "heuristic"}) as m:
         plain = m.search(question, recipe="mnemis", k=3)
     assert [h.id for h in r.hits] == [h.id for h in plain.hits]
+
+
+NO_CONTEXT = """
+[recipes.mnemis-no-context]
+builders = [{ name = "mnemis" }]
+routes = [{ name = "mnemis", params = { context_weight = 0.0 } }]
+
+[recipes.mnemis-no-context.fusion]
+kind_order = ["episode", "fact", "entity"]
+budgets = { episode = 1, fact = 2, entity = 2 }
+"""
+
+
+CHAT = [
+    ("Lena", "Did you enjoy the hiking trip to the Alps with your brother?", "s1"),
+    ("Omar", "Yes, loved it! Best weekend of the year, honestly.", "s1"),
+    ("Lena", "My sister started a new job at the bakery downtown.", "s1"),
+    ("Omar", "I finally fixed the leaking kitchen tap on Sunday.", "s2"),
+    ("Lena", "We are painting the living room a pale green.", "s2"),
+    ("Omar", "The quarterly tax forms are due on Friday.", "s2"),
+    ("Lena", "Omar, your brother told me about the Alps photos.", "s3"),
+    ("Omar", "The neighbours adopted two kittens last month.", "s3"),
+    ("Lena", "I read a novel about a lighthouse keeper.", "s3"),
+    ("Omar", "The football match was cancelled because of rain.", "s3"),
+]
+QUERY = "How did Omar like the hiking trip to the Alps?"
+
+
+def _reply_in_context(tmp_path: Path, embedder, reply: str) -> tuple[int, int, EpisodeUnion]:
+    """The reply turn's rank under ``mnemis`` and with no in-context ranking, in the chat
+    above, and the union ``mnemis`` fused."""
+    cfg_path = tmp_path / "c.toml"
+    cfg_path.write_text(NO_CONTEXT)
+    chat = [(CHAT[1][0], reply, CHAT[1][2]) if i == 1 else t for i, t in enumerate(CHAT)]
+    with Memory.open(tmp_path / "m.db", config=Config.load(cfg_path), embedder=embedder) as m:
+        for i, (speaker, text, session) in enumerate(chat):
+            m.add(text, id=f"t{i}", speaker=speaker, session=session)
+        m.build(recipe="mnemis")
+        route = next(r for r in m.engine.routes("mnemis") if isinstance(r, MnemisRoute))
+
+        def rank(recipe: str) -> int:
+            r = m.search(QUERY, recipe=recipe, k=10, max_tokens=None)
+            return [h.id for h in r.hits if h.kind == "episode"].index("t1")
+
+        route.trace = []
+        with_context = rank("mnemis")
+        (union,) = route.trace
+        return with_context, rank("mnemis-no-context"), union
+
+
+def test_a_short_reply_is_read_with_the_question_before_it(tmp_path: Path, embedder) -> None:
+    """ "Yes, loved it!" shares no word with the question asked later; the turn before it
+    does. Read in context, the reply rises, right behind that question."""
+    rank, rank0, union = _reply_in_context(tmp_path, embedder, CHAT[1][1])
+    assert rank < rank0
+    ctx = union.context
+    # the reply ranks with the question it answers, which System-1 ranks above it
+    assert abs(ctx.index("t1") - ctx.index("t0")) == 1
+    assert union.system1.index("t1") > union.system1.index("t0") + 1
+    # t6 ("... the Alps photos") follows t5 in the store but opens another session, so t5
+    # borrows nothing from it, while t7 after it in the same session does
+    assert abs(ctx.index("t7") - ctx.index("t6")) == 1
+    assert ctx.index("t5") > max(ctx.index("t6"), ctx.index("t7"))
+
+
+def test_a_turn_longer_than_the_embedder_reads_is_not_ranked_in_context(
+    tmp_path: Path, embedder
+) -> None:
+    """Its vector covers its opening only; System-1 alone ranks it, whatever the context."""
+    filler = " We also sorted the garage, repainted the fence and mowed the lawn."
+    long_reply = CHAT[1][1] + filler * 16
+    assert len(long_reply) > 1000
+    _, _, union = _reply_in_context(tmp_path, embedder, long_reply)
+    assert "t1" in union.system1 and "t1" not in union.context
+    assert "t0" in union.context and "t2" in union.context

@@ -21,9 +21,11 @@ from memstrata.designs.mnemis.base_graph import BaseGraphParams, HeuristicBaseGr
 from memstrata.designs.mnemis.graph import Graph
 from memstrata.designs.mnemis.hierarchy import Hierarchy, HierarchyParams, hierarchy_problems
 from memstrata.embed.base import Embedder
+from memstrata.embed.cache import ensure_embedded
 from memstrata.engine.contracts import Builder, Context, StepResult
 from memstrata.errors import ConfigError
 from memstrata.models import Episode
+from memstrata.retrieval import documents
 from memstrata.store.base import Store
 
 BUILDER = "mnemis"
@@ -50,6 +52,12 @@ class GraphCache:
 
     def forget(self, namespace: str) -> None:
         self._graphs.pop(namespace, None)
+
+
+def plain_text(ep: Episode) -> str:
+    """An episode's words without its speaker's name, which the stored vector starts with:
+    read in context, a turn should match a question by what was said, not who said it."""
+    return documents.embed_text(ep.text, None, ep.metadata)
 
 
 def graph_cache(ctx: Context) -> GraphCache:
@@ -82,6 +90,10 @@ class MnemisBuilder(Builder[MnemisBuildParams]):
                 created: list[str] = await base.add(batch)
             else:
                 created = await asyncio.to_thread(base.add, batch)
+            # The search reads each turn in context through its speaker-free vector.
+            await asyncio.to_thread(
+                ensure_embedded, ctx.store, ctx.embedder, [plain_text(ep) for ep in batch]
+            )
             if graph.categories:
                 await asyncio.to_thread(hierarchy.place, created)
                 ctx.shared[f"mnemis.hierarchy.{namespace}"] = "incremental"

@@ -12,11 +12,14 @@ what the fusion makes of Global Selection. This benchmark separates the two part
 * **ceiling**: Recall@10 of System-1 alone (``mnemis-no-s2``) when a perfect reranker
   moves every evidence episode System-2 reached into the top 10. No reranker can make the
   union return more evidence than that, whatever its scores;
-* **fused**: Recall@10 of the recipe itself, the fusion as it runs.
+* **fused**: Recall@10 of the recipe itself, the fusion as it runs;
+* **learned**: Recall@10 when the recipe's whole episode union is ranked by a reranker
+  *learned* from the signals the library has offline (:mod:`.learned_bound`), fitted on
+  the other conversations of the file: what a better stand-in could realistically get.
 
 A selection whose ceiling lies below a target cannot reach it with any reranker; a wider
 selection raises the ceiling, and the gap between ceiling and fused is what the reranker
-leaves on the table.
+leaves on the table. Run ``mnemis-no-s2`` beside a recipe to compare learned figures.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from memstrata.config import Config
+from memstrata.designs.mnemis import learned_bound
 from memstrata.designs.mnemis.global_selection import select_heuristic
 from memstrata.designs.mnemis.graph import Graph
 from memstrata.designs.mnemis.hierarchy import Hierarchy
@@ -48,6 +52,8 @@ from memstrata.retrieval.text import content_terms
 
 K = 10
 SYSTEM1 = "mnemis-no-s2"
+#: BM25 scores are read for this many episodes per question (the union is ~100)
+BM25_DEPTH = 500
 
 
 def _recall(found: set[str], gold: list[str]) -> float:
@@ -81,28 +87,48 @@ async def run(
     }
     for recipe, route in routes.items():
         params = route.params.selection
-        rows: list[tuple[int, float, float, float, int]] = []
+        rows: list[_Row] = []
+        examples: list[learned_bound.Example] = []
         for smp in samples:
-            fused = await ranked_sources(memory, recipe, smp.conv, K)
+            route.trace = []
+            try:
+                fused = await ranked_sources(memory, recipe, smp.conv, K)
+                unions = route.trace
+            finally:
+                route.trace = None
+            if len(unions) != len(smp.conv.questions):
+                raise ValueError(f"recipe {recipe!r} searched more than its mnemis route")
             fused_of = {
                 q.question: set(f[:K]) for q, f in zip(smp.conv.questions, fused, strict=True)
             }
-            for (category, top, gold, question), vec in zip(smp.questions, smp.vecs, strict=True):
-                sel = select_heuristic(
-                    smp.graph, smp.hierarchy, vec, params, set(content_terms(question))
-                )
-                reached = set(sel.support)
+            union_of = {u.query: u for u in unions}
+            for (category, top, gold, question), vec, bm25 in zip(
+                smp.questions, smp.vecs, smp.bm25, strict=True
+            ):
+                reached: set[str] = set()
+                if route.params.system2:
+                    sel = select_heuristic(
+                        smp.graph, smp.hierarchy, vec, params, set(content_terms(question))
+                    )
+                    reached = set(sel.support)
                 rows.append(
-                    (
+                    _Row(
                         category,
                         _recall(top, gold),
                         _recall(top | (reached & set(gold)), gold),
                         _recall(fused_of[question], gold),
                         len(reached),
+                        gold,
                     )
                 )
+                cands, X = learned_bound.features(union_of[question], vec, smp.space, bm25)
+                examples.append(learned_bound.Example(smp.conv.namespace, cands, X, set(gold)))
+        learned = learned_bound.leave_one_group_out(examples)
+        for row, ranking in zip(rows, learned or [], strict=False):
+            row.learned = _recall(set(ranking[:K]), row.gold)
         report["recipes"][recipe] = {
             "selection": dataclasses.asdict(params),
+            "system2": route.params.system2,
             "groups": _groups(rows),
         }
     return report
@@ -110,14 +136,28 @@ async def run(
 
 @dataclasses.dataclass
 class _Sample:
-    """One conversation, loaded once for every recipe compared: its graph and hierarchy,
-    and per answerable question (category, System-1's top 10, evidence, text) and vector."""
+    """One conversation, loaded once for every recipe compared: its graph, hierarchy and
+    episodes, and per answerable question (category, System-1's top 10, evidence, text),
+    vector and BM25 scores of episodes."""
 
     conv: locomo.Conversation
     graph: Graph
     hierarchy: Hierarchy
+    space: learned_bound.EpisodeSpace
     questions: list[tuple[int, set[str], list[str], str]]
     vecs: NDArray[np.float32]
+    bm25: list[dict[str, float]]
+
+
+@dataclasses.dataclass
+class _Row:
+    category: int
+    system1: float
+    ceiling: float
+    fused: float
+    episodes: int
+    gold: list[str]
+    learned: float | None = None
 
 
 async def _sample(memory: AsyncMemory, conv: locomo.Conversation) -> _Sample:
@@ -129,22 +169,32 @@ async def _sample(memory: AsyncMemory, conv: locomo.Conversation) -> _Sample:
     ]
     graph = Graph.load(memory.store, memory.embedder, conv.namespace)
     vecs = memory.embedder.embed([q for *_, q in questions])
-    return _Sample(conv, graph, Hierarchy(graph), questions, vecs)
+    space = learned_bound.EpisodeSpace.load(memory.store, memory.embedder, conv.namespace)
+    bm25 = []
+    for *_, question in questions:
+        hits = memory.store.bm25_episodes(conv.namespace, content_terms(question), BM25_DEPTH)
+        bm25.append({space.id_of_key[key]: s for key, s in hits if key in space.id_of_key})
+    return _Sample(conv, graph, Hierarchy(graph), space, questions, vecs, bm25)
 
 
-def _groups(rows: list[tuple[int, float, float, float, int]]) -> dict[str, dict[str, float]]:
-    groups: dict[str, list[tuple[int, float, float, float, int]]] = {}
+def _groups(rows: list[_Row]) -> dict[str, dict[str, float | None]]:
+    groups: dict[str, list[_Row]] = {}
     for row in rows:
-        groups.setdefault(str(row[0]), []).append(row)
-        if row[0] in OVERALL:
+        groups.setdefault(str(row.category), []).append(row)
+        if row.category in OVERALL:
             groups.setdefault("overall", []).append(row)
     return {
         name: {
             "questions": len(g),
-            "system1": round(statistics.fmean(r[1] for r in g), 4),
-            "ceiling": round(statistics.fmean(r[2] for r in g), 4),
-            "fused": round(statistics.fmean(r[3] for r in g), 4),
-            "episodes_median": statistics.median(r[4] for r in g),
+            "system1": round(statistics.fmean(r.system1 for r in g), 4),
+            "ceiling": round(statistics.fmean(r.ceiling for r in g), 4),
+            "fused": round(statistics.fmean(r.fused for r in g), 4),
+            "learned": (
+                None
+                if any(r.learned is None for r in g)
+                else round(statistics.fmean(r.learned or 0.0 for r in g), 4)
+            ),
+            "episodes_median": statistics.median(r.episodes for r in g),
         }
         for name, g in sorted(groups.items())
     }
@@ -154,16 +204,19 @@ def markdown(report: dict[str, Any]) -> str:
     lines = [
         f"System-2 ceiling: {report['questions']} questions; Recall@{K}. System-1 is "
         f"`{report['system1']}`; ceiling = System-1 plus every evidence episode System-2 "
-        "reached (a perfect reranker); fused = the recipe as it runs.",
+        "reached (a perfect reranker); fused = the recipe as it runs; learned = the union "
+        "ranked by a logistic regression fitted on the other conversations (n/a with one).",
         "",
-        "| recipe | group | questions | System-2 episodes (median) | System-1 | ceiling | fused |",
-        "|---|---|---|---|---|---|---|",
+        "| recipe | group | questions | System-2 episodes (median) | System-1 | ceiling "
+        "| fused | learned |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for name, entry in report["recipes"].items():
         for group, g in entry["groups"].items():
+            learned = "n/a" if g["learned"] is None else f"{g['learned']:.3f}"
             lines.append(
                 f"| {name} | {group} | {g['questions']} | {g['episodes_median']:g} "
-                f"| {g['system1']:.3f} | {g['ceiling']:.3f} | {g['fused']:.3f} |"
+                f"| {g['system1']:.3f} | {g['ceiling']:.3f} | {g['fused']:.3f} | {learned} |"
             )
     return "\n".join(lines) + "\n"
 

@@ -12,8 +12,10 @@
     reranker scores every member of the union the same way whichever route found it:
     entities and facts by RRF of their cosine and BM25 ranks within the union, times
     ``1 + agreement`` when both routes found them. Episodes by RRF of System-1's ranking,
-    the episodes behind the best facts, each top entity's best episode, and System-2's
-    episodes ordered by their support (how many selected entities cite them).
+    the episodes behind the best facts, each top entity's best episode, System-2's
+    episodes ordered by their support (how many selected entities cite them), and the
+    whole union read in context (each turn by the best cosine of itself and its
+    neighbouring turns).
   - ``llm`` tier: the LLM orders a window of twice each budget drawn from the union,
     System-1's and System-2's items taken in turn, then the budget is cut.
 
@@ -25,11 +27,12 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from memstrata.designs.mnemis.builder import BUILDER, graph_cache
+from memstrata.designs.mnemis.builder import BUILDER, graph_cache, plain_text
 from memstrata.designs.mnemis.global_selection import (
     NodeSelector,
     Selection,
@@ -43,7 +46,7 @@ from memstrata.designs.mnemis.prompts import llm_reranker, node_selector
 from memstrata.embed.base import Embedder
 from memstrata.embed.cache import embed_cached
 from memstrata.engine.contracts import Context, Route
-from memstrata.models import Hit
+from memstrata.models import Episode, Hit
 from memstrata.retrieval import documents
 from memstrata.retrieval.fusion import rrf
 from memstrata.retrieval.record_index import RecordIndex
@@ -75,6 +78,14 @@ class MnemisParams(BaseModel):
     # Recall@10 by 0.07; weights of 0.5 and more, or 20 entities, cost overall recall.
     entity_weight: float = 0.3
     entity_depth: int = 10
+    # The union read in context: each member ranked by the best cosine of itself and its
+    # neighbouring turns in the same session ("Yes, loved it!" after "Did you enjoy the
+    # trip?"). Swept 0.1-0.5 on the dev split (docs/mnemis.md): flat from 0.2 to 0.5.
+    context_weight: float = 0.3
+    # A turn longer than the embedder reads (MiniLM: 256 tokens, about 1,000 characters)
+    # has a vector of its opening only; it is left out of the in-context ranking, where
+    # that vector would outweigh the BM25 evidence System-1 found further in.
+    context_max_chars: int = 1000
     system2: bool = True
     #: at most this share of the entity budget goes to selected categories
     category_share: float = 0.2
@@ -100,6 +111,20 @@ class _Indexes:
         self.categories = categories
 
 
+@dataclass(frozen=True)
+class EpisodeUnion:
+    """The rankings one query's episode union is fused from, for analysis: System-1's, the
+    episodes behind the best facts, System-2's by support, each top entity's best one, and
+    the union read in context."""
+
+    query: str
+    system1: list[str]
+    facts: list[str]
+    system2: list[str]
+    entities: list[str]
+    context: list[str] = field(default_factory=list)
+
+
 class MnemisRoute(Route[MnemisParams]):
     """Dual-route retrieval over one namespace's Mnemis graph: episodes, facts, entities."""
 
@@ -110,6 +135,8 @@ class MnemisRoute(Route[MnemisParams]):
     def __init__(self, params: MnemisParams | None = None) -> None:
         super().__init__(params)
         self._indexes: dict[str, _Indexes] = {}
+        #: when a list, every search appends each query's :class:`EpisodeUnion` to it
+        self.trace: list[EpisodeUnion] | None = None
 
     async def search(
         self,
@@ -239,10 +266,17 @@ class _Search:
         ent_eps = list(dict.fromkeys(ent_eps))
         support = {e: n for e, n in sel.support.items() if admitted is None or e in admitted}
         s2_eps = sorted(support, key=lambda e: (-support[e], s1_rank.get(e, len(s1_rank))))
+        union = list(dict.fromkeys(s1_ids + fact_eps + s2_eps + ent_eps))
+        episodes = {ep.id: ep for ep in self.store.get_episodes(graph.namespace, union)}
+        in_context = self._in_context(qvec, episodes) if p.context_weight else []
+        if self.route.trace is not None:
+            self.route.trace.append(
+                EpisodeUnion(query, s1_ids, fact_eps, s2_eps, ent_eps, in_context)
+            )
         ep_scores = rrf(
-            [s1_ids, fact_eps, s2_eps, ent_eps],
+            [s1_ids, fact_eps, s2_eps, ent_eps, in_context],
             k=p.rrf_k,
-            weights=[1.0, p.fact_weight, p.s2_weight, p.entity_weight],
+            weights=[1.0, p.fact_weight, p.s2_weight, p.entity_weight, p.context_weight],
         )
         ranked_eps = sorted(ep_scores, key=lambda e: -ep_scores[e])
         window = two_k if self.reranker is not None else k
@@ -250,10 +284,9 @@ class _Search:
             s2_only = [e for e in s2_eps if e not in s1_rank]
             ranked_eps = _window(ranked_eps, s2_only, window)
         by_id = {h.id: h for h in s1_eps}
-        missing = [e for e in ranked_eps[:window] if e not in by_id]
-        if missing:
-            for ep in self.store.get_episodes(graph.namespace, missing):
-                by_id[ep.id] = documents.episode_hit(ep, 0.0)
+        for e in ranked_eps[:window]:
+            if e not in by_id and e in episodes:
+                by_id[e] = documents.episode_hit(episodes[e], 0.0)
         ranked_eps = [e for e in ranked_eps[:window] if e in by_id]
         if self.reranker is not None:
             ranked_eps = await self._rerank(query, "episode", ranked_eps, lambda e: by_id[e].text)
@@ -347,6 +380,30 @@ class _Search:
         sims = idx.categories.similarity(qvec, chosen)
         return sorted(sims, key=lambda c: -sims[c])
 
+    def _in_context(self, qvec: np.ndarray, episodes: dict[str, Episode]) -> list[str]:
+        """The union's episodes by the best cosine among each one and its neighbouring
+        turns of the same session, best first: a short reply is read with the question it
+        answers. Neighbours only lend their similarity; they never join the union. Turns
+        longer than ``context_max_chars`` are not ranked here."""
+        limit = self.params.context_max_chars
+        ranked = {ep.key: eid for eid, ep in episodes.items() if len(ep.text) <= limit}
+        if not ranked:
+            return []
+        near = self.store.session_neighbours(list(ranked), 1)
+        by_key = {ep.key: ep for ep in episodes.values()}
+        extra = {n for ns in near.values() for n in ns if n not in by_key}
+        by_key.update(self.store.episodes_by_key(sorted(extra)))
+        # every neighbour lends, even one too long to be ranked itself
+        keys = list(dict.fromkeys([*ranked, *(n for ns in near.values() for n in ns)]))
+        keys = [k for k in keys if k in by_key]
+        vecs = embed_cached(self.store, self.embedder, [plain_text(by_key[k]) for k in keys])
+        cos = dict(zip(keys, (vecs @ qvec).tolist(), strict=True))
+        score = {
+            ranked[key]: max([cos[key]] + [cos[n] for n in near.get(key, []) if n in cos])
+            for key in ranked
+        }
+        return sorted(score, key=lambda e: -score[e])
+
     def _admitted(self, namespace: str, filters: SearchFilters | None) -> set[str] | None:
         """Ids of the episodes the filters admit, or None for no filters. Facts, entities
         and the episodes reached through them are held to the same filters as System-1."""
@@ -435,4 +492,4 @@ def _admit_eps(eps: dict[str, None], admitted: set[str] | None) -> list[str]:
     return [e for e in eps if admitted is None or e in admitted]
 
 
-__all__ = ["MnemisParams", "MnemisRoute", "Selection"]
+__all__ = ["EpisodeUnion", "MnemisParams", "MnemisRoute", "Selection"]
