@@ -20,7 +20,6 @@ feature names a data set; the weights are never shipped, only measured.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -69,16 +68,10 @@ class EpisodeSpace:
             after = batch[-1].key
         ids = [e.id for e in episodes]
         pos = {eid: i for i, eid in enumerate(ids)}
-        sessions: dict[str, list[int]] = defaultdict(list)
-        for i, ep in enumerate(episodes):
-            if ep.session is not None:
-                sessions[ep.session].append(i)
-        neighbours: list[list[int]] = [[] for _ in episodes]
-        for members in sessions.values():
-            members.sort(key=lambda i: episodes[i].seq)
-            for a, b in zip(members, members[1:], strict=False):
-                neighbours[a].append(b)
-                neighbours[b].append(a)
+        # the same neighbours the route reads a turn with
+        at = {e.key: i for i, e in enumerate(episodes)}
+        near = store.session_neighbours(list(at), 1)
+        neighbours = [[at[n] for n in near.get(e.key, []) if n in at] for e in episodes]
         vecs = embed_cached(store, embedder, [plain_text(e) for e in episodes])
         return cls(ids, pos, {e.key: e.id for e in episodes}, vecs, neighbours)
 

@@ -390,12 +390,11 @@ class _Search:
         if not ranked:
             return []
         near = self.store.session_neighbours(list(ranked), 1)
+        # every neighbour lends, even one outside the union or too long to be ranked
         by_key = {ep.key: ep for ep in episodes.values()}
-        extra = {n for ns in near.values() for n in ns if n not in by_key}
-        by_key.update(self.store.episodes_by_key(sorted(extra)))
-        # every neighbour lends, even one too long to be ranked itself
-        keys = list(dict.fromkeys([*ranked, *(n for ns in near.values() for n in ns)]))
-        keys = [k for k in keys if k in by_key]
+        lenders = {n for ns in near.values() for n in ns}
+        by_key.update(self.store.episodes_by_key(sorted(lenders - by_key.keys())))
+        keys = [k for k in dict.fromkeys([*ranked, *lenders]) if k in by_key]
         vecs = embed_cached(self.store, self.embedder, [plain_text(by_key[k]) for k in keys])
         cos = dict(zip(keys, (vecs @ qvec).tolist(), strict=True))
         score = {
