@@ -215,15 +215,27 @@ def test_retrieval_tier_heuristic_keeps_searches_free_of_llm_calls(
     assert [h.id for h in r.hits] == [h.id for h in plain.hits]
 
 
-NO_CONTEXT = """
-[recipes.mnemis-no-context]
-builders = [{ name = "mnemis" }]
-routes = [{ name = "mnemis", params = { context_weight = 0.0 } }]
+def _recipes(**recipes: str) -> str:
+    """A config TOML of ``mnemis`` recipes, each with the given route parameters."""
+    return "".join(
+        f"""
+[recipes.{name}]
+builders = [{{ name = "mnemis" }}]
+routes = [{{ name = "mnemis", params = {{ {params} }} }}]
 
-[recipes.mnemis-no-context.fusion]
+[recipes.{name}.fusion]
 kind_order = ["episode", "fact", "entity"]
-budgets = { episode = 1, fact = 2, entity = 2 }
+budgets = {{ episode = 1, fact = 2, entity = 2 }}
 """
+        for name, params in recipes.items()
+    )
+
+
+# the in-context ranking on and off, the in-session ranking off in both
+NO_CONTEXT = _recipes(
+    context_only="session_weight = 0.0",
+    neither="session_weight = 0.0, context_weight = 0.0",
+)
 
 
 CHAT = [
@@ -242,8 +254,8 @@ QUERY = "How did Omar like the hiking trip to the Alps?"
 
 
 def _reply_in_context(tmp_path: Path, embedder, reply: str) -> tuple[int, int, EpisodeUnion]:
-    """The reply turn's rank under ``mnemis`` and with no in-context ranking, in the chat
-    above, and the union ``mnemis`` fused."""
+    """The reply turn's rank with and without the in-context ranking, in the chat above,
+    and the union fused with it."""
     cfg_path = tmp_path / "c.toml"
     cfg_path.write_text(NO_CONTEXT)
     chat = [(CHAT[1][0], reply, CHAT[1][2]) if i == 1 else t for i, t in enumerate(CHAT)]
@@ -251,16 +263,20 @@ def _reply_in_context(tmp_path: Path, embedder, reply: str) -> tuple[int, int, E
         for i, (speaker, text, session) in enumerate(chat):
             m.add(text, id=f"t{i}", speaker=speaker, session=session)
         m.build(recipe="mnemis")
-        route = next(r for r in m.engine.routes("mnemis") if isinstance(r, MnemisRoute))
+        route = _route(m, "context_only")
 
         def rank(recipe: str) -> int:
             r = m.search(QUERY, recipe=recipe, k=10, max_tokens=None)
             return [h.id for h in r.hits if h.kind == "episode"].index("t1")
 
         route.trace = []
-        with_context = rank("mnemis")
+        with_context = rank("context_only")
         (union,) = route.trace
-        return with_context, rank("mnemis-no-context"), union
+        return with_context, rank("neither"), union
+
+
+def _route(m: Memory, recipe: str) -> MnemisRoute:
+    return next(r for r in m.engine.routes(recipe) if isinstance(r, MnemisRoute))
 
 
 def test_a_short_reply_is_read_with_the_question_before_it(tmp_path: Path, embedder) -> None:
@@ -288,3 +304,57 @@ def test_a_turn_longer_than_the_embedder_reads_is_not_ranked_in_context(
     _, _, union = _reply_in_context(tmp_path, embedder, long_reply)
     assert "t1" in union.system1 and "t1" not in union.context
     assert "t0" in union.context and "t2" in union.context
+
+
+SESSIONS = [
+    ("Omar", "I rented a boat for our sailing week in Crete.", "s1"),
+    ("Lena", "How many people can sleep on board?", "s1"),
+    ("Omar", "Four, if two of us take the deck.", "s1"),
+    ("Omar", "It is a small red catamaran and it leaks a little.", "s1"),
+    ("Lena", "Bring a bucket then!", "s1"),
+    ("Lena", "My sister opened a bakery downtown.", "s2"),
+    ("Omar", "It is a small red van and it rattles a little.", "s2"),
+    ("Lena", "We painted the kitchen pale green.", "s2"),
+    ("Omar", "The football match was cancelled because of rain.", "s3"),
+    ("Lena", "I read a novel about a lighthouse keeper.", "s3"),
+]
+SESSION_QUERY = "Which boat was rented for the week in Crete?"
+IN_SESSION = _recipes(
+    with_session="",
+    without_session="session_weight = 0.0",
+    window2="session_window = 2",
+)
+
+
+def test_a_turn_is_read_in_its_session(tmp_path: Path, embedder) -> None:
+    """ "It is a small red catamaran" shares no word with the question; three turns before
+    it, in its session, the boat and Crete are named. Read in their session, the turns
+    around the boat's rise above an equally worded turn of another session, which borrows
+    nothing."""
+    cfg_path = tmp_path / "c.toml"
+    cfg_path.write_text(IN_SESSION)
+    with Memory.open(tmp_path / "m.db", config=Config.load(cfg_path), embedder=embedder) as m:
+        for i, (speaker, text, session) in enumerate(SESSIONS):
+            m.add(text, id=f"t{i}", speaker=speaker, session=session)
+        m.build(recipe="mnemis")
+        unions = {}
+        ranked = {}
+        for recipe in ("with_session", "without_session", "window2"):
+            route = _route(m, recipe)
+            route.trace = []
+            r = m.search(SESSION_QUERY, recipe=recipe, k=10, max_tokens=None)
+            (unions[recipe],) = route.trace
+            episodes = [h.id for h in r.hits if h.kind == "episode"]
+            ranked[recipe] = episodes
+    session = unions["with_session"].session
+    # every turn of the first session lends from the turn naming the boat; none elsewhere
+    assert set(session) == {f"t{i}" for i in range(5)}
+    assert session[0] == "t0"
+    # the whole first session now ranks above the van, which outranked part of it before
+    first = [f"t{i}" for i in range(5)]
+    with_, without = ranked["with_session"], ranked["without_session"]
+    assert max(map(with_.index, first)) < with_.index("t6")
+    assert without.index("t6") < max(map(without.index, first))
+    # with a window of two turns, the catamaran is too far from the boat's turn
+    assert set(unions["window2"].session) == {"t0", "t1", "t2"}
+    assert unions["without_session"].session == []

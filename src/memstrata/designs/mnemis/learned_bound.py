@@ -4,10 +4,10 @@ The ceiling benchmark (:mod:`memstrata.designs.mnemis.ceiling`) bounds System-2 
 perfect reranker. This module gives the realistic bound for a reranker built from the
 signals the library has offline: for every member of a query's episode union it computes
 
-* its rank in each of the five rankings the union is fused from (System-1's, the
+* its rank in each of the six rankings the union is fused from (System-1's, the
   episodes behind the best facts, System-2's by support, each top entity's best episode,
-  the union read in context), as ``20 / (20 + rank)``, 0 where absent; whether System-2
-  reached it; whether System-1 missed it;
+  the union read in context and in its session), as ``20 / (20 + rank)``, 0 where
+  absent; whether System-2 reached it; whether System-1 missed it;
 * its MiniLM cosine to the query (speaker-free text), raw and as a z-score within the
   union; its BM25 score over the best one of the union;
 * the best cosine of its neighbouring turns in the same session, and that minus its own
@@ -38,6 +38,7 @@ FEATURES = (
     "system2",
     "entities",
     "context",
+    "session",
     "in_system2",
     "not_in_system1",
     "cosine",
@@ -80,7 +81,14 @@ def features(
     union: EpisodeUnion, qvec: NDArray[np.float32], space: EpisodeSpace, bm25: dict[str, float]
 ) -> tuple[list[str], NDArray[np.float64]]:
     """The union's members (first appearance order) and one row of :data:`FEATURES` each."""
-    lists = [union.system1, union.facts, union.system2, union.entities, union.context]
+    lists = [
+        union.system1,
+        union.facts,
+        union.system2,
+        union.entities,
+        union.context,
+        union.session,
+    ]
     cands = [c for c in dict.fromkeys(x for lst in lists for x in lst) if c in space.pos]
     if not cands:
         return [], np.zeros((0, len(FEATURES)))

@@ -13,9 +13,10 @@
     entities and facts by RRF of their cosine and BM25 ranks within the union, times
     ``1 + agreement`` when both routes found them. Episodes by RRF of System-1's ranking,
     the episodes behind the best facts, each top entity's best episode, System-2's
-    episodes ordered by their support (how many selected entities cite them), and the
+    episodes ordered by their support (how many selected entities cite them), the
     whole union read in context (each turn by the best cosine of itself and its
-    neighbouring turns).
+    neighbouring turns), and read in its session (each turn by the BM25 evidence of the
+    turns around it).
   - ``llm`` tier: the LLM orders a window of twice each budget drawn from the union,
     System-1's and System-2's items taken in turn, then the budget is cut.
 
@@ -86,6 +87,14 @@ class MnemisParams(BaseModel):
     # has a vector of its opening only; it is left out of the in-context ranking, where
     # that vector would outweigh the BM25 evidence System-1 found further in.
     context_max_chars: int = 1000
+    # The union read in its session: each member ranked by the BM25 evidence of itself and
+    # the turns within ``session_window`` of it in the same session (among the query's
+    # ``candidates`` best BM25 episodes). A question's evidence clusters where its topic is
+    # discussed; this finds the second turn of a two-turn answer that the query's own
+    # words miss. Swept on the dev split (docs/mnemis.md): weights 0.2-0.5 and windows
+    # 5-20 or the whole session within 0.005 of each other.
+    session_weight: float = 0.3
+    session_window: int = 10
     system2: bool = True
     #: at most this share of the entity budget goes to selected categories
     category_share: float = 0.2
@@ -114,8 +123,8 @@ class _Indexes:
 @dataclass(frozen=True)
 class EpisodeUnion:
     """The rankings one query's episode union is fused from, for analysis: System-1's, the
-    episodes behind the best facts, System-2's by support, each top entity's best one, and
-    the union read in context."""
+    episodes behind the best facts, System-2's by support, each top entity's best one, the
+    union read in context, and read in its session."""
 
     query: str
     system1: list[str]
@@ -123,6 +132,7 @@ class EpisodeUnion:
     system2: list[str]
     entities: list[str]
     context: list[str] = field(default_factory=list)
+    session: list[str] = field(default_factory=list)
 
 
 class MnemisRoute(Route[MnemisParams]):
@@ -269,14 +279,22 @@ class _Search:
         union = list(dict.fromkeys(s1_ids + fact_eps + s2_eps + ent_eps))
         episodes = {ep.id: ep for ep in self.store.get_episodes(graph.namespace, union)}
         in_context = self._in_context(qvec, episodes) if p.context_weight else []
+        in_session = self._in_session(graph.namespace, terms, episodes) if p.session_weight else []
         if self.route.trace is not None:
             self.route.trace.append(
-                EpisodeUnion(query, s1_ids, fact_eps, s2_eps, ent_eps, in_context)
+                EpisodeUnion(query, s1_ids, fact_eps, s2_eps, ent_eps, in_context, in_session)
             )
         ep_scores = rrf(
-            [s1_ids, fact_eps, s2_eps, ent_eps, in_context],
+            [s1_ids, fact_eps, s2_eps, ent_eps, in_context, in_session],
             k=p.rrf_k,
-            weights=[1.0, p.fact_weight, p.s2_weight, p.entity_weight, p.context_weight],
+            weights=[
+                1.0,
+                p.fact_weight,
+                p.s2_weight,
+                p.entity_weight,
+                p.context_weight,
+                p.session_weight,
+            ],
         )
         ranked_eps = sorted(ep_scores, key=lambda e: -ep_scores[e])
         window = two_k if self.reranker is not None else k
@@ -402,6 +420,26 @@ class _Search:
             for key in ranked
         }
         return sorted(score, key=lambda e: -score[e])
+
+    def _in_session(
+        self, namespace: str, terms: list[str], episodes: dict[str, Episode]
+    ) -> list[str]:
+        """The union's episodes by the summed BM25 scores of themselves and the turns
+        within ``session_window`` of them in the same session, best first; members with no
+        lexical evidence around them are left out. Like the in-context ranking, the
+        neighbours only lend: they never join the union."""
+        if not terms or not episodes:
+            return []
+        bm25 = dict(self.store.bm25_episodes(namespace, terms, self.params.candidates))
+        if not bm25:
+            return []
+        keys = {ep.key: eid for eid, ep in episodes.items()}
+        near = self.store.session_neighbours(list(keys), self.params.session_window)
+        score = {
+            eid: bm25.get(key, 0.0) + sum(bm25.get(n, 0.0) for n in near.get(key, []))
+            for key, eid in keys.items()
+        }
+        return sorted((e for e in score if score[e] > 0), key=lambda e: -score[e])
 
     def _admitted(self, namespace: str, filters: SearchFilters | None) -> set[str] | None:
         """Ids of the episodes the filters admit, or None for no filters. Facts, entities
