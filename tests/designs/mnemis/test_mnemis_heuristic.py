@@ -57,6 +57,25 @@ def test_mentions_find_speakers_names_phrases_and_activities() -> None:
     assert name_key("the Beaches") == name_key("beach")
 
 
+def test_a_name_ends_at_punctuation_and_a_greeting_is_not_part_of_it() -> None:
+    """A comma or "I'm" ends a run of capitals; a word greeting a speaker at the start of
+    a sentence is dropped. Real multi-word names stay whole."""
+    speakers = frozenset({"jon", "melanie"})
+
+    def names(text: str) -> list[str]:
+        return [m.name for s in mentions(text, "Gina", speakers) for m in s.mentions]
+
+    assert names("Woah, Jon, you did great.") == ["Jon"]
+    assert names("Jon, I'm proud of you.") == ["Gina", "Jon"]
+    assert names("Woohoo Melanie! Go Jon!") == ["Melanie", "Jon"]
+    assert names("We flew from Los Angeles to Acme Corp's office.") == [
+        "Gina",
+        "Los Angeles",
+        "Acme Corp's",
+    ]
+    assert names("We met Aunt Maria.") == ["Gina", "Aunt Maria"]
+
+
 def test_build_makes_entities_facts_episodic_edges_and_a_valid_hierarchy(
     tmp_path: Path, embedder, sample
 ) -> None:

@@ -2,10 +2,12 @@
 
 Method (no tagger, no model, a few microseconds per turn):
 
-* **speakers** are entities; first-person words ("I", "me", "my", "we") in a turn are
-  mentions of its speaker;
-* **names**: runs of capitalised words, except a single capitalised word that opens a
-  sentence ("Hey", "Keep", "Looks"), unless it is a known speaker's name;
+* **speakers** are entities; first-person words ("I", "I'm", "me", "my", "we") in a turn
+  are mentions of its speaker;
+* **names**: runs of capitalised words with only spaces between them (a comma ends a
+  name: "Woah, Jon"; so does "I'm"), except a single capitalised word that opens a
+  sentence ("Hey", "Keep", "Looks"), unless it is a known speaker's name; a word opening
+  a sentence before a speaker's name is a greeting, not part of it ("Woohoo Melanie");
 * **activities**: an "-ing" word after a cue such as "went", "love", "into" ("went
   *camping*", "into *hiking*");
 * **noun phrases**: up to three content words right after a determiner or possessive
@@ -114,8 +116,8 @@ def mentions(
             (m.group(), m.start() + s_start, m.end() + s_start)
             for m in _TOKEN.finditer(text[s_start:s_end])
         ]
-        if speaker and any(t.lower() in FIRST_PERSON for t, _, _ in toks):
-            first = next(t for t in toks if t[0].lower() in FIRST_PERSON)
+        if speaker and any(_first_person(t.lower()) for t, _, _ in toks):
+            first = next(t for t in toks if _first_person(t[0].lower()))
             found.append(Mention(speaker, first[1], first[2], speaker=True))
         i = 0
         while i < len(toks):
@@ -132,13 +134,21 @@ def mentions(
                 found.append(Mention(word, start, toks[i][2]))
                 i += 1
                 continue
-            if word[0].isupper() and low not in FIRST_PERSON and low not in DETERMINERS:
-                j = i
-                while j < len(toks) and toks[j][0][0].isupper() and toks[j][0].lower() != "i":
+            if word[0].isupper() and not _first_person(low) and low not in DETERMINERS:
+                j = i + 1
+                while (
+                    j < len(toks)
+                    and toks[j][0][0].isupper()
+                    and not _first_person(toks[j][0].lower())
+                    and _adjacent(text, toks[j - 1][2], toks[j][1])
+                ):
                     j += 1
                 run = toks[i:j]
-                if i == 0 and len(run) == 1 and low not in known:
-                    run = []  # "Keep", "Looks", "Seeing": a capital that only opens a sentence
+                if i == 0 and low not in known:
+                    if len(run) == 1:
+                        run = []  # "Keep", "Looks", "Seeing": a capital opening a sentence
+                    elif run[1][0].lower() in known:
+                        run = run[1:]  # "Woohoo Melanie", "Go Jon": a speaker greeted
                 while run and run[0][0].lower() in _OPENERS:
                     run = run[1:]
                 if run:
@@ -176,6 +186,11 @@ def mentions(
                 unique.append(m)
         out.append(SentenceMentions(s_start, s_end, unique))
     return out
+
+
+def _first_person(low: str) -> bool:
+    """ "I", "me", ... and the contractions "I'm", "I've", "I'll", "I'd"."""
+    return low in FIRST_PERSON or low.startswith(("i'", "i’"))
 
 
 def _adjacent(text: str, end: int, start: int) -> bool:
