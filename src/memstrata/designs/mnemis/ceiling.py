@@ -46,6 +46,7 @@ from memstrata.designs.mnemis.route import MnemisRoute
 from memstrata.errors import MemstrataError
 from memstrata.eval import locomo
 from memstrata.eval.bench_locomo import OVERALL, import_conversations, ranked_sources
+from memstrata.eval.qa.report import table
 from memstrata.eval.report import write_report
 from memstrata.memory import AsyncMemory
 from memstrata.retrieval.text import content_terms
@@ -201,24 +202,21 @@ def _groups(rows: list[_Row]) -> dict[str, dict[str, float | None]]:
 
 
 def markdown(report: dict[str, Any]) -> str:
-    lines = [
+    head = (
         f"System-2 ceiling: {report['questions']} questions; Recall@{K}. System-1 is "
         f"`{report['system1']}`; ceiling = System-1 plus every evidence episode System-2 "
         "reached (a perfect reranker); fused = the recipe as it runs; learned = the union "
-        "ranked by a logistic regression fitted on the other conversations (n/a with one).",
-        "",
-        "| recipe | group | questions | System-2 episodes (median) | System-1 | ceiling "
-        "| fused | learned |",
-        "|---|---|---|---|---|---|---|---|",
+        "ranked by a logistic regression fitted on the other conversations (n/a with one)."
+    )
+    header = ["recipe", "group", "questions", "System-2 episodes (median)", "System-1"]
+    header += ["ceiling", "fused", "learned"]
+    rows = [
+        [name, group, g["questions"], f"{g['episodes_median']:g}", g["system1"], g["ceiling"]]
+        + [g["fused"], "n/a" if g["learned"] is None else g["learned"]]
+        for name, entry in report["recipes"].items()
+        for group, g in entry["groups"].items()
     ]
-    for name, entry in report["recipes"].items():
-        for group, g in entry["groups"].items():
-            learned = "n/a" if g["learned"] is None else f"{g['learned']:.3f}"
-            lines.append(
-                f"| {name} | {group} | {g['questions']} | {g['episodes_median']:g} "
-                f"| {g['system1']:.3f} | {g['ceiling']:.3f} | {g['fused']:.3f} | {learned} |"
-            )
-    return "\n".join(lines) + "\n"
+    return "\n".join([head, "", *table(header, rows)])
 
 
 def write(report: dict[str, Any], out_dir: str | Path) -> tuple[Path, Path]:

@@ -81,14 +81,7 @@ def features(
     union: EpisodeUnion, qvec: NDArray[np.float32], space: EpisodeSpace, bm25: dict[str, float]
 ) -> tuple[list[str], NDArray[np.float64]]:
     """The union's members (first appearance order) and one row of :data:`FEATURES` each."""
-    lists = [
-        union.system1,
-        union.facts,
-        union.system2,
-        union.entities,
-        union.context,
-        union.session,
-    ]
+    lists = union.rankings()
     cands = [c for c in dict.fromkeys(x for lst in lists for x in lst) if c in space.pos]
     if not cands:
         return [], np.zeros((0, len(FEATURES)))

@@ -134,6 +134,17 @@ class EpisodeUnion:
     context: list[str] = field(default_factory=list)
     session: list[str] = field(default_factory=list)
 
+    def rankings(self) -> list[list[str]]:
+        """The six rankings, in the order their fusion weights are given."""
+        return [
+            self.system1,
+            self.facts,
+            self.system2,
+            self.entities,
+            self.context,
+            self.session,
+        ]
+
 
 class MnemisRoute(Route[MnemisParams]):
     """Dual-route retrieval over one namespace's Mnemis graph: episodes, facts, entities."""
@@ -280,12 +291,11 @@ class _Search:
         episodes = {ep.id: ep for ep in self.store.get_episodes(graph.namespace, union)}
         in_context = self._in_context(qvec, episodes) if p.context_weight else []
         in_session = self._in_session(graph.namespace, terms, episodes) if p.session_weight else []
+        fused = EpisodeUnion(query, s1_ids, fact_eps, s2_eps, ent_eps, in_context, in_session)
         if self.route.trace is not None:
-            self.route.trace.append(
-                EpisodeUnion(query, s1_ids, fact_eps, s2_eps, ent_eps, in_context, in_session)
-            )
+            self.route.trace.append(fused)
         ep_scores = rrf(
-            [s1_ids, fact_eps, s2_eps, ent_eps, in_context, in_session],
+            fused.rankings(),
             k=p.rrf_k,
             weights=[
                 1.0,
