@@ -108,6 +108,12 @@ class BuildConfig(_Section):
     backoff_s: float = Field(default=30.0, ge=0, description="wait before the first retry")
     lease_s: float = Field(default=300.0, gt=0, description="a build lease lasts this long")
     wait_s: float = Field(default=600.0, ge=0, description="how long build waits for a lease")
+    repair_wait_s: float = Field(
+        default=10.0,
+        ge=0,
+        description="how long a delete or update waits for a lease to re-derive what it "
+        "removed; past it, the process holding the lease does so before its next batch",
+    )
     poll_s: float = Field(default=1.0, gt=0, description="worker's pause when idle")
 
 

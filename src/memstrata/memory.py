@@ -115,7 +115,9 @@ class AsyncMemory(EpisodeWriter):
                 if embedder is not None
                 else await asyncio.to_thread(shared_default_embedder, cfg)
             )
-            return cls(cfg, store, emb)
+            memory = cls(cfg, store, emb)
+            await asyncio.to_thread(memory.engine.adopt_unowned)
+            return memory
         except BaseException:
             await asyncio.to_thread(store.close)
             raise
@@ -162,7 +164,7 @@ class AsyncMemory(EpisodeWriter):
         report = await asyncio.to_thread(self._write_batch, ns, [prepared], replace)
         if report.conflicts:
             raise ConflictError(report.conflicts, ns)
-        await self._fold_in(ns)
+        await (self._after_removal(ns) if report.updated else self._fold_in(ns))
         return (await asyncio.to_thread(self.store.get_episodes, ns, [prepared.external_id]))[0]
 
     async def add_many(
@@ -196,7 +198,7 @@ class AsyncMemory(EpisodeWriter):
                 getattr(total, field).extend(getattr(report, field))
             if progress:
                 progress(len(batch))
-        await self._fold_in(ns)
+        await (self._after_removal(ns) if total.updated else self._fold_in(ns))
         return total
 
     async def _fold_in(self, namespace: str) -> None:

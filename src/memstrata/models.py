@@ -83,6 +83,10 @@ class Derived(BaseModel):
     kind: ClassVar[str] = ""
     id: str = Field(default_factory=new_id)
     namespace: str
+    builder: str = Field(
+        default="",
+        description="the builder (of a design) that wrote it and owns it; set by the store",
+    )
     sources: list[Span] = Field(default_factory=list)
     created_at: datetime | None = None
     updated_at: datetime | None = None

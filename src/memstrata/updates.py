@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import logging
 from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final
@@ -26,9 +27,12 @@ from memstrata.retrieval import documents
 from memstrata.store import AddReport, PreparedEpisode
 from memstrata.store.base import DeleteReport, EpisodeVersion, same_episode
 
+logger = logging.getLogger("memstrata")
+
 if TYPE_CHECKING:
     from memstrata.config import Config
     from memstrata.embed.base import Embedder
+    from memstrata.engine import Engine
     from memstrata.store import Store
 
 
@@ -77,6 +81,8 @@ class EpisodeWriter:
         async def _known(self, namespace: str) -> str: ...
         async def _fold_in(self, namespace: str) -> None: ...
 
+        engine: Engine
+
     async def update(
         self,
         id: str,
@@ -100,7 +106,7 @@ class EpisodeWriter:
         given.update(occurred_at=occurred_at, metadata=metadata)
         changes = {k: v for k, v in given.items() if v is not KEEP}
         if await asyncio.to_thread(self._update_one, ns, id, text, changes):
-            await self._fold_in(ns)
+            await self._after_removal(ns)
         return (await asyncio.to_thread(self.store.get_episodes, ns, [id]))[0]
 
     async def delete(
@@ -115,7 +121,24 @@ class EpisodeWriter:
         ns = await self._known(self._ns(namespace))
         if ids is None:
             return DeleteReport(await asyncio.to_thread(self.store.delete_namespace, ns))
-        return await asyncio.to_thread(self.store.delete_episodes, ns, ids)
+        report = await asyncio.to_thread(self.store.delete_episodes, ns, ids)
+        if report:
+            await self._after_removal(ns)
+        return report
+
+    async def _after_removal(self, namespace: str) -> None:
+        """Every design re-derives what rested on the removed text before the call
+        returns (their repairs), then, in ``inline`` mode, folds in what is queued again
+        (an updated episode, episodes of a dropped aggregate)."""
+        left = await self.engine.repair(namespace, self.config.recipe)
+        if left:
+            logger.warning(
+                "repairs still waiting in %r (another process holds the build lease; "
+                "its next batch does them): %s",
+                namespace,
+                left,
+            )
+        await self._fold_in(namespace)
 
     async def history(self, id: str, *, namespace: str | None = None) -> list[EpisodeVersion]:
         """The versions of episode ``id`` that updates replaced, oldest first (empty if it

@@ -105,6 +105,8 @@ def test_import_search_stats_delete_roundtrip(
         "namespace": "home",
         "episodes": 3,
         "records": {},
+        "records_by_builder": {},
+        "repairs": {},
         "embedded": 3,
         "builds": {},
         "failures": [],

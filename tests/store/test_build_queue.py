@@ -83,7 +83,7 @@ def test_pending_episodes_are_those_without_a_done_mark_in_insertion_order(store
     # records and the done mark of their episode in one write
     ent = Entity(namespace="ns", name="Ana", sources=[Span(episode="e1", start=0, end=4)])
     store.write_records("ns", [ent], built=("b", [keys[1]]))
-    assert [r.id for r in store.get_records("ns", "entity")] == [ent.id]
+    assert [r.id for r in store.get_records("ns", "entity", builder=None)] == [ent.id]
     assert pending(store) == ["e3", "e4", "e5"]
     assert store.pending_count("ns", "b") == 3
     done(store, [keys[1]])  # marking again changes nothing
@@ -95,20 +95,26 @@ def test_pending_episodes_are_those_without_a_done_mark_in_insertion_order(store
     assert store.built_keys("nowhere", "b") == set()
 
 
-def test_reset_build_forgets_progress_and_drops_the_builders_records(store: Store) -> None:
+def test_reset_build_forgets_progress_and_drops_only_the_builders_own_records(
+    store: Store,
+) -> None:
     keys = [e.key for e in add(store, "ns", 3)]
     ent = Entity(namespace="ns", name="Ana", sources=[Span(episode="e0", start=0, end=4)])
-    thesis = Thesis(namespace="ns", text="kept")
+    thesis = Thesis(namespace="ns", text="b's thesis")
     store.write_records("ns", [ent, thesis], built=("b", keys[:2]))
-    done(store, keys, builder="c")
+    # another builder's entity of the same kind, in the same namespace
+    theirs = Entity(namespace="ns", name="Ana", sources=[Span(episode="e0", start=0, end=4)])
+    store.write_records("ns", [theirs], built=("c", keys))
     fail(store, keys[2])
-    store.reset_build("ns", "b", ["entity"])
+    store.reset_build("ns", "b")
     assert pending(store) == ["e0", "e1", "e2"]
     assert store.built_keys("ns", "b") == set() and store.build_failures("ns", "b") == []
-    assert store.get_records("ns", "entity") == []
-    assert [r.id for r in store.get_records("ns", "thesis")] == [thesis.id]
+    assert store.get_records("ns", "entity", builder="b") == []
+    assert store.get_records("ns", "thesis", builder=None) == []
+    (kept,) = store.get_records("ns", "entity", builder=None)
+    assert (kept.id, kept.builder) == (theirs.id, "c")
     assert store.built_keys("ns", "c") == set(keys)  # other builders keep their progress
-    store.reset_build("nowhere", "b", ["entity"])
+    store.reset_build("nowhere", "b")
 
 
 # failures and retries ---------------------------------------------------------------------

@@ -534,17 +534,20 @@ def test_records_of_every_kind_roundtrip_with_provenance(store: Store) -> None:
     store.add_episodes("ns", [prep("e1", "Ana lives in Lisbon."), prep("e2", "She paints.")])
     records = one_of_each_kind("ns")
     assert {r.kind for r in records} == set(DERIVED_KINDS)
-    store.put_records("ns", records)
+    store.put_records("ns", records, owner="test")
     for kind, cls in DERIVED_KINDS.items():
         want = [r for r in records if r.kind == kind]
-        got = store.get_records("ns", kind)
+        got = store.get_records("ns", kind, builder=None)
         assert all(type(g) is cls for g in got)
         assert [g.model_dump() for g in got] == [w.model_dump() for w in want]
         assert all(g.sources for g in got)
     fact = next(r for r in records if isinstance(r, Fact))
-    assert store.get_records("ns", "fact", [fact.id, "nope"])[0].fact == "Ana lives in Lisbon"
-    assert store.get_records("ns", "entity", []) == []
-    assert store.get_records("other", "entity") == []
+    assert (
+        store.get_records("ns", "fact", [fact.id, "nope"], builder=None)[0].fact
+        == "Ana lives in Lisbon"
+    )
+    assert store.get_records("ns", "entity", [], builder=None) == []
+    assert store.get_records("other", "entity", builder=None) == []
     assert store.stats("ns")[0].records == {
         "entity": 2,
         "fact": 1,
@@ -558,22 +561,22 @@ def test_records_of_every_kind_roundtrip_with_provenance(store: Store) -> None:
         "community": 1,
     }
     with pytest.raises(StoreError, match="unknown record kind"):
-        store.get_records("ns", "bogus")
+        store.get_records("ns", "bogus", builder=None)
 
 
 def test_put_records_replaces_by_id(store: Store) -> None:
     store.add_episodes("ns", [prep("e1", "Ana lives in Lisbon."), prep("e2", "Porto now.")])
     ent = Entity(namespace="ns", name="Ana", sources=[Span(episode="e1", start=0, end=3)])
-    store.put_records("ns", [ent])
+    store.put_records("ns", [ent], owner="test")
     changed = ent.model_copy(
         update={"summary": "moved", "sources": [Span(episode="e2", start=0, end=5)]}
     )
-    store.put_records("ns", [changed])
-    (got,) = store.get_records("ns", "entity")
+    store.put_records("ns", [changed], owner="test")
+    (got,) = store.get_records("ns", "entity", builder=None)
     assert got.summary == "moved" and got.sources == [Span(episode="e2", start=0, end=5)]
     # the old span no longer ties the record to e1
     store.delete_episodes("ns", ["e1"])
-    assert [r.id for r in store.get_records("ns", "entity")] == [ent.id]
+    assert [r.id for r in store.get_records("ns", "entity", builder=None)] == [ent.id]
 
 
 def test_put_records_citing_unknown_episode_raises_and_writes_nothing(store: Store) -> None:
@@ -582,26 +585,28 @@ def test_put_records_citing_unknown_episode_raises_and_writes_nothing(store: Sto
     good = Entity(namespace="ns", name="Good", sources=[Span(episode="e1", start=0, end=5)])
     bad = Entity(namespace="ns", name="Bad", sources=[Span(episode="e9", start=0, end=1)])
     with pytest.raises(StoreError, match="e9"):
-        store.put_records("ns", [good, bad])  # e9 exists, but in another namespace
-    assert store.get_records("ns", "entity") == []
+        store.put_records("ns", [good, bad], owner="test")  # e9 exists, but in another namespace
+    assert store.get_records("ns", "entity", builder=None) == []
     wrong_ns = Entity(namespace="other", name="X")
     with pytest.raises(StoreError, match="namespace"):
-        store.put_records("ns", [wrong_ns])
-    assert store.get_records("other", "entity") == []
+        store.put_records("ns", [wrong_ns], owner="test")
+    assert store.get_records("other", "entity", builder=None) == []
 
 
 def test_put_records_batch_order_does_not_matter(store: Store) -> None:
     store.add_episodes("ns", [prep("e1", "Ana lives in Lisbon.")])
     ana = Entity(namespace="ns", name="Ana", sources=[Span(episode="e1", start=0, end=3)])
     people = Category(namespace="ns", name="people", layer=1, child_ids=[ana.id])
-    store.put_records("ns", [people, ana])
-    assert store.get_records("ns", "category")[0].child_ids == [ana.id]
+    store.put_records("ns", [people, ana], owner="test")
+    assert store.get_records("ns", "category", builder=None)[0].child_ids == [ana.id]
 
 
 def test_put_records_with_unknown_category_child_raises_store_error(store: Store) -> None:
     with pytest.raises(StoreError, match="no-such-record"):
         store.put_records(
-            "ns", [Category(namespace="ns", name="c", layer=1, child_ids=["no-such-record"])]
+            "ns",
+            [Category(namespace="ns", name="c", layer=1, child_ids=["no-such-record"])],
+            owner="test",
         )
 
 
@@ -619,18 +624,18 @@ def test_delete_episodes_cascades_along_provenance(store: Store) -> None:
         sources=[Span(episode="e1", start=0, end=20), Span(episode="e2", start=0, end=11)],
     )
     sourceless = Thesis(namespace="ns", text="free-standing")
-    store.put_records("ns", [only_e1, both, sourceless])
+    store.put_records("ns", [only_e1, both, sourceless], owner="test")
 
     assert store.delete_episodes("ns", ["e1", "not-there"]) == 1
     assert store.get_episodes("ns", ["e1"]) == []
-    assert store.get_records("ns", "entity") == []
-    (fact,) = store.get_records("ns", "fact")
+    assert store.get_records("ns", "entity", builder=None) == []
+    (fact,) = store.get_records("ns", "fact", builder=None)
     assert fact.sources == [Span(episode="e2", start=0, end=11)]
-    assert [t.id for t in store.get_records("ns", "thesis")] == [sourceless.id]
+    assert [t.id for t in store.get_records("ns", "thesis", builder=None)] == [sourceless.id]
     assert store.bm25_episodes("ns", ["lisbon"], 5) == []
 
     assert store.delete_episodes("ns", ["e2"]) == 1
-    assert store.get_records("ns", "fact") == []
+    assert store.get_records("ns", "fact", builder=None) == []
     assert store.delete_episodes("ns", ["e2"]) == 0
     assert store.delete_episodes("nowhere", ["e3"]) == 0
     assert store.stats("ns")[0].episodes == 1
@@ -642,6 +647,7 @@ def test_delete_namespace_removes_everything(store: Store, embedder) -> None:
     store.put_records(
         "gone",
         [Entity(namespace="gone", name="Ana", sources=[Span(episode="volcano", start=0, end=3)])],
+        owner="test",
     )
     dense(store, embedder, "gone", "volcano")  # load its index
 
@@ -649,7 +655,7 @@ def test_delete_namespace_removes_everything(store: Store, embedder) -> None:
     assert store.namespaces() == ["kept"]
     assert not store.has_namespace("gone")
     assert store.get_episodes("gone", ["volcano"]) == []
-    assert store.get_records("gone", "entity") == []
+    assert store.get_records("gone", "entity", builder=None) == []
     assert store.bm25_episodes("gone", ["volcano"], 5) == []
     assert dense(store, embedder, "gone", "volcano") == []
     assert store.stats("gone") == []

@@ -12,6 +12,7 @@ from test_conformance import add_embedded, corpus_eps, dense, keys_of, prep
 from memstrata.models import Category, Entity, Episode, Fact, Span
 from memstrata.store import SQLiteStore, Store
 from memstrata.store.base import DeleteReport, same_episode
+from memstrata.store.sqlite import _migrations, _split_sql
 
 BOAT = "We sailed a small boat across the lake."
 
@@ -110,10 +111,10 @@ def test_update_cuts_provenance_and_requeues_the_episode(store: Store) -> None:
 
     store.update_episodes("ns", [prep("e1", "Bo lives in Porto.")])
 
-    assert store.get_records("ns", "entity", [only_e1.id]) == []
-    (fact,) = store.get_records("ns", "fact")
+    assert store.get_records("ns", "entity", [only_e1.id], builder=None) == []
+    (fact,) = store.get_records("ns", "fact", builder=None)
     assert fact.sources == [Span(episode="e2", start=0, end=11)]
-    (cat,) = store.get_records("ns", "category")
+    (cat,) = store.get_records("ns", "category", builder=None)
     assert isinstance(cat, Category) and cat.child_ids == [on_e3.id]  # no dangling child
     assert [e.id for e in store.pending_episodes("ns", "b")] == ["e1"]
     assert [e.id for e in store.pending_episodes("ns", "other")] == ["e1", "e2", "e3"]
@@ -196,19 +197,56 @@ def test_delete_reports_the_ids_that_were_not_stored(store: Store) -> None:
 
 
 # SQLite: upgrading a file written before episode history existed -------------------------
+def old_store(path: Path, version: int) -> None:
+    """A file as a memstrata at schema ``version`` wrote it: its migrations, no more."""
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE memstrata_meta (key TEXT PRIMARY KEY, value TEXT)")
+    for number, sql in _migrations():
+        if number <= version:
+            for statement in _split_sql(sql):
+                conn.execute(statement)
+    conn.execute("INSERT INTO memstrata_meta VALUES ('schema_version', ?)", (str(version),))
+    conn.commit()
+    conn.close()
+
+
 def test_a_version_2_file_is_upgraded_and_can_be_updated(tmp_path: Path) -> None:
     path = tmp_path / "old.db"
-    store = SQLiteStore(path)
-    store.add_episodes("ns", [prep("e", "written by an older memstrata")])
-    store.close()
+    old_store(path, 2)
     conn = sqlite3.connect(path)
-    conn.execute("DROP TABLE episode_versions")
-    conn.execute("UPDATE memstrata_meta SET value='2' WHERE key='schema_version'")
+    conn.execute("INSERT INTO namespaces(name, created_at) VALUES ('ns', '2024-01-01')")
+    conn.execute("CREATE VIRTUAL TABLE fts_1 USING fts5(body)")
+    conn.execute(
+        "INSERT INTO episodes(namespace_id, external_id, text, seq, content_hash, created_at) "
+        "VALUES (1, 'e', 'written by an older memstrata', 1, x'00', '2024-01-01')"
+    )
     conn.commit()
     conn.close()
 
     store = SQLiteStore(path)
-    assert store.schema_version() == 3
+    assert store.schema_version() == max(n for n, _ in _migrations())
     assert store.update_episodes("ns", [prep("e", "corrected")]).updated == ["e"]
     assert [v.text for v in store.episode_history("ns", "e")] == ["written by an older memstrata"]
+    store.close()
+
+
+def test_records_of_a_version_3_file_have_no_owner_until_adopted(tmp_path: Path) -> None:
+    path = tmp_path / "v3.db"
+    old_store(path, 3)
+    store = SQLiteStore(path)
+    store.add_episodes("ns", [prep("e", "Ana lives in Lisbon")])
+    ent = Entity(namespace="ns", name="Ana", sources=[Span(episode="e", start=0, end=3)])
+    store.put_records("ns", [ent], owner="x")
+    store.close()
+    conn = sqlite3.connect(path)
+    conn.execute("UPDATE records SET builder=''")  # as version 3 stored them
+    conn.commit()
+    conn.close()
+
+    store = SQLiteStore(path)
+    assert store.unowned_records() == {"ns": {"entity": 1}}
+    assert store.get_records("ns", "entity", builder="x") == []
+    assert store.adopt_records("ns", "entity", "x") == 1
+    assert store.unowned_records() == {}
+    assert [r.builder for r in store.get_records("ns", "entity", builder="x")] == ["x"]
     store.close()

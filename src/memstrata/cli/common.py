@@ -309,6 +309,7 @@ def print_tree(nodes: list[ShowNode]) -> None:
             grow(tree.add(Text(child.text)), child.children)
 
     for node in nodes:
-        tree = Tree(Text(node.text, style="bold"))
+        head = Text(f"[{node.design}] ", style="dim") if node.design else Text()
+        tree = Tree(head + Text(node.text, style="bold"))
         grow(tree, node.children)
         out.print(tree)

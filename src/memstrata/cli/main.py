@@ -328,9 +328,15 @@ def stats(
         f"store {data['store']} ({data['bytes'] / 1e6:.2f} MB), embedder {data['embedder']}, "
         f"recipe {data['recipe']} (builds {data['build_mode']})"
     )
-    table = Table("namespace", "episodes", "embedded", "derived records", "builds")
+    table = Table("namespace", "episodes", "embedded", "derived records by builder", "builds")
     for ns in data["namespaces"]:
-        recs = ", ".join(f"{k}: {v}" for k, v in ns["records"].items()) or "-"
+        recs = (
+            "; ".join(
+                f"{b or '(unowned)'}: " + ", ".join(f"{k} {v}" for k, v in kinds.items())
+                for b, kinds in ns["records_by_builder"].items()
+            )
+            or "-"
+        )
         builds = "; ".join(
             f"{b}: {c['done']} done, {c['queued']} queued, {c['failed']} failed, {c['dead']} dead"
             for b, c in ns["builds"].items()

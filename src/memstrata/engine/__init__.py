@@ -5,7 +5,8 @@
 * :mod:`.registry`: built-in and entry-point designs, recipes by name;
 * :mod:`.fusion`: routes' hits into one budgeted list;
 * :mod:`.engine`: drains builders under a lease, runs routes, answers;
-* :mod:`.worker`: the queue worker; :mod:`.answer`: the generic ``grounded`` answerer.
+* :mod:`.worker`: the queue worker; :mod:`.answer`: the generic ``grounded`` answerer;
+* :mod:`.removal`: what a design's ``repair`` needs after a delete or an update.
 """
 
 from memstrata.engine.contracts import (
@@ -28,6 +29,7 @@ from memstrata.engine.engine import BuildBusyError, Engine
 from memstrata.engine.recipe import AnswererSpec, BuilderSpec, FusionSpec, Recipe, RouteSpec
 from memstrata.engine.registry import ENTRY_POINT_GROUP, Registry
 from memstrata.engine.worker import WorkerReport, run_worker
+from memstrata.store.base import Repairs
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -47,6 +49,7 @@ __all__ = [
     "Reader",
     "Reading",
     "Registry",
+    "Repairs",
     "Route",
     "RouteSpec",
     "ShowNode",

@@ -9,7 +9,9 @@ that subclasses them and hands a :class:`Design` to the registry, either as a bu
   batches, and calls :meth:`Builder.finish` once a drain is over. The builder writes its
   records and the done marks of the batch in one store transaction
   (``Store.write_records(..., built=(name, keys))``), so a killed build resumes after the
-  last whole batch and never half-applies one.
+  last whole batch and never half-applies one. The records it writes are its own
+  (``Derived.builder``): it reads them back with ``get_records(..., builder=name)``, and
+  no other builder can replace, delete or rebuild them.
 * A **route** answers queries from what the builders made; it returns hits best first,
   each with the episodes (and spans) it rests on.
 * An **answerer** turns a question and the fused hits into an :class:`Answer`.
@@ -30,7 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from memstrata.embed.base import Embedder
 from memstrata.llm.base import LLMClient
 from memstrata.models import Episode, Hit
-from memstrata.store.base import SearchFilters, Store
+from memstrata.store.base import Repairs, SearchFilters, Store
 
 Tier = Literal["heuristic", "llm"]
 S = TypeVar("S")
@@ -119,9 +121,10 @@ class BuildReport(BaseModel):
 class Builder(ABC, Generic[P]):
     """Turns episodes into structures, incrementally and resumably.
 
-    Subclasses set ``name`` (unique; keys progress and leases), ``kinds`` (the record
-    kinds it owns, dropped on rebuild) and ``Params``, and subscript the class with the
-    same model (``class MyBuilder(Builder[MyParams])``) so ``self.params`` is typed.
+    Subclasses set ``name`` (unique; keys progress, leases and the ownership of every
+    record it writes), ``kinds`` (the record kinds it writes) and ``Params``, and
+    subscript the class with the same model (``class MyBuilder(Builder[MyParams])``) so
+    ``self.params`` is typed.
     """
 
     name: ClassVar[str]
@@ -144,12 +147,36 @@ class Builder(ABC, Generic[P]):
         nothing to do."""
 
     async def rebuild(self, ctx: Context, namespace: str) -> None:
-        """Start the structures over: drop the builder's records and progress marks. The
-        engine then folds every episode in again through :meth:`update` and
-        :meth:`finish`, under its lease and failure handling."""
+        """Start the structures over: drop the builder's own records and progress marks
+        (another design's records of the same kinds stay). The engine then folds every
+        episode in again through :meth:`update` and :meth:`finish`, under its lease and
+        failure handling."""
         import asyncio
 
-        await asyncio.to_thread(ctx.store.reset_build, namespace, self.name, self.kinds)
+        await asyncio.to_thread(ctx.store.reset_build, namespace, self.name)
+
+    async def repair(self, ctx: Context, namespace: str, work: Repairs) -> None:
+        """Re-derive what rested on deleted or replaced episodes (``work``), so that no
+        record keeps their text: aggregates (summaries, fact sheets, reports, tree nodes)
+        are recomputed from what remains, or dropped. Runs under the builder's lease
+        before the delete or update returns (and before the next batch of a drain); the
+        engine clears ``work`` afterwards, so it must be safe to run twice.
+
+        This default suits a design whose records each rest on few episodes: every
+        record that lost a source is dropped and its remaining episodes are queued
+        again, so :meth:`update` derives it anew from them."""
+        import asyncio
+
+        def drop() -> None:
+            again: dict[str, None] = {}
+            for kind in sorted(set(work.changed.values())):
+                ids = [i for i, k in work.changed.items() if k == kind]
+                for rec in ctx.store.get_records(namespace, kind, ids, builder=self.name):
+                    again.update((s.episode, None) for s in rec.sources)
+            ctx.store.write_records(namespace, [], list(work.changed), owner=self.name)
+            ctx.store.forget_builds(namespace, self.name, list(again))
+
+        await asyncio.to_thread(drop)
 
     async def describe(self, ctx: Context, namespace: str) -> dict[str, Any]:
         """Builder-specific figures for reports (layers, depth, ...)."""
@@ -262,10 +289,12 @@ class Reader(ABC, Generic[P]):
 
 
 class ShowNode(BaseModel):
-    """One line of what ``show`` prints, with its children (a tree)."""
+    """One line of what ``show`` prints, with its children (a tree). ``design`` names the
+    design whose records a top-level node shows (set by the engine)."""
 
     text: str
     children: list[ShowNode] = Field(default_factory=list)
+    design: str = ""
 
 
 @dataclass

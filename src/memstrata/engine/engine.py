@@ -39,7 +39,7 @@ from memstrata.engine.contracts import (
 from memstrata.engine.fusion import cut, merge, rerank
 from memstrata.engine.prompts import Ranking
 from memstrata.engine.prompts import rerank as rerank_prompt
-from memstrata.engine.recipe import Recipe
+from memstrata.engine.recipe import BuilderSpec, Recipe
 from memstrata.engine.registry import Registry
 from memstrata.errors import ConfigError, MemstrataError
 from memstrata.llm.base import LLMClient
@@ -111,7 +111,9 @@ class Engine:
         for i, spec in enumerate(recipe.routes):
             if (name, i) not in self._routes:
                 cls = self.registry.routes[spec.name]
-                self._routes[(name, i)] = self.registry.route(spec, self._overrides(cls, spec))
+                self._routes[(name, i)] = self.registry.route(
+                    spec, self._overrides(cls, spec), recipe
+                )
             out.append(self._routes[(name, i)])
         return out
 
@@ -212,6 +214,13 @@ class Engine:
             return report
         cfg = self.build_cfg
         try:
+            try:
+                await self._repair(ctx, namespace, builder)
+            except (asyncio.CancelledError, KeyboardInterrupt):
+                raise
+            except Exception as exc:
+                logger.warning("builder %s could not repair: %s", builder.name, exc)
+                report.errors.append(f"repair: {type(exc).__name__}: {exc}")
             after = 0
             while True:
                 page = await asyncio.to_thread(
@@ -260,17 +269,122 @@ class Engine:
             await asyncio.to_thread(self.store.release_lease, namespace, builder.name, self.owner)
         if describe:
             report.details = await builder.describe(ctx, namespace)
-            counts = (await asyncio.to_thread(self.store.stats, namespace))[0].records
-            report.counts = {k: v for k, v in counts.items() if k in builder.kinds}
+            stats = (await asyncio.to_thread(self.store.stats, namespace))[0]
+            report.counts = dict(stats.records_by_builder.get(builder.name, {}))
         if describe and ctx.tier == "llm" and builder.stage_prefix:
             usage = await asyncio.to_thread(self.store.llm_usage, namespace)
             report.llm = {k: v for k, v in usage.items() if k.startswith(builder.stage_prefix)}
         report.seconds = elapsed(t0)
         return report
 
-    async def _lease(self, namespace: str, builder: Builder, *, wait: bool) -> bool:
+    # repairs ----------------------------------------------------------------------------
+    async def repair(self, namespace: str, recipe: str, *, wait: bool = True) -> dict[str, int]:
+        """Let each builder that lost episodes to a delete or update re-derive its
+        records now (:meth:`Builder.repair`), under its lease. Returns the log entries
+        still waiting per builder: another process holds its lease (its drain repairs
+        them before its next batch) or no installed design provides it."""
+        backlog = await asyncio.to_thread(self.store.repair_backlog, namespace)
+        if not backlog:
+            return {}
+        ctx = self.context(namespace)
+        for name in sorted(backlog):
+            builder = self._builder_named(name, recipe)
+            if builder is None:
+                logger.warning("no installed design builds %r: its repairs wait", name)
+                continue
+            async with self._local(namespace, builder):
+                try:
+                    patience = self.build_cfg.repair_wait_s if wait else None
+                    if not await self._lease(namespace, builder, wait=wait, wait_s=patience):
+                        continue
+                except BuildBusyError as exc:
+                    logger.warning("repairs of %r wait for the lease holder: %s", name, exc)
+                    continue
+                try:
+                    await self._repair(ctx, namespace, builder)
+                finally:
+                    await asyncio.to_thread(
+                        self.store.release_lease, namespace, builder.name, self.owner
+                    )
+        return await asyncio.to_thread(self.store.repair_backlog, namespace)
+
+    def _builder_named(self, name: str, recipe: str) -> Builder | None:
+        """The builder called ``name``, with the parameters of the first recipe that
+        uses it (``recipe`` first), else its defaults."""
+        order = [recipe, *(r for r in self.registry.recipes if r != recipe)]
+        for r in order:
+            if r in self.registry.recipes:
+                for b in self.builders(r):
+                    if b.name == name:
+                        return b
+        if name in self.registry.builders:
+            return self.registry.builder(BuilderSpec(name=name))
+        return None
+
+    async def _repair(self, ctx: Context, namespace: str, builder: Builder) -> None:
+        """Run the builder's repairs (lease held). If the LLM tier fails, the heuristic
+        tier re-derives instead: removed text must not outlive its removal."""
+        while True:
+            work = await asyncio.to_thread(self.store.pending_repairs, namespace, builder.name)
+            if not work:
+                return
+            try:
+                await builder.repair(ctx, namespace, work)
+            except (asyncio.CancelledError, KeyboardInterrupt):
+                raise
+            except Exception as exc:
+                if ctx.tier != "llm":
+                    raise
+                logger.warning(
+                    "builder %s: llm repair failed (%s); re-deriving on the heuristic tier",
+                    builder.name,
+                    exc,
+                )
+                await builder.repair(ctx.with_tier("heuristic", None), namespace, work)
+            await asyncio.to_thread(self.store.clear_repairs, namespace, work.ids)
+
+    # records written before records named their builder ---------------------------------
+    def adopt_unowned(self) -> list[str]:
+        """Give records written before ownership to the builder that wrote them: the only
+        builder with progress in the namespace that declares the kind. Where two could
+        have (entities of Mnemis and PersonalAI), their records cannot be told apart: those
+        builders start over from the episodes. Returns what was done, as sentences."""
+        done: list[str] = []
+        for namespace, kinds in self.store.unowned_records().items():
+            builds = self.store.stats(namespace)[0].builds
+            restart: set[str] = set()
+            owners: dict[str, list[str]] = {}
+            for kind in kinds:
+                owners[kind] = [
+                    n
+                    for n, cls in self.registry.builders.items()
+                    if kind in cls.kinds and n in builds
+                ]
+                if len(owners[kind]) > 1:
+                    restart.update(owners[kind])
+            for kind, names in owners.items():
+                if restart & set(names):
+                    self.store.adopt_records(namespace, kind, None)
+                elif len(names) == 1:
+                    self.store.adopt_records(namespace, kind, names[0])
+                    done.append(f"{namespace}: {kinds[kind]} {kind} records given to {names[0]}")
+            for name in sorted(restart):
+                for kind in self.registry.builders[name].kinds:
+                    self.store.adopt_records(namespace, kind, None)
+                self.store.reset_build(namespace, name)
+                done.append(
+                    f"{namespace}: {name} starts over (its records could not be told apart)"
+                )
+        for line in done:
+            logger.warning("store upgrade: %s", line)
+        return done
+
+    async def _lease(
+        self, namespace: str, builder: Builder, *, wait: bool, wait_s: float | None = None
+    ) -> bool:
         cfg = self.build_cfg
-        deadline = time.monotonic() + cfg.wait_s
+        patience = cfg.wait_s if wait_s is None else wait_s
+        deadline = time.monotonic() + patience
         while True:
             got = await asyncio.to_thread(
                 self.store.acquire_lease, namespace, builder.name, self.owner, cfg.lease_s
@@ -281,9 +395,9 @@ class Engine:
                 holder = await asyncio.to_thread(self.store.lease_holder, namespace, builder.name)
                 raise BuildBusyError(
                     f"another process ({holder}) is building {builder.name!r} in namespace "
-                    f"{namespace!r}; waited {cfg.wait_s:.0f} s (build.wait_s)"
+                    f"{namespace!r}; waited {patience:.0f} s (build.wait_s)"
                 )
-            await asyncio.sleep(min(1.0, cfg.wait_s / 10 or 0.1))
+            await asyncio.sleep(min(1.0, patience / 10 or 0.1))
 
     async def pending(self, namespace: str, recipe: str) -> int:
         """Episodes some builder of the recipe has not folded in yet."""
@@ -314,14 +428,16 @@ class Engine:
         }
 
     async def show(self, namespace: str, name: str) -> list[ShowNode]:
-        """The first design view that knows ``name``; empty when none does."""
+        """Every design's view of ``name``, each top node naming its design; empty when
+        no design knows it."""
         ctx = self.base
+        out: list[ShowNode] = []
         for design in self.registry.designs.values():
             if design.show is not None:
                 found = await asyncio.to_thread(design.show, ctx, namespace, name)
-                if found:
-                    return found
-        return []
+                for node in found or []:
+                    out.append(node.model_copy(update={"design": design.name}))
+        return out
 
     def recipe_summaries(self) -> list[dict[str, Any]]:
         return [

@@ -122,7 +122,10 @@ class Registry:
         parts = [
             ("builder", s.name, self.builders[s.name].Params, s.params) for s in recipe.builders
         ]
-        parts += [("route", s.name, self.routes[s.name].Params, s.params) for s in recipe.routes]
+        parts += [
+            ("route", s.name, self.routes[s.name].Params, self.route_params(recipe, s))
+            for s in recipe.routes
+        ]
         parts.append(("answerer", a.name, self.answerers[a.name].Params, a.params))
         for what, part, model, params in parts:
             try:
@@ -143,8 +146,36 @@ class Registry:
     def builder(self, spec: Any) -> Builder:
         return _make(self.builders, "builder", spec.name, spec.params)
 
-    def route(self, spec: Any, overrides: dict[str, Any] | None = None) -> Route:
-        return _make(self.routes, "route", spec.name, spec.params, overrides)
+    def route_params(self, recipe: Recipe, spec: Any) -> dict[str, Any]:
+        """``spec``'s parameters, with the owner of the records it reads filled in.
+
+        A route whose parameters have a ``builder`` field reads that builder's records
+        only (designs share a store, not records). When the recipe leaves it out, it is
+        the recipe's own builder: the only one, or the only one declaring the route's
+        ``kind``. Anything else is ambiguous and refused."""
+        params = dict(spec.params)
+        model = self.routes[spec.name].Params
+        if "builder" not in model.model_fields or params.get("builder"):
+            return params
+        field = model.model_fields.get("kind")
+        kind = params.get("kind", field.default if field is not None else None)
+        names = [b.name for b in recipe.builders if b.name in self.builders]
+        if len(names) > 1:
+            names = [n for n in names if kind in self.builders[n].kinds]
+        if len(set(names)) != 1:
+            writers = sorted(n for n, b in self.builders.items() if kind in b.kinds)
+            raise ConfigError(
+                f"recipe {recipe.name!r}: route {spec.name!r} reads {kind!r} records; say "
+                f"whose with params.builder (builders that write them: {writers or 'none'})"
+            )
+        params["builder"] = names[0]
+        return params
+
+    def route(
+        self, spec: Any, overrides: dict[str, Any] | None = None, recipe: Recipe | None = None
+    ) -> Route:
+        params = spec.params if recipe is None else self.route_params(recipe, spec)
+        return _make(self.routes, "route", spec.name, params, overrides)
 
     def answerer(self, spec: Any) -> Answerer:
         return _make(self.answerers, "answerer", spec.name, spec.params)

@@ -115,6 +115,37 @@ def _as_json(value: JSONDict) -> Any:
     return json.loads(json.dumps(value or {}, ensure_ascii=False, sort_keys=True))
 
 
+class RemovedEpisode(BaseModel):
+    """An episode a delete or an update took away from the structures: its id, the text
+    that went (so a design can find what quoted it), where it sat, and whether it is gone
+    (False: it was replaced by a new text and keeps its key)."""
+
+    id: str
+    text: str = Field(default="", description="the text removed (kept until repaired)")
+    speaker: str | None = None
+    session: str | None = None
+    seq: int = 0
+    key: int = 0
+    deleted: bool = True
+
+
+class Repairs(BaseModel):
+    """One builder's share of what deletes and updates removed, to re-derive from.
+
+    ``episodes``: the removed episodes; ``changed``: ids of the builder's records that
+    lost sources or links but still exist; ``dropped``: the builder's records that the
+    removal took along (their last state, e.g. a tree leaf with its parent). ``ids``
+    are the log entries, cleared with :meth:`Store.clear_repairs` once repaired."""
+
+    episodes: list[RemovedEpisode] = Field(default_factory=list)
+    changed: dict[str, str] = Field(default_factory=dict, description="record id -> kind")
+    dropped: list[Derived] = Field(default_factory=list)
+    ids: list[int] = Field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(self.ids)
+
+
 class SearchFilters(BaseModel):
     """Restrictions applied inside every route before ranking."""
 
@@ -155,11 +186,18 @@ class EpisodeMeta(NamedTuple):
 class NamespaceStats(BaseModel):
     namespace: str
     episodes: int
-    records: dict[str, int] = Field(default_factory=dict)
+    records: dict[str, int] = Field(default_factory=dict, description="records per kind")
+    records_by_builder: dict[str, dict[str, int]] = Field(
+        default_factory=dict, description="per builder (the design that owns them): per kind"
+    )
     embedded: int = 0
     builds: dict[str, dict[str, int]] = Field(
         default_factory=dict,
         description="per builder: episodes done, failed (to be retried) and dead (gave up)",
+    )
+    repairs: dict[str, int] = Field(
+        default_factory=dict,
+        description="per builder: removals whose aggregates are not re-derived yet",
     )
 
 
@@ -224,6 +262,11 @@ class Store(ABC):
         the same session (in order, the episode itself excluded)."""
 
     @abstractmethod
+    def session_after(self, namespace: str, session: str, seq: int, limit: int) -> list[Episode]:
+        """Up to ``limit`` episodes of ``session`` that come after position ``seq``, in
+        order (the position may be one a deleted episode held)."""
+
+    @abstractmethod
     def speakers(self, namespace: str) -> list[str]:
         """Distinct speakers of the namespace, most frequent first."""
 
@@ -278,14 +321,25 @@ class Store(ABC):
         """For each query vector, episodes by cosine similarity, best first."""
 
     # derived records --------------------------------------------------------------------
+    # Every derived record belongs to the builder that wrote it (``Derived.builder``):
+    # designs share a store, not records. Writes name their owner, reads name the builder
+    # whose records they want (None: every builder's, for inspection), and a builder can
+    # neither replace nor delete another's record.
     @abstractmethod
-    def put_records(self, namespace: str, records: Sequence[Derived]) -> None:
-        """Insert or replace derived records with their provenance and links."""
+    def put_records(self, namespace: str, records: Sequence[Derived], *, owner: str) -> None:
+        """Insert or replace ``owner``'s derived records with their provenance and links."""
 
     @abstractmethod
     def get_records(
-        self, namespace: str, kind: str, ids: Sequence[str] | None = None
-    ) -> list[Derived]: ...
+        self,
+        namespace: str,
+        kind: str,
+        ids: Sequence[str] | None = None,
+        *,
+        builder: str | None,
+    ) -> list[Derived]:
+        """Records of ``kind`` written by ``builder`` (None: by any builder), each with
+        its ``builder`` set."""
 
     @abstractmethod
     def write_records(
@@ -294,17 +348,54 @@ class Store(ABC):
         put: Sequence[Derived],
         delete: Sequence[str] = (),
         built: tuple[str, Sequence[int]] | None = None,
+        *,
+        owner: str | None = None,
     ) -> None:
         """One transaction: delete records by id, insert or replace others, and mark
-        episode keys as done by a builder, so a killed build never half-applies a step."""
+        episode keys as done by a builder, so a killed build never half-applies a step.
+
+        ``owner`` (default: the builder of ``built``) is the builder the records belong
+        to: every record put is stamped with it, and putting or deleting an id that
+        another builder owns is refused with a :class:`StoreError`."""
 
     @abstractmethod
     def built_keys(self, namespace: str, builder: str) -> set[int]:
         """Episode keys a builder has finished (its resumable progress)."""
 
     @abstractmethod
-    def reset_build(self, namespace: str, builder: str, kinds: Sequence[str] = ()) -> None:
-        """Forget a builder's progress and drop the records of ``kinds`` (full rebuild)."""
+    def reset_build(self, namespace: str, builder: str) -> None:
+        """Forget a builder's progress and drop every record it owns (full rebuild);
+        other builders' records and marks stay as they are."""
+
+    @abstractmethod
+    def forget_builds(self, namespace: str, builder: str, episode_ids: Sequence[str]) -> None:
+        """Remove ``builder``'s marks on these episodes (by external id), so its queue
+        holds them again: a design re-deriving what rested on a removed episode folds
+        the episodes that shared a dropped aggregate in again."""
+
+    # repairs ----------------------------------------------------------------------------
+    # Deleting or replacing episodes logs, in the same transaction, what each builder lost
+    # (see Repairs); the builder re-derives its aggregates from it and clears the entries.
+    @abstractmethod
+    def pending_repairs(self, namespace: str, builder: str, limit: int = 10_000) -> Repairs:
+        """The oldest ``limit`` log entries of ``builder`` in the namespace."""
+
+    @abstractmethod
+    def clear_repairs(self, namespace: str, ids: Sequence[int]) -> None:
+        """Remove log entries once their builder has repaired what they name."""
+
+    @abstractmethod
+    def repair_backlog(self, namespace: str) -> dict[str, int]:
+        """Log entries waiting, per builder (empty when every repair is done)."""
+
+    @abstractmethod
+    def unowned_records(self) -> dict[str, dict[str, int]]:
+        """Records written before records named their builder: namespace -> kind -> count."""
+
+    @abstractmethod
+    def adopt_records(self, namespace: str, kind: str, builder: str | None) -> int:
+        """Give the namespace's unowned records of ``kind`` to ``builder`` (None: delete
+        them, for a rebuild); how many."""
 
     # the build queue ----------------------------------------------------------------
     # Pending work is every (episode, builder) pair without a done mark: the queue is

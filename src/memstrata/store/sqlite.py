@@ -30,6 +30,7 @@ from memstrata.store.base import (
     EpisodeMeta,
     NamespaceStats,
     PreparedEpisode,
+    RemovedEpisode,
     Store,
     same_episode,
 )
@@ -371,34 +372,6 @@ class SQLiteStore(BuildBookkeeping, DerivedRecords, SearchPrimitives, EpisodeUpd
             ).fetchall()
             return [self._episode(r) for r in rows]
 
-    def session_neighbours(self, keys: Sequence[int], window: int) -> dict[int, list[int]]:
-        out: dict[int, list[int]] = {}
-        if window <= 0:
-            return {k: [] for k in keys}
-        with self._lock:
-            for key in keys:
-                row = self._conn.execute(
-                    "SELECT namespace_id, session, seq FROM episodes WHERE id=?", (key,)
-                ).fetchone()
-                if row is None:
-                    continue
-                ns_id, session, seq = row
-                if session is None:
-                    out[key] = []
-                    continue
-                before = self._conn.execute(
-                    "SELECT id FROM episodes WHERE namespace_id=? AND session=? AND seq<? "
-                    "ORDER BY seq DESC LIMIT ?",
-                    (ns_id, session, seq, window),
-                ).fetchall()
-                after = self._conn.execute(
-                    "SELECT id FROM episodes WHERE namespace_id=? AND session=? AND seq>? "
-                    "ORDER BY seq LIMIT ?",
-                    (ns_id, session, seq, window),
-                ).fetchall()
-                out[key] = [r[0] for r in reversed(before)] + [r[0] for r in after]
-        return out
-
     def speakers(self, namespace: str) -> list[str]:
         with self._lock:
             ns_id = self._ns_id(namespace)
@@ -419,15 +392,20 @@ class SQLiteStore(BuildBookkeeping, DerivedRecords, SearchPrimitives, EpisodeUpd
             if ns_id is None:
                 return DeleteReport(0, list(dict.fromkeys(external_ids)))
             found: dict[str, int] = {}
+            removed: list[RemovedEpisode] = []
             for chunk in _chunks(list(external_ids), 500):
                 marks = ",".join("?" * len(chunk))
-                found.update(
-                    conn.execute(
-                        "SELECT external_id, id FROM episodes WHERE namespace_id=? "
-                        f"AND external_id IN ({marks})",
-                        (ns_id, *chunk),
+                for ext, key, text, speaker, session, seq in conn.execute(
+                    "SELECT external_id, id, text, speaker, session, seq FROM episodes "
+                    f"WHERE namespace_id=? AND external_id IN ({marks})",
+                    (ns_id, *chunk),
+                ):
+                    found[ext] = key
+                    removed.append(
+                        RemovedEpisode(
+                            id=ext, text=text, speaker=speaker, session=session, seq=seq, key=key
+                        )
                     )
-                )
             keys = list(found.values())
             missing = [i for i in dict.fromkeys(external_ids) if i not in found]
             if not keys:
@@ -444,7 +422,7 @@ class SQLiteStore(BuildBookkeeping, DerivedRecords, SearchPrimitives, EpisodeUpd
                 )
                 conn.execute(f"DELETE FROM {_fts(ns_id)} WHERE rowid IN ({marks})", tuple(chunk))
                 conn.execute(f"DELETE FROM episodes WHERE id IN ({marks})", tuple(chunk))
-            self._follow_provenance(conn, affected)
+            self._follow_provenance(conn, ns_id, affected, removed)
             self.mark_written(namespace)
             return DeleteReport(len(keys), missing)
 
@@ -504,19 +482,24 @@ class SQLiteStore(BuildBookkeeping, DerivedRecords, SearchPrimitives, EpisodeUpd
                     "SELECT COUNT(*), COUNT(embed_hash) FROM episodes WHERE namespace_id=?",
                     (ns_id,),
                 ).fetchone()
-                records = dict(
-                    self._conn.execute(
-                        "SELECT kind, COUNT(*) FROM records WHERE namespace_id=? GROUP BY kind",
-                        (ns_id,),
-                    ).fetchall()
-                )
+                records: dict[str, int] = {}
+                owned: dict[str, dict[str, int]] = {}
+                for builder, kind, n in self._conn.execute(
+                    "SELECT builder, kind, COUNT(*) FROM records WHERE namespace_id=? "
+                    "GROUP BY builder, kind ORDER BY builder, kind",
+                    (ns_id,),
+                ):
+                    records[kind] = records.get(kind, 0) + int(n)
+                    owned.setdefault(builder, {})[kind] = int(n)
                 out.append(
                     NamespaceStats(
                         namespace=name,
                         episodes=episodes,
                         records=records,
+                        records_by_builder=owned,
                         embedded=embedded,
                         builds=self._build_counts(ns_id),
+                        repairs=self.repair_backlog(name),
                     )
                 )
             return out

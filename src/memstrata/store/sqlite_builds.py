@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from memstrata.models import Episode
 from memstrata.store.base import BuildFailure
+from memstrata.store.sqlite_common import _chunks
 
 HOST = socket.gethostname()
 
@@ -82,7 +83,7 @@ class BuildBookkeeping:
                 )
             }
 
-    def reset_build(self, namespace: str, builder: str, kinds: Sequence[str] = ()) -> None:
+    def reset_build(self, namespace: str, builder: str) -> None:
         with self._write() as conn:
             ns_id = self._ns_id(namespace)
             if ns_id is None:
@@ -90,8 +91,21 @@ class BuildBookkeeping:
             conn.execute(
                 "DELETE FROM build_progress WHERE namespace_id=? AND builder=?", (ns_id, builder)
             )
-            for kind in kinds:
-                conn.execute("DELETE FROM records WHERE namespace_id=? AND kind=?", (ns_id, kind))
+            conn.execute("DELETE FROM records WHERE namespace_id=? AND builder=?", (ns_id, builder))
+
+    def forget_builds(self, namespace: str, builder: str, episode_ids: Sequence[str]) -> None:
+        with self._write() as conn:
+            ns_id = self._ns_id(namespace)
+            if ns_id is None:
+                return
+            for chunk in _chunks(list(episode_ids), 500):
+                marks = ",".join("?" * len(chunk))
+                conn.execute(
+                    "DELETE FROM build_progress WHERE namespace_id=? AND builder=? AND "
+                    f"episode_id IN (SELECT id FROM episodes WHERE namespace_id=? AND "
+                    f"external_id IN ({marks}))",
+                    (ns_id, builder, ns_id, *chunk),
+                )
 
     def pending_episodes(
         self,

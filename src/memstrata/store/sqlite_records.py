@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from memstrata.errors import StoreError
 from memstrata.models import DERIVED_KINDS, Category, ConceptEdge, Derived, Entity, Fact, TreeNode
+from memstrata.store.base import RemovedEpisode, Repairs
 from memstrata.store.sqlite_common import _chunks, _iso, _now
 
 
@@ -34,8 +35,8 @@ class DerivedRecords:
             conn: sqlite3.Connection, ns_id: int, builder: str, keys: Sequence[int]
         ) -> None: ...
 
-    def put_records(self, namespace: str, records: Sequence[Derived]) -> None:
-        self.write_records(namespace, records)
+    def put_records(self, namespace: str, records: Sequence[Derived], *, owner: str) -> None:
+        self.write_records(namespace, records, owner=owner)
 
     def write_records(
         self,
@@ -43,24 +44,48 @@ class DerivedRecords:
         put: Sequence[Derived],
         delete: Sequence[str] = (),
         built: tuple[str, Sequence[int]] | None = None,
+        *,
+        owner: str | None = None,
     ) -> None:
         if not put and not delete and not built:
             return
+        owner = owner or (built[0] if built else None)
+        if not owner:
+            raise StoreError("derived records need an owner: the builder that writes them")
         with self._write() as conn:
             conn.execute("PRAGMA defer_foreign_keys=ON")
             ns_id = self._create_ns(namespace)
+            ids = list(dict.fromkeys([*delete, *(r.id for r in put)]))
+            self._check_owner(conn, ns_id, owner, ids)
             for chunk in _chunks(list(delete), 500):
                 marks = ",".join("?" * len(chunk))
                 conn.execute(
-                    f"DELETE FROM records WHERE namespace_id=? AND id IN ({marks})",
-                    (ns_id, *chunk),
+                    f"DELETE FROM records WHERE namespace_id=? AND builder=? AND id IN ({marks})",
+                    (ns_id, owner, *chunk),
                 )
             if built:
                 self._mark_done(conn, ns_id, *built)
-            self._put_records(conn, namespace, put)
+            self._put_records(conn, namespace, put, owner)
+
+    @staticmethod
+    def _check_owner(conn: sqlite3.Connection, ns_id: int, owner: str, ids: list[str]) -> None:
+        """Refuse to touch a record another builder (or namespace) owns."""
+        for chunk in _chunks(ids, 500):
+            marks = ",".join("?" * len(chunk))
+            row = conn.execute(
+                f"SELECT id, builder, namespace_id FROM records WHERE id IN ({marks}) "
+                "AND (builder<>? OR namespace_id<>?) LIMIT 1",
+                (*chunk, owner, ns_id),
+            ).fetchone()
+            if row is not None:
+                whose = "another namespace" if row[2] != ns_id else f"builder {row[1]!r}"
+                raise StoreError(
+                    f"record {row[0]} belongs to {whose}; builder {owner!r} may only write "
+                    "and delete its own records"
+                )
 
     def _put_records(
-        self, conn: sqlite3.Connection, namespace: str, records: Sequence[Derived]
+        self, conn: sqlite3.Connection, namespace: str, records: Sequence[Derived], owner: str
     ) -> None:
         if records:
             # Links may name records later in the same batch: checked once, at the end.
@@ -71,13 +96,18 @@ class DerivedRecords:
                     raise StoreError(
                         f"record {rec.id} belongs to namespace {rec.namespace!r}, not {namespace!r}"
                     )
-                data = rec.model_dump_json()
+                if rec.builder and rec.builder != owner:
+                    raise StoreError(
+                        f"record {rec.id} names builder {rec.builder!r}, not {owner!r}"
+                    )
+                rec.builder = owner
+                data = rec.model_dump_json(exclude={"builder"})
                 created = _iso(rec.created_at) or now
                 conn.execute(
-                    "INSERT INTO records(id, namespace_id, kind, data, created_at, updated_at) "
-                    "VALUES (?,?,?,?,?,?) ON CONFLICT(id) DO UPDATE SET data=excluded.data, "
-                    "updated_at=excluded.updated_at",
-                    (rec.id, ns_id, rec.kind, data, created, now),
+                    "INSERT INTO records(id, namespace_id, kind, data, created_at, updated_at, "
+                    "builder) VALUES (?,?,?,?,?,?,?) ON CONFLICT(id) DO UPDATE SET "
+                    "data=excluded.data, updated_at=excluded.updated_at",
+                    (rec.id, ns_id, rec.kind, data, created, now, owner),
                 )
                 self._put_kind_columns(conn, rec)
                 conn.execute("DELETE FROM provenance WHERE record_id=?", (rec.id,))
@@ -148,19 +178,26 @@ class DerivedRecords:
             )
 
     def get_records(
-        self, namespace: str, kind: str, ids: Sequence[str] | None = None
+        self,
+        namespace: str,
+        kind: str,
+        ids: Sequence[str] | None = None,
+        *,
+        builder: str | None,
     ) -> list[Derived]:
         model = DERIVED_KINDS.get(kind)
         if model is None:
             raise StoreError(f"unknown record kind {kind!r}; known: {sorted(DERIVED_KINDS)}")
+        owned, args = ("", ()) if builder is None else (" AND builder=?", (builder,))
         with self._lock:
             ns_id = self._ns_id(namespace)
             if ns_id is None:
                 return []
             if ids is None:
                 rows = self._conn.execute(
-                    "SELECT data FROM records WHERE namespace_id=? AND kind=? ORDER BY rowid",
-                    (ns_id, kind),
+                    f"SELECT data, builder FROM records WHERE namespace_id=? AND kind=?{owned} "
+                    "ORDER BY rowid",
+                    (ns_id, kind, *args),
                 ).fetchall()
             else:
                 rows = []
@@ -168,17 +205,58 @@ class DerivedRecords:
                     marks = ",".join("?" * len(chunk))
                     rows.extend(
                         self._conn.execute(
-                            f"SELECT data FROM records WHERE namespace_id=? AND kind=? "
-                            f"AND id IN ({marks})",
-                            (ns_id, kind, *chunk),
+                            f"SELECT data, builder FROM records WHERE namespace_id=? AND kind=?"
+                            f"{owned} AND id IN ({marks})",
+                            (ns_id, kind, *args, *chunk),
                         ).fetchall()
                     )
-            return [model.model_validate_json(r[0]) for r in rows]
+        out = []
+        for data, owner in rows:
+            rec = model.model_validate_json(data)
+            rec.builder = owner
+            out.append(rec)
+        return out
 
-    def _follow_provenance(self, conn: sqlite3.Connection, affected: set[str]) -> None:
-        """After episodes went: records whose every source is gone go with them; others
-        just lose those spans."""
+    def unowned_records(self) -> dict[str, dict[str, int]]:
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT n.name, r.kind, COUNT(*) FROM records r JOIN namespaces n "
+                "ON n.id=r.namespace_id WHERE r.builder='' GROUP BY n.name, r.kind"
+            ).fetchall()
+        out: dict[str, dict[str, int]] = {}
+        for name, kind, n in rows:
+            out.setdefault(name, {})[kind] = int(n)
+        return out
+
+    def adopt_records(self, namespace: str, kind: str, builder: str | None) -> int:
+        with self._write() as conn:
+            ns_id = self._ns_id(namespace)
+            if ns_id is None:
+                return 0
+            if builder is None:
+                cur = conn.execute(
+                    "DELETE FROM records WHERE namespace_id=? AND kind=? AND builder=''",
+                    (ns_id, kind),
+                )
+            else:
+                cur = conn.execute(
+                    "UPDATE records SET builder=? WHERE namespace_id=? AND kind=? AND builder=''",
+                    (builder, ns_id, kind),
+                )
+            return int(cur.rowcount)
+
+    def _follow_provenance(
+        self,
+        conn: sqlite3.Connection,
+        ns_id: int,
+        affected: set[str],
+        removed: Sequence[RemovedEpisode],
+    ) -> None:
+        """After episodes went (or lost their old text): records whose every source is
+        gone go with them; others just lose those spans. What each builder lost goes
+        into the repair log, in this transaction, for it to re-derive its aggregates."""
         gone: set[str] = set()
+        changed: set[str] = set()
         for rec_id in affected:
             left = conn.execute(
                 "SELECT 1 FROM provenance WHERE record_id=? LIMIT 1", (rec_id,)
@@ -186,18 +264,92 @@ class DerivedRecords:
             if left is None:
                 gone.add(rec_id)
             else:
+                changed.add(rec_id)
                 self._resync_sources(conn, rec_id)
         if gone:
-            self._unlink(conn, gone)
-            for chunk in _chunks(sorted(gone), 500):
+            changed |= self._unlink(conn, gone)
+        now = _now()
+        log: list[tuple[int, str, str, str, str | None, str]] = []
+        for chunk in _chunks(sorted(gone), 500):
+            marks = ",".join("?" * len(chunk))
+            for rec_id, builder, kind, data in conn.execute(
+                f"SELECT id, builder, kind, data FROM records WHERE id IN ({marks})",
+                tuple(chunk),
+            ):
+                tomb = json.dumps({"kind": kind, "record": json.loads(data)})
+                log.append((ns_id, builder, "dropped", rec_id, tomb, now))
+            conn.execute(f"DELETE FROM records WHERE id IN ({marks})", tuple(chunk))
+        for chunk in _chunks(sorted(changed - gone), 500):
+            marks = ",".join("?" * len(chunk))
+            for rec_id, builder, kind in conn.execute(
+                f"SELECT id, builder, kind FROM records WHERE id IN ({marks})", tuple(chunk)
+            ):
+                log.append((ns_id, builder, "changed", rec_id, kind, now))
+        builders = {entry[1] for entry in log}
+        builders.update(
+            r[0]
+            for r in conn.execute(
+                "SELECT DISTINCT builder FROM records WHERE namespace_id=?", (ns_id,)
+            )
+        )
+        for builder in sorted(builders):
+            for ep in removed:
+                log.append((ns_id, builder, "episode", ep.id, ep.model_dump_json(), now))
+        conn.executemany(
+            "INSERT INTO repairs(namespace_id, builder, what, ref, data, created_at) "
+            "VALUES (?,?,?,?,?,?)",
+            log,
+        )
+
+    def pending_repairs(self, namespace: str, builder: str, limit: int = 10_000) -> Repairs:
+        with self._lock:
+            ns_id = self._ns_id(namespace)
+            if ns_id is None:
+                return Repairs()
+            rows = self._conn.execute(
+                "SELECT id, what, ref, data FROM repairs WHERE namespace_id=? AND builder=? "
+                "ORDER BY id LIMIT ?",
+                (ns_id, builder, limit),
+            ).fetchall()
+        out = Repairs()
+        for entry, what, ref, data in rows:
+            out.ids.append(entry)
+            if what == "episode":
+                out.episodes.append(RemovedEpisode.model_validate_json(data))
+            elif what == "changed":
+                out.changed[ref] = data
+            else:
+                tomb = json.loads(data)
+                model = DERIVED_KINDS.get(tomb["kind"])
+                if model is not None:
+                    rec = model.model_validate(tomb["record"])
+                    rec.builder = builder
+                    out.dropped.append(rec)
+        return out
+
+    def repair_backlog(self, namespace: str) -> dict[str, int]:
+        with self._lock:
+            ns_id = self._ns_id(namespace)
+            if ns_id is None:
+                return {}
+            return dict(
+                self._conn.execute(
+                    "SELECT builder, COUNT(*) FROM repairs WHERE namespace_id=? GROUP BY builder",
+                    (ns_id,),
+                ).fetchall()
+            )
+
+    def clear_repairs(self, namespace: str, ids: Sequence[int]) -> None:
+        with self._write() as conn:
+            for chunk in _chunks(list(ids), 500):
                 marks = ",".join("?" * len(chunk))
-                conn.execute(f"DELETE FROM records WHERE id IN ({marks})", tuple(chunk))
+                conn.execute(f"DELETE FROM repairs WHERE id IN ({marks})", tuple(chunk))
 
     @staticmethod
-    def _unlink(conn: sqlite3.Connection, gone: set[str]) -> None:
+    def _unlink(conn: sqlite3.Connection, gone: set[str]) -> set[str]:
         """Categories linked to records about to go drop them from ``child_ids`` and
         ``parent_ids``, so the JSON stays in step with ``category_links`` (whose rows the
-        deletion cascades) and no reader meets a dangling id."""
+        deletion cascades) and no reader meets a dangling id. Returns the ids changed."""
         linked: set[str] = set()
         for chunk in _chunks(sorted(gone), 500):
             marks = ",".join("?" * len(chunk))
@@ -210,6 +362,7 @@ class DerivedRecords:
                 )
             )
         now = _now()
+        changed: set[str] = set()
         for rec_id in sorted(linked - gone):
             row = conn.execute(
                 "SELECT data FROM records WHERE id=? AND kind='category'", (rec_id,)
@@ -223,6 +376,8 @@ class DerivedRecords:
                 "UPDATE records SET data=?, updated_at=? WHERE id=?",
                 (json.dumps(data), now, rec_id),
             )
+            changed.add(rec_id)
+        return changed
 
     def _resync_sources(self, conn: sqlite3.Connection, rec_id: str) -> None:
         row = conn.execute("SELECT data FROM records WHERE id=?", (rec_id,)).fetchone()

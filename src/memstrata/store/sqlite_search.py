@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
+from memstrata.models import Episode
 from memstrata.store.base import ScoredKeys, SearchFilters
 from memstrata.store.sqlite_common import _chunks, _fts, _ts
 
@@ -50,6 +51,11 @@ class SearchPrimitives:
         def _write(self) -> AbstractContextManager[sqlite3.Connection]: ...
         def _ns_id(self, namespace: str, create: bool = False) -> int | None: ...
         def _versions_stamp(self, ns_id: int) -> int: ...
+
+        _EP_COLS: str
+
+        @staticmethod
+        def _episode(row: Sequence[Any]) -> Episode: ...
 
     # embeddings -------------------------------------------------------------------------
     def cached_embeddings(
@@ -212,6 +218,47 @@ class SearchPrimitives:
     def _drop_indexes(self, ns_id: int) -> None:
         for key in [k for k in self._indexes if k[0] == ns_id]:
             del self._indexes[key]
+
+    # conversation positions ---------------------------------------------------------------
+    def session_neighbours(self, keys: Sequence[int], window: int) -> dict[int, list[int]]:
+        out: dict[int, list[int]] = {}
+        if window <= 0:
+            return {k: [] for k in keys}
+        with self._lock:
+            for key in keys:
+                row = self._conn.execute(
+                    "SELECT namespace_id, session, seq FROM episodes WHERE id=?", (key,)
+                ).fetchone()
+                if row is None:
+                    continue
+                ns_id, session, seq = row
+                if session is None:
+                    out[key] = []
+                    continue
+                before = self._conn.execute(
+                    "SELECT id FROM episodes WHERE namespace_id=? AND session=? AND seq<? "
+                    "ORDER BY seq DESC LIMIT ?",
+                    (ns_id, session, seq, window),
+                ).fetchall()
+                after = self._conn.execute(
+                    "SELECT id FROM episodes WHERE namespace_id=? AND session=? AND seq>? "
+                    "ORDER BY seq LIMIT ?",
+                    (ns_id, session, seq, window),
+                ).fetchall()
+                out[key] = [r[0] for r in reversed(before)] + [r[0] for r in after]
+        return out
+
+    def session_after(self, namespace: str, session: str, seq: int, limit: int) -> list[Episode]:
+        with self._lock:
+            ns_id = self._ns_id(namespace)
+            if ns_id is None or limit <= 0:
+                return []
+            rows = self._conn.execute(
+                f"SELECT {self._EP_COLS} FROM episodes e JOIN namespaces n ON n.id=e.namespace_id "
+                "WHERE e.namespace_id=? AND e.session=? AND e.seq>? ORDER BY e.seq LIMIT ?",
+                (ns_id, session, seq, limit),
+            ).fetchall()
+            return [self._episode(r) for r in rows]
 
     def mark_written(self, namespace: str) -> None:
         """Tell the caches that this connection changed the episodes of ``namespace``."""

@@ -20,7 +20,13 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from memstrata.models import Episode
-from memstrata.store.base import EpisodeVersion, PreparedEpisode, UpdateReport, same_episode
+from memstrata.store.base import (
+    EpisodeVersion,
+    PreparedEpisode,
+    RemovedEpisode,
+    UpdateReport,
+    same_episode,
+)
 from memstrata.store.sqlite_common import _fts, _iso, _now, _ts
 
 
@@ -34,7 +40,13 @@ class EpisodeUpdates:
 
         def _write(self) -> AbstractContextManager[sqlite3.Connection]: ...
         def _ns_id(self, namespace: str, create: bool = False) -> int | None: ...
-        def _follow_provenance(self, conn: sqlite3.Connection, affected: set[str]) -> None: ...
+        def _follow_provenance(
+            self,
+            conn: sqlite3.Connection,
+            ns_id: int,
+            affected: set[str],
+            removed: Sequence[RemovedEpisode],
+        ) -> None: ...
         def mark_written(self, namespace: str) -> None: ...
         @staticmethod
         def _episode(row: Sequence[Any]) -> Episode: ...
@@ -62,14 +74,17 @@ class EpisodeUpdates:
                 elif same_episode(ep, old):
                     report.unchanged.append(ep.external_id)
                 else:
-                    self._replace(conn, ns_id, old.key, ep)
+                    self._replace(conn, ns_id, old, ep)
                     report.updated.append(ep.external_id)
         if report.updated:
             self.mark_written(namespace)
         return report
 
-    def _replace(self, conn: sqlite3.Connection, ns_id: int, key: int, ep: PreparedEpisode) -> None:
+    def _replace(
+        self, conn: sqlite3.Connection, ns_id: int, old: Episode, ep: PreparedEpisode
+    ) -> None:
         now = _now()
+        key = old.key
         last = conn.execute(
             "SELECT COALESCE(MAX(version), 0), MAX(replaced_at) FROM episode_versions "
             "WHERE episode_id=?",
@@ -110,7 +125,16 @@ class EpisodeUpdates:
             )
         }
         conn.execute("DELETE FROM provenance WHERE episode_id=?", (key,))
-        self._follow_provenance(conn, affected)
+        gone = RemovedEpisode(
+            id=old.id,
+            text=old.text,
+            speaker=old.speaker,
+            session=old.session,
+            seq=old.seq,
+            key=key,
+            deleted=False,
+        )
+        self._follow_provenance(conn, ns_id, affected, [gone])
         conn.execute("DELETE FROM build_progress WHERE episode_id=?", (key,))
 
     def episode_history(self, namespace: str, external_id: str) -> list[EpisodeVersion]:

@@ -253,6 +253,6 @@ def test_inner_nodes_hold_no_spans_and_empty_ones_are_pruned(tmp_path, embedder,
         assert sum(after.count[c] for c in after.children[after.root_id or ""]) == 16 - len(gone)
         m.add_many(sample[16:18])
         m.build()
-        stored = {r.id for r in m.store.get_records("default", "tree_node")}
+        stored = {r.id for r in m.store.get_records("default", "tree_node", builder=None)}
         assert inner not in stored
         assert tree_problems(Tree.load(m.store, embedder, "default")) == []

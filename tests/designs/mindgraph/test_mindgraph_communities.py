@@ -78,7 +78,7 @@ def test_reports_are_made_once_per_graph_hash() -> None:
     assert first.generated and len(subs) == 3
     assert all(s.title and s.findings and 0 <= s.rating <= 10 for s in subs)
     assert max(s.rating for s in subs) == 10
-    recs = store.get_records("ns", "community")
+    recs = store.get_records("ns", "community", builder=None)
     assert len(recs) == 3 and all(
         isinstance(r, Community) and r.graph == first.digest for r in recs
     )
@@ -91,7 +91,7 @@ def test_reports_are_made_once_per_graph_hash() -> None:
     changed = ReportCache(store, "ns", g, spans(g), None, "q")
     asyncio.run(changed.get())
     assert changed.generated and changed.digest != first.digest
-    assert len(store.get_records("ns", "community")) == 6
+    assert len(store.get_records("ns", "community", builder=None)) == 6
 
 
 def test_llm_reports_and_their_fallback() -> None:

@@ -113,7 +113,7 @@ def test_memory_recipe_llm_tier(tmp_path: Path, embedder) -> None:
         assert report.tier == "llm" and report.episodes == 6
         assert report.llm["mindgraph.build"]["calls"] >= 1
         texts = {e.id: e.text for e in m.get([t["id"] for t in turns()[:6]])}
-        for n in m.store.get_records("default", "concept_node"):
+        for n in m.store.get_records("default", "concept_node", builder=None):
             assert isinstance(n, ConceptNode) and n.sources
             for s in n.sources:
                 assert 0 <= s.start < s.end <= len(texts[s.episode])

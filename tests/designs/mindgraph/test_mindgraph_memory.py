@@ -31,7 +31,9 @@ def test_recipe_builds_inline_and_search_returns_nodes_with_spans(tmp_path: Path
         m.add_many(turns[:20])
         m.add_many(turns[20:])  # kept current as episodes arrive
         nodes = [
-            r for r in m.store.get_records("default", "concept_node") if isinstance(r, ConceptNode)
+            r
+            for r in m.store.get_records("default", "concept_node", builder=None)
+            if isinstance(r, ConceptNode)
         ]
         texts = {e.id: e.text for e in m.get([t["id"] for t in turns])}
         assert {n.node_type for n in nodes} >= {"claim", "entity"}
@@ -59,7 +61,7 @@ def test_recipe_builds_inline_and_search_returns_nodes_with_spans(tmp_path: Path
         # deleting an episode takes its claims along and leaves the entity its other spans
         before = len(pepper.sources)
         m.delete(["t06"])
-        left = {r.id: r for r in m.store.get_records("default", "concept_node")}
+        left = {r.id: r for r in m.store.get_records("default", "concept_node", builder=None)}
         assert not any(s.episode == "t06" for r in left.values() for s in r.sources)
         assert len(left[pepper.id].sources) < before
         assert all(h.sources != ["t06"] for h in m.search("greyhound Pepper", k=5).hits)
@@ -121,7 +123,9 @@ def test_llm_tier_applies_operations_and_maps_spans_to_episodes(store, embedder)
     result = asyncio.run(MindGraphBuilder().update(ctx, ns, eps))
     assert result.failed == {}
     nodes = {
-        r.label: r for r in store.get_records(ns, "concept_node") if isinstance(r, ConceptNode)
+        r.label: r
+        for r in store.get_records(ns, "concept_node", builder=None)
+        if isinstance(r, ConceptNode)
     }
     assert set(nodes) == {"maya", "lisbon_trip", "talk"}  # the unlocated one is refused
     texts = {e.id: e.text for e in eps}
@@ -133,6 +137,8 @@ def test_llm_tier_applies_operations_and_maps_spans_to_episodes(store, embedder)
     assert span.episode == "t03"
     (span,) = nodes["maya"].sources  # "Maya: " is the head, clipped to the episode's text
     assert span.episode == "t01" and texts["t01"][span.start : span.end] == "Morning!"
-    edges = [e for e in store.get_records(ns, "concept_edge") if isinstance(e, ConceptEdge)]
+    edges = [
+        e for e in store.get_records(ns, "concept_edge", builder=None) if isinstance(e, ConceptEdge)
+    ]
     assert [(e.relation, e.sources[0].episode) for e in edges] == [("gives", "t03")]
     assert store.built_keys(ns, "mindgraph") == {e.key for e in eps}

@@ -63,6 +63,19 @@ def test_heuristic_read_returns_windows_with_offsets(tmp_path: Path, embedder) -
             m.read(DOC, Q, design="memtree")
 
 
+def test_deleting_the_document_drops_every_reading_of_it(tmp_path: Path, embedder) -> None:
+    with Memory.open(tmp_path / "m.db", embedder=embedder) as m:
+        m.read(DOC, Q)
+        m.read(DOC, "Where does Leo teach?")
+        ns = document_namespace(DOC)
+        kinds = ("concept_node", "concept_edge", "community")
+        made = [r for k in kinds for r in m.store.get_records(ns, k, builder="mindgraph")]
+        assert any(not r.sources for r in made)  # the headers cite nothing
+        assert m.delete(["document"], namespace=ns) == 1
+        assert [r for k in kinds for r in m.store.get_records(ns, k, builder=None)] == []
+        assert m.stats(ns)["namespaces"][0]["repairs"] == {}
+
+
 def test_cli_read_json_shape(tmp_path: Path) -> None:
     doc = tmp_path / "doc.txt"
     doc.write_text(DOC, encoding="utf-8")
@@ -189,7 +202,7 @@ def test_llm_read_builds_per_chunk_then_runs_the_tool_loop(store, embedder) -> N
         answer_prompt[1].content
     )
     # subgraph reports were made on first use and stored for this graph
-    assert any(isinstance(c, Community) for c in store.get_records(ns, "community"))
+    assert any(isinstance(c, Community) for c in store.get_records(ns, "community", builder=None))
     # the stored graph reloads as it was built
     saved = load_graph(ctx, ns, r.graph["key"])
     assert saved is not None and saved.counts()["nodes"] == r.graph["nodes"]

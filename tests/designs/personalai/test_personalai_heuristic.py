@@ -113,6 +113,26 @@ def test_heuristic_outdated_triplet_is_kept_with_its_replacement(tmp_path: Path,
         assert shown and "replaced by" in str(shown[0].model_dump())
 
 
+def test_deleting_or_correcting_the_replacing_turn_revives_the_old_triplet(
+    tmp_path: Path, embedder
+) -> None:
+    with Memory.open(tmp_path / "m.db", embedder=embedder, recipe="personalai") as m:
+        m.add("Maya lives in Lisbon.", id="a")
+        m.add("Maya lives in Porto.", id="b")
+        m.update("b", "Maya loves Porto.")  # the move was a mistake: the old fact stands
+        graph = PAGraph.load(m.store, embedder, "default")
+        old = next(f for f in graph.triplets.values() if f.fact == "Maya lives in Lisbon")
+        assert old.invalid_at is None and old.replaced_by == []
+        assert "Maya lives in Porto" not in {f.fact for f in graph.triplets.values()}
+        m.add("Maya lives in Faro.", id="c")
+        m.delete(["c"])
+        graph = PAGraph.load(m.store, embedder, "default")
+        assert [f.fact for f in graph.valid_triplets() if f.relation == "lives in"] == [
+            "Maya lives in Lisbon"
+        ]
+        assert "Faro" not in {o.name for o in graph.objects.values()}
+
+
 def test_restricted_recipe_and_bad_parameters(tmp_path: Path, embedder) -> None:
     cfg = {
         "recipes": {
@@ -163,7 +183,9 @@ def test_rebuild_drops_only_its_own_records(tmp_path: Path, embedder) -> None:
         m.add_many(PASSAGES)
         m.build(recipe="mnemis")
         mnemis_entities = [
-            e for e in m.store.get_records("default", "entity") if e.entity_type != "object"
+            e
+            for e in m.store.get_records("default", "entity", builder=None)
+            if e.entity_type != "object"
         ]
         assert mnemis_entities
         before = PAGraph.load(m.store, embedder, "default")
@@ -174,5 +196,5 @@ def test_rebuild_drops_only_its_own_records(tmp_path: Path, embedder) -> None:
             o.name for o in before.objects.values()
         )
         assert not set(after.objects) & set(before.objects)  # new records
-        kept = {e.id for e in m.store.get_records("default", "entity")}
+        kept = {e.id for e in m.store.get_records("default", "entity", builder=None)}
         assert {e.id for e in mnemis_entities} <= kept

@@ -23,15 +23,17 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from memstrata.designs.higmem import events as ev_rules
 from memstrata.designs.higmem import prompts
-from memstrata.designs.higmem.layer import LayerCache, Layers, layer_problems
+from memstrata.designs.higmem.layer import BUILDER, LayerCache, Layers, layer_problems
 from memstrata.designs.higmem.notes import analyse, note_text, turn_body
 from memstrata.engine.contracts import Builder, Context, StepResult
+from memstrata.engine.removal import following, leaked, removed_terms
 from memstrata.errors import ConfigError
 from memstrata.llm.base import LLMClient
 from memstrata.models import Episode, Event, EventFact, Span, TurnNote
 from memstrata.retrieval import documents
+from memstrata.retrieval.text import content_terms
+from memstrata.store.base import Repairs
 
-BUILDER = "higmem"
 _DATE = re.compile(r"^\d{4}(-\d{2}(-\d{2})?)?$")
 
 
@@ -277,9 +279,16 @@ class HiGMemBuilder(Builder[HiGMemParams]):
     async def _refresh_llm(self, llm: LLMClient, lay: Layers, event: Event, ep: Episode) -> None:
         turns = await asyncio.to_thread(self._turns, lay, event)
         turns.append(ep)
+        await self._sheet_llm(llm, lay, event, turns, event.summary)
+
+    async def _sheet_llm(
+        self, llm: LLMClient, lay: Layers, event: Event, turns: list[Episode], summary: str
+    ) -> None:
+        """The event's summary and fact sheet from ``summary`` and ``turns`` (the refresh
+        prompt; a repair passes no summary, so nothing removed is carried forward)."""
         short = {f"T{i}": t for i, t in enumerate(turns, start=1)}
         messages, model = prompts.event_refresh(
-            event.summary, [(sid, stamp(t)) for sid, t in short.items()]
+            summary, [(sid, stamp(t)) for sid, t in short.items()]
         )
         reply = await llm.structured(
             messages,
@@ -301,6 +310,62 @@ class HiGMemBuilder(Builder[HiGMemParams]):
             if line.fact.strip()
         ]
         await asyncio.to_thread(lay.embed_events, [event.id])
+
+    # repairs ----------------------------------------------------------------------------
+    async def repair(self, ctx: Context, namespace: str, work: Repairs) -> None:
+        """Notes and events without the removed text. A removed turn's own note went with
+        it; the ``m`` turns after it in its session read it in their window, so their
+        notes are analysed again. Events that lost a turn, that hold one of those turns,
+        or whose summary or fact sheet says a word only the removed text had are derived
+        again from the turns they link (with no summary carried forward); an event left
+        with no turn goes."""
+        cache = layer_cache(ctx)
+        cache.forget(namespace)
+        lay = await asyncio.to_thread(cache.get, namespace)
+        try:
+            await self._repair(ctx, lay, work)
+            await asyncio.to_thread(lay.flush)
+        finally:
+            cache.forget(namespace)
+
+    async def _repair(self, ctx: Context, lay: Layers, work: Repairs) -> None:
+        llm = ctx.llm if ctx.tier == "llm" else None
+        in_sessions = [ep for ep in work.episodes if ep.session is not None]
+        readers = await asyncio.to_thread(
+            following, ctx.store, lay.namespace, in_sessions, self.params.window
+        )
+        readers = [ep for ep in readers if ep.id in lay.notes]
+        windows = await asyncio.to_thread(self._windows, ctx, readers)
+        for ep in readers:
+            if llm is not None:
+                note, _ = await self._analyse_llm(llm, ep, windows[ep.id])
+            else:
+                note = analyse(ep, windows[ep.id])
+            note.id = lay.notes[ep.id].id
+            lay.put_note(note)
+        stale = {i for i, k in work.changed.items() if k == "event" and i in lay.events}
+        stale.update(e for ep in readers for e in lay.events_of.get(ep.id, []))
+        removed = removed_terms(work)
+        for eid, event in lay.events.items():
+            text = " ".join([event.summary, *(f.text for f in event.facts)])
+            if eid not in stale and removed & set(content_terms(text)):
+                turns = await asyncio.to_thread(self._turns, lay, event)
+                if leaked(
+                    text, removed, [t.text for t in turns] + [t.speaker or "" for t in turns]
+                ):
+                    stale.add(eid)
+        for eid in sorted(stale):
+            event = lay.events[eid]
+            turns = await asyncio.to_thread(self._turns, lay, event)
+            if not turns:
+                lay.drop_event(eid)
+            elif llm is not None:
+                await self._sheet_llm(llm, lay, event, turns, "")
+                lay.touch(eid)
+            else:
+                event.summary, event.facts = ev_rules.refresh(lay, turns)
+                lay.embed_events([eid])
+                lay.touch(eid)
 
     # reports ----------------------------------------------------------------------------
     async def rebuild(self, ctx: Context, namespace: str) -> None:

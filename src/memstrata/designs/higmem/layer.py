@@ -26,6 +26,8 @@ from memstrata.retrieval.text import content_terms
 from memstrata.store.base import Store
 
 Vec = NDArray[np.float32]
+#: the builder that owns the records this design reads and writes
+BUILDER = "higmem"
 _STEMMER = PorterStemmer()
 
 
@@ -66,10 +68,10 @@ class Layers:
     def load(cls, store: Store, embedder: Embedder, namespace: str) -> Layers:
         lay = cls(store, embedder, namespace)
         lay.stamp = store.records_stamp(namespace)
-        for rec in store.get_records(namespace, "turn_note"):
+        for rec in store.get_records(namespace, "turn_note", builder=BUILDER):
             assert isinstance(rec, TurnNote)
             lay.notes[rec.turn_id] = rec
-        for rec in store.get_records(namespace, "event"):
+        for rec in store.get_records(namespace, "event", builder=BUILDER):
             assert isinstance(rec, Event)
             linked = {s.episode for s in rec.sources}
             rec.turn_ids = [t for t in rec.turn_ids if t in linked]
@@ -146,6 +148,22 @@ class Layers:
             ups.append(event.id)
         self._dirty.add(event.id)
 
+    def touch(self, rec_id: str) -> None:
+        self._dirty.add(rec_id)
+
+    def drop_event(self, event_id: str) -> None:
+        """Remove an event and its links (a repair left it without turns)."""
+        event = self.events.pop(event_id)
+        self.event_vecs.pop(event_id, None)
+        for t in event.turn_ids:
+            ups = [e for e in self.events_of.get(t, []) if e != event_id]
+            if ups:
+                self.events_of[t] = ups
+            else:
+                self.events_of.pop(t, None)
+        self._dirty.discard(event_id)
+        self._gone.add(event_id)
+
     def snapshot(self, ids: Sequence[str]) -> dict[str, Event | None]:
         return {i: self.events[i].model_copy(deep=True) if i in self.events else None for i in ids}
 
@@ -168,7 +186,7 @@ class Layers:
         recs: dict[str, Derived] = {n.id: n for n in self.notes.values()}
         recs.update(self.events)
         put = [recs[i] for i in sorted(self._dirty) if i in recs]
-        self.store.write_records(self.namespace, put, sorted(self._gone), built)
+        self.store.write_records(self.namespace, put, sorted(self._gone), built, owner=BUILDER)
         self._dirty.clear()
         self._gone.clear()
         self.stamp = self.store.records_stamp(self.namespace)

@@ -26,13 +26,12 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from memstrata.designs.memtree.aggregate import extractive_aggregate
-from memstrata.designs.memtree.tree import Tree, TreeCache, Vec, tree_problems
+from memstrata.designs.memtree.tree import BUILDER, Tree, TreeCache, Vec, tree_problems
 from memstrata.engine.contracts import Builder, Context, StepResult
 from memstrata.errors import ConfigError
-from memstrata.models import Episode, Span
+from memstrata.models import Episode, Span, TreeNode
 from memstrata.retrieval.chunking import chunk_spans
-
-BUILDER = "memtree"
+from memstrata.store.base import Repairs
 
 
 def tree_cache(ctx: Context) -> TreeCache:
@@ -188,6 +187,55 @@ class MemTreeBuilder(Builder[MemTreeParams]):
     async def rebuild(self, ctx: Context, namespace: str) -> None:
         await super().rebuild(ctx, namespace)
         tree_cache(ctx).forget(namespace)
+
+    async def repair(self, ctx: Context, namespace: str, work: Repairs) -> None:
+        """A removed episode's leaves went with it (their one source); its text is still
+        in the aggregate of every ancestor. Each ancestor is re-derived from the children
+        it has left, deepest first (Aggregate folded over them; inner nodes left with no
+        leaf were pruned), then re-embedded. An updated episode comes back as a new leaf
+        through the next drain."""
+        cache = tree_cache(ctx)
+        cache.forget(namespace)
+        tree = await asyncio.to_thread(cache.get, namespace)
+        try:
+            for rec in work.dropped:
+                if isinstance(rec, TreeNode) and any(
+                    n.parent_id == rec.id for n in tree.nodes.values()
+                ):
+                    tree.restore(rec)
+            stale: set[str] = set()
+            for rec in work.dropped:
+                if isinstance(rec, TreeNode):
+                    start = rec.id if rec.id in tree.nodes else rec.parent_id
+                    stale.update(tree.ancestors(start))
+            order = sorted(
+                (i for i in stale if tree.children.get(i)), key=lambda i: -tree.nodes[i].depth
+            )
+            for nid in order:
+                texts = [tree.nodes[k].content for k in tree.children[nid]]
+                counts = [max(1, tree.descendants(k)) for k in tree.children[nid]]
+                if ctx.tier == "llm" and ctx.llm is not None and len(texts) > 1:
+                    from memstrata.designs.memtree.prompts import llm_aggregate
+
+                    text = await llm_aggregate(
+                        ctx.llm, "\n".join(texts[:-1]), texts[-1], sum(counts[:-1])
+                    )
+                else:
+                    text = await asyncio.to_thread(self._fold, tree, texts, counts)
+                tree.update_inner(nid, text)
+            await asyncio.to_thread(tree.embed_nodes, order)
+            await asyncio.to_thread(tree.flush)
+        except BaseException:
+            cache.forget(namespace)
+            raise
+
+    def _fold(self, tree: Tree, texts: list[str], counts: list[int]) -> str:
+        """The heuristic Aggregate folded over a node's children, in their order."""
+        acc, n = texts[0], counts[0]
+        for text, more in zip(texts[1:], counts[1:], strict=True):
+            n += more
+            acc = extractive_aggregate(acc, text, n, self.params.summary_sentences, tree.embed)
+        return acc
 
     async def describe(self, ctx: Context, namespace: str) -> dict[str, Any]:
         tree = await asyncio.to_thread(tree_cache(ctx).get, namespace)

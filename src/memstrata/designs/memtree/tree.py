@@ -27,6 +27,9 @@ from memstrata.embed.cache import embed_cached
 from memstrata.models import Derived, Span, TreeNode
 from memstrata.store.base import Store
 
+#: the builder that owns the records this design reads and writes
+BUILDER = "memtree"
+
 Vec = NDArray[np.float32]
 _Saved = tuple[TreeNode | None, list[str] | None, Vec | None, int]
 
@@ -63,6 +66,7 @@ class Tree:
         self.stamp: tuple[int, str] = (0, "")
         self._dirty: set[str] = set()
         self._dead: set[str] = set()
+        self.pruned: dict[str, str | None] = {}  # inner node dropped at load -> its parent
         self._journal: dict[str, _Saved] | None = None
         self._matrix: tuple[int, list[str], Vec] | None = None
 
@@ -71,7 +75,11 @@ class Tree:
     def load(cls, store: Store, embedder: Embedder, namespace: str) -> Tree:
         t = cls(store, embedder, namespace)
         t.stamp = store.records_stamp(namespace)
-        recs = [r for r in store.get_records(namespace, "tree_node") if isinstance(r, TreeNode)]
+        recs = [
+            r
+            for r in store.get_records(namespace, "tree_node", builder=BUILDER)
+            if isinstance(r, TreeNode)
+        ]
         roots = sorted((r for r in recs if r.parent_id is None), key=lambda r: r.id)
         for rec in recs:
             t.nodes[rec.id] = rec
@@ -100,6 +108,7 @@ class Tree:
             parent = self.nodes.pop(nid).parent_id
             self.children.pop(nid, None)
             self._dead.add(nid)
+            self.pruned[nid] = parent
             if parent is not None and parent in self.children:
                 self.children[parent] = [c for c in self.children[parent] if c != nid]
                 stack.append(parent)
@@ -242,6 +251,31 @@ class Tree:
         self._touch(leaf_id)
         return node.id
 
+    def restore(self, node: TreeNode) -> None:
+        """Put back an inner node that a removal took although nodes still hang below it
+        (an older store kept spans on inner nodes); the caller re-derives its content."""
+        node = node.model_copy(update={"sources": []})
+        self.nodes[node.id] = node
+        self.children[node.id] = [i for i, n in self.nodes.items() if n.parent_id == node.id]
+        parent = node.parent_id
+        if parent is not None and parent in self.children and node.id not in self.children[parent]:
+            self.children[parent].append(node.id)
+        self._count_leaves()
+        self._touch(node.id)
+
+    def ancestors(self, node_id: str | None) -> list[str]:
+        """``node_id`` and the nodes above it, the root left out (nodes pruned at load are
+        walked through)."""
+        out: list[str] = []
+        while node_id is not None:
+            if node_id in self.nodes:
+                if node_id != self.root_id:
+                    out.append(node_id)
+                node_id = self.nodes[node_id].parent_id
+            else:
+                node_id = self.pruned.get(node_id)
+        return out
+
     def update_inner(self, node_id: str, content: str) -> None:
         """New aggregated content, re-embedded by the caller through :meth:`embed_nodes`.
         Spans an older store kept on inner nodes are dropped as the node is rewritten."""
@@ -304,7 +338,7 @@ class Tree:
         """Write every changed node and the builder's done marks in one transaction."""
         put: list[Derived] = [self.nodes[i] for i in sorted(self._dirty) if i in self.nodes]
         put.sort(key=lambda n: n.depth if isinstance(n, TreeNode) else 0)
-        self.store.write_records(self.namespace, put, sorted(self._dead), built)
+        self.store.write_records(self.namespace, put, sorted(self._dead), built, owner=BUILDER)
         self._dirty.clear()
         self._dead.clear()
         self.stamp = self.store.records_stamp(self.namespace)

@@ -27,14 +27,15 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from memstrata.designs.mindgraph.build import build_llm
-from memstrata.designs.mindgraph.graph import ConceptGraph, Node, snake
+from memstrata.designs.mindgraph.graph import BUILDER, ConceptGraph, Node, snake
 from memstrata.designs.mindgraph.heuristic import episode_parts
+from memstrata.designs.mindgraph.repair import repair_records
 from memstrata.engine.contracts import Builder, Context, StepResult
 from memstrata.errors import ConfigError
 from memstrata.models import ConceptEdge, ConceptNode, Derived, Episode, Span
 from memstrata.retrieval.text import content_terms
+from memstrata.store.base import Repairs
 
-BUILDER = "mindgraph"
 NO_QUESTION = (
     "(none yet: this is a long-term memory; keep the people, events, claims and numbers "
     "a later question about this text may need)"
@@ -88,7 +89,9 @@ class MindGraphBuilder(Builder[MindGraphParams]):
             for p in parts
             if p.type == "entity"
         }
-        for rec in ctx.store.get_records(namespace, "concept_node", sorted(wanted)):
+        for rec in ctx.store.get_records(
+            namespace, "concept_node", sorted(wanted), builder=BUILDER
+        ):
             if isinstance(rec, ConceptNode):
                 entities[rec.id] = rec
         for ep, parts in plan:
@@ -193,6 +196,11 @@ class MindGraphBuilder(Builder[MindGraphParams]):
                 )
         return records, deleted
 
+    async def repair(self, ctx: Context, namespace: str, work: Repairs) -> None:
+        """Nodes, edges, reports and readings without the removed text
+        (:mod:`memstrata.designs.mindgraph.repair`)."""
+        await asyncio.to_thread(repair_records, ctx.store, namespace, work)
+
     async def describe(self, ctx: Context, namespace: str) -> dict[str, Any]:
         nodes = await asyncio.to_thread(_stored_nodes, ctx, namespace)
         types: dict[str, int] = {}
@@ -227,7 +235,7 @@ def _edge(namespace: str, source: str, target: str, relation: str, span: Span) -
 def _stored_nodes(ctx: Context, namespace: str) -> dict[str, ConceptNode]:
     return {
         r.label: r
-        for r in ctx.store.get_records(namespace, "concept_node")
+        for r in ctx.store.get_records(namespace, "concept_node", builder=BUILDER)
         if isinstance(r, ConceptNode) and r.graph == ""
     }
 

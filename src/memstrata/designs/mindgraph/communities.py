@@ -28,7 +28,7 @@ import igraph as ig
 import leidenalg as la
 
 from memstrata.designs.mindgraph import prompts
-from memstrata.designs.mindgraph.graph import ConceptGraph
+from memstrata.designs.mindgraph.graph import BUILDER, ConceptGraph
 from memstrata.llm.base import LLMClient
 from memstrata.llm.types import LLMError
 from memstrata.models import Community, Span
@@ -201,7 +201,7 @@ class ReportCache:
     def _load(self) -> list[Subgraph] | None:
         recs = [
             r
-            for r in self.store.get_records(self.namespace, "community")
+            for r in self.store.get_records(self.namespace, "community", builder=BUILDER)
             if isinstance(r, Community) and r.graph == self.digest
         ]
         if not recs:
@@ -230,4 +230,4 @@ class ReportCache:
                     findings=s.findings,
                 )
             )
-        self.store.write_records(self.namespace, recs)
+        self.store.write_records(self.namespace, recs, owner=BUILDER)

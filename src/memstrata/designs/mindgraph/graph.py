@@ -24,6 +24,8 @@ from typing import Any
 
 from memstrata.designs.mindgraph.provenance import locate
 
+#: the builder that owns the records this design reads and writes
+BUILDER = "mindgraph"
 NODE_TYPES = ("entity", "event", "claim", "concept", "stat")
 _ID = re.compile(r"[^a-z0-9_]+")
 

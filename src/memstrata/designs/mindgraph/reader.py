@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from memstrata.designs.mindgraph.answer import compaction, evidence, tool_loop
 from memstrata.designs.mindgraph.build import build_llm
 from memstrata.designs.mindgraph.communities import ReportCache
-from memstrata.designs.mindgraph.graph import ConceptGraph, Edge, Node
+from memstrata.designs.mindgraph.graph import BUILDER, ConceptGraph, Edge, Node
 from memstrata.designs.mindgraph.heuristic import Sentence, parse, question_graph
 from memstrata.engine.contracts import Context, Reader, Reading
 from memstrata.errors import ConfigError
@@ -250,13 +250,13 @@ def save_graph(
                 sources=spans(e.start, e.end),
             )
         )
-    ctx.store.write_records(namespace, recs)
+    ctx.store.write_records(namespace, recs, owner=BUILDER)
 
 
 def load_graph(ctx: Context, namespace: str, key: str) -> ConceptGraph | None:
     nodes = [
         r
-        for r in ctx.store.get_records(namespace, "concept_node")
+        for r in ctx.store.get_records(namespace, "concept_node", builder=BUILDER)
         if isinstance(r, ConceptNode) and r.graph == key
     ]
     header = next((r for r in nodes if r.node_type == HEADER), None)
@@ -278,7 +278,7 @@ def load_graph(ctx: Context, namespace: str, key: str) -> ConceptGraph | None:
             span.end if span else None,
             r.chunk,
         )
-    for rec in ctx.store.get_records(namespace, "concept_edge"):
+    for rec in ctx.store.get_records(namespace, "concept_edge", builder=BUILDER):
         if isinstance(rec, ConceptEdge) and rec.graph == key:
             span = rec.sources[0] if rec.sources else None
             graph.edges.append(

@@ -65,7 +65,7 @@ def _load(ctx: Context, namespace: str) -> _Index:
     stamp = ctx.store.records_stamp(namespace)
     nodes = {
         r.id: r
-        for r in ctx.store.get_records(namespace, "concept_node")
+        for r in ctx.store.get_records(namespace, "concept_node", builder=BUILDER)
         if isinstance(r, ConceptNode) and r.graph == "" and r.sources
     }
     ids = [i for i, n in nodes.items() if n.node_type != "entity"]
@@ -77,7 +77,7 @@ def _load(ctx: Context, namespace: str) -> _Index:
         i: set(content_terms(n.description)) for i, n in nodes.items() if n.node_type == "entity"
     }
     linked: dict[str, list[str]] = {}
-    for e in ctx.store.get_records(namespace, "concept_edge"):
+    for e in ctx.store.get_records(namespace, "concept_edge", builder=BUILDER):
         if isinstance(e, ConceptEdge) and e.source_id in entity_terms and e.target_id in nodes:
             linked.setdefault(e.source_id, []).append(e.target_id)
     of_episode: dict[str, list[str]] = {}

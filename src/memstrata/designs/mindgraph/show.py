@@ -3,7 +3,7 @@ an entity by name) with its edges."""
 
 from __future__ import annotations
 
-from memstrata.designs.mindgraph.graph import snake
+from memstrata.designs.mindgraph.graph import BUILDER, snake
 from memstrata.engine.contracts import Context, ShowNode
 from memstrata.models import ConceptEdge, ConceptNode
 
@@ -13,7 +13,7 @@ WIDTH = 100
 def show(ctx: Context, namespace: str, name: str) -> list[ShowNode] | None:
     nodes = {
         r.id: r
-        for r in ctx.store.get_records(namespace, "concept_node")
+        for r in ctx.store.get_records(namespace, "concept_node", builder=BUILDER)
         if isinstance(r, ConceptNode) and r.graph == ""
     }
     wanted = name.strip()
@@ -22,7 +22,9 @@ def show(ctx: Context, namespace: str, name: str) -> list[ShowNode] | None:
         return None
     out = []
     edges = [
-        e for e in ctx.store.get_records(namespace, "concept_edge") if isinstance(e, ConceptEdge)
+        e
+        for e in ctx.store.get_records(namespace, "concept_edge", builder=BUILDER)
+        if isinstance(e, ConceptEdge)
     ]
     for node in found:
         kids = []

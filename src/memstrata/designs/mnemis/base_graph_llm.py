@@ -255,6 +255,7 @@ class LLMBaseGraph:
                 old = g.facts[old_id]
                 if old.invalid_at is None:
                     old.invalid_at = fact.valid_at or ep.occurred_at or datetime.now()
+                    old.replaced_by = [*old.replaced_by, fact.id]
                     g.touch(old)
             g.add_fact(fact)
 

@@ -18,17 +18,17 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from memstrata.designs.mnemis.base_graph import BaseGraphParams, HeuristicBaseGraph
-from memstrata.designs.mnemis.graph import Graph
+from memstrata.designs.mnemis.graph import BUILDER, Graph
 from memstrata.designs.mnemis.hierarchy import Hierarchy, HierarchyParams, hierarchy_problems
+from memstrata.designs.mnemis.repair import repair_graph
 from memstrata.embed.base import Embedder
 from memstrata.embed.cache import ensure_embedded
 from memstrata.engine.contracts import Builder, Context, StepResult
 from memstrata.errors import ConfigError
 from memstrata.models import Episode
 from memstrata.retrieval import documents
-from memstrata.store.base import Store
+from memstrata.store.base import Repairs, Store
 
-BUILDER = "mnemis"
 KINDS = ("entity", "fact", "category")
 
 
@@ -126,6 +126,19 @@ class MnemisBuilder(Builder[MnemisBuildParams]):
         await super().rebuild(ctx, namespace)
         graph_cache(ctx).forget(namespace)
         ctx.shared.pop(f"mnemis.base.{namespace}", None)
+
+    async def repair(self, ctx: Context, namespace: str, work: Repairs) -> None:
+        """Entities, facts and categories re-derived without the removed text
+        (:mod:`memstrata.designs.mnemis.repair`)."""
+        cache = graph_cache(ctx)
+        cache.forget(namespace)
+        ctx.shared.pop(f"mnemis.base.{namespace}", None)  # the llm tier's recent turns
+        graph, hierarchy = await asyncio.to_thread(cache.get, namespace, self.params.hierarchy)
+        try:
+            await asyncio.to_thread(repair_graph, graph, hierarchy, work, self.params.base)
+            await asyncio.to_thread(graph.flush)
+        finally:
+            cache.forget(namespace)
 
     async def describe(self, ctx: Context, namespace: str) -> dict[str, Any]:
         graph, hier = await asyncio.to_thread(

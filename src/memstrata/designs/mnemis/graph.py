@@ -20,6 +20,8 @@ from memstrata.models import Category, Derived, Entity, Fact, Span
 from memstrata.retrieval.text import content_terms
 from memstrata.store.base import Store
 
+#: the builder that owns the records this design reads and writes
+BUILDER = "mnemis"
 SPEAKER_CATEGORY = "Speaker"
 
 
@@ -61,13 +63,13 @@ class Graph:
     def load(cls, store: Store, embedder: Embedder, namespace: str) -> Graph:
         g = cls(store, embedder, namespace)
         g.stamp = store.records_stamp(namespace)
-        for rec in store.get_records(namespace, "entity"):
+        for rec in store.get_records(namespace, "entity", builder=BUILDER):
             assert isinstance(rec, Entity)
             g._index_entity(rec)
-        for rec in store.get_records(namespace, "fact"):
+        for rec in store.get_records(namespace, "fact", builder=BUILDER):
             assert isinstance(rec, Fact)
             g._index_fact(rec)
-        for rec in store.get_records(namespace, "category"):
+        for rec in store.get_records(namespace, "category", builder=BUILDER):
             assert isinstance(rec, Category)
             g.categories[rec.id] = rec
         return g
@@ -219,7 +221,7 @@ class Graph:
                 put.append(rec)
         # Children before the categories that link to them.
         put.sort(key=lambda r: r.layer if isinstance(r, Category) else 0)
-        self.store.write_records(self.namespace, put, sorted(self._deleted), built)
+        self.store.write_records(self.namespace, put, sorted(self._deleted), built, owner=BUILDER)
         self._dirty.clear()
         self._deleted.clear()
         self.stamp = self.store.records_stamp(self.namespace)

@@ -15,17 +15,17 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
-from memstrata.designs.personalai.graph import PAGraph
+from memstrata.designs.personalai.graph import BUILDER, PAGraph
 from memstrata.designs.personalai.memorize import STAGE, MemorizeParams, Memorizer
+from memstrata.designs.personalai.repair import repair_graph
 from memstrata.embed.base import Embedder
 from memstrata.embed.cache import ensure_embedded
 from memstrata.engine.contracts import Builder, Context, StepResult
 from memstrata.errors import ConfigError
 from memstrata.llm.types import LLMError
 from memstrata.models import Episode
-from memstrata.store.base import Store
+from memstrata.store.base import Repairs, Store
 
-BUILDER = "personalai"
 KINDS = ("entity", "fact", "thesis")
 
 
@@ -121,17 +121,20 @@ class PersonalAIBuilder(Builder[MemorizeParams]):
         return StepResult(failed=failed)
 
     async def rebuild(self, ctx: Context, namespace: str) -> None:
-        """Drop this design's records only: another design in the namespace (Mnemis)
-        keeps entities and facts of its own, which a drop by kind would take too."""
-
-        def drop() -> None:
-            graph = PAGraph.load(ctx.store, ctx.embedder, namespace)
-            own = [*graph.theses, *graph.triplets, *graph.objects]
-            ctx.store.write_records(namespace, [], own)
-            ctx.store.reset_build(namespace, self.name, ())
-
-        await asyncio.to_thread(drop)
+        await super().rebuild(ctx, namespace)
         graph_cache(ctx).forget(namespace)
+
+    async def repair(self, ctx: Context, namespace: str, work: Repairs) -> None:
+        """Objects, triplets and theses without the removed text
+        (:mod:`memstrata.designs.personalai.repair`)."""
+        cache = graph_cache(ctx)
+        cache.forget(namespace)
+        graph = await asyncio.to_thread(cache.get, namespace)
+        try:
+            await asyncio.to_thread(repair_graph, graph, work)
+            await asyncio.to_thread(graph.flush)
+        finally:
+            cache.forget(namespace)
 
     async def describe(self, ctx: Context, namespace: str) -> dict[str, Any]:
         graph = await asyncio.to_thread(graph_cache(ctx).get, namespace)

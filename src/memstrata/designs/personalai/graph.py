@@ -34,6 +34,8 @@ from memstrata.store.base import Store
 
 NodeType = Literal["object", "thesis", "episode"]
 EdgeKind = Literal["simple", "hyper", "episodic"]
+#: the builder that owns the records this design reads and writes
+BUILDER = "personalai"
 OBJECT = "object"
 PREFIX: dict[str, NodeType] = {"o": "object", "t": "thesis", "e": "episode"}
 
@@ -74,6 +76,7 @@ class PAGraph:
         self.triplets_of: dict[str, set[str]] = defaultdict(set)
         self.theses_of: dict[str, set[str]] = defaultdict(set)
         self._dirty: set[str] = set()
+        self._gone: set[str] = set()
         self._topology: Topology | None = None
         self._episode_text: dict[str, str] = {}
         self.stamp: tuple[int, str] = (0, "")
@@ -83,13 +86,13 @@ class PAGraph:
     def load(cls, store: Store, embedder: Embedder, namespace: str) -> PAGraph:
         g = cls(store, embedder, namespace)
         g.stamp = store.records_stamp(namespace)
-        for rec in store.get_records(namespace, "entity"):
+        for rec in store.get_records(namespace, "entity", builder=BUILDER):
             if isinstance(rec, Entity) and rec.entity_type == OBJECT:
                 g._index_object(rec)
-        for rec in store.get_records(namespace, "fact"):
+        for rec in store.get_records(namespace, "fact", builder=BUILDER):
             if isinstance(rec, Fact) and rec.subject_id in g.objects:
                 g._index_triplet(rec)
-        for rec in store.get_records(namespace, "thesis"):
+        for rec in store.get_records(namespace, "thesis", builder=BUILDER):
             assert isinstance(rec, Thesis)
             g._index_thesis(rec)
         return g
@@ -154,6 +157,19 @@ class PAGraph:
         self._dirty.add(rec.id)
         self._topology = None
 
+    def drop(self, rec_id: str) -> None:
+        """Remove a triplet or thesis (a repair found it resting on removed text)."""
+        rec = self.triplets.pop(rec_id, None) or self.theses.pop(rec_id, None)
+        if rec is None:
+            return
+        ends = [rec.subject_id, rec.object_id] if isinstance(rec, Fact) else rec.entity_ids
+        for eid in ends:
+            self.triplets_of.get(eid, set()).discard(rec_id)
+            self.theses_of.get(eid, set()).discard(rec_id)
+        self._dirty.discard(rec_id)
+        self._gone.add(rec_id)
+        self._topology = None
+
     def pending(self) -> int:
         return len(self._dirty)
 
@@ -170,8 +186,9 @@ class PAGraph:
                 put.append(rec)
         # Objects before the triplets and theses that point to them.
         put.sort(key=lambda r: 0 if isinstance(r, Entity) else 1)
-        self.store.write_records(self.namespace, put, (), built)
+        self.store.write_records(self.namespace, put, sorted(self._gone), built, owner=BUILDER)
         self._dirty.clear()
+        self._gone.clear()
         self.stamp = self.store.records_stamp(self.namespace)
 
     # reading ----------------------------------------------------------------------------

@@ -1,8 +1,11 @@
 """System-1 over derived records of one kind: dense + BM25 over ``search_text``, RRF.
 
 Any design's records (facts, entities, events, tree nodes, ...) become searchable by a
-recipe without code of its own. The index is built in memory per (namespace, kind) and
-rebuilt when the namespace's records change (``Store.records_stamp``); vectors come from
+recipe without code of its own. It reads one builder's records: ``builder`` names it, and
+when a recipe leaves it out, the engine gives it the recipe's own builder (designs share a
+store, not records: Mnemis facts and PersonalAI triplets are both ``fact``). The index is
+built in memory per (namespace, kind) and rebuilt when the namespace's records change
+(``Store.records_stamp``); vectors come from
 the embedding cache, so an unchanged record is never embedded twice. Superseded facts
 (``invalid_at`` set) are left out unless ``include_invalid``.
 """
@@ -26,6 +29,10 @@ class RecordsParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     kind: str = Field(default="fact", description="the record kind searched")
+    builder: str | None = Field(
+        default=None,
+        description="whose records: a builder's name (default: the recipe's own builder)",
+    )
     candidates: int = Field(default=50, ge=1)
     rrf_k: int = Field(default=60, ge=1)
     dense_weight: float = Field(default=1.0, ge=0)
@@ -57,7 +64,7 @@ class RecordsRoute(Route[RecordsParams]):
             return held
         recs = {
             r.id: r
-            for r in ctx.store.get_records(namespace, self.params.kind)
+            for r in ctx.store.get_records(namespace, self.params.kind, builder=self.params.builder)
             if self.params.include_invalid or getattr(r, "invalid_at", None) is None
         }
         ids = [i for i, r in recs.items() if r.search_text().strip()]

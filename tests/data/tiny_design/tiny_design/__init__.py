@@ -35,7 +35,9 @@ def words(text: str) -> list[str]:
 
 
 def theses(ctx: Context, namespace: str) -> list[Thesis]:
-    return [r for r in ctx.store.get_records(namespace, "thesis") if isinstance(r, Thesis)]
+    return [
+        r for r in ctx.store.get_records(namespace, "thesis", builder=NAME) if isinstance(r, Thesis)
+    ]
 
 
 class KeywordsBuilder(Builder):
