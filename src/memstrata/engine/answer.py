@@ -4,9 +4,9 @@
   from them only, citing ids, or says :data:`~memstrata.engine.prompts.NO_ANSWER`, which
   becomes ``abstained=True``. Cited ids that are not among the hits' sources are dropped,
   so an answer never cites something it was not given.
-* Without one: the best supporting sentences of the hits, each with its sources, marked
-  ``extractive``. A sentence scores by its cosine to the question plus its share of the
-  question's content terms; the answer abstains when there are no hits.
+* Without one: an honest extract (:mod:`memstrata.engine.extractive`): the sentences of
+  the hits' episodes that best support the question, each once, with its date and
+  speaker, marked ``extractive``; "not in memory" (abstained) when the evidence is weak.
 """
 
 from __future__ import annotations
@@ -14,14 +14,13 @@ from __future__ import annotations
 import asyncio
 import re
 
-import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from memstrata.engine.contracts import Answer, Answerer, Context
+from memstrata.engine.extractive import MIN_SUPPORT, SPEAKER_GAP, extract_answer
 from memstrata.engine.prompts import NO_ANSWER, GroundedReply, grounded_answer
 from memstrata.llm.types import LLMError, MemoryUsageSink
 from memstrata.models import Hit
-from memstrata.retrieval.text import content_terms, sentences
 
 
 class GroundedParams(BaseModel):
@@ -30,6 +29,14 @@ class GroundedParams(BaseModel):
     max_items: int = Field(default=20, ge=1, description="hits shown to the model")
     max_chars: int = Field(default=600, ge=50, description="characters of each hit shown")
     sentences: int = Field(default=2, ge=1, description="extractive: sentences returned")
+    min_support: float = Field(
+        default=MIN_SUPPORT, description="extractive: abstain below this support"
+    )
+    speaker_gap: float = Field(
+        default=SPEAKER_GAP,
+        description="extractive: abstain when another speaker's sentence supports a "
+        "question naming someone better than theirs, by more than this",
+    )
     max_tokens: int = Field(default=200, ge=16, description="completion budget of the reply")
 
 
@@ -40,7 +47,7 @@ class GroundedAnswerer(Answerer[GroundedParams]):
     async def answer(self, ctx: Context, namespace: str, question: str, hits: list[Hit]) -> Answer:
         p = self.params
         if ctx.llm is None:
-            return await asyncio.to_thread(self._extractive, ctx, question, hits)
+            return await asyncio.to_thread(self._extractive, ctx, namespace, question, hits)
         if not hits:  # nothing to ground an answer in: no call, the same as extractive
             return Answer(question=question, text=NO_ANSWER, abstained=True)
         shown = hits[: p.max_items]
@@ -70,47 +77,18 @@ class GroundedAnswerer(Answerer[GroundedParams]):
             hits=shown,
         )
 
-    def _extractive(self, ctx: Context, question: str, hits: list[Hit]) -> Answer:
+    def _extractive(self, ctx: Context, namespace: str, question: str, hits: list[Hit]) -> Answer:
         p = self.params
-        if not hits:
-            return Answer(question=question, text=NO_ANSWER, abstained=True, extractive=True)
-        pieces: list[tuple[str, str, Hit]] = []  # (head, sentence, hit)
-        for h in hits:
-            head, body = _split_head(h)
-            for start, end in sentences(body) or [(0, len(body))]:
-                pieces.append((head, body[start:end], h))
-        terms = set(content_terms(question))
-        vecs = ctx.embedder.embed([question] + [sentence for _, sentence, _ in pieces])
-        cos = vecs[1:] @ vecs[0]
-        scores = []
-        for i, (_, sentence, _) in enumerate(pieces):
-            overlap = len(terms & set(content_terms(sentence))) / len(terms) if terms else 0.0
-            scores.append(float(cos[i]) + overlap)
-        best = np.argsort(-np.asarray(scores), kind="stable")[: p.sentences]
-        chosen = [pieces[i] for i in sorted(best)]
-        sources = list(dict.fromkeys(s for _, _, h in chosen for s in h.sources))
-        return Answer(
-            question=question,
-            text=" ".join(head + sentence for head, sentence, _ in chosen),
-            sources=sources,
-            extractive=True,
-            hits=hits,
+        return extract_answer(
+            ctx,
+            namespace,
+            question,
+            hits,
+            max_items=p.max_items,
+            max_sentences=p.sentences,
+            min_support=p.min_support,
+            speaker_gap=p.speaker_gap,
         )
-
-
-_HEAD = re.compile(r"^(\[[^\]\n]{1,40}\]\s*)?([^:\n]{1,60}:\s)?")
-
-
-def _split_head(hit: Hit) -> tuple[str, str]:
-    """An episode hit reads ``[date] speaker: text``; the head is kept for the quote but
-    not scored, or every sentence would match the speaker's name in the question."""
-    if hit.kind != "episode":
-        return "", hit.text
-    m = _HEAD.match(hit.text)
-    speaker = hit.metadata.get("speaker")
-    if m is None or not m.group(0) or (m.group(2) and m.group(2).strip()[:-1] != speaker):
-        return "", hit.text
-    return m.group(0), hit.text[m.end() :]
 
 
 def _says_no_answer(text: str) -> bool:

@@ -220,6 +220,11 @@ class Answer(BaseModel):
     sources: list[str] = Field(default_factory=list)
     abstained: bool = False
     extractive: bool = Field(default=False, description="sentences quoted, no model wrote it")
+    support: float | None = Field(
+        default=None,
+        description="extractive: how well the best quoted sentence supports the question "
+        "(cosine plus the share of the question's words); below the minimum it abstains",
+    )
     usage: dict[str, int] = Field(default_factory=dict)
     hits: list[Hit] = Field(default_factory=list, description="what the answer was given")
 

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import re
+from functools import lru_cache
+
+from nltk.stem import PorterStemmer
 
 _SENTENCE = re.compile(r"[^.!?\n]+(?:[.!?]+|(?=\n)|$)")
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
@@ -56,3 +59,17 @@ def sentences(text: str) -> list[tuple[int, int]]:
         if end > start and any(c.isalnum() for c in text[start:end]):
             out.append((start, end))
     return out
+
+
+_STEMMER = PorterStemmer()
+
+
+@lru_cache(maxsize=65536)
+def stem(term: str) -> str:
+    """A term's Porter stem: "camped", "camping" and "camps" are one term."""
+    return str(_STEMMER.stem(term))
+
+
+def stems(text: str) -> list[str]:
+    """The text's distinct content terms, stemmed, in order of first appearance."""
+    return list(dict.fromkeys(stem(t) for t in content_terms(text)))

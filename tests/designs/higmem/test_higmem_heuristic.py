@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from memstrata.cli.main import app
 from memstrata.designs.higmem.builder import HiGMemBuilder, HiGMemParams
-from memstrata.designs.higmem.layer import Layers, layer_problems, stem, stems
+from memstrata.designs.higmem.layer import Layers, layer_problems
 from memstrata.designs.higmem.notes import analyse, resolve_dates
 from memstrata.designs.higmem.route import (
     Candidate,
@@ -30,6 +30,7 @@ from memstrata.eval.metrics import evidence_set_metrics
 from memstrata.memory import Memory
 from memstrata.models import Episode, TurnNote
 from memstrata.retrieval.system1 import parse_period
+from memstrata.retrieval.text import stem, stems
 
 BASE = datetime(2023, 5, 8, 13, 56)  # a Monday
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mindgraph_helpers import DOC
+from mindgraph_helpers import DOC, story
 from typer.testing import CliRunner
 
 from memstrata.cli.main import app
@@ -33,7 +33,9 @@ Q = "How deep can the Marlin drone dive?"
 def test_heuristic_read_returns_windows_with_offsets(tmp_path: Path, embedder) -> None:
     with Memory.open(tmp_path / "m.db", embedder=embedder) as m:
         r = m.read(DOC, Q)
-        assert r.answer is None and not r.abstained
+        # the answer is the claim that supports the question best, quoted
+        assert r.answer == "The Marlin drone can dive to 300 meters and costs $45,000."
+        assert not r.abstained and r.details["support"] >= 0.4
         assert r.windows and all(DOC[w.start : w.end] == w.text for w in r.windows)
         assert any("300 meters" in w.text for w in r.windows)
         assert r.graph["nodes"] > 0 and r.graph["chunks"] == 1 and not r.graph["cached"]
@@ -61,6 +63,22 @@ def test_heuristic_read_returns_windows_with_offsets(tmp_path: Path, embedder) -
             m.read("   ", Q)
         with pytest.raises(ConfigError, match="has no reader"):
             m.read(DOC, Q, design="memtree")
+
+
+def test_heuristic_read_finds_a_paraphrased_answer_deep_in_a_long_story(
+    tmp_path: Path, embedder
+) -> None:
+    text, answer = story()
+    assert len(text) > 30_000 and text.index(answer) > 22_000
+    with Memory.open(tmp_path / "m.db", embedder=embedder) as m:
+        # the question says "leave", the story "left": no shared word but names
+        r = m.read(text, "Why does Ana leave the village?")
+        assert r.answer == answer and not r.abstained
+        at = text.index(answer)
+        assert any(w.start <= at < w.end for w in r.windows)
+        # a question the story does not answer: an abstention, not a guess
+        none = m.read(text, "What is the name of the lighthouse keeper's dog?")
+        assert none.abstained and none.answer is None and none.windows
 
 
 def test_deleting_the_document_drops_every_reading_of_it(tmp_path: Path, embedder) -> None:

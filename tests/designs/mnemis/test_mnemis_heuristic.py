@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from memstrata.designs.mnemis.extract import mentions, name_key
 from memstrata.designs.mnemis.graph import SPEAKER_CATEGORY, Graph
 from memstrata.designs.mnemis.hierarchy import Hierarchy, HierarchyParams, hierarchy_problems
+from memstrata.designs.mnemis.route import entity_text
 from memstrata.memory import Memory
 from memstrata.models import Category, Entity
 from memstrata.store import SQLiteStore
@@ -189,6 +190,10 @@ def test_mnemis_search_returns_episodes_facts_entities_with_sources(
         r = m.search(
             "Where is Maya flying for the conference?", recipe="mnemis", k=5, max_tokens=None
         )
+        graph = Graph.load(m.store, embedder, "default")
+    # a category reads "Name: members" (what its hits show), its name said once
+    shown = [entity_text(graph, c) for c in graph.categories]
+    assert shown and not [t for t in shown if t.count(t.split(":")[0] + ": ") > 1]
     kinds = [h.kind for h in r.hits]
     assert kinds[:5] == ["episode"] * 5
     assert "fact" in kinds and "entity" in kinds
@@ -229,3 +234,40 @@ def test_deleting_an_episode_removes_what_rested_only_on_it(
         after = Graph.load(store, embedder, "default")
     assert not set(e.id for e in only) & set(after.entities)
     assert all(s.episode != "t24" for e in after.entities.values() for s in e.sources)
+
+
+MOVES = [
+    ("d1", "Daniel", "I found a room in Carlisle for the new job.", "2024-01-05T10:01"),
+    ("d2", "Daniel", "Yes, I work at the Carlisle library now.", "2024-01-05T10:03"),
+    ("p1", "Priya", "Do you like Carlisle and the Lake District?", "2024-01-05T10:04"),
+    ("d3", "Daniel", "Big news: I got posted to Lancaster, so I moved there.", "2024-03-01T09:00"),
+    ("d4", "Daniel", "I now work at the Lancaster museum.", "2024-03-01T09:01"),
+]
+
+
+def test_a_later_value_of_a_single_valued_relation_supersedes_the_earlier(
+    tmp_path: Path, embedder
+) -> None:
+    """Where Daniel lives and works changes: the earlier facts stay, marked superseded by
+    the later ones; a question (two names in it) states no fact; deleting the later turn
+    makes the earlier fact current again."""
+    with Memory.open(tmp_path / "m.db", embedder=embedder, recipe="mnemis") as m:
+        m.add_many([{"id": i, "speaker": s, "text": t, "occurred_at": a} for i, s, t, a in MOVES])
+        facts = {f.fact: f for f in m.store.get_records("default", "fact", builder="mnemis")}
+        room = facts["Daniel: I found a room in Carlisle for the new job."]
+        posted = facts["Daniel: Big news: I got posted to Lancaster, so I moved there."]
+        library = facts["Daniel: Yes, I work at the Carlisle library now."]
+        museum = facts["Daniel: I now work at the Lancaster museum."]
+        assert (room.relation, posted.relation) == ("lives in", "lives in")
+        assert (library.relation, museum.relation) == ("works at", "works at")
+        assert room.replaced_by == [posted.id] and room.invalid_at == posted.valid_at
+        assert library.replaced_by == [museum.id] and library.invalid_at == museum.valid_at
+        assert posted.invalid_at is None and museum.invalid_at is None
+        assert not any(f.endswith("?") for f in facts)  # questions state nothing
+        hits = m.search("Where does Daniel work?", k=5).hits
+        shown = {h.text for h in hits if h.kind == "fact"}
+        assert f"{library.fact} (valid 2024-01-05 to 2024-03-01)" in shown
+        m.delete(["d4"])
+        facts = {f.fact: f for f in m.store.get_records("default", "fact", builder="mnemis")}
+        assert facts[library.fact].invalid_at is None and facts[library.fact].replaced_by == []
+        assert facts[room.fact].invalid_at is not None  # d3 still supersedes it

@@ -204,6 +204,9 @@ def test_scripted_llm_answers_judges_and_costs(
     assert rag["judge.locomo"] == 0.5 and rag["judge.locomo.n"] == 2
     assert rag["judge.mindgraph"] == 1.0 and rag["judge.mindgraph.n"] == 1
     assert rag["answers"]["generated"] == 3 and rag["abstention"] == 1.0
+    # the one abstention was due, and no answerable question abstained
+    assert rag["abstention_recall"] == 1.0 and rag["abstention_precision"] == 1.0
+    assert rag["false_abstention"] == 0.0
     assert report["needs_llm"] == []
     by_q = {r["qid"]: r for r in rows(out)}
     assert by_q["dog"]["scores"]["exact_match"] == 1.0  # "A beagle." vs "a beagle"

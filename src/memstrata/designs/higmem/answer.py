@@ -9,9 +9,10 @@ mentioned in the conversation" as the way to abstain. ``ask`` has no category, s
 kind is read off the question (:func:`question_kind`); :meth:`HiGMemAnswerer.answer_as`
 takes it explicitly.
 
-Without an LLM: a temporal question gets the date the best evidence turn is about (its
-resolved date phrase, else the turn's own date) with the turn quoted; other questions
-get the generic extractive answer.
+Without an LLM: a temporal question gets the engine's extract of its best sentence
+headed by the date that turn is about (its resolved date phrase, else the turn's own
+date); other questions get the generic extractive answer. Both abstain when the
+evidence is weak.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from memstrata.designs.higmem import prompts
 from memstrata.designs.higmem.builder import layer_cache
 from memstrata.engine.answer import GroundedAnswerer, GroundedParams
 from memstrata.engine.contracts import Answer, Answerer, Context
+from memstrata.engine.extractive import extract_answer
 from memstrata.llm.types import MemoryUsageSink
 from memstrata.models import Hit
 
@@ -106,18 +108,19 @@ class HiGMemAnswerer(Answerer[HiGMemAnswerParams]):
         return sorted(out)
 
     def _dated(self, ctx: Context, namespace: str, question: str, hits: list[Hit]) -> Answer:
-        """A temporal question without an LLM: the date the best evidence turn is about."""
-        best = hits[0]
-        note = layer_cache(ctx).get(namespace).notes.get(best.id)
-        if note is not None and note.dates:
-            d = note.dates[0]
-            date = f"{d['date']} ({d['phrase']})"
-        else:
-            date = best.text[1:11] if best.text.startswith("[") else "unknown date"
-        return Answer(
-            question=question,
-            text=f"{date}: {best.text}",
-            sources=list(best.sources),
-            extractive=True,
-            hits=hits,
+        """A temporal question without an LLM: the engine's extract (its best sentence,
+        or its abstention), headed by the date that turn is about: its resolved date
+        phrase, else the turn's own date."""
+        quoted = extract_answer(
+            ctx, namespace, question, hits, max_items=self.params.max_items, max_sentences=1
         )
+        if quoted.abstained or not quoted.sources:
+            return quoted
+        turn = quoted.sources[0]
+        note = layer_cache(ctx).get(namespace).notes.get(turn)
+        if note is not None and note.dates:
+            date = f"{note.dates[0]['date']} ({note.dates[0]['phrase']})"
+        else:
+            (ep,) = ctx.store.get_episodes(namespace, [turn])
+            date = ep.occurred_at.date().isoformat() if ep.occurred_at else "unknown date"
+        return quoted.model_copy(update={"text": f"{date}: {quoted.text}"})

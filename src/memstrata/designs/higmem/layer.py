@@ -12,34 +12,20 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Sequence
-from functools import lru_cache
 
 import numpy as np
-from nltk.stem import PorterStemmer
 from numpy.typing import NDArray
 
 from memstrata.designs.higmem.notes import turn_body
 from memstrata.embed.base import Embedder
 from memstrata.embed.cache import embed_cached
 from memstrata.models import Derived, Episode, Event, Span, TurnNote
-from memstrata.retrieval.text import content_terms
+from memstrata.retrieval.text import stems
 from memstrata.store.base import Store
 
 Vec = NDArray[np.float32]
 #: the builder that owns the records this design reads and writes
 BUILDER = "higmem"
-_STEMMER = PorterStemmer()
-
-
-@lru_cache(maxsize=65536)
-def stem(term: str) -> str:
-    """A term's Porter stem: "camped", "camping" and "camps" are one term."""
-    return str(_STEMMER.stem(term))
-
-
-def stems(text: str) -> list[str]:
-    """The text's distinct content terms, stemmed, in order of first appearance."""
-    return list(dict.fromkeys(stem(t) for t in content_terms(text)))
 
 
 def unit(rows: Vec) -> Vec:

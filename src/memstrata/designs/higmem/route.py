@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from memstrata.designs.higmem import prompts
 from memstrata.designs.higmem.builder import BUILDER, layer_cache, stamp
-from memstrata.designs.higmem.layer import Layers, stem, stems, unit
+from memstrata.designs.higmem.layer import Layers, unit
 from memstrata.designs.higmem.notes import turn_body
 from memstrata.embed.cache import embed_cached
 from memstrata.engine.contracts import Context, Route
@@ -39,7 +39,7 @@ from memstrata.retrieval.system1 import (
     period_range,
     plan_query,
 )
-from memstrata.retrieval.text import content_terms, words
+from memstrata.retrieval.text import content_terms, stem, stems, words
 from memstrata.store.base import SearchFilters
 
 
@@ -76,7 +76,7 @@ class Candidate:
 def overlap(terms: list[str], text: str, idf: Callable[[str], float]) -> float:
     """Share of the query's stemmed content terms the text holds, each term weighted by its
     IDF (a rare word shared with the query says more than a common one). Terms are compared
-    by stem (:func:`~memstrata.designs.higmem.layer.stem`), so "camped" meets "camping"."""
+    by stem (:func:`~memstrata.retrieval.text.stem`), so "camped" meets "camping"."""
     total = sum(idf(t) for t in terms)
     if not total:
         return 0.0

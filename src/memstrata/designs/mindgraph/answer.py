@@ -8,8 +8,10 @@ lookup is one of the reading's windows. ``subgraph_summary`` reads the cached re
 (:class:`~.communities.ReportCache`). Every round's tokens are kept.
 
 **heuristic tier.** No model: the windows of the ``windows`` nodes that best match the
-question (IDF-weighted shared terms, claims before the entities and numbers in them),
-overlapping windows merged. The answer is left empty: the windows are the evidence.
+question (IDF-weighted shared terms fused with the claims' cosine to the question,
+claims before the entities and numbers in them), overlapping windows merged. The answer
+is the claim that best supports the question, quoted, or an abstention when none
+supports it enough (the engine's extract threshold, :mod:`memstrata.engine.extractive`).
 
 **Compaction ratio** (section 4.2): the first answer call's input over the document, in
 the same tokens (the bundled MiniLM word pieces, :func:`count_tokens`) so tiers and
@@ -21,8 +23,12 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
 
 from memstrata.designs.mindgraph import prompts
 from memstrata.designs.mindgraph.communities import ReportCache
@@ -30,6 +36,7 @@ from memstrata.designs.mindgraph.graph import ConceptGraph
 from memstrata.designs.mindgraph.heuristic import idf, parse
 from memstrata.designs.mindgraph.provenance import window
 from memstrata.engine.contracts import Window
+from memstrata.engine.extractive import MIN_SUPPORT
 from memstrata.llm.base import LLMClient
 from memstrata.llm.schema import bounded_json_schema, repair_json
 from memstrata.llm.tools import MAX_ROUNDS, ToolCall, run_tool_loop
@@ -88,29 +95,76 @@ def rank_nodes(graph: ConceptGraph, question: str) -> list[str]:
     return sorted(graph.nodes, key=score)
 
 
+Embed = Callable[[list[str]], NDArray[np.float32]]
+
+
 def evidence(
     text: str,
     graph: ConceptGraph,
     question: str,
     n_windows: int,
     size: int,
+    embed: Embed | None = None,
 ) -> Outcome:
-    """The heuristic answer stage: windows around the best-matching nodes."""
+    """The heuristic answer stage: windows around the best-matching nodes, and the
+    claim that best supports the question quoted as the answer (or an abstention when
+    none does: support below the engine's extract threshold).
+
+    With ``embed``, the claim that supports the question best (cosine to the question
+    plus the share of its words) is the answer, and its window is among the evidence
+    even when it shares few words with the question (it takes the last place)."""
+    ranked = rank_nodes(graph, question)
+    support: dict[str, float] = {}
+    if embed is not None:
+        claims = [n for n in ranked if graph.nodes[n].type == "claim"]
+        if claims:
+            support = _support(text, graph, question, claims, embed)
     spans: list[tuple[int, int, list[str]]] = []
-    for nid in rank_nodes(graph, question):
+    for nid in ranked:
         if len(spans) >= n_windows:
             break
         found = node_window(text, graph, nid, size)
         if found is not None:
             spans.append((found[0], found[1], [nid]))
+    best = max(support, key=lambda n: support[n], default=None)
+    if best is not None and not any(best in ids for _, _, ids in spans):
+        found = node_window(text, graph, best, size)
+        if found is not None:
+            spans = spans[: n_windows - 1] + [(found[0], found[1], [best])]
     state = graph.state_json()
     first, _ = prompts.answer(state, graph.stats_line(), question)
+    answer = None
+    if best is not None and support[best] >= MIN_SUPPORT:
+        node = graph.nodes[best]
+        answer = text[node.start : node.end] if node.start is not None else node.content
     return Outcome(
-        answer=None,
-        abstained=not spans,
+        answer=answer,
+        abstained=answer is None,
         windows=_merge(text, spans),
         first_prompt=first[0].content,
+        details={"support": round(support[best], 4)} if best is not None else {},
     )
+
+
+def _support(
+    text: str, graph: ConceptGraph, question: str, claims: list[str], embed: Embed
+) -> dict[str, float]:
+    """A claim's support, as the engine's extract scores a sentence: cosine to the
+    question plus the share of the question's content words it has."""
+    quotes = []
+    for nid in claims:
+        node = graph.nodes[nid]
+        located = node.start is not None and node.end is not None
+        quotes.append(text[node.start : node.end] if located else node.content)
+    vecs = embed([question, *quotes])
+    unit = vecs / np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
+    cos = unit[1:] @ unit[0]
+    terms = set(content_terms(question))
+    out = {}
+    for nid, quote, c in zip(claims, quotes, cos, strict=True):
+        share = len(terms & set(content_terms(quote))) / len(terms) if terms else 0.0
+        out[nid] = float(c) + share
+    return out
 
 
 async def tool_loop(

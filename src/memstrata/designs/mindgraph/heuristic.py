@@ -5,13 +5,15 @@ content terms, the entity mentions (runs of capitalised words) and the numbers i
 From that parse:
 
 * **reader** (:func:`question_graph`): the sentences that share the question's terms,
-  weighted by how rare each term is in the document (IDF), best first up to
-  ``max_claims``, and their neighbours (``context`` sentences either side, for the answer
-  that follows a mention); each becomes a ``claim`` node, with ``entity`` nodes for the
-  names and ``stat`` nodes for the numbers in them (one node per distinct name or value,
-  linked to every kept claim that has it). Edges: entity ``mentioned_in``
-  claim, stat ``stated_in`` claim (claims that share a mention meet at its entity), and
-  claim ``followed_by`` the next kept claim (sentence order).
+  weighted by how rare each term is in the document (IDF), best first, with their
+  neighbours (``context`` sentences either side, for the answer that follows a
+  mention), up to ``max_claims`` in all with the few sentences of the whole document
+  closest to the question by cosine (an answer in other words than the question's); each
+  becomes a ``claim`` node, with ``entity`` nodes for the names and ``stat`` nodes for
+  the numbers in them (one node per distinct name or value, linked to every kept claim
+  that has it). Edges: entity ``mentioned_in`` claim, stat ``stated_in`` claim (claims
+  that share a mention meet at its entity), and claim ``followed_by`` the next kept
+  claim (sentence order).
 * **memory** (:func:`episode_parts`): every sentence of an episode, question-agnostic.
 
 The operations go through :meth:`ConceptGraph.apply` with the sentence itself as the
@@ -24,6 +26,7 @@ import math
 import re
 from bisect import bisect_right
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from memstrata.designs.mindgraph.graph import ConceptGraph, snake
@@ -74,21 +77,35 @@ def idf(parsed: list[Sentence]) -> dict[str, float]:
     return {t: math.log(1 + (n - c + 0.5) / (c + 0.5)) for t, c in df.items()}
 
 
-def select(parsed: list[Sentence], question: str, max_claims: int, context: int) -> list[int]:
-    """Indexes of the sentences kept for ``question``, in document order."""
+def select(
+    parsed: list[Sentence],
+    question: str,
+    max_claims: int,
+    context: int,
+    dense: Sequence[int] = (),
+) -> list[int]:
+    """Indexes of the sentences kept for ``question``, in document order.
+
+    ``dense``: sentence indexes a semantic search of the whole document ranked for the
+    question, best first: they take ``len(dense)`` of the ``max_claims`` places, so a
+    sentence that answers in other words ("left" for "leave") is in the graph too; the
+    other places go by shared words, weighted by rarity (IDF), with their neighbours."""
     terms = set(content_terms(question))
     weights = idf(parsed)
     scores = [sum(weights.get(t, 0.0) for t in terms & s.terms) for s in parsed]
     ranked = sorted((i for i, v in enumerate(scores) if v > 0), key=lambda i: (-scores[i], i))
+    extra = [i for i in dict.fromkeys(dense) if 0 <= i < len(parsed)][:max_claims]
+    budget = max_claims - len(extra)
     keep: list[int] = []
     chosen: set[int] = set()
     for i in ranked:
-        if len(keep) >= max_claims:
+        if len(keep) >= budget:
             break
         for j in [i] + [i + d for d in range(-context, context + 1) if d]:
-            if 0 <= j < len(parsed) and j not in chosen and len(keep) < max_claims:
+            if 0 <= j < len(parsed) and j not in chosen and len(keep) < budget:
                 chosen.add(j)
                 keep.append(j)
+    keep += [i for i in extra if i not in chosen]
     return sorted(keep)
 
 
@@ -105,8 +122,10 @@ def question_graph(
     parsed: list[Sentence] | None = None,
     max_claims: int = 40,
     context: int = 1,
+    dense: Sequence[int] = (),
 ) -> ConceptGraph:
-    """The reader's heuristic graph over ``text`` for ``question``."""
+    """The reader's heuristic graph over ``text`` for ``question`` (``dense``: see
+    :func:`select`)."""
     parsed = parse(text) if parsed is None else parsed
     graph = ConceptGraph(chunks=len(chunks))
     starts = [c[0] for c in chunks]
@@ -115,7 +134,7 @@ def question_graph(
         return max(0, bisect_right(starts, pos) - 1)
 
     previous: str | None = None
-    for n, i in enumerate(select(parsed, question, max_claims, context)):
+    for n, i in enumerate(select(parsed, question, max_claims, context, dense)):
         s = parsed[i]
         cid = f"claim_{n + 1}"
         chunk = chunk_of(s.start)

@@ -17,8 +17,10 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+from functools import partial
 from typing import Any
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from memstrata.designs.mindgraph.answer import compaction, evidence, tool_loop
@@ -26,6 +28,7 @@ from memstrata.designs.mindgraph.build import build_llm
 from memstrata.designs.mindgraph.communities import ReportCache
 from memstrata.designs.mindgraph.graph import BUILDER, ConceptGraph, Edge, Node
 from memstrata.designs.mindgraph.heuristic import Sentence, parse, question_graph
+from memstrata.embed.cache import embed_cached
 from memstrata.engine.contracts import Context, Reader, Reading
 from memstrata.errors import ConfigError
 from memstrata.llm.types import LLMError, MemoryUsageSink
@@ -44,6 +47,9 @@ class ReaderParams(BaseModel):
     windows: int = Field(default=5, ge=1, description="heuristic answer: evidence windows")
     max_claims: int = Field(default=40, ge=1, description="heuristic build: claims kept")
     context: int = Field(default=1, ge=0, description="heuristic build: neighbours kept")
+    dense_sentences: int = Field(
+        default=5, ge=0, description="heuristic build: sentences a semantic search adds"
+    )
     build_max_tokens: int = Field(default=2048, ge=64, description="completion per build call")
     state_nodes: int | None = Field(
         default=None, ge=0, description="build: latest nodes shown (None: the whole graph)"
@@ -62,7 +68,8 @@ class MindGraphReader(Reader[ReaderParams]):
     def graph_key(self, question: str, ctx: Context) -> str:
         model = ctx.llm.backend.model if ctx.llm is not None else ""
         p = self.params
-        build = [p.chunk_tokens] + ([p.max_claims, p.context] if ctx.llm is None else [])
+        heuristic = [p.max_claims, p.context, p.dense_sentences, ctx.embedder.model_id]
+        build = [p.chunk_tokens] + (heuristic if ctx.llm is None else [])
         raw = json.dumps([question.strip(), ctx.tier, model, build])
         return hashlib.sha256(raw.encode("utf-8")).hexdigest()[:24]
 
@@ -88,6 +95,7 @@ class MindGraphReader(Reader[ReaderParams]):
             chunks = self._chunks(ctx, document)
             if llm is None:
                 parsed = self._parse(ctx, document)
+                dense = await asyncio.to_thread(self._dense, ctx, document, parsed, question)
                 graph = await asyncio.to_thread(
                     question_graph,
                     text,
@@ -96,6 +104,7 @@ class MindGraphReader(Reader[ReaderParams]):
                     parsed=parsed,
                     max_claims=p.max_claims,
                     context=p.context,
+                    dense=dense,
                 )
             else:
                 graph, failed = await build_llm(
@@ -118,8 +127,9 @@ class MindGraphReader(Reader[ReaderParams]):
             view = graph_view(graph, text)
             view["subgraphs"] = [s.__dict__ for s in await reports.get()]
             return Reading(question=question, graph={**counts, **view})
+        embed = partial(embed_cached, ctx.store, ctx.embedder)
         if llm is None:
-            out = evidence(text, graph, question, p.windows, p.window_chars)
+            out = evidence(text, graph, question, p.windows, p.window_chars, embed)
         else:
             try:
                 out = await tool_loop(
@@ -133,7 +143,7 @@ class MindGraphReader(Reader[ReaderParams]):
                     max_tokens=p.answer_max_tokens,
                 )
             except LLMError as exc:  # the graph stands: answer from its evidence windows
-                out = evidence(text, graph, question, p.windows, p.window_chars)
+                out = evidence(text, graph, question, p.windows, p.window_chars, embed)
                 out.details["answer_error"] = f"{type(exc).__name__}: {exc}"[:500]
         usage: dict[str, Any] = {"stages": sink.summary(), **out.usage}
         if failed:
@@ -156,6 +166,20 @@ class MindGraphReader(Reader[ReaderParams]):
             cache[key] = chunk_spans(document.text, self.params.chunk_tokens)
         found: list[tuple[int, int]] = cache[key]
         return found
+
+    def _dense(
+        self, ctx: Context, document: Episode, parsed: list[Sentence], question: str
+    ) -> list[int]:
+        """The ``dense_sentences`` sentences of the whole document closest to the
+        question (cosine); every sentence is embedded once, the store's embedding cache
+        keeps them for the next question."""
+        if not parsed or not self.params.dense_sentences:
+            return []
+        text = document.text
+        vecs = embed_cached(ctx.store, ctx.embedder, [text[s.start : s.end] for s in parsed])
+        query = ctx.embedder.embed([question])[0]
+        order = np.argsort(-(vecs @ query), kind="stable")[: self.params.dense_sentences]
+        return [int(k) for k in order]
 
     def _parse(self, ctx: Context, document: Episode) -> list[Sentence]:
         cache: dict[tuple[str, int], list[Sentence]] = ctx.state("mindgraph.parses", dict)

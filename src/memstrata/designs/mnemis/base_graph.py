@@ -7,7 +7,9 @@ Two tiers share de-duplication and writing:
 
 * ``heuristic`` (this module's :class:`HeuristicBaseGraph`): mentions from
   :mod:`memstrata.designs.mnemis.extract`, extractive summaries (the first sentences that
-  mention the entity), facts as sentences naming two or more entities;
+  mention the entity), facts as sentences naming two or more entities (questions left
+  out), a later value of a single-valued relation superseding the earlier one
+  (:mod:`memstrata.designs.mnemis.supersede`);
 * ``llm`` (:mod:`memstrata.designs.mnemis.base_graph_llm`): the paper's extraction,
   reflection, de-duplication, attribute and edge prompts.
 
@@ -27,6 +29,7 @@ import numpy as np
 
 from memstrata.designs.mnemis.extract import Mention, mentions, name_key
 from memstrata.designs.mnemis.graph import Graph, fact_key
+from memstrata.designs.mnemis.supersede import read_relation, supersede
 from memstrata.embed.cache import embed_cached
 from memstrata.models import Entity, Episode, Fact, Span
 from memstrata.retrieval.record_index import matvec
@@ -74,18 +77,21 @@ class HeuristicBaseGraph:
         for ep, sents in parsed:
             for s in sents:
                 ids: list[str] = []
+                of_mention: dict[int, str] = {}
                 sentence = ep.text[s.start : s.end]
-                for m in s.mentions:
+                for n, m in enumerate(s.mentions):
                     ent, is_new = self._resolve(m, ep, name_vec.get(m.key))
                     if is_new:
                         created.append(ent.id)
                     g.add_span(ent, Span(episode=ep.id, start=m.start, end=m.end))
                     self._summarise(ent, _speaker_line(ep, sentence))
                     g.touch(ent)
+                    of_mention[n] = ent.id
                     if ent.id not in ids:
                         ids.append(ent.id)
-                if len(ids) >= 2:
-                    self._fact(ep, s.start, s.end, ids)
+                if len(ids) >= 2 and not sentence.rstrip().endswith("?"):
+                    stated = read_relation(ep.text, s.start, s.end, s.mentions, of_mention)
+                    self._fact(ep, s.start, s.end, ids, stated)
         return created
 
     def _resolve(self, m: Mention, ep: Episode, vec: np.ndarray | None) -> tuple[Entity, bool]:
@@ -154,7 +160,17 @@ class HeuristicBaseGraph:
             return
         ent.summary = "\n".join([*have, line[: p.summary_chars]])
 
-    def _fact(self, ep: Episode, start: int, end: int, ids: list[str]) -> None:
+    def _fact(
+        self,
+        ep: Episode,
+        start: int,
+        end: int,
+        ids: list[str],
+        stated: tuple[str, str, str] | None = None,
+    ) -> None:
+        """A fact per sentence naming two entities or more (questions ask, state nothing);
+        one stating a single-valued relation supersedes the subject's earlier values
+        (:mod:`memstrata.designs.mnemis.supersede`)."""
         g = self.graph
         text = _speaker_line(ep, ep.text[start:end])
         span = Span(episode=ep.id, start=start, end=end)
@@ -163,18 +179,23 @@ class HeuristicBaseGraph:
             if g.add_span(g.facts[known], span):
                 g.touch(g.facts[known])
             return
-        g.add_fact(
+        relation, subject, obj = stated or ("mentioned together", ids[0], ids[1])
+        fact = g.add_fact(
             Fact(
                 namespace=g.namespace,
-                subject_id=ids[0],
-                object_id=ids[1],
-                entity_ids=ids,
-                relation="mentioned together",
+                subject_id=subject,
+                object_id=obj,
+                entity_ids=[subject, obj, *(i for i in ids if i not in (subject, obj))],
+                relation=relation,
                 fact=text,
                 valid_at=ep.occurred_at,
                 sources=[span],
             )
         )
+        if stated is not None:
+            mine = [g.facts[f] for f in g.facts_of.get(subject, ()) if f in g.facts]
+            for changed in supersede(fact, mine):
+                g.touch(changed)
 
 
 __all__ = ["BaseGraphParams", "HeuristicBaseGraph", "name_key"]

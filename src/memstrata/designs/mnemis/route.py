@@ -102,8 +102,12 @@ class MnemisParams(BaseModel):
 
 
 def entity_text(graph: Graph, eid: str) -> str:
+    """``name: summary``; a summary that already opens with the name (a category's
+    member list) is not prefixed twice."""
     e = graph.entities.get(eid) or graph.categories[eid]
-    return f"{e.name}: {e.summary}" if e.summary else e.name
+    if not e.summary:
+        return e.name
+    return e.summary if e.summary.startswith(f"{e.name}: ") else f"{e.name}: {e.summary}"
 
 
 class _Indexes:
@@ -503,9 +507,10 @@ class _Search:
 def fact_text(graph: Graph, fid: str) -> str:
     """A fact with its validity window, so an answer model can reason about time."""
     fact = graph.facts[fid]
-    since = fact.valid_at.date().isoformat() if fact.valid_at else "?"
     until = fact.invalid_at.date().isoformat() if fact.invalid_at else "now"
-    return f"{fact.fact} (valid {since} to {until})"
+    if fact.valid_at is not None:
+        return f"{fact.fact} (valid {fact.valid_at.date().isoformat()} to {until})"
+    return f"{fact.fact} (valid until {until})" if fact.invalid_at else fact.fact
 
 
 def _window(first: list[str], second: list[str], size: int) -> list[str]:

@@ -3,19 +3,19 @@
 
 The contexts are the hits' texts in order, triplets and theses before episodes (the
 paper conditions on triplets; episodes are the episodic "triplets"). Without an LLM the
-answer is the context line most similar to the question, quoted (``extractive``), and
-the answerer abstains only when there is no context at all.
+answer is the engine's extract of the contexts' episodes (``extractive``), abstaining
+with ``<NotEnoughtInfo>`` when their support is weak.
 """
 
 from __future__ import annotations
 
 import asyncio
 
-import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from memstrata.designs.personalai.prompts import NOT_ENOUGH, Output, QAAnswer, ask, qa
 from memstrata.engine.contracts import Answer, Answerer, Context
+from memstrata.engine.extractive import extract_answer
 from memstrata.llm.types import MemoryUsageSink
 from memstrata.models import Hit
 
@@ -44,7 +44,7 @@ class PersonalAIAnswerer(Answerer[QAParams]):
         p = self.params
         shown = contexts(hits, p)
         if ctx.llm is None:
-            return await asyncio.to_thread(self._extractive, ctx, question, shown)
+            return await asyncio.to_thread(self._extractive, ctx, namespace, question, shown)
         tally = MemoryUsageSink()
         llm = ctx.llm.scoped(namespace=namespace, usage=tally)
         prompt = qa(question, [h.text[: p.max_chars] for h in shown], p.output)
@@ -63,11 +63,15 @@ class PersonalAIAnswerer(Answerer[QAParams]):
             question=question, text=reply.answer.strip(), sources=sources, usage=usage, hits=shown
         )
 
-    def _extractive(self, ctx: Context, question: str, shown: list[Hit]) -> Answer:
-        if not shown:
-            return Answer(question=question, text=NOT_ENOUGH, abstained=True, extractive=True)
-        vecs = ctx.embedder.embed([question] + [h.text for h in shown])
-        best = shown[int(np.argmax(vecs[1:] @ vecs[0]))]
-        return Answer(
-            question=question, text=best.text, sources=best.sources, extractive=True, hits=shown
+    def _extractive(self, ctx: Context, namespace: str, question: str, shown: list[Hit]) -> Answer:
+        """The engine's honest extract of the contexts' episodes, abstaining the paper's
+        way when the evidence is weak."""
+        answer = extract_answer(
+            ctx,
+            namespace,
+            question,
+            shown,
+            max_items=self.params.max_items,
+            max_sentences=2,
         )
+        return answer.model_copy(update={"text": NOT_ENOUGH}) if answer.abstained else answer

@@ -12,10 +12,12 @@ in docs/personalai.md:
   sentence that ends with an initial is joined to the next; a sentence with fewer than
   two such names also contributes its content words that do not look like verbs or
   adverbs. A sentence that opens with a personal pronoun gets the passage's first name as
-  its subject (``He`` in a biography), a first-person one the episode's speaker;
+  its subject (``He`` in a biography), a first-person one the episode's speaker, as does
+  a sentence with an "I" in it (at that place);
 * **triplets**: the sentence's subject with each later object, the relation being the
   words between them (at most ``MAX_RELATION`` words, the ones nearest the object), and
-  each pair of neighbouring objects joined by a short run of words;
+  each pair of neighbouring objects joined by a short run of words; a relation of
+  function words only ("the", "a in") makes none, but for one preposition;
 * **theses**: each sentence with at least one object is a thesis over its objects.
 """
 
@@ -34,6 +36,15 @@ _ENDS_WITH_INITIAL = re.compile(r"(?:^|\s)[A-Z]\.$")
 _QUOTED = re.compile(r"[\"“]([^\"”]{2,80})[\"”]")
 _PRONOUN_3RD = frozenset("he she it they his her its their him them".split())
 _PRONOUN_1ST = frozenset("i my me we our us".split())
+# Words after which the next word is a verb, not an object: personal pronouns, and the
+# adverbs that sit between a subject and its verb.
+_SUBJECTS = frozenset(
+    "i you we they he she it who now also still just really never always often finally "
+    "recently".split()
+)
+# A relation of function words only says nothing ("Priya the break", "Daniel a room"),
+# but for one preposition joining two neighbouring objects ("room in Carlisle").
+_PREPOSITIONS = frozenset("in at of from to with for on by near".split())
 # Words that read as verbs, adverbs or fillers rather than objects (lowercase tier only).
 _NOT_OBJECT = frozenset(
     """
@@ -150,6 +161,9 @@ def name_mentions(text: str, start: int, end: int) -> list[Mention]:
                 j += 1
             else:
                 break
+        while i < last and tokens[i].group().lower() in _OPENERS:
+            i += 1  # "Hey Priya", "Wow Daniel": the greeting is no part of the name
+            tok = tokens[i]
         a, b = tok.start(), tokens[last].end()
         name = text[a:b].rstrip(".'’-")
         # A lone capitalised word opening the sentence is no name when it reads like a
@@ -185,6 +199,7 @@ def _concepts(text: str, start: int, end: int, taken: list[Mention]) -> list[Men
             or after.group().lower() in STOPWORDS
             or bool(text[tok.end() : after.start()].strip())
         )
+        before = toks[n - 1].group().lower() if n else ""
         if (
             not head
             or len(w) < 4
@@ -192,6 +207,7 @@ def _concepts(text: str, start: int, end: int, taken: list[Mention]) -> list[Men
             or w in STOPWORDS
             or w in _NOT_OBJECT
             or w.endswith(("ly", "ing", "ed"))
+            or before in _SUBJECTS  # "I found", "she now works": a verb's place
             or any(m.start <= tok.start() < m.end for m in taken)
         ):
             continue
@@ -199,17 +215,20 @@ def _concepts(text: str, start: int, end: int, taken: list[Mention]) -> list[Men
     return out
 
 
-def _relation(text: str, a: int, b: int, skip: list[Mention]) -> str:
-    """The words of ``text[a:b]`` outside other mentions; a long run keeps its first two
+def _relation(text: str, a: int, b: int) -> str:
+    """The words of ``text[a:b]``, mentions of other objects included ("Daniel found a
+    room in Carlisle", not "Daniel found a in Carlisle"); a long run keeps its first two
     words (the verb, usually) and its last ``MAX_RELATION - 2`` (next to the object)."""
-    ws = [
-        m.group()
-        for m in _WORD.finditer(text, a, b)
-        if not any(x.start <= m.start() < x.end for x in skip)
-    ]
+    ws = [m.group() for m in _WORD.finditer(text, a, b)]
     if len(ws) > MAX_RELATION:
         ws = ws[:2] + ws[-(MAX_RELATION - 2) :]
-    return " ".join(ws)
+    return " ".join(ws) if says_something(ws) else ""
+
+
+def says_something(ws: list[str]) -> bool:
+    """A relation needs a content word, or is a single preposition."""
+    low = [w.lower() for w in ws]
+    return any(w not in STOPWORDS for w in low) or (len(low) == 1 and low[0] in _PREPOSITIONS)
 
 
 def _sentences(text: str) -> list[tuple[int, int]]:
@@ -243,6 +262,7 @@ def extract(text: str, speaker: str | None = None) -> list[Draft]:
             mentions = sorted(names + _concepts(text, s, e, names), key=lambda m: m.start)
         first = _WORD.search(text, s, e)
         head = first.group().lower() if first else ""
+        me = next((t for t in _WORD.finditer(text, s, e) if t.group() == "I"), None)
         subject: int | None = None
         if first is not None and head in _PRONOUN_3RD and topic is not None:
             mentions.insert(0, Mention(topic, first.start(), first.end()))
@@ -250,6 +270,10 @@ def extract(text: str, speaker: str | None = None) -> list[Draft]:
         elif first is not None and head in _PRONOUN_1ST and speaker:
             mentions.insert(0, Mention(speaker, first.start(), first.end()))
             subject = 0
+        elif me is not None and speaker:
+            # "Big news: I got posted to Lancaster": the speaker is the subject
+            subject = sum(1 for m in mentions if m.start < me.start())
+            mentions.insert(subject, Mention(speaker, me.start(), me.end()))
         elif mentions:
             subject = 0
         if topic is None and names:
@@ -260,7 +284,7 @@ def extract(text: str, speaker: str | None = None) -> list[Draft]:
         pairs: dict[tuple[int, int], str] = {}
         if subject is not None:
             for j in range(subject + 1, len(mentions)):
-                rel = _relation(text, mentions[subject].end, mentions[j].start, mentions)
+                rel = _relation(text, mentions[subject].end, mentions[j].start)
                 if rel and mentions[j].name.casefold() != mentions[subject].name.casefold():
                     pairs[(subject, j)] = rel
         for j in range(1, len(mentions)):
@@ -268,6 +292,7 @@ def extract(text: str, speaker: str | None = None) -> list[Draft]:
             between = _WORD.findall(text[a.end : b.start])
             if (
                 0 < len(between) <= MAX_RELATION
+                and says_something(between)
                 and (j - 1, j) not in pairs
                 and a.name.casefold() != b.name.casefold()
             ):

@@ -18,6 +18,7 @@ graph, and stays in the store as history.
 from __future__ import annotations
 
 import re
+from datetime import datetime
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -104,7 +105,11 @@ class Memorizer:
         th.sources.append(span)
         return g.add_thesis(th)
 
-    def triplet(self, subj: Entity, relation: str, obj: Entity, span: Span) -> Fact:
+    def triplet(
+        self, subj: Entity, relation: str, obj: Entity, span: Span, when: datetime | None = None
+    ) -> Fact:
+        """A triplet, valid from ``when`` (its episode's time), or the same one stated
+        again (one more source)."""
         g = self.graph
         text = f"{subj.name} {relation} {obj.name}"
         fid = g.by_triplet.get(text_key(text))
@@ -121,6 +126,7 @@ class Memorizer:
             relation=relation.strip(),
             fact=text,
             entity_ids=[subj.id, obj.id],
+            valid_at=when,
         )
         fact.sources.append(span)
         return g.add_triplet(fact)
@@ -137,7 +143,7 @@ class Memorizer:
             for a, rel, b in d.triplets:
                 if objs[a].id == objs[b].id:
                     continue
-                fact = self.triplet(objs[a], rel, objs[b], span)
+                fact = self.triplet(objs[a], rel, objs[b], span, ep.occurred_at)
                 if self.params.replace_outdated:
                     self._same_relation(fact, ep)
 
@@ -199,7 +205,7 @@ class Memorizer:
                 self.object(t.object, span_of(t.object)),
             )
             if s.id != o.id:
-                new_facts.append(self.triplet(s, t.relation, o, span_of(t.subject)))
+                new_facts.append(self.triplet(s, t.relation, o, span_of(t.subject), ep.occurred_at))
         if p.replace_outdated:
             await self._outdated(llm, ep, before, new_theses, new_facts)
 

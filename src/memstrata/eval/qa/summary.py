@@ -2,7 +2,8 @@
 
 ``overall`` leaves out questions whose right reply is to abstain (LoCoMo's adversarial
 category, LongMemEval's ``_abs`` questions), as the papers do; their own figure is the
-abstention accuracy, and their category keeps its retrieval figures. Retrieval figures
+abstention accuracy (its recall), beside its precision (the share of all abstentions
+that were due), and their category keeps its retrieval figures. Retrieval figures
 average over questions with evidence; answer scores over questions with a gold answer.
 """
 
@@ -61,6 +62,12 @@ def summarise(
         if abstain:
             entry["abstention"] = round(mean(r["scores"]["abstention"] for r in abstain), 4)
             entry["abstention.n"] = len(abstain)
+            # precision: of the replies that abstained, the share that should have
+            right = sum(r["scores"]["abstention"] for r in abstain)
+            wrong = sum(r["scores"].get("false_abstention", 0.0) for r in overall if "scores" in r)
+            entry["abstention_recall"] = entry["abstention"]
+            if right + wrong:
+                entry["abstention_precision"] = round(right / (right + wrong), 4)
         by_cat: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for r in mine:
             by_cat[r["category"]].append(r)

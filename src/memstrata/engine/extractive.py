@@ -1,0 +1,186 @@
+"""The grounded answer without an LLM: an honest extract of what memory holds.
+
+The answer quotes the sentences of the source episodes that best support the question,
+each once, each with the date and speaker of the episode that said it
+(``[2024-03-02] Tomas: I adopted a greyhound called Pepper.``). It quotes episodes, never
+a record's rendering (a fact's validity window, a category's layer), so no markup of the
+store reaches the reader and a sentence is never put in another speaker's mouth. A
+derived hit (a fact, an event, a tree node) stands for the episodes it cites.
+
+It abstains ("not in memory") when the evidence is weak:
+
+* no hit, or no sentence in the hits' episodes;
+* the question names people of the conversation (its speakers) and no candidate
+  sentence was said by one of them or names one, or another person's sentence supports
+  the question better than any of theirs (by more than ``speaker_gap``): the memory may
+  hold the event, but not for that person;
+* the best sentence's support (cosine to the question plus the share of the question's
+  content words it has, the names of the people asked about left out) is below
+  ``min_support``, chosen on the dev sets (docs/benchmarks.md, "Abstention").
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from memstrata.engine.contracts import Answer, Context
+from memstrata.engine.prompts import NO_ANSWER
+from memstrata.models import Episode, Hit
+from memstrata.retrieval.text import sentences, stems
+
+#: support below which the extract abstains (docs/benchmarks.md, "Abstention")
+MIN_SUPPORT = 0.4
+#: a question naming a speaker abstains when another speaker's sentence supports it by
+#: more than this over the best sentence by or about the named one
+SPEAKER_GAP = 0.0
+
+
+@dataclass(frozen=True)
+class Quote:
+    """A sentence of an episode, as the answer shows it."""
+
+    episode: Episode
+    start: int
+    end: int
+    rank: int  # of the first hit citing the episode
+
+    @property
+    def sentence(self) -> str:
+        return self.episode.text[self.start : self.end]
+
+    def shown(self) -> str:
+        ep = self.episode
+        when = f"[{ep.occurred_at:%Y-%m-%d}] " if ep.occurred_at else ""
+        who = f"{ep.speaker}: " if ep.speaker else ""
+        return f"{when}{who}{self.sentence}"
+
+
+def extract_answer(
+    ctx: Context,
+    namespace: str,
+    question: str,
+    hits: list[Hit],
+    *,
+    max_items: int,
+    max_sentences: int,
+    min_support: float = MIN_SUPPORT,
+    speaker_gap: float = SPEAKER_GAP,
+) -> Answer:
+    """The best supporting sentences of the hits' episodes, or an abstention."""
+    quotes = _quotes(ctx, namespace, hits[:max_items])
+    if not quotes:
+        return _abstain(question, hits)
+    people = _named_speakers(ctx, namespace, question)
+    scores = _support(ctx, question, quotes, people)
+    if people:
+        mine = [i for i, q in enumerate(quotes) if _about(q, people)]
+        taken = set(mine)
+        others = [scores[i] for i in range(len(quotes)) if i not in taken]
+        if not mine:
+            return _abstain(question, hits)
+        best_mine = max(scores[i] for i in mine)
+        if others and max(others) - best_mine > speaker_gap:
+            return _abstain(question, hits, round(best_mine, 4))
+        quotes, scores = [quotes[i] for i in mine], [scores[i] for i in mine]
+    order = sorted(range(len(quotes)), key=lambda i: (-scores[i], quotes[i].rank))
+    best = round(scores[order[0]], 4)
+    if best < min_support:
+        return _abstain(question, hits, best)
+    chosen: list[Quote] = []
+    seen: set[str] = set()
+    for i in order:
+        key = " ".join(quotes[i].sentence.casefold().split())
+        if key in seen:
+            continue
+        if chosen and not (
+            scores[i] >= min_support and _says_a_word_of(question, quotes[i], people)
+        ):
+            continue  # a second sentence must support the question on its own
+        seen.add(key)
+        chosen.append(quotes[i])
+        if len(chosen) == max_sentences:
+            break
+    chosen.sort(key=lambda q: (q.episode.seq, q.start))
+    return Answer(
+        question=question,
+        text=" ".join(q.shown() for q in chosen),
+        sources=list(dict.fromkeys(q.episode.id for q in chosen)),
+        extractive=True,
+        support=best,
+        hits=hits,
+    )
+
+
+def _abstain(question: str, hits: list[Hit], support: float | None = None) -> Answer:
+    return Answer(
+        question=question,
+        text=NO_ANSWER,
+        abstained=True,
+        extractive=True,
+        support=support,
+        hits=hits,
+    )
+
+
+def _quotes(ctx: Context, namespace: str, hits: list[Hit]) -> list[Quote]:
+    """Every sentence of the episodes the hits rest on, with the rank of the first hit."""
+    rank: dict[str, int] = {}
+    for i, h in enumerate(hits):
+        for source in h.sources:
+            rank.setdefault(source, i)
+    episodes = ctx.store.get_episodes(namespace, list(rank))
+    out = []
+    for ep in episodes:
+        for start, end in sentences(ep.text):
+            out.append(Quote(ep, start, end, rank[ep.id]))
+    return out
+
+
+def _named_speakers(ctx: Context, namespace: str, question: str) -> list[str]:
+    """Speakers of the namespace the question names (by any word of their name)."""
+    asked = {w.casefold() for w in re.findall(r"[^\W\d_]+", question)}
+    out = []
+    for speaker in ctx.store.speakers(namespace):
+        parts = {w.casefold() for w in re.findall(r"[^\W\d_]+", speaker) if len(w) > 2}
+        if parts & asked:
+            out.append(speaker)
+    return out
+
+
+def _about(quote: Quote, people: list[str]) -> bool:
+    """Said by one of ``people``, or naming one of them."""
+    if quote.episode.speaker in people:
+        return True
+    said = {w.casefold() for w in re.findall(r"[^\W\d_]+", quote.sentence)}
+    return any(
+        {w.casefold() for w in re.findall(r"[^\W\d_]+", p) if len(w) > 2} & said for p in people
+    )
+
+
+def _support(
+    ctx: Context, question: str, quotes: list[Quote], people: Sequence[str] = ()
+) -> list[float]:
+    """Cosine to the question plus the share of the question's content words the
+    sentence has (stemmed: "move" is "moved"). The names of the people the question asks
+    about are left out of the share: the filter above has already made sure the sentence
+    is theirs, and a greeting that names them ("Hey Daniel!") supports nothing."""
+    names = {t for p in people for t in stems(p)}
+    terms = set(stems(question)) - names
+    vecs = ctx.embedder.embed([question] + [q.sentence for q in quotes])
+    cos = vecs[1:] @ vecs[0]
+    out = []
+    for i, q in enumerate(quotes):
+        words = set(stems(q.sentence))
+        share = len(terms & words) / len(terms) if terms else 0.0
+        out.append(float(np.clip(cos[i], -1.0, 1.0)) + share)
+    return out
+
+
+def _says_a_word_of(question: str, quote: Quote, people: Sequence[str]) -> bool:
+    """The sentence has a content word of the question besides the people's names."""
+    names = {t for p in people for t in stems(p)}
+    return bool((set(stems(question)) - names) & set(stems(quote.sentence)))
