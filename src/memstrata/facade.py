@@ -83,10 +83,12 @@ class Memory:
         session: str | None = None,
         metadata: dict[str, Any] | None = None,
         replace: bool = False,
+        at: datetime | str | None = None,
     ) -> Episode:
         """Remember one piece of text; returns the stored episode. The recipe's builders
         fold it in now (``build.mode = inline``) or later (``queue``, ``manual``). An id
-        stored with other content is a ``ConflictError`` unless ``replace``."""
+        stored with other content is a ``ConflictError`` unless ``replace``. ``at`` is
+        ``occurred_at`` as import lines name it (``add(**line)``)."""
         return self._run(
             self._inner.add(
                 text,
@@ -98,6 +100,7 @@ class Memory:
                 session=session,
                 metadata=metadata,
                 replace=replace,
+                at=at,
             )
         )
 
@@ -110,9 +113,10 @@ class Memory:
         progress: Callable[[int], None] | None = None,
         replace: bool = False,
     ) -> AddReport:
-        """Remember many episodes (strings, dicts or ``EpisodeIn``), batch by batch; every
-        item is validated before the first write. Ids stored with other content are
-        reported in ``conflicts`` and left unchanged, unless ``replace``."""
+        """Remember many episodes (strings, ``EpisodeIn`` or dicts shaped like import
+        lines: ``id``, ``text``, ``speaker``, ``at``, ...), batch by batch; every item is
+        validated before the first write, and an unknown key is an error. Ids stored with
+        other content are reported in ``conflicts`` and left unchanged, unless ``replace``."""
         return self._run(
             self._inner.add_many(
                 items,
