@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import re
 from datetime import UTC, datetime
 from pathlib import Path
@@ -13,6 +14,7 @@ from memstrata.errors import (
     ConflictError,
     InvalidInputError,
     NamespaceNotFoundError,
+    StoreClosedError,
     StoreError,
 )
 from memstrata.memory import AsyncMemory, Memory
@@ -308,6 +310,44 @@ def test_context_manager_closes_and_data_persists(tmp_path: Path, embedder) -> N
     with Memory.open(path, embedder=embedder) as again:
         assert again.get(["p"])[0].text == "Persist me across sessions."
         assert again.search("persist across sessions").hits[0].id == "p"
+
+
+def test_a_closed_memory_says_so_for_every_verb(
+    tmp_path: Path, embedder, recwarn: pytest.WarningsRecorder
+) -> None:
+    path = tmp_path / "m.db"
+    with Memory.open(path, embedder=embedder) as m:
+        m.add("Remember me.", id="r")
+    verbs = [
+        lambda: m.add("too late", id="late"),
+        lambda: m.add_many(["too late"]),
+        lambda: m.search("remember"),
+        lambda: m.ask("what to remember?"),
+        lambda: m.get(["r"]),
+        lambda: m.update("r", "changed"),
+        lambda: m.history("r"),
+        lambda: m.delete(["r"]),
+        lambda: m.stats(),
+        lambda: m.namespaces(),
+        lambda: m.build(),
+    ]
+    for verb in verbs:
+        with pytest.raises(StoreClosedError, match=f"{re.escape(str(path))}: the store has been"):
+            verb()
+    m.close()  # closing again is harmless
+    gc.collect()  # a coroutine left unawaited would warn when collected
+    assert [str(w.message) for w in recwarn] == []
+
+    async def closed_async_memory() -> None:
+        inner = await AsyncMemory.open(path, embedder=embedder)
+        await inner.close()
+        with pytest.raises(StoreClosedError, match="the store has been closed"):
+            await inner.stats()
+
+    asyncio.run(closed_async_memory())
+    with Memory.open(path, embedder=embedder) as again:  # and nothing was written
+        assert [e.id for e in again.get(["r", "late"])] == ["r"]
+        assert again.get(["r"])[0].text == "Remember me."
 
 
 def test_search_with_k_zero_is_rejected(mem: Memory) -> None:
