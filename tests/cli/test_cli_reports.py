@@ -157,12 +157,14 @@ def test_search_k_counts_episodes_and_shows_the_other_kinds_budgets(team_db: str
     assert len(re.findall(r"^│ +\d+ │", plain, flags=re.M)) == 2
 
 
-# 2. reading commands never create a database ------------------------------------------
-@pytest.mark.slow  # eight processes
+# 2. commands that need a store never create one -----------------------------------------
+@pytest.mark.slow  # nine processes
 def test_reading_commands_never_create_a_database(tmp_path: Path) -> None:
     missing = tmp_path / "typo" / "m.db"
     db = ("--db", str(missing))
     commands = [
+        ["build", *db],  # a mistyped path has nothing to build
+        ["build", "-n", "home", "--recipe", "mnemis", *db],
         ["stats", *db],
         ["search", "cats", *db],
         ["show", "Ana", *db],
@@ -186,6 +188,23 @@ def test_reading_commands_never_create_a_database(tmp_path: Path) -> None:
         open_store(missing, create=False)
     assert not (tmp_path / "typo").exists()
     open_store(":memory:", create=False).close()
+
+
+def test_an_empty_import_file_is_an_error_and_creates_no_store(tmp_path: Path) -> None:
+    db = tmp_path / "new" / "m.db"
+    empty = tmp_path / "empty.jsonl"
+    empty.write_bytes(b"")
+    blank = tmp_path / "blank.jsonl"
+    blank.write_text("\n   \n\t\n\n")
+    no_conversations = tmp_path / "none.json"
+    no_conversations.write_text("[]")
+    files = [empty, blank, no_conversations]
+    commands = [["import", str(f), "--db", str(db)] for f in files]
+    for f, (status, out, err) in zip(files, cli_all(child_env(), *commands), strict=True):
+        assert status == 2, (f, out, err)
+        assert f"error: {f} holds no episodes; nothing was imported" in err, err
+        assert out == "" and "Traceback" not in err
+    assert not (tmp_path / "new").exists()
 
 
 # 3. errors that say what happened and how to go on --------------------------------------
