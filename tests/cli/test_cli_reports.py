@@ -207,6 +207,54 @@ def test_an_empty_import_file_is_an_error_and_creates_no_store(tmp_path: Path) -
     assert not (tmp_path / "new").exists()
 
 
+def test_recipes_off_a_terminal_prints_every_field_whole(tmp_path: Path) -> None:
+    long_name = "a-recipe-name-long-enough-that-an-80-column-table-would-cut-it-short"
+    toml = tmp_path / "m.toml"
+    toml.write_text(
+        f'[recipes."{long_name}"]\ndescription = "System-1 over episodes, configured with '
+        'a description far longer than any terminal line, so a table would wrap it."\n'
+        'routes = [{ name = "system1" }]\n'
+    )
+    env = {**child_env(), "COLUMNS": "80"}  # what rich assumes when stdout is a pipe
+    listed = json.loads(cli(env, "recipes", "--json", "--config", str(toml)).stdout)
+    lines = cli(env, "recipes", "--config", str(toml)).stdout.splitlines()
+    assert lines[0].split("\t") == ["recipe", "builds", "routes", "from", "description"]
+    rows = [line.split("\t") for line in lines[1:]]
+    assert [row[0] for row in rows] == [r["name"] for r in listed]
+    assert all(len(row) == 5 for row in rows)
+    mine = rows[[row[0] for row in rows].index(long_name)]
+    assert mine[1:] == ["-", "system1", "config", listed[-1]["description"]]
+
+
+@pytest.mark.skipif(not hasattr(os, "openpty"), reason="needs a pseudo-terminal")
+def test_recipes_on_a_terminal_is_a_table() -> None:
+    leader, follower = os.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "memstrata", "recipes"],
+        stdout=follower,
+        stderr=subprocess.PIPE,
+        env={**child_env(), "COLUMNS": "200", "TERM": "xterm"},
+    )
+    os.close(follower)
+    shown = b""
+    try:
+        while chunk := _read_pty(leader):  # read as it comes: a full terminal blocks
+            shown += chunk
+    finally:
+        os.close(leader)
+    assert proc.wait(timeout=300) == 0
+    text = re.sub(r"\x1b\[[0-9;]*m", "", shown.decode())  # without colours and bold
+    assert "┃ recipe" in text and "│ mnemis" in text and "\t" not in text
+
+
+def _read_pty(fd: int) -> bytes:
+    """What a pseudo-terminal holds; b"" once its other end is closed and drained."""
+    try:
+        return os.read(fd, 65536)
+    except OSError:  # EIO: the writer has gone
+        return b""
+
+
 # 3. errors that say what happened and how to go on --------------------------------------
 def test_config_typos_name_the_closest_key(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"unknown key 'recipee' \(from MEMSTRATA_RECIPEE\)"):

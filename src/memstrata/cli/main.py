@@ -469,7 +469,10 @@ def recipes(
     ] = False,
     config: ConfigOpt = None,
 ) -> None:
-    """List every recipe: built-in, from installed designs, and from the configuration."""
+    """List every recipe: built-in, from installed designs, and from the configuration.
+
+    On a terminal, a table; otherwise (a pipe, a file) one tab-separated line per recipe
+    under a header line, every field whole."""
     from memstrata.engine import Registry
 
     with errors(as_json=as_json):
@@ -479,16 +482,26 @@ def recipes(
     if as_json:
         sys.stdout.write(json.dumps(rows, indent=2) + "\n")
         return
-    table = Table("recipe", "builds", "routes", "from", "description")
-    for r in rows:
-        table.add_row(
-            Text(r["name"]),
-            Text(", ".join(r["builders"]) or "-"),
-            Text(", ".join(r["routes"])),
-            Text(r["origin"]),
-            Text(r["description"]),
+    header = ("recipe", "builds", "routes", "from", "description")
+    cells = [
+        (
+            r["name"],
+            ", ".join(r["builders"]) or "-",
+            ", ".join(r["routes"]),
+            r["origin"],
+            r["description"],
         )
-    out.print(table)
+        for r in rows
+    ]
+    if out.is_terminal:
+        table = Table(*header)
+        for row in cells:
+            table.add_row(*(Text(cell) for cell in row))
+        out.print(table)
+    else:
+        # rich would squeeze a table into 80 columns and cut names; lines are never cut.
+        for row in [header, *cells]:
+            sys.stdout.write("\t".join(" ".join(cell.split()) for cell in row) + "\n")
     for problem in reg.errors:
         err.print(Text(f"a design plug-in did not load: {problem}", style="yellow"))
 
