@@ -13,9 +13,9 @@ import math
 from collections import Counter
 from collections.abc import Sequence
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
-from nltk.stem import PorterStemmer
 from numpy.typing import NDArray
 
 from memstrata.designs.higmem.notes import turn_body
@@ -28,13 +28,21 @@ from memstrata.store.base import Store
 Vec = NDArray[np.float32]
 #: the builder that owns the records this design reads and writes
 BUILDER = "higmem"
-_STEMMER = PorterStemmer()
+
+
+@lru_cache(maxsize=1)
+def _stemmer() -> Any:
+    """NLTK's Porter stemmer, imported on first use: importing nltk takes a tenth of a
+    second that listing recipes or opening a store should not pay."""
+    from nltk.stem import PorterStemmer
+
+    return PorterStemmer()
 
 
 @lru_cache(maxsize=65536)
 def stem(term: str) -> str:
     """A term's Porter stem: "camped", "camping" and "camps" are one term."""
-    return str(_STEMMER.stem(term))
+    return str(_stemmer().stem(term))
 
 
 def stems(text: str) -> list[str]:
