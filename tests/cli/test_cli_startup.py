@@ -1,6 +1,7 @@
 """What a command imports: the commands that neither search nor build must not load the
-embedding model, plotting, graph clustering, stemming or the benchmarks. Checked on the
-modules a real process holds after the command ran, not on seconds."""
+embedding model, plotting, graph clustering, stemming, an HTTP client (no LLM is
+configured) or the benchmarks. Checked on the modules a real process holds after the
+command ran, not on seconds."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ try:
     app(sys.argv[2:], prog_name="memstrata")
 except SystemExit as exc:
     code = exc.code
-heavy = {"onnxruntime", "matplotlib", "igraph", "leidenalg", "nltk", "memstrata.eval"}
+heavy = {"onnxruntime", "matplotlib", "igraph", "leidenalg", "nltk", "httpx", "memstrata.eval"}
 families = {"memstrata.eval" if m.startswith("memstrata.eval") else m.split(".")[0]
             for m in sys.modules}
 with open(sys.argv[1], "w") as fh:
