@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import re
 from datetime import UTC, datetime
 from pathlib import Path
@@ -13,6 +14,7 @@ from memstrata.errors import (
     ConflictError,
     InvalidInputError,
     NamespaceNotFoundError,
+    StoreClosedError,
     StoreError,
 )
 from memstrata.memory import AsyncMemory, Memory
@@ -98,6 +100,59 @@ def test_add_many_accepts_strings_dicts_and_models_with_progress(mem: Memory) ->
     again = mem.add_many([{"text": "a dict", "id": "d1"}, {"text": "new", "id": "n1"}])
     assert again.added == ["n1"] and again.existing == ["d1"]
     assert mem.stats()["namespaces"][0]["episodes"] == 11
+
+
+# An import file's lines, read with json.loads and handed to add_many as they are.
+IMPORT_LINES = [
+    {
+        "id": "t1",
+        "text": "I planted basil on the balcony.",
+        "speaker": "Ana",
+        "at": "2024-04-01T10:00:00",
+        "session": "s1",
+        "metadata": {"mood": "proud"},
+    },
+    {"id": "t2", "text": "The basil is already tall.", "speaker": "Ana", "at": "2024-04-08"},
+]
+
+
+def test_add_many_takes_the_import_line_shape(mem: Memory) -> None:
+    report = mem.add_many(IMPORT_LINES)
+    assert report.added == ["t1", "t2"]
+    first, second = mem.get(["t1", "t2"])
+    assert first.occurred_at == datetime(2024, 4, 1, 10, 0)
+    assert (first.speaker, first.session, first.metadata) == ("Ana", "s1", {"mood": "proud"})
+    assert second.occurred_at == datetime(2024, 4, 8)
+    # add(**line) reads the same line the same way
+    ep = mem.add(**{**IMPORT_LINES[0], "id": "t3"})
+    assert ep.occurred_at == datetime(2024, 4, 1, 10, 0) and ep.metadata == {"mood": "proud"}
+    assert mem.add_many(IMPORT_LINES).existing == ["t1", "t2"]  # same content: a no-op
+
+
+def test_add_many_refuses_an_unknown_key_and_stores_nothing(mem: Memory) -> None:
+    lines = [*IMPORT_LINES, {"id": "t3", "text": "Mint next.", "timestamp": "2024-04-09"}]
+    with pytest.raises(InvalidInputError) as info:
+        mem.add_many(lines)
+    message = str(info.value)
+    assert "item 2" in message and "'timestamp'" in message
+    assert "id, text, speaker, role, at, occurred_at, session, metadata" in message
+    assert mem.namespaces() == []
+    with pytest.raises(InvalidInputError, match="item 0: .*'when'"):
+        mem.add_many([{"text": "x", "when": "now"}, EpisodeIn(text="fine")])
+    with pytest.raises(InvalidInputError, match="both 'at' and 'occurred_at'"):
+        mem.add_many([{"text": "x", "at": "2024-01-01", "occurred_at": "2024-01-02"}])
+    assert mem.namespaces() == []
+
+
+def test_a_bad_time_is_reported_under_the_key_written(mem: Memory) -> None:
+    with pytest.raises(InvalidInputError, match=r"item 1: .*\bat: .*'yesterday-ish'") as info:
+        mem.add_many([IMPORT_LINES[0], {"text": "x", "at": "yesterday-ish"}])
+    assert "occurred_at:" not in str(info.value) and "ISO 8601" in str(info.value)
+    with pytest.raises(InvalidInputError, match=r"^invalid episode: at: "):
+        mem.add("x", at="yesterday-ish")
+    with pytest.raises(InvalidInputError, match=r"item 0: invalid episode: occurred_at: "):
+        mem.add_many([{"text": "x", "occurred_at": "yesterday-ish"}])
+    assert mem.namespaces() == []
 
 
 def test_search_hits_carry_kind_text_score_and_sources(mem: Memory) -> None:
@@ -255,6 +310,44 @@ def test_context_manager_closes_and_data_persists(tmp_path: Path, embedder) -> N
     with Memory.open(path, embedder=embedder) as again:
         assert again.get(["p"])[0].text == "Persist me across sessions."
         assert again.search("persist across sessions").hits[0].id == "p"
+
+
+def test_a_closed_memory_says_so_for_every_verb(
+    tmp_path: Path, embedder, recwarn: pytest.WarningsRecorder
+) -> None:
+    path = tmp_path / "m.db"
+    with Memory.open(path, embedder=embedder) as m:
+        m.add("Remember me.", id="r")
+    verbs = [
+        lambda: m.add("too late", id="late"),
+        lambda: m.add_many(["too late"]),
+        lambda: m.search("remember"),
+        lambda: m.ask("what to remember?"),
+        lambda: m.get(["r"]),
+        lambda: m.update("r", "changed"),
+        lambda: m.history("r"),
+        lambda: m.delete(["r"]),
+        lambda: m.stats(),
+        lambda: m.namespaces(),
+        lambda: m.build(),
+    ]
+    for verb in verbs:
+        with pytest.raises(StoreClosedError, match=f"{re.escape(str(path))}: the store has been"):
+            verb()
+    m.close()  # closing again is harmless
+    gc.collect()  # a coroutine left unawaited would warn when collected
+    assert [str(w.message) for w in recwarn] == []
+
+    async def closed_async_memory() -> None:
+        inner = await AsyncMemory.open(path, embedder=embedder)
+        await inner.close()
+        with pytest.raises(StoreClosedError, match="the store has been closed"):
+            await inner.stats()
+
+    asyncio.run(closed_async_memory())
+    with Memory.open(path, embedder=embedder) as again:  # and nothing was written
+        assert [e.id for e in again.get(["r", "late"])] == ["r"]
+        assert again.get(["r"])[0].text == "Remember me."
 
 
 def test_search_with_k_zero_is_rejected(mem: Memory) -> None:

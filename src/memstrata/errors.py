@@ -63,6 +63,14 @@ class StoreNotFoundError(StoreError):
         return f"no memstrata database at {self.path}"
 
 
+class StoreClosedError(StoreError):
+    """A verb was called on a memory (or store) after it was closed."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(f"{path}: the store has been closed; open it again")
+        self.path = path
+
+
 class StoreLockedError(StoreError):
     """Another process held the write lock for longer than the busy timeout."""
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Coroutine, Iterable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -11,6 +11,7 @@ from typing import Any
 from memstrata.config import Config
 from memstrata.embed.base import Embedder
 from memstrata.engine import Answer, BuildReport, Reading, ShowNode, WorkerReport
+from memstrata.errors import StoreClosedError
 from memstrata.ingest import EpisodeLike
 from memstrata.memory import AsyncMemory
 from memstrata.models import Episode, SearchResult
@@ -51,7 +52,12 @@ class Memory:
             raise
         return cls(inner, loop)
 
-    def _run(self, coro: Any) -> Any:
+    def _run(self, coro: Coroutine[Any, Any, Any]) -> Any:
+        if self._loop.is_closed():
+            # The same error AsyncMemory gives for a closed store; the verb's coroutine is
+            # closed unstarted, so no "never awaited" warning follows the error.
+            coro.close()
+            raise StoreClosedError(self._inner.store.url.removeprefix("sqlite:///"))
         return self._loop.run_until_complete(coro)
 
     def __getattr__(self, name: str) -> Any:
@@ -67,6 +73,8 @@ class Memory:
         self.close()
 
     def close(self) -> None:
+        """Close the store and the loop; closing twice is harmless, any other verb after
+        it raises :class:`StoreClosedError`."""
         if not self._loop.is_closed():
             self._run(self._inner.close())
             self._loop.close()
@@ -83,10 +91,12 @@ class Memory:
         session: str | None = None,
         metadata: dict[str, Any] | None = None,
         replace: bool = False,
+        at: datetime | str | None = None,
     ) -> Episode:
         """Remember one piece of text; returns the stored episode. The recipe's builders
         fold it in now (``build.mode = inline``) or later (``queue``, ``manual``). An id
-        stored with other content is a ``ConflictError`` unless ``replace``."""
+        stored with other content is a ``ConflictError`` unless ``replace``. ``at`` is
+        ``occurred_at`` as import lines name it (``add(**line)``)."""
         return self._run(
             self._inner.add(
                 text,
@@ -98,6 +108,7 @@ class Memory:
                 session=session,
                 metadata=metadata,
                 replace=replace,
+                at=at,
             )
         )
 
@@ -110,9 +121,10 @@ class Memory:
         progress: Callable[[int], None] | None = None,
         replace: bool = False,
     ) -> AddReport:
-        """Remember many episodes (strings, dicts or ``EpisodeIn``), batch by batch; every
-        item is validated before the first write. Ids stored with other content are
-        reported in ``conflicts`` and left unchanged, unless ``replace``."""
+        """Remember many episodes (strings, ``EpisodeIn`` or dicts shaped like import
+        lines: ``id``, ``text``, ``speaker``, ``at``, ...), batch by batch; every item is
+        validated before the first write, and an unknown key is an error. Ids stored with
+        other content are reported in ``conflicts`` and left unchanged, unless ``replace``."""
         return self._run(
             self._inner.add_many(
                 items,

@@ -69,9 +69,16 @@ _EMBEDDERS: dict[str, Embedder] = {}
 
 
 def shared_default_embedder(config: Config) -> Embedder:
-    """One ONNX session per process for the default model: it is 23 MB and slow to load."""
+    """The configured embedder. The default model is loaded once per process, and only
+    when something is first embedded: it is slow to load and large in memory, and many
+    commands (stats, delete, history) never embed."""
     if config.embedder.kind != "minilm":
         return make_embedder(config)
     if "minilm" not in _EMBEDDERS:
-        _EMBEDDERS["minilm"] = make_embedder(config)
+        from memstrata.embed.lazy import LazyEmbedder
+        from memstrata.embed.minilm import MiniLMEmbedder
+
+        _EMBEDDERS["minilm"] = LazyEmbedder(
+            MiniLMEmbedder.model_id, MiniLMEmbedder.dim, lambda: make_embedder(config)
+        )
     return _EMBEDDERS["minilm"]

@@ -11,7 +11,7 @@ from pydantic import ValidationError
 
 from memstrata.config import Config
 from memstrata.errors import InvalidInputError
-from memstrata.models import EpisodeIn
+from memstrata.models import EPISODE_KEYS, EpisodeIn
 from memstrata.retrieval import documents
 from memstrata.store import PreparedEpisode
 
@@ -25,14 +25,14 @@ def prepare_episode(item: EpisodeLike, config: Config) -> PreparedEpisode:
     if isinstance(item, str | bytes):
         item = {"text": item}
     if isinstance(item, Mapping):
-        raw = dict(item)
+        raw, written = episode_fields(item)
         text = raw.get("text")
         if isinstance(text, bytes):
             raw["text"] = decode_utf8(text)
         try:
             ep = EpisodeIn.model_validate(raw)
         except ValidationError as exc:
-            raise InvalidInputError(f"invalid episode: {_first_error(exc)}") from exc
+            raise InvalidInputError(f"invalid episode: {_first_error(exc, written)}") from exc
     else:
         ep = item
     text = ep.text
@@ -67,6 +67,34 @@ def prepare_episode(item: EpisodeLike, config: Config) -> PreparedEpisode:
     )
 
 
+def episode_fields(item: Mapping[Any, Any]) -> tuple[dict[str, Any], dict[str, str]]:
+    """The fields of :class:`EpisodeIn` in a mapping, and the key the caller wrote for each.
+
+    A key outside :data:`EPISODE_KEYS` is refused rather than dropped: a misspelt or
+    foreign field would otherwise lose data without a word. ``at`` (the import files'
+    name) stands for ``occurred_at``; errors name the key as it was written.
+    """
+    unknown = [key for key in item if key not in EPISODE_KEYS]
+    if unknown:
+        named = ", ".join(repr(key) for key in unknown)
+        raise InvalidInputError(
+            f"unknown key{'s' if len(unknown) > 1 else ''} {named}; an episode takes "
+            f"{', '.join(EPISODE_KEYS)}"
+        )
+    raw = dict(item)
+    written = {}
+    if "at" in raw:
+        at = raw.pop("at")
+        if at is not None and raw.get("occurred_at") is not None:
+            raise InvalidInputError(
+                "both 'at' and 'occurred_at' are given; they name the same time, give one"
+            )
+        if at is not None or "occurred_at" not in raw:
+            raw["occurred_at"] = at
+            written["occurred_at"] = "at"
+    return raw, written
+
+
 def decode_utf8(data: bytes) -> str:
     try:
         return data.decode("utf-8")
@@ -76,7 +104,21 @@ def decode_utf8(data: bytes) -> str:
         ) from exc
 
 
-def _first_error(exc: ValidationError) -> str:
+def _first_error(exc: ValidationError, written: Mapping[str, str]) -> str:
+    """The first problem, under the key the caller wrote, with the value it had."""
     err = exc.errors()[0]
-    where = ".".join(str(p) for p in err["loc"]) or "input"
-    return f"{where}: {err['msg']}"
+    loc = [str(p) for p in err["loc"]]
+    if loc:
+        loc[0] = written.get(loc[0], loc[0])
+    where = ".".join(loc) or "input"
+    message = f"{where}: {err['msg']}"
+    if err["type"] != "missing":
+        message += f" (got {_short(err['input'])})"
+    if loc and loc[0] in ("at", "occurred_at"):
+        message += "; expected an ISO 8601 time such as 2024-03-02T10:21:00"
+    return message
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    shown = repr(value)
+    return shown if len(shown) <= limit else shown[: limit - 3] + "..."

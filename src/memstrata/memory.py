@@ -153,11 +153,13 @@ class AsyncMemory(EpisodeWriter):
         session: str | None = None,
         metadata: dict[str, Any] | None = None,
         replace: bool = False,
+        at: datetime | str | None = None,
     ) -> Episode:
         """Remember one piece of text; returns the stored episode. An ``id`` stored with
         the same content is a no-op; with other content :class:`ConflictError`, unless
-        ``replace`` (then as :meth:`update`)."""
-        item: dict[str, Any] = dict(text=text, id=id, speaker=speaker, role=role)
+        ``replace`` (then as :meth:`update`). ``at`` is ``occurred_at`` under the name
+        import lines use, so ``add(**line)`` works."""
+        item: dict[str, Any] = dict(text=text, id=id, speaker=speaker, role=role, at=at)
         item.update(occurred_at=occurred_at, session=session, metadata=metadata or {})
         prepared = prepare_episode(item, self.config)
         ns = self._ns(namespace)
@@ -178,8 +180,10 @@ class AsyncMemory(EpisodeWriter):
     ) -> AddReport:
         """Remember many episodes, committed batch by batch (each batch all or nothing).
 
-        Every item is validated before the first write, so one bad item stops the call
-        without storing a partial batch. Inline builders run once, after the last batch.
+        Items are strings, :class:`EpisodeIn` or mappings of :data:`EPISODE_KEYS` (the
+        shape of an import line; an unknown key is an error, not dropped). Every item is
+        validated before the first write, so one bad item stops the call without storing
+        a partial batch. Inline builders run once, after the last batch.
         Ids stored with other content are reported in ``conflicts`` and left unchanged,
         or with ``replace`` updated (``updated``; old versions kept, see :meth:`update`).
         """

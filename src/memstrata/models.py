@@ -49,6 +49,11 @@ class Span(BaseModel):
         return self
 
 
+EPISODE_KEYS = ("id", "text", "speaker", "role", "at", "occurred_at", "session", "metadata")
+"""The keys an episode given as a mapping may hold, to ``add_many`` or in a JSONL import
+line alike. ``at`` is the import files' name for ``occurred_at``."""
+
+
 class EpisodeIn(BaseModel):
     """What a caller gives to ``add``: text plus optional context."""
 

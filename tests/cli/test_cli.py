@@ -133,6 +133,8 @@ def test_bad_jsonl_lines_are_reported_and_good_ones_kept(
         b'{"id": "empty", "text": "   "}\n'
         b'{"text": "no id"}\n'
         b'{"id": "ok2", "text": "another fine line", "at": "2024-01-01"}\n'
+        b'{"id": "when", "text": "a vague time", "at": "yesterday-ish"}\n'
+        b'{"id": "typo", "text": "a misspelt key", "speakr": "Ana"}\n'
     )
     db = str(tmp_path / "m.db")
     proc = run(subprocess_env, "import", str(src), "--db", db, ok=False)
@@ -143,7 +145,10 @@ def test_bad_jsonl_lines_are_reported_and_good_ones_kept(
     assert "line 3:" in err and "invalid JSON" in err
     assert "line 4:" in err and "empty text" in err
     assert "line 5:" in err and 'missing "id"' in err
-    assert "4 line(s) not imported" in err
+    assert "line 7: invalid episode: at: " in err and "'yesterday-ish'" in err
+    assert "occurred_at:" not in err
+    assert "line 8: unknown key 'speakr'" in err
+    assert "6 line(s) not imported" in err
 
 
 def test_config_masks_secrets(tmp_path: Path, subprocess_env: dict[str, str]) -> None:

@@ -157,12 +157,14 @@ def test_search_k_counts_episodes_and_shows_the_other_kinds_budgets(team_db: str
     assert len(re.findall(r"^│ +\d+ │", plain, flags=re.M)) == 2
 
 
-# 2. reading commands never create a database ------------------------------------------
-@pytest.mark.slow  # eight processes
+# 2. commands that need a store never create one -----------------------------------------
+@pytest.mark.slow  # nine processes
 def test_reading_commands_never_create_a_database(tmp_path: Path) -> None:
     missing = tmp_path / "typo" / "m.db"
     db = ("--db", str(missing))
     commands = [
+        ["build", *db],  # a mistyped path has nothing to build
+        ["build", "-n", "home", "--recipe", "mnemis", *db],
         ["stats", *db],
         ["search", "cats", *db],
         ["show", "Ana", *db],
@@ -186,6 +188,71 @@ def test_reading_commands_never_create_a_database(tmp_path: Path) -> None:
         open_store(missing, create=False)
     assert not (tmp_path / "typo").exists()
     open_store(":memory:", create=False).close()
+
+
+def test_an_empty_import_file_is_an_error_and_creates_no_store(tmp_path: Path) -> None:
+    db = tmp_path / "new" / "m.db"
+    empty = tmp_path / "empty.jsonl"
+    empty.write_bytes(b"")
+    blank = tmp_path / "blank.jsonl"
+    blank.write_text("\n   \n\t\n\n")
+    no_conversations = tmp_path / "none.json"
+    no_conversations.write_text("[]")
+    files = [empty, blank, no_conversations]
+    commands = [["import", str(f), "--db", str(db)] for f in files]
+    for f, (status, out, err) in zip(files, cli_all(child_env(), *commands), strict=True):
+        assert status == 2, (f, out, err)
+        assert f"error: {f} holds no episodes; nothing was imported" in err, err
+        assert out == "" and "Traceback" not in err
+    assert not (tmp_path / "new").exists()
+
+
+def test_recipes_off_a_terminal_prints_every_field_whole(tmp_path: Path) -> None:
+    long_name = "a-recipe-name-long-enough-that-an-80-column-table-would-cut-it-short"
+    toml = tmp_path / "m.toml"
+    toml.write_text(
+        f'[recipes."{long_name}"]\ndescription = "System-1 over episodes, configured with '
+        'a description far longer than any terminal line, so a table would wrap it."\n'
+        'routes = [{ name = "system1" }]\n'
+    )
+    env = {**child_env(), "COLUMNS": "80"}  # what rich assumes when stdout is a pipe
+    listed = json.loads(cli(env, "recipes", "--json", "--config", str(toml)).stdout)
+    lines = cli(env, "recipes", "--config", str(toml)).stdout.splitlines()
+    assert lines[0].split("\t") == ["recipe", "builds", "routes", "from", "description"]
+    rows = [line.split("\t") for line in lines[1:]]
+    assert [row[0] for row in rows] == [r["name"] for r in listed]
+    assert all(len(row) == 5 for row in rows)
+    mine = rows[[row[0] for row in rows].index(long_name)]
+    assert mine[1:] == ["-", "system1", "config", listed[-1]["description"]]
+
+
+@pytest.mark.skipif(not hasattr(os, "openpty"), reason="needs a pseudo-terminal")
+def test_recipes_on_a_terminal_is_a_table() -> None:
+    leader, follower = os.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "memstrata", "recipes"],
+        stdout=follower,
+        stderr=subprocess.PIPE,
+        env={**child_env(), "COLUMNS": "200", "TERM": "xterm"},
+    )
+    os.close(follower)
+    shown = b""
+    try:
+        while chunk := _read_pty(leader):  # read as it comes: a full terminal blocks
+            shown += chunk
+    finally:
+        os.close(leader)
+    assert proc.wait(timeout=300) == 0
+    text = re.sub(r"\x1b\[[0-9;]*m", "", shown.decode())  # without colours and bold
+    assert "┃ recipe" in text and "│ mnemis" in text and "\t" not in text
+
+
+def _read_pty(fd: int) -> bytes:
+    """What a pseudo-terminal holds; b"" once its other end is closed and drained."""
+    try:
+        return os.read(fd, 65536)
+    except OSError:  # EIO: the writer has gone
+        return b""
 
 
 # 3. errors that say what happened and how to go on --------------------------------------

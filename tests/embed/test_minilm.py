@@ -93,3 +93,17 @@ def test_thread_safe(embedder: MiniLMEmbedder) -> None:
         t.join(timeout=60)
     assert not errors and len(results) == 4
     assert all(np.array_equal(r, want) for r in results)
+
+
+def test_extra_sessions_are_made_on_the_first_request_of_several_batches(
+    embedder: MiniLMEmbedder,
+) -> None:
+    fresh = MiniLMEmbedder(batch_size=2, workers=2)
+    query = fresh.embed(TEXTS[:1])
+    assert len(fresh._sessions) == 1  # a query needs one
+    many = fresh.embed(TEXTS)  # three batches of two, on two sessions
+    assert len(fresh._sessions) == 2
+    fresh.embed(TEXTS)
+    assert len(fresh._sessions) == 2
+    assert np.allclose(many, embedder.embed(TEXTS), atol=1e-6)
+    assert float(query[0] @ many[0]) > 0.999

@@ -59,7 +59,8 @@ def build(
         cfg = load_config(config)
 
         async def run() -> tuple[list[str], list[dict[str, Any]]]:
-            memory = await open_memory(cfg, db, create=True)
+            # A path without a store has nothing to build: say so, create nothing.
+            memory = await open_memory(cfg, db)
             try:
                 names = [namespace] if namespace else await memory.namespaces()
                 reports: list[dict[str, Any]] = []

@@ -173,9 +173,10 @@ def _interrupted() -> str:
 
 
 async def open_memory(cfg: Config, db: str | None, *, create: bool = False) -> AsyncMemory:
-    """The store of ``--db`` (else the configured one). Only commands that write pass
-    ``create``; for the others a path without a store is an error (``no memstrata
-    database at PATH``, exit 2) and nothing is created, neither file nor folder."""
+    """The store of ``--db`` (else the configured one). Only commands that can start from
+    an empty store (``import``, ``worker``) pass ``create``; for the others, ``build``
+    included, a path without a store is an error (``no memstrata database at PATH``,
+    exit 2) and nothing is created, neither file nor folder."""
     if not create:
         store_target(cfg.store if db is None else db, create=False)
     return await AsyncMemory.open(db, config=cfg)

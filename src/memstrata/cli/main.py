@@ -111,34 +111,39 @@ async def _import(
     batch_size: int,
     replace: bool = False,
 ) -> tuple[list[tuple[int, str]], list[tuple[str, str]]]:
-    """Import; returns the bad lines (line, reason) and the conflicts (where, id)."""
-    memory = await open_memory(cfg, db, create=True)
+    """Import; returns the bad lines (line, reason) and the conflicts (where, id).
+
+    The file is read and checked before the store is opened, so a file that holds no
+    episodes at all is an error that leaves no store behind."""
     bad: list[tuple[int, str]] = []
     conflicts: list[tuple[str, str]] = []
     lines_of: dict[str, list[int]] = {}  # JSONL: the lines each id is on
-    try:
-        batches: dict[str, list[PreparedEpisode]] = {}
-        if kind == "locomo":
-            from memstrata.eval import locomo
+    batches: dict[str, list[PreparedEpisode]] = {}
+    if kind == "locomo":
+        from memstrata.eval import locomo
 
-            for conv in locomo.load(file):
-                ns = conv.namespace if namespace is None else f"{namespace}/{conv.namespace}"
-                batches[ns] = [prepare_episode(t, cfg) for t in conv.turns]
-        else:
-            ns = namespace or cfg.namespace
-            items: list[PreparedEpisode] = []
-            for line, parsed in jsonl.read(file):
-                if isinstance(parsed, jsonl.BadLine):
-                    bad.append((parsed.line, parsed.reason))
-                    continue
-                try:
-                    items.append(prepare_episode(parsed, cfg))
-                except MemstrataError as exc:
-                    bad.append((line, str(exc)))
-                else:
-                    lines_of.setdefault(items[-1].external_id, []).append(line)
-            batches[ns] = items
-        total = sum(len(v) for v in batches.values())
+        for conv in locomo.load(file):
+            ns = conv.namespace if namespace is None else f"{namespace}/{conv.namespace}"
+            batches[ns] = [prepare_episode(t, cfg) for t in conv.turns]
+    else:
+        ns = namespace or cfg.namespace
+        items: list[PreparedEpisode] = []
+        for line, parsed in jsonl.read(file):
+            if isinstance(parsed, jsonl.BadLine):
+                bad.append((parsed.line, parsed.reason))
+                continue
+            try:
+                items.append(prepare_episode(parsed, cfg))
+            except MemstrataError as exc:
+                bad.append((line, str(exc)))
+            else:
+                lines_of.setdefault(items[-1].external_id, []).append(line)
+        batches[ns] = items
+    total = sum(len(v) for v in batches.values())
+    if not total and not bad:
+        raise InvalidInputError(f"{file} holds no episodes; nothing was imported")
+    memory = await open_memory(cfg, db, create=True)
+    try:
         added = existing = updated = 0
         with progress_bar() as progress:
             task = progress.add_task("importing", total=total)
@@ -464,7 +469,10 @@ def recipes(
     ] = False,
     config: ConfigOpt = None,
 ) -> None:
-    """List every recipe: built-in, from installed designs, and from the configuration."""
+    """List every recipe: built-in, from installed designs, and from the configuration.
+
+    On a terminal, a table; otherwise (a pipe, a file) one tab-separated line per recipe
+    under a header line, every field whole."""
     from memstrata.engine import Registry
 
     with errors(as_json=as_json):
@@ -474,16 +482,26 @@ def recipes(
     if as_json:
         sys.stdout.write(json.dumps(rows, indent=2) + "\n")
         return
-    table = Table("recipe", "builds", "routes", "from", "description")
-    for r in rows:
-        table.add_row(
-            Text(r["name"]),
-            Text(", ".join(r["builders"]) or "-"),
-            Text(", ".join(r["routes"])),
-            Text(r["origin"]),
-            Text(r["description"]),
+    header = ("recipe", "builds", "routes", "from", "description")
+    cells = [
+        (
+            r["name"],
+            ", ".join(r["builders"]) or "-",
+            ", ".join(r["routes"]),
+            r["origin"],
+            r["description"],
         )
-    out.print(table)
+        for r in rows
+    ]
+    if out.is_terminal:
+        table = Table(*header)
+        for row in cells:
+            table.add_row(*(Text(cell) for cell in row))
+        out.print(table)
+    else:
+        # rich would squeeze a table into 80 columns and cut names; lines are never cut.
+        for row in [header, *cells]:
+            sys.stdout.write("\t".join(" ".join(cell.split()) for cell in row) + "\n")
     for problem in reg.errors:
         err.print(Text(f"a design plug-in did not load: {problem}", style="yellow"))
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import queue
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from importlib import resources
 from pathlib import Path
@@ -50,7 +51,10 @@ class MiniLMEmbedder:
     One single-threaded ONNX session per worker, fed whole batches from a thread pool:
     onnxruntime releases the GIL, and for matrices this small two independent sessions
     keep two cores busier than one session splitting every operator in two (measured
-    with ``memstrata bench scale``). A short request (a query) runs on one session.
+    with ``memstrata bench scale``). A short request (a query) runs on one session, and
+    the other sessions are made on the first request of several batches: each costs
+    about 100 MB and a fraction of a second, which a process that only searches never
+    needs.
     """
 
     model_id = "all-MiniLM-L6-v2-int8"
@@ -65,16 +69,24 @@ class MiniLMEmbedder:
         opts.inter_op_num_threads = 1
         opts.log_severity_level = 3
         model = str(_model_file())
-        self._sessions = [
-            ort.InferenceSession(model, sess_options=opts, providers=["CPUExecutionProvider"])
-            for _ in range(self._workers)
-        ]
+        self._new_session = lambda: ort.InferenceSession(
+            model, sess_options=opts, providers=["CPUExecutionProvider"]
+        )
+        self._sessions = [self._new_session()]
+        self._grow = threading.Lock()
         self._free: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        for session in self._sessions:
-            self._free.put(session)
+        self._free.put(self._sessions[0])
         self._pool = ThreadPoolExecutor(self._workers, thread_name_prefix="minilm")
         self._tokenizer = load_tokenizer()
         self._batch_size = batch_size
+
+    def _all_sessions(self) -> None:
+        """Make the sessions not made yet, one per worker, before batches run in parallel."""
+        with self._grow:
+            while len(self._sessions) < self._workers:
+                session = self._new_session()
+                self._sessions.append(session)
+                self._free.put(session)
 
     def embed(self, texts: list[str]) -> Vectors:
         if not texts:
@@ -86,6 +98,7 @@ class MiniLMEmbedder:
         if len(batches) == 1:
             out[batches[0]] = self._embed_batch([texts[i] for i in batches[0]])
             return out
+        self._all_sessions()
         results = self._pool.map(lambda idx: self._embed_batch([texts[i] for i in idx]), batches)
         for idx, vectors in zip(batches, results, strict=True):
             out[idx] = vectors

@@ -2,7 +2,10 @@
 "metadata"?}``. ``at`` is ISO 8601.
 
 Lines are decoded one by one, so a line of invalid UTF-8 or broken JSON is reported with
-its number and does not stop the good lines around it from being imported.
+its number and does not stop the good lines around it from being imported. Which keys a
+line may hold, and what their values must be, is decided where ``add_many`` decides it
+(:func:`memstrata.ingest.prepare_episode`), so a line is read the same either way and a
+bad value is reported under the key the line wrote.
 """
 
 from __future__ import annotations
@@ -12,8 +15,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-ALLOWED = {"id", "text", "speaker", "at", "occurred_at", "session", "metadata", "role"}
 
 
 @dataclass
@@ -41,22 +42,17 @@ def parse_line(raw: bytes, number: int) -> dict[str, Any] | BadLine:
         return BadLine(number, f"invalid JSON: {exc.msg} at column {exc.colno}")
     if not isinstance(obj, dict):
         return BadLine(number, "expected a JSON object")
-    unknown = set(obj) - ALLOWED
-    if unknown:
-        return BadLine(number, f"unknown field(s) {sorted(unknown)}; allowed: {sorted(ALLOWED)}")
     if not isinstance(obj.get("text"), str):
         return BadLine(number, 'missing "text" (a string)')
     if "id" not in obj or not isinstance(obj["id"], str | int) or str(obj["id"]) == "":
         return BadLine(number, 'missing "id" (needed so that re-importing is idempotent)')
-    item: dict[str, Any] = {"id": str(obj["id"]), "text": obj["text"]}
+    # Names and labels written as numbers are kept as text; everything else, unknown keys
+    # included, goes on as written, to be checked by prepare_episode.
+    item: dict[str, Any] = {k: v for k, v in obj.items() if v is not None}
+    item["id"] = str(obj["id"])
     for key in ("speaker", "session", "role"):
-        if obj.get(key) is not None:
-            item[key] = str(obj[key])
-    when = obj.get("at", obj.get("occurred_at"))
-    if when is not None:
-        item["occurred_at"] = when
-    if obj.get("metadata") is not None:
-        if not isinstance(obj["metadata"], dict):
-            return BadLine(number, '"metadata" must be an object')
-        item["metadata"] = obj["metadata"]
+        if isinstance(item.get(key), int | float):
+            item[key] = str(item[key])
+    if "metadata" in item and not isinstance(item["metadata"], dict):
+        return BadLine(number, '"metadata" must be an object')
     return item

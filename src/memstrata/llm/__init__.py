@@ -1,17 +1,17 @@
 """LLM access for memstrata: one async client over pluggable backends.
 
 Everything else in the library talks to :class:`LLMClient`; backends only turn messages
-into text. Heavy backends (llama.cpp) are imported lazily.
+into text. Backends are imported when first used: llama.cpp is heavy, and the HTTP one
+brings httpx, which a store without an LLM never needs.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memstrata.llm.base import LLMBackend, LLMClient, request_hash
 from memstrata.llm.cache import ResponseCache
 from memstrata.llm.gguf import GGUFBackend, find_smollm2_gguf
-from memstrata.llm.openai_http import OpenAICompatibleBackend
 from memstrata.llm.schema import bounded_json_schema, parse_structured, repair_json
 from memstrata.llm.scripted import ScriptedBackend, ScriptExhaustedError
 from memstrata.llm.tools import (
@@ -33,13 +33,26 @@ from memstrata.llm.types import (
     UsageSink,
 )
 
+if TYPE_CHECKING:
+    from memstrata.llm.openai_http import OpenAICompatibleBackend
+
 BACKEND_KINDS = ("openai", "gguf", "scripted")
+
+
+def __getattr__(name: str) -> Any:
+    if name == "OpenAICompatibleBackend":
+        from memstrata.llm.openai_http import OpenAICompatibleBackend
+
+        return OpenAICompatibleBackend
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def make_backend(kind: str, **options: Any) -> LLMBackend:
     """Build a backend from config: ``openai`` (base_url, model, api_key, timeout),
     ``gguf`` (model_path, n_ctx, n_threads, seed) or ``scripted`` (responses)."""
     if kind == "openai":
+        from memstrata.llm.openai_http import OpenAICompatibleBackend
+
         return OpenAICompatibleBackend(**options)
     if kind == "gguf":
         return GGUFBackend(**options)

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-
-from nltk.stem import PorterStemmer
+from typing import Any
 
 _SENTENCE = re.compile(r"[^.!?\n]+(?:[.!?]+|(?=\n)|$)")
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
@@ -61,13 +60,19 @@ def sentences(text: str) -> list[tuple[int, int]]:
     return out
 
 
-_STEMMER = PorterStemmer()
+@lru_cache(maxsize=1)
+def _stemmer() -> Any:
+    """NLTK's Porter stemmer, imported on first use: importing nltk takes a tenth of a
+    second that listing recipes or opening a store should not pay."""
+    from nltk.stem import PorterStemmer
+
+    return PorterStemmer()
 
 
 @lru_cache(maxsize=65536)
 def stem(term: str) -> str:
     """A term's Porter stem: "camped", "camping" and "camps" are one term."""
-    return str(_STEMMER.stem(term))
+    return str(_stemmer().stem(term))
 
 
 def stems(text: str) -> list[str]:

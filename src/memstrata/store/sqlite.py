@@ -21,7 +21,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from memstrata.errors import StoreError, StoreLockedError
+from memstrata.errors import StoreClosedError, StoreError, StoreLockedError
 from memstrata.llm.types import LLMCallRecord
 from memstrata.models import Episode
 from memstrata.store.base import (
@@ -528,7 +528,7 @@ def _translate(exc: sqlite3.Error, path: str) -> StoreError:
             "retry when it is done, or raise the timeout"
         )
     if isinstance(exc, sqlite3.ProgrammingError) and "closed" in text:
-        return StoreError(f"{path}: the store has been closed; open it again")
+        return StoreClosedError(path)
     if isinstance(exc, sqlite3.IntegrityError):
         return StoreError(f"{path}: write refused by a consistency rule ({text})")
     if isinstance(exc, sqlite3.DatabaseError) and not isinstance(exc, sqlite3.OperationalError):

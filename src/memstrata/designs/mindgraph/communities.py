@@ -23,9 +23,7 @@ import asyncio
 import hashlib
 import json
 from dataclasses import dataclass, field
-
-import igraph as ig
-import leidenalg as la
+from typing import TYPE_CHECKING
 
 from memstrata.designs.mindgraph import prompts
 from memstrata.designs.mindgraph.graph import BUILDER, ConceptGraph
@@ -33,6 +31,9 @@ from memstrata.llm.base import LLMClient
 from memstrata.llm.types import LLMError
 from memstrata.models import Community, Span
 from memstrata.store.base import Store
+
+if TYPE_CHECKING:
+    import igraph as ig
 
 MAX_CLUSTER_SIZE = 10
 SEED = 42
@@ -45,6 +46,9 @@ def partition(
     ids = sorted(graph.nodes)
     if not ids:
         return []
+    # igraph imports matplotlib when it is installed: only a partition pays for it.
+    import igraph as ig
+
     index = {nid: i for i, nid in enumerate(ids)}
     pairs = {tuple(sorted((index[e.source], index[e.target]))) for e in graph.edges}
     g = ig.Graph(n=len(ids), edges=sorted(pairs))
@@ -54,6 +58,8 @@ def partition(
 
 
 def _split(g: ig.Graph, members: list[int], max_size: int, seed: int) -> list[list[int]]:
+    import leidenalg as la
+
     sub = g.induced_subgraph(members)
     if sub.ecount() == 0:
         return [[m] for m in members]
