@@ -66,8 +66,8 @@ def build(
         chosen = recipe or cfg.recipe
 
         async def run() -> tuple[list[str], list[dict[str, Any]], StopRequest, dict[str, Any]]:
-            memory = await open_memory(cfg, db, create=True)
             with stop_on_signals() as request:
+                memory = await open_memory(cfg, db, create=True)
                 try:
                     names = [namespace] if namespace else await memory.namespaces()
                     reports: list[dict[str, Any]] = []
@@ -207,9 +207,15 @@ def worker(
         cfg = load_config(config)
 
         async def run() -> tuple[WorkerReport, StopRequest]:
-            memory = await open_memory(cfg, db, create=True)
-            with stop_on_signals(memory.request_stop) as request:
+            with stop_on_signals() as request:
+                memory = await open_memory(cfg, db, create=True)
+                request.on_stop = memory.request_stop
                 try:
+                    if request.event.is_set():  # during start-up: nothing was begun
+                        names = namespace or await memory.namespaces()
+                        chosen = recipe or cfg.recipe
+                        queued = await asyncio.to_thread(memory.engine.queued, names, chosen)
+                        return WorkerReport(stopped=True, queued=queued), request
                     with progress_bar() as progress:
                         tasks: dict[str, Any] = {}
 

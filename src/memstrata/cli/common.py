@@ -154,24 +154,27 @@ def errors(*, as_json: bool = False) -> Iterator[None]:
 
 
 class StopRequest:
-    """A stop asked for by a first SIGINT (Ctrl-C) or SIGTERM: ``event`` is set and
-    ``signal`` names it (``Ctrl-C`` or ``SIGTERM``)."""
+    """A stop asked for by a first SIGINT (Ctrl-C) or SIGTERM: ``event`` is set, ``signal``
+    names it (``Ctrl-C`` or ``SIGTERM``) and ``on_stop``, once the command sets it, is
+    called (a request made before that is seen in ``event``)."""
 
     def __init__(self) -> None:
         self.event = asyncio.Event()
         self.signal: str | None = None
         self.forced = False
+        self.on_stop: Callable[[], None] | None = None
 
 
 @contextmanager
-def stop_on_signals(on_stop: Callable[[], None] | None = None) -> Iterator[StopRequest]:
+def stop_on_signals() -> Iterator[StopRequest]:
     """SIGINT and SIGTERM for a command that can stop cleanly between two batches.
 
-    The first one sets the request's event (and calls ``on_stop``) and says on stderr
-    that the current batch is being finished; the command then reports what it did and
-    what is left, and exits 130. A second one interrupts at once, as Ctrl-C does
+    The first one sets the request's event (and calls its ``on_stop``) and says on
+    stderr that the current batch is being finished; the command then reports what it
+    did and what is left, and exits 130. A second one interrupts at once, as Ctrl-C does
     elsewhere (what is committed stays: every batch is one transaction). Enter it in the
-    task to interrupt, with the loop running.
+    task to interrupt, with the loop running, before the store is opened, so that a
+    signal during start-up is heard too.
     """
     loop = asyncio.get_running_loop()
     task = asyncio.current_task()
@@ -180,14 +183,14 @@ def stop_on_signals(on_stop: Callable[[], None] | None = None) -> Iterator[StopR
     def handle(signum: int) -> None:
         if request.event.is_set():
             request.forced = True
-            settings.interrupted_by = request.signal or "Ctrl-C"
             if task is not None:
                 task.cancel()
             return
         request.signal = "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
+        settings.interrupted_by = request.signal
         request.event.set()
-        if on_stop is not None:
-            on_stop()
+        if request.on_stop is not None:
+            request.on_stop()
         again = "press Ctrl-C" if signum == signal.SIGINT else f"send {request.signal}"
         err.print(
             Text(
