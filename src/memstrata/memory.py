@@ -226,13 +226,17 @@ class AsyncMemory(EpisodeWriter):
         tier: str | None = None,
         rebuild: bool = False,
         progress: Progress | None = None,
+        stop: asyncio.Event | None = None,
     ) -> list[BuildReport]:
         """Fold every pending episode into the recipe's builders (one report each); only
         new episodes are processed unless ``rebuild``. Without an LLM the tier is
-        ``heuristic``. Waits for a build another process is running (``build.wait_s``)."""
+        ``heuristic``. Waits for a build another process is running (``build.wait_s``).
+        Setting ``stop`` (from a signal handler, say) ends the build after its current
+        batch; the reports then say ``stopped`` and the rest stays queued."""
         ns = await self._known(self._ns(namespace))
+        name = recipe or self.config.recipe
         return await self.engine.build(
-            ns, recipe or self.config.recipe, tier=tier, rebuild=rebuild, progress=progress
+            ns, name, tier=tier, rebuild=rebuild, progress=progress, stop=stop
         )
 
     async def retry(self, namespace: str | None = None, *, builder: str | None = None) -> int:
@@ -259,10 +263,12 @@ class AsyncMemory(EpisodeWriter):
         return self.worker.start(recipe)
 
     def request_stop(self) -> None:
-        """Ask a running worker to stop after its current step (safe from a signal)."""
+        """Ask a running worker (:meth:`work` or the background one) to stop after its
+        current batch, even in the middle of a namespace (safe from a signal handler)."""
         self.worker.stop.set()
 
     async def stop_worker(self) -> WorkerReport | None:
+        """Stop the background worker after its current batch; its report, or None."""
         return await self.worker.halt()
 
     # reading ----------------------------------------------------------------------------

@@ -345,13 +345,17 @@ def test_ctrl_c_says_what_was_committed_and_the_same_command_resumes(tmp_path: P
     assert f"importing: {n}/{n}" in again.stderr  # the final count, stderr being no terminal
 
     build = ["build", "--db", db, "-n", "big", "--recipe", "mnemis"]
+    # Ctrl-C lets the batch being written finish, so the count said is exact.
     status, err = _interrupt(env, build, r"building big: [1-9]")
     assert status == 130 and "Traceback" not in err, err
+    assert "Ctrl-C: stopping after the current batch" in err
     said = re.search(rf"interrupted: building big (\d+)/{n} committed; re-run the same", err)
     assert said and "builds are resumable" in err, err
+    left = n - int(said[1])
+    assert left > 0 and f"still queued in big: {left} episode(s) for mnemis" in err
     resumed = cli(env, *build)
     new = int(re.search(r"big mnemis: tier heuristic, (\d+) new episodes", resumed.stdout)[1])
-    assert 0 < new <= n - int(said[1])
+    assert new == left
     assert f"building big: {new}/{new}" in resumed.stderr
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import shlex
-import signal
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -19,16 +18,21 @@ from memstrata.cli.common import (
     DbOpt,
     NsOpt,
     RecipeOpt,
+    StopRequest,
     TierOpt,
     app,
     err,
     errors,
+    fail,
+    interrupted_summary,
     load_config,
     open_memory,
     out,
     print_tree,
     progress_bar,
+    stop_on_signals,
 )
+from memstrata.engine import WorkerReport
 from memstrata.errors import MemstrataError
 from memstrata.memory import AsyncMemory
 
@@ -50,64 +54,98 @@ def build(
     """Fold every pending episode into a recipe's structures.
 
     Resumable: only episodes not yet built are processed, so re-running after an
-    interruption (Ctrl-C), or after importing more, continues where it stopped. If another
-    process is building the same namespace, this waits for it (build.wait_s). Prints
-    counts and LLM cost per stage. Exits 1 if an episode failed, and says how to try it
-    again (`memstrata retry`, then build or a worker).
+    interruption, or after importing more, continues where it stopped. Ctrl-C or SIGTERM
+    stop it after the current batch (each batch is one transaction): it prints what was
+    built and what is still queued, and exits 130; a second Ctrl-C stops at once. If
+    another process is building the same namespace, this waits for it (build.wait_s).
+    Prints counts and LLM cost per stage. Exits 1 if an episode failed, and says how to
+    try it again (`memstrata retry`, then build or a worker).
     """
     with errors(as_json=as_json):
         cfg = load_config(config)
+        chosen = recipe or cfg.recipe
 
-        async def run() -> tuple[list[str], list[dict[str, Any]]]:
-            # A path without a store has nothing to build: say so, create nothing.
-            memory = await open_memory(cfg, db)
-            try:
-                names = [namespace] if namespace else await memory.namespaces()
-                reports: list[dict[str, Any]] = []
-                with progress_bar() as progress:
-                    for ns in names:
-                        total = await _to_build(memory, ns, recipe, rebuild)
-                        task = progress.add_task(f"building {ns}", total=total)
+        async def run() -> tuple[list[str], list[dict[str, Any]], StopRequest, dict[str, Any]]:
+            with stop_on_signals() as request:
+                # A path without a store has nothing to build: say so, create nothing.
+                memory = await open_memory(cfg, db)
+                try:
+                    names = [namespace] if namespace else await memory.namespaces()
+                    reports: list[dict[str, Any]] = []
+                    with progress_bar() as progress:
+                        for ns in names:
+                            if request.event.is_set():
+                                break
+                            total = await _to_build(memory, ns, recipe, rebuild)
+                            task = progress.add_task(f"building {ns}", total=total)
 
-                        def advance(n: int, task: Any = task) -> None:
-                            progress.advance(task, n)
+                            def advance(n: int, task: Any = task) -> None:
+                                progress.advance(task, n)
 
-                        got = await memory.build(
-                            ns, recipe=recipe, tier=tier, rebuild=rebuild, progress=advance
-                        )
-                        reports.extend(r.model_dump() for r in got)
-                return names, reports
-            finally:
-                await memory.close()
+                            got = await memory.build(
+                                ns,
+                                recipe=recipe,
+                                tier=tier,
+                                rebuild=rebuild,
+                                progress=advance,
+                                stop=request.event,
+                            )
+                            reports.extend(r.model_dump() for r in got)
+                    left: dict[str, Any] = {}
+                    if request.event.is_set():
+                        left = await asyncio.to_thread(memory.engine.queued, names, chosen)
+                    return names, reports, request, left
+                finally:
+                    await memory.close()
 
-        names, reports = asyncio.run(run())
+        names, reports, request, left = asyncio.run(run())
+    if request.event.is_set():
+        if not as_json:
+            _print_reports(names, reports)
+        lines = [interrupted_summary()]
+        lines += [f"  still queued in {ns}: {_counts(per)}" for ns, per in left.items()]
+        if not left:
+            lines.append("  nothing is queued")
+        if rebuild:
+            lines.append("  (run it without --rebuild to continue, or it starts over)")
+        fail("\n".join(lines), "Interrupted", as_json=as_json, label="interrupted")
+        raise typer.Exit(130)
     if as_json:
         sys.stdout.write(json.dumps(reports, indent=2, default=str) + "\n")
     else:
-        if not names:
-            out.print("nothing to build: the store holds no episodes yet (memstrata import)")
-        elif not reports:
-            out.print("this recipe builds nothing")
-        for r in reports:
-            figures = ", ".join(f"{k} {v}" for k, v in {**r["counts"], **r["details"]}.items())
-            out.print(
-                Text(
-                    f"{r['namespace']} {r['builder']}: tier {r['tier']}, {r['episodes']} new "
-                    f"episodes, {r['failed']} failed; {figures}; {r['seconds']} s"
-                )
-            )
-            for stage, row in r["llm"].items():
-                per = row["prompt_tokens"] / max(1, r["episodes"])
-                out.print(
-                    f"  {stage}: {row['calls']} calls, {row['failures']} failures, "
-                    f"{row['prompt_tokens']} prompt tokens ({per:.0f} per episode)"
-                )
-            for e in r["errors"][:5]:
-                err.print(Text(f"  {e}", style="yellow"))
+        _print_reports(names, reports)
     failed = [r for r in reports if r["failed"]]
     if failed:
         err.print(Text(_retry_hint(failed, db, config, recipe, tier), style="red"))
         raise typer.Exit(1)
+
+
+def _print_reports(names: list[str], reports: list[dict[str, Any]]) -> None:
+    if not names:
+        out.print("nothing to build: the store holds no episodes yet (memstrata import)")
+    elif not reports:
+        out.print("this recipe builds nothing")
+    for r in reports:
+        figures = ", ".join(f"{k} {v}" for k, v in {**r["counts"], **r["details"]}.items())
+        stopped = " (stopped)" if r["stopped"] else ""
+        out.print(
+            Text(
+                f"{r['namespace']} {r['builder']}: tier {r['tier']}, {r['episodes']} new "
+                f"episodes, {r['failed']} failed{stopped}; {figures}; {r['seconds']} s"
+            )
+        )
+        for stage, row in r["llm"].items():
+            per = row["prompt_tokens"] / max(1, r["episodes"])
+            out.print(
+                f"  {stage}: {row['calls']} calls, {row['failures']} failures, "
+                f"{row['prompt_tokens']} prompt tokens ({per:.0f} per episode)"
+            )
+        for e in r["errors"][:5]:
+            err.print(Text(f"  {e}", style="yellow"))
+
+
+def _counts(per_builder: dict[str, int]) -> str:
+    return ", ".join(f"{n} episode(s) for {b}" for b, n in per_builder.items())
 
 
 async def _to_build(memory: AsyncMemory, ns: str, recipe: str | None, rebuild: bool) -> int:
@@ -158,38 +196,77 @@ def worker(
 ) -> None:
     """Run the build queue: fold newly added episodes into the recipe's structures.
 
-    Runs until interrupted (Ctrl-C or SIGTERM stop it after the current step), or with
-    --once until nothing is pending. Safe to kill at any moment: each step is one
-    transaction, and a restarted worker continues where this one stopped.
+    Runs until stopped by Ctrl-C or SIGTERM, or with --once until nothing is pending
+    (exit 0). Ctrl-C or SIGTERM let the batch being written (build.batch_size episodes,
+    one transaction) finish, even in the middle of a namespace; the worker then prints
+    what it folded in and what is still queued per namespace and builder, and exits 130.
+    Running the worker again continues. A second Ctrl-C stops at once, leaving that batch
+    unwritten. Safe to kill at any moment too: a restarted worker continues where this
+    one stopped.
     """
     with errors():
         cfg = load_config(config)
 
-        async def run() -> Any:
-            memory = await open_memory(cfg, db, create=True)
-            loop = asyncio.get_running_loop()
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                loop.add_signal_handler(sig, memory.request_stop)
-            try:
-                with progress_bar() as progress:
-                    tasks: dict[str, Any] = {}
+        async def run() -> tuple[WorkerReport, StopRequest]:
+            with stop_on_signals() as request:
+                memory = await open_memory(cfg, db, create=True)
+                request.on_stop = memory.request_stop
+                try:
+                    if request.event.is_set():  # during start-up: nothing was begun
+                        names = namespace or await memory.namespaces()
+                        chosen = recipe or cfg.recipe
+                        queued = await asyncio.to_thread(memory.engine.queued, names, chosen)
+                        return WorkerReport(stopped=True, queued=queued), request
+                    with progress_bar() as progress:
+                        tasks: dict[str, Any] = {}
 
-                    def step(ns: str, n: int) -> None:
-                        if ns not in tasks:
-                            tasks[ns] = progress.add_task(f"folding in {ns}", total=None)
-                        progress.advance(tasks[ns], n)
+                        def step(ns: str, n: int) -> None:
+                            if ns not in tasks:
+                                tasks[ns] = progress.add_task(f"folding in {ns}", total=None)
+                            progress.advance(tasks[ns], n)
 
-                    return await memory.work(
-                        recipe=recipe, namespaces=namespace, once=once, on_step=step
-                    )
-            finally:
-                await memory.close()
+                        report = await memory.work(
+                            recipe=recipe, namespaces=namespace, once=once, on_step=step
+                        )
+                        return report, request
+                finally:
+                    await memory.close()
 
-        report = asyncio.run(run())
+        report, request = asyncio.run(run())
     out.print(
         f"worker: {report.episodes} episode(s) folded in, {report.failed} failed, "
         f"{report.rounds} round(s)"
     )
+    if request.event.is_set():
+        again = "memstrata worker" + _options(db, config, recipe)
+        again += "".join(f" -n {shlex.quote(ns)}" for ns in namespace or [])
+        again += " --once" if once else ""
+        fail(_worker_stopped(report, request, again), "Interrupted", label="interrupted")
+        raise typer.Exit(130)
+
+
+def _worker_stopped(report: WorkerReport, request: StopRequest, again: str) -> str:
+    """What a stopped worker committed, what it left queued and how to go on."""
+    lines = [
+        f"stopped by {request.signal} after the current batch; the {report.episodes} "
+        "episode(s) folded in are committed"
+    ]
+    for ns, per in report.queued.items():
+        lines.append(f"  still queued in {ns}: {_counts(per)}")
+    if not report.queued:
+        lines.append("  nothing is queued")
+    for ns, name in report.unfinished:
+        if name not in report.queued.get(ns, {}):
+            lines.append(f"  {ns} {name}: its finishing step runs at the next build or worker")
+    lines.append(f"  run the worker again to continue: {again}")
+    return "\n".join(lines)
+
+
+def _options(db: str | None, config: Path | None, recipe: str | None) -> str:
+    """The --db, --config and --recipe options of a command to run next."""
+    opts = f" --db {shlex.quote(db)}" if db else ""
+    opts += f" --config {shlex.quote(str(config))}" if config else ""
+    return opts + (f" --recipe {shlex.quote(recipe)}" if recipe else "")
 
 
 @app.command()

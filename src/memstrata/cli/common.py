@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import signal
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
@@ -56,6 +58,7 @@ class _Settings:
 
     command: str | None = None
     progress_every: float = 2.0
+    interrupted_by: str = "Ctrl-C"  # the signal that stopped it, for the summary
 
 
 settings = _Settings()
@@ -129,6 +132,7 @@ RESUME = {
     "(ids already stored are skipped)",
     "build": "re-run the same command to continue: builds are resumable "
     "(only what is not built yet is processed)",
+    "worker": "run the worker again to continue: the queue is kept in the store",
 }
 
 
@@ -145,8 +149,69 @@ def errors(*, as_json: bool = False) -> Iterator[None]:
         fail(str(exc), type(exc).__name__, as_json=as_json)
         raise typer.Exit(2) from None
     except KeyboardInterrupt:
-        fail(_interrupted(), "Interrupted", as_json=as_json, label="interrupted")
+        fail(interrupted_summary(), "Interrupted", as_json=as_json, label="interrupted")
         raise typer.Exit(130) from None
+
+
+class StopRequest:
+    """A stop asked for by a first SIGINT (Ctrl-C) or SIGTERM: ``event`` is set, ``signal``
+    names it (``Ctrl-C`` or ``SIGTERM``) and ``on_stop``, once the command sets it, is
+    called (a request made before that is seen in ``event``)."""
+
+    def __init__(self) -> None:
+        self.event = asyncio.Event()
+        self.signal: str | None = None
+        self.forced = False
+        self.on_stop: Callable[[], None] | None = None
+
+
+@contextmanager
+def stop_on_signals() -> Iterator[StopRequest]:
+    """SIGINT and SIGTERM for a command that can stop cleanly between two batches.
+
+    The first one sets the request's event (and calls its ``on_stop``) and says on
+    stderr that the current batch is being finished; the command then reports what it
+    did and what is left, and exits 130. A second one interrupts at once, as Ctrl-C does
+    elsewhere (what is committed stays: every batch is one transaction). Enter it in the
+    task to interrupt, with the loop running, before the store is opened, so that a
+    signal during start-up is heard too.
+    """
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+    request = StopRequest()
+
+    def handle(signum: int) -> None:
+        if request.event.is_set():
+            request.forced = True
+            if task is not None:
+                task.cancel()
+            return
+        request.signal = "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
+        settings.interrupted_by = request.signal
+        request.event.set()
+        if request.on_stop is not None:
+            request.on_stop()
+        again = "press Ctrl-C" if signum == signal.SIGINT else f"send {request.signal}"
+        err.print(
+            Text(
+                f"{request.signal}: stopping after the current batch ({again} again to "
+                "stop at once)",
+                style="yellow",
+            )
+        )
+
+    signals = (signal.SIGINT, signal.SIGTERM)
+    for signum in signals:
+        loop.add_signal_handler(signum, handle, signum)
+    try:
+        yield request
+    except asyncio.CancelledError:
+        if request.forced:
+            raise KeyboardInterrupt from None
+        raise
+    finally:
+        for signum in signals:
+            loop.remove_signal_handler(signum)
 
 
 def fail(message: str, kind: str, *, as_json: bool = False, label: str = "error") -> None:
@@ -158,17 +223,19 @@ def fail(message: str, kind: str, *, as_json: bool = False, label: str = "error"
         err.print(Text.assemble((f"{label}: ", "red"), message))
 
 
-def _interrupted() -> str:
+def interrupted_summary() -> str:
+    """What the progress shown so far says was committed, and how to resume."""
     tasks = _current[0].tasks if _current else []
     done = [
         f"{t.description} {t.completed:.0f}" + (f"/{t.total:.0f}" if t.total is not None else "")
         for t in tasks
     ]
     hint = RESUME.get(settings.command or "")
+    by = settings.interrupted_by
     if not done:
-        return "stopped by Ctrl-C"
+        return f"stopped by {by}" + (f" before anything was committed; {hint}" if hint else "")
     if hint is None:
-        return f"stopped by Ctrl-C at {', '.join(done)}"
+        return f"stopped by {by} at {', '.join(done)}"
     return f"{', '.join(done)} committed; {hint}"
 
 

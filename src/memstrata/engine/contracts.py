@@ -112,6 +112,11 @@ class BuildReport(BaseModel):
     skipped: str | None = Field(
         default=None, description="why nothing ran (another process holds the build lease)"
     )
+    stopped: bool = Field(
+        default=False,
+        description="a stop request ended the drain between two batches: episodes may remain "
+        "queued, and the builder's finishing step waits for its next drain",
+    )
 
     @property
     def llm_failures(self) -> int:

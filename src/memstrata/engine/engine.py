@@ -165,11 +165,15 @@ class Engine:
         rebuild: bool = False,
         wait: bool = True,
         progress: Callable[[int], None] | None = None,
+        stop: asyncio.Event | None = None,
     ) -> list[BuildReport]:
-        """Fold every pending episode into each of the recipe's builders."""
+        """Fold every pending episode into each of the recipe's builders; once ``stop``
+        is set, builders not started yet are left out of the reports."""
         ctx = self.context(namespace, tier, progress)
         reports = []
         for builder in self.builders(recipe):
+            if stop is not None and stop.is_set():
+                break
             if rebuild:
                 async with self._local(namespace, builder):
                     await self._lease(namespace, builder, wait=True)
@@ -179,7 +183,7 @@ class Engine:
                         await asyncio.to_thread(
                             self.store.release_lease, namespace, builder.name, self.owner
                         )
-            reports.append(await self.drain(ctx, namespace, builder, wait=wait))
+            reports.append(await self.drain(ctx, namespace, builder, wait=wait, stop=stop))
         return reports
 
     async def drain(
@@ -190,11 +194,17 @@ class Engine:
         *,
         wait: bool = False,
         describe: bool = True,
+        stop: asyncio.Event | None = None,
     ) -> BuildReport:
+        """Fold the namespace's pending episodes into ``builder``, batch by batch, until
+        none is left or ``stop`` is set. The stop is looked at between batches: each
+        batch is one transaction, so stopping there leaves nothing half-applied."""
         # Waits for another drain of this engine even when ``wait`` is false: that one
         # may have looked for pending episodes before ours were committed.
         async with self._local(namespace, builder):
-            return await self._drain(ctx, namespace, builder, wait=wait, describe=describe)
+            return await self._drain(
+                ctx, namespace, builder, wait=wait, describe=describe, stop=stop
+            )
 
     def _local(self, namespace: str, builder: Builder) -> asyncio.Lock:
         locks = self._locks.setdefault(asyncio.get_running_loop(), {})
@@ -204,7 +214,14 @@ class Engine:
         return locks[key]
 
     async def _drain(
-        self, ctx: Context, namespace: str, builder: Builder, *, wait: bool, describe: bool
+        self,
+        ctx: Context,
+        namespace: str,
+        builder: Builder,
+        *,
+        wait: bool,
+        describe: bool,
+        stop: asyncio.Event | None,
     ) -> BuildReport:
         t0 = time.perf_counter()
         report = BuildReport(namespace=namespace, builder=builder.name, tier=ctx.tier)
@@ -227,6 +244,9 @@ class Engine:
                     self.store.pending_episodes, namespace, builder.name, cfg.batch_size, after
                 )
                 if not page:
+                    break
+                if stop is not None and stop.is_set():
+                    report.stopped = True
                     break
                 after = page[-1].key
                 try:
@@ -256,7 +276,13 @@ class Engine:
                 await asyncio.to_thread(
                     self.store.acquire_lease, namespace, builder.name, self.owner, cfg.lease_s
                 )
-            if report.episodes or (namespace, builder.name) not in self._finished:
+            due = report.episodes or (namespace, builder.name) not in self._finished
+            if due and stop is not None and stop.is_set():
+                # The finishing step (possibly long: a first hierarchy) is left to the
+                # next drain, which runs it as this one is not marked finished.
+                report.stopped = True
+                self._finished.discard((namespace, builder.name))
+            elif due:
                 try:
                     await builder.finish(ctx, namespace)
                     self._finished.add((namespace, builder.name))
@@ -406,6 +432,20 @@ class Engine:
             for b in self.builders(recipe)
         ]
         return max(counts, default=0)
+
+    def queued(self, namespaces: list[str], recipe: str) -> dict[str, dict[str, int]]:
+        """Episodes each of the recipe's builders has not taken yet (no done, failed or
+        dead mark: the ``queued`` of :meth:`stats`), per namespace; zeros left out."""
+        out: dict[str, dict[str, int]] = {}
+        names = [b.name for b in self.builders(recipe)]
+        for ns in namespaces:
+            for s in self.store.stats(ns):
+                for name in names:
+                    marks = s.builds.get(name, {})
+                    left = s.episodes - sum(marks.values())
+                    if left > 0:
+                        out.setdefault(ns, {})[name] = left
+        return out
 
     def stats(self, namespace: str | None, recipe: str) -> dict[str, Any]:
         """Store counts, the build queue of each builder (the recipe's ones listed even

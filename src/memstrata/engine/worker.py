@@ -4,12 +4,17 @@ The queue is the store's: every (episode, builder) pair without a done mark. The
 needs no state of its own, so killing it at any moment loses nothing: each builder step
 is one transaction, and a restarted worker takes over the dead one's leases (same host:
 at once; elsewhere: when the lease expires) and continues.
+
+A stop request (the ``stop`` event: a signal handler, ``stop_worker``) is honoured
+between two batches, also in the middle of a namespace's drain, so a worker over a long
+backlog stops within one batch; its report then says what is still queued.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 from collections.abc import Callable, Sequence
 
@@ -28,6 +33,18 @@ class WorkerReport(BaseModel):
     failed: int = 0
     namespaces: dict[str, int] = Field(default_factory=dict)
     errors: list[str] = Field(default_factory=list)
+    stopped: bool = Field(
+        default=False, description="ended by a stop request, not by running out of work"
+    )
+    queued: dict[str, dict[str, int]] = Field(
+        default_factory=dict,
+        description="when stopped: episodes still queued per namespace and builder "
+        "(zeros left out)",
+    )
+    unfinished: list[tuple[str, str]] = Field(
+        default_factory=list,
+        description="(namespace, builder) whose finishing step the stop left for the next run",
+    )
 
 
 async def run_worker(
@@ -44,11 +61,13 @@ async def run_worker(
     """Drain until stopped (or, with ``once``, until nothing is pending).
 
     Episodes whose retry time has not come yet wait for a later round; ``once`` stops
-    when a round folds nothing in, so it leaves them for the next run.
+    when a round folds nothing in, so it leaves them for the next run. ``on_step`` hears
+    of every batch written: (namespace, episodes).
     """
     report = WorkerReport()
     stop = stop or asyncio.Event()
     builders = engine.builders(recipe)
+    names: list[str] = list(namespaces or [])
     while not stop.is_set():
         report.rounds += 1
         names = list(namespaces) if namespaces else await asyncio.to_thread(engine.store.namespaces)
@@ -56,22 +75,30 @@ async def run_worker(
         for ns in names:
             if stop.is_set():
                 break
-            ctx = engine.context(ns, tier)
+            progress = None if on_step is None else functools.partial(on_step, ns)
+            ctx = engine.context(ns, tier, progress)
             for builder in builders:
-                step = await engine.drain(ctx, ns, builder, wait=False, describe=False)
+                if stop.is_set():
+                    break
+                step = await engine.drain(ctx, ns, builder, wait=False, describe=False, stop=stop)
                 done += step.episodes
                 report.episodes += step.episodes
                 report.failed += step.failed
                 report.errors.extend(step.errors[:5])
                 if step.episodes:
                     report.namespaces[ns] = report.namespaces.get(ns, 0) + step.episodes
-                    if on_step is not None:
-                        on_step(ns, step.episodes)
+                if step.stopped:
+                    report.unfinished.append((ns, builder.name))
         if once and done == 0:
             break
         if done == 0:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), timeout=poll_s)
+    if stop.is_set():
+        report.stopped = True
+        if not names:
+            names = await asyncio.to_thread(engine.store.namespaces)
+        report.queued = await asyncio.to_thread(engine.queued, names, recipe)
     return report
 
 
@@ -113,7 +140,8 @@ class Worker:
         return self._task
 
     async def halt(self) -> WorkerReport | None:
-        """Stop the background task after its current step; its report, or None."""
+        """Stop the background task after its current batch; its report (``stopped``,
+        what is still ``queued``), or None when no task runs."""
         if self._task is None:
             return None
         self.stop.set()
