@@ -110,12 +110,9 @@ class AsyncMemory(EpisodeWriter):
             cfg = cfg.model_copy(update={"store": str(path_or_url)})
         store = await asyncio.to_thread(open_store, cfg.store)
         try:
-            emb = (
-                embedder
-                if embedder is not None
-                else await asyncio.to_thread(shared_default_embedder, cfg)
-            )
-            memory = cls(cfg, store, emb)
+            if embedder is None:
+                embedder = await asyncio.to_thread(shared_default_embedder, cfg)
+            memory = cls(cfg, store, embedder)
             await asyncio.to_thread(memory.engine.adopt_unowned)
             return memory
         except BaseException:

@@ -9,7 +9,7 @@ derived hit (a fact, an event, a tree node) stands for the episodes it cites.
 
 It abstains ("not in memory") when the evidence is weak:
 
-* no hit, or no sentence in the hits' episodes;
+* no hit, or no statement in the hits' episodes (questions are never quoted);
 * the question names people of the conversation (its speakers) and no candidate
   sentence was said by one of them or names one, or another person's sentence supports
   the question better than any of theirs (by more than ``speaker_gap``): the memory may
@@ -33,10 +33,10 @@ from memstrata.models import Episode, Hit
 from memstrata.retrieval.text import sentences, stems
 
 #: support below which the extract abstains (docs/benchmarks.md, "Abstention")
-MIN_SUPPORT = 0.4
+MIN_SUPPORT = 0.3
 #: a question naming a speaker abstains when another speaker's sentence supports it by
 #: more than this over the best sentence by or about the named one
-SPEAKER_GAP = 0.0
+SPEAKER_GAP = 0.1
 
 
 @dataclass(frozen=True)
@@ -127,7 +127,8 @@ def _abstain(question: str, hits: list[Hit], support: float | None = None) -> An
 
 
 def _quotes(ctx: Context, namespace: str, hits: list[Hit]) -> list[Quote]:
-    """Every sentence of the episodes the hits rest on, with the rank of the first hit."""
+    """Every statement of the episodes the hits rest on, with the rank of the first hit.
+    Questions are left out: they ask, they state nothing to quote as an answer."""
     rank: dict[str, int] = {}
     for i, h in enumerate(hits):
         for source in h.sources:
@@ -136,7 +137,8 @@ def _quotes(ctx: Context, namespace: str, hits: list[Hit]) -> list[Quote]:
     out = []
     for ep in episodes:
         for start, end in sentences(ep.text):
-            out.append(Quote(ep, start, end, rank[ep.id]))
+            if not ep.text[start:end].rstrip().endswith("?"):
+                out.append(Quote(ep, start, end, rank[ep.id]))
     return out
 
 

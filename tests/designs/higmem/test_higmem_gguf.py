@@ -5,6 +5,7 @@ counted, and leaves valid layers whose records rest on the turns."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -44,3 +45,34 @@ def test_llm_tier_builds_and_retrieves_with_the_gguf_model(
         for stage in ("higmem.query_keywords", "higmem.filter", "higmem.answer"):
             assert usage[stage]["calls"] == 1
         assert usage["higmem.event_prediction"]["calls"] <= 1
+
+
+def test_a_delete_is_repaired_through_the_gguf_model(tmp_path: Path, embedder, sample) -> None:
+    """After a delete, the turns that read the removed one in their window are analysed
+    again by the model, the layers stay valid, and no note or event keeps a word that
+    only the removed turn had."""
+    with Memory.open(
+        tmp_path / "m.db",
+        embedder=embedder,
+        llm={"kind": "gguf"},
+        recipe="higmem",
+        **{"build.mode": "manual"},
+    ) as m:
+        turns = sample[:5]
+        m.add_many(turns)
+        (report,) = m.build(tier="llm")
+        assert report.failed == 0
+        gone = turns[1]["id"]
+        asked = m.stats()["llm"]["higmem.turn_analysis"]["calls"]
+        assert m.delete([gone]) == 1
+        lay = Layers.load(m.store, embedder, "default")
+        assert layer_problems(lay) == [] and gone not in lay.notes
+        # the three later turns of the session read it: each analysed once more
+        assert m.stats()["llm"]["higmem.turn_analysis"]["calls"] >= asked + 3
+        assert m.stats("default")["namespaces"][0]["repairs"] == {}
+        left = " ".join(t["text"] for t in turns if t["id"] != gone).lower()
+        only = {w for w in re.findall(r"[a-z]{5,}", turns[1]["text"].lower()) if w not in left}
+        assert only
+        for rec in [*lay.notes.values(), *lay.events.values()]:
+            said = set(re.findall(r"[a-z]{5,}", rec.model_dump_json(exclude={"sources"}).lower()))
+            assert not only & said, rec

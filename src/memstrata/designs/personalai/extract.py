@@ -161,9 +161,15 @@ def name_mentions(text: str, start: int, end: int) -> list[Mention]:
                 j += 1
             else:
                 break
-        while i < last and tokens[i].group().lower() in _OPENERS:
-            i += 1  # "Hey Priya", "Wow Daniel": the greeting is no part of the name
+        if last > i and tokens[i].group().lower() in _OPENERS:
+            # "Hey Priya", "Thanks Daniel": a greeting and the person addressed, no object
+            # of what is said; "Well New York" keeps the name after the opener
+            while i < last and tokens[i].group().lower() in _OPENERS:
+                i += 1
             tok = tokens[i]
+            if i == last:
+                i = last + 1
+                continue
         a, b = tok.start(), tokens[last].end()
         name = text[a:b].rstrip(".'’-")
         # A lone capitalised word opening the sentence is no name when it reads like a
@@ -208,6 +214,7 @@ def _concepts(text: str, start: int, end: int, taken: list[Mention]) -> list[Men
             or w in _NOT_OBJECT
             or w.endswith(("ly", "ing", "ed"))
             or before in _SUBJECTS  # "I found", "she now works": a verb's place
+            or (before in _OPENERS and tok.group()[:1].isupper())  # "Hey Daniel": addressed
             or any(m.start <= tok.start() < m.end for m in taken)
         ):
             continue
