@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from memstrata.models import Episode
+from memstrata.models import Episode, Span
 from memstrata.retrieval.text import content_terms
 from memstrata.store.base import RemovedEpisode, Repairs, Store
 
@@ -51,3 +51,20 @@ def following(
             if other.id not in gone:
                 out.setdefault(other.id, other)
     return list(out.values())
+
+
+def episodes_by_id(store: Store, namespace: str, ids: Iterable[str]) -> dict[str, Episode]:
+    """The stored episodes among ``ids`` (a removed one is simply absent)."""
+    wanted = list(dict.fromkeys(ids))
+    return {ep.id: ep for ep in store.get_episodes(namespace, wanted)}
+
+
+def said_by(spans: Iterable[Span], episodes: dict[str, Episode]) -> list[str]:
+    """What a record may still say: the texts of the episodes its spans cite, with their
+    speakers' names."""
+    out: list[str] = []
+    for ep_id in dict.fromkeys(s.episode for s in spans):
+        ep = episodes.get(ep_id)
+        if ep is not None:
+            out += [ep.text, ep.speaker or ""]
+    return out

@@ -16,11 +16,9 @@ Here, on both tiers (no LLM call):
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 from memstrata.designs.mindgraph.graph import BUILDER
-from memstrata.engine.removal import leaked, removed_terms
-from memstrata.models import Community, ConceptEdge, ConceptNode, Derived, Episode, Span
+from memstrata.engine.removal import episodes_by_id, leaked, removed_terms, said_by
+from memstrata.models import Community, ConceptEdge, ConceptNode, Derived
 from memstrata.retrieval.text import content_terms
 from memstrata.store.base import Repairs, Store
 
@@ -45,9 +43,9 @@ def repair_records(store: Store, namespace: str, work: Repairs) -> None:
         )
 
     mine = [n for n in nodes if isinstance(n, ConceptNode) and suspect(n, _node_text(n))]
-    episodes = _episodes(store, namespace, (s.episode for n in mine for s in n.sources))
+    episodes = episodes_by_id(store, namespace, (s.episode for n in mine for s in n.sources))
     for node in mine:
-        kept = _texts(node.sources, episodes)
+        kept = said_by(node.sources, episodes)
         if not leaked(_node_text(node), removed, kept):
             continue
         if leaked(node.label, removed, kept) and node.node_type != "entity":
@@ -74,8 +72,8 @@ def repair_records(store: Store, namespace: str, work: Repairs) -> None:
             gone.add(edge.id)
         elif suspect(edge, edge.relation):
             said = [_node_text(e) for e in ends if isinstance(e, ConceptNode)]
-            episodes.update(_episodes(store, namespace, (s.episode for s in edge.sources)))
-            if leaked(edge.relation, removed, [*_texts(edge.sources, episodes), *said]):
+            episodes.update(episodes_by_id(store, namespace, (s.episode for s in edge.sources)))
+            if leaked(edge.relation, removed, [*said_by(edge.sources, episodes), *said]):
                 gone.add(edge.id)
     for rep in reports:
         if rep.id in gone or not isinstance(rep, Community):
@@ -96,17 +94,3 @@ def _graph(rec: Derived) -> str:
 
 def _node_text(node: ConceptNode) -> str:
     return f"{node.label.replace('_', ' ')} {node.description}"
-
-
-def _episodes(store: Store, namespace: str, ids: Iterable[str]) -> dict[str, Episode]:
-    wanted = list(dict.fromkeys(ids))
-    return {ep.id: ep for ep in store.get_episodes(namespace, wanted)}
-
-
-def _texts(spans: Iterable[Span], episodes: dict[str, Episode]) -> list[str]:
-    out: list[str] = []
-    for ep_id in dict.fromkeys(s.episode for s in spans):
-        ep = episodes.get(ep_id)
-        if ep is not None:
-            out += [ep.text, ep.speaker or ""]
-    return out

@@ -22,12 +22,10 @@ cannot fail; the next LLM pass over an entity refines it again):
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 from memstrata.designs.mnemis.base_graph import BaseGraphParams, _speaker_line
 from memstrata.designs.mnemis.graph import SPEAKER_CATEGORY, Graph
 from memstrata.designs.mnemis.hierarchy import Hierarchy, _merge_sources
-from memstrata.engine.removal import leaked, removed_terms
+from memstrata.engine.removal import episodes_by_id, leaked, removed_terms, said_by
 from memstrata.models import Category, Entity, Episode
 from memstrata.retrieval.text import content_terms, sentences
 from memstrata.store.base import Repairs
@@ -41,10 +39,12 @@ def repair_graph(g: Graph, hier: Hierarchy, work: Repairs, base: BaseGraphParams
     suspects = changed_entities | {
         i for i, e in g.entities.items() if removed & set(content_terms(_entity_text(e)))
     }
-    episodes = _episodes(g, (s.episode for i in suspects for s in g.entities[i].sources))
+    episodes = episodes_by_id(
+        g.store, g.namespace, (s.episode for i in suspects for s in g.entities[i].sources)
+    )
     for eid in sorted(suspects):
         ent = g.entities[eid]
-        kept = _kept(ent.sources, episodes)
+        kept = said_by(ent.sources, episodes)
         if eid in changed_entities or leaked(_entity_text(ent), removed, kept):
             _rederive_entity(ent, episodes, removed, base)
             g.touch(ent)
@@ -75,23 +75,6 @@ def _entity_text(ent: Entity) -> str:
     return " ".join([ent.name, *ent.aliases, ent.summary, *ent.tags])
 
 
-def _episodes(g: Graph, ids: Iterable[str]) -> dict[str, Episode]:
-    wanted = list(dict.fromkeys(ids))
-    return {ep.id: ep for ep in g.store.get_episodes(g.namespace, wanted)}
-
-
-def _kept(spans: Iterable, episodes: dict[str, Episode]) -> list[str]:
-    """What a record may still say: its remaining source texts and their speakers."""
-    out: list[str] = []
-    for ep_id in dict.fromkeys(s.episode for s in spans):
-        ep = episodes.get(ep_id)
-        if ep is not None:
-            out.append(ep.text)
-            if ep.speaker:
-                out.append(ep.speaker)
-    return out
-
-
 def _rederive_entity(
     ent: Entity, episodes: dict[str, Episode], removed: frozenset[str], p: BaseGraphParams
 ) -> None:
@@ -111,7 +94,7 @@ def _rederive_entity(
         lines.append(line)
         size += len(line)
     ent.summary = "\n".join(lines)
-    kept = _kept(spans, episodes)
+    kept = said_by(spans, episodes)
     if ent.entity_type != "speaker" and spans and leaked(ent.name, removed, kept):
         first = episodes[spans[0].episode].text[spans[0].start : spans[0].end].strip()
         if first and len(first) <= 80:
@@ -137,9 +120,11 @@ def _repair_facts(g: Graph, removed: frozenset[str]) -> None:
             g.touch(fact)
         if removed & set(content_terms(fact.fact)):
             if episodes is None:
-                episodes = _episodes(g, (s.episode for f in g.facts.values() for s in f.sources))
+                episodes = episodes_by_id(
+                    g.store, g.namespace, (s.episode for f in g.facts.values() for s in f.sources)
+                )
             names = [g.entities[e].name for e in fact.entity_ids or ends]
-            if leaked(fact.fact, removed, [*_kept(fact.sources, episodes), *names]):
+            if leaked(fact.fact, removed, [*said_by(fact.sources, episodes), *names]):
                 _drop_fact(g, fid)
 
 

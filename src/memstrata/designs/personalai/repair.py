@@ -14,11 +14,9 @@ tiers (no LLM call: what is left is re-derived from the remaining sources):
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 from memstrata.designs.personalai.graph import PAGraph
-from memstrata.engine.removal import leaked, removed_terms
-from memstrata.models import Episode, Fact, Span, Thesis
+from memstrata.engine.removal import episodes_by_id, leaked, removed_terms, said_by
+from memstrata.models import Fact, Thesis
 from memstrata.retrieval.text import content_terms
 from memstrata.store.base import Repairs
 
@@ -35,10 +33,10 @@ def repair_graph(g: PAGraph, work: Repairs) -> None:
     triplets = [f for f in g.triplets.values() if suspect(f.id, f.fact)]
     theses = [t for t in g.theses.values() if suspect(t.id, t.text)]
     spans = [s for r in [*objects, *triplets, *theses] for s in r.sources]
-    episodes = _episodes(g, (s.episode for s in spans))
+    episodes = episodes_by_id(g.store, g.namespace, (s.episode for s in spans))
     renamed: set[str] = set()
     for obj in objects:
-        kept = _texts(obj.sources, episodes)
+        kept = said_by(obj.sources, episodes)
         first = next((s for s in obj.sources if s.episode in episodes), None)
         if first is not None and leaked(obj.name, removed, kept):
             wording = episodes[first.episode].text[first.start : first.end].strip()
@@ -57,34 +55,20 @@ def repair_graph(g: PAGraph, work: Repairs) -> None:
     for fact in triplets:
         if fact.id in g.triplets:
             names = [g.objects[e].name for e in (fact.subject_id, fact.object_id)]
-            if leaked(fact.fact, removed, [*_texts(fact.sources, episodes), *names]):
+            if leaked(fact.fact, removed, [*said_by(fact.sources, episodes), *names]):
                 g.drop(fact.id)
     for th in list(g.theses.values()):
         if any(e not in g.objects for e in th.entity_ids):
             th.entity_ids = [e for e in th.entity_ids if e in g.objects]
             g.touch(th)
     for th in theses:
-        if th.id in g.theses and leaked(th.text, removed, _texts(th.sources, episodes)):
+        if th.id in g.theses and leaked(th.text, removed, said_by(th.sources, episodes)):
             g.drop(th.id)
     current = set(g.triplets) | set(g.theses)
     retired: list[Fact | Thesis] = [*g.triplets.values(), *g.theses.values()]
     for rec in retired:
         if rec.replaced_by and not current & set(rec.replaced_by):
             _revive(g, rec)
-
-
-def _episodes(g: PAGraph, ids: Iterable[str]) -> dict[str, Episode]:
-    wanted = list(dict.fromkeys(ids))
-    return {ep.id: ep for ep in g.store.get_episodes(g.namespace, wanted)}
-
-
-def _texts(spans: Iterable[Span], episodes: dict[str, Episode]) -> list[str]:
-    out: list[str] = []
-    for ep_id in dict.fromkeys(s.episode for s in spans):
-        ep = episodes.get(ep_id)
-        if ep is not None:
-            out += [ep.text, ep.speaker or ""]
-    return out
 
 
 def _revive(g: PAGraph, rec: Fact | Thesis) -> None:
