@@ -339,10 +339,9 @@ class Engine:
         uses it (``recipe`` first), else its defaults."""
         order = [recipe, *(r for r in self.registry.recipes if r != recipe)]
         for r in order:
-            if r in self.registry.recipes:
-                for b in self.builders(r):
-                    if b.name == name:
-                        return b
+            spec = self.registry.recipes.get(r)
+            if spec is not None and any(b.name == name for b in spec.builders):
+                return next(b for b in self.builders(r) if b.name == name)
         if name in self.registry.builders:
             return self.registry.builder(BuilderSpec(name=name))
         return None
@@ -389,9 +388,7 @@ class Engine:
                 if len(owners[kind]) > 1:
                     restart.update(owners[kind])
             for kind, names in owners.items():
-                if restart & set(names):
-                    self.store.adopt_records(namespace, kind, None)
-                elif len(names) == 1:
+                if len(names) == 1 and names[0] not in restart:
                     self.store.adopt_records(namespace, kind, names[0])
                     done.append(f"{namespace}: {kinds[kind]} {kind} records given to {names[0]}")
             for name in sorted(restart):

@@ -87,6 +87,7 @@ def extract_answer(
             return _abstain(question, hits, round(best_mine, 4))
         quotes, scores = [quotes[i] for i in mine], [scores[i] for i in mine]
     order = sorted(range(len(quotes)), key=lambda i: (-scores[i], quotes[i].rank))
+    asked = _asked(question, people)
     best = round(scores[order[0]], 4)
     if best < min_support:
         return _abstain(question, hits, best)
@@ -96,9 +97,7 @@ def extract_answer(
         key = " ".join(quotes[i].sentence.casefold().split())
         if key in seen:
             continue
-        if chosen and not (
-            scores[i] >= min_support and _says_a_word_of(question, quotes[i], people)
-        ):
+        if chosen and not (scores[i] >= min_support and asked & set(stems(quotes[i].sentence))):
             continue  # a second sentence must support the question on its own
         seen.add(key)
         chosen.append(quotes[i])
@@ -144,45 +143,44 @@ def _quotes(ctx: Context, namespace: str, hits: list[Hit]) -> list[Quote]:
 
 def _named_speakers(ctx: Context, namespace: str, question: str) -> list[str]:
     """Speakers of the namespace the question names (by any word of their name)."""
-    asked = {w.casefold() for w in re.findall(r"[^\W\d_]+", question)}
-    out = []
-    for speaker in ctx.store.speakers(namespace):
-        parts = {w.casefold() for w in re.findall(r"[^\W\d_]+", speaker) if len(w) > 2}
-        if parts & asked:
-            out.append(speaker)
-    return out
+    asked = _words(question)
+    return [p for p in ctx.store.speakers(namespace) if _name_parts(p) & asked]
 
 
 def _about(quote: Quote, people: list[str]) -> bool:
     """Said by one of ``people``, or naming one of them."""
     if quote.episode.speaker in people:
         return True
-    said = {w.casefold() for w in re.findall(r"[^\W\d_]+", quote.sentence)}
-    return any(
-        {w.casefold() for w in re.findall(r"[^\W\d_]+", p) if len(w) > 2} & said for p in people
-    )
+    said = _words(quote.sentence)
+    return any(_name_parts(p) & said for p in people)
+
+
+def _words(text: str) -> set[str]:
+    return {w.casefold() for w in re.findall(r"[^\W\d_]+", text)}
+
+
+def _name_parts(name: str) -> set[str]:
+    """The words of a name that can stand for it (not initials or "de")."""
+    return {w for w in _words(name) if len(w) > 2}
+
+
+def _asked(question: str, people: Sequence[str]) -> set[str]:
+    """The question's stemmed content words, the names of the people it asks about left
+    out: the filter on people has already made sure a sentence is theirs, and a greeting
+    that names them ("Hey Daniel!") supports nothing."""
+    return set(stems(question)) - {t for p in people for t in stems(p)}
 
 
 def _support(
     ctx: Context, question: str, quotes: list[Quote], people: Sequence[str] = ()
 ) -> list[float]:
     """Cosine to the question plus the share of the question's content words the
-    sentence has (stemmed: "move" is "moved"). The names of the people the question asks
-    about are left out of the share: the filter above has already made sure the sentence
-    is theirs, and a greeting that names them ("Hey Daniel!") supports nothing."""
-    names = {t for p in people for t in stems(p)}
-    terms = set(stems(question)) - names
+    sentence has (stemmed: "move" is "moved"; see :func:`_asked`)."""
+    terms = _asked(question, people)
     vecs = ctx.embedder.embed([question] + [q.sentence for q in quotes])
     cos = vecs[1:] @ vecs[0]
     out = []
     for i, q in enumerate(quotes):
-        words = set(stems(q.sentence))
-        share = len(terms & words) / len(terms) if terms else 0.0
+        share = len(terms & set(stems(q.sentence))) / len(terms) if terms else 0.0
         out.append(float(np.clip(cos[i], -1.0, 1.0)) + share)
     return out
-
-
-def _says_a_word_of(question: str, quote: Quote, people: Sequence[str]) -> bool:
-    """The sentence has a content word of the question besides the people's names."""
-    names = {t for p in people for t in stems(p)}
-    return bool((set(stems(question)) - names) & set(stems(quote.sentence)))

@@ -63,7 +63,6 @@ def repair_records(store: Store, namespace: str, work: Repairs) -> None:
             node.description = " … ".join(quotes)[:QUOTES_CHARS]
         put[node.id] = node
     alive = {n.id: n for n in nodes if n.id not in gone}
-    labels = {n.label for n in alive.values() if isinstance(n, ConceptNode)}
     for edge in edges:
         if edge.id in gone or not isinstance(edge, ConceptEdge):
             continue
@@ -75,13 +74,13 @@ def repair_records(store: Store, namespace: str, work: Repairs) -> None:
             episodes.update(episodes_by_id(store, namespace, (s.episode for s in edge.sources)))
             if leaked(edge.relation, removed, [*said_by(edge.sources, episodes), *said]):
                 gone.add(edge.id)
+    text_of = {n.label: _node_text(n) for n in alive.values() if isinstance(n, ConceptNode)}
     for rep in reports:
         if rep.id in gone or not isinstance(rep, Community):
             continue
-        members = [n for n in alive.values() if isinstance(n, ConceptNode)]
-        said = [_node_text(n) for n in members if n.label in rep.member_ids]
+        said = [text_of[m] for m in rep.member_ids if m in text_of]
         text = " ".join([rep.title, rep.report, *rep.findings])
-        if not set(rep.member_ids) <= labels or leaked(text, removed, said):
+        if not set(rep.member_ids) <= set(text_of) or leaked(text, removed, said):
             gone.add(rep.id)
     store.write_records(
         namespace, [r for i, r in put.items() if i not in gone], sorted(gone), owner=BUILDER
