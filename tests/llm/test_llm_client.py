@@ -64,25 +64,28 @@ def test_malformed_then_valid_is_retried_with_the_error_quoted() -> None:
     retry = backend.requests[1].messages
     assert retry[: len(PROMPT)] == PROMPT
     assert retry[-2] == Message(role="assistant", content='{"fruits": ["apple"]}')
-    assert retry[-1].role == "user" and "names: Field required" in retry[-1].content
+    assert retry[-1].role == "user" and "none of the fields of Names" in retry[-1].content
+    assert rec.outcome == "repaired" and rec.dropped == {}
 
 
 def test_always_malformed_raises_output_error_with_one_failure_record(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    backend, usage = ScriptedBackend(["nope", "still nope", "{}"]), MemoryUsageSink()
+    # A reply with nothing usable is asked again once, whatever max_retries says (that
+    # one is for backend errors), then the call fails.
+    backend, usage = ScriptedBackend(["nope", "{}", "unused"]), MemoryUsageSink()
     client = _client(backend, usage, max_retries=2)
     with (
         caplog.at_level(logging.WARNING, logger="memstrata.llm"),
-        pytest.raises(LLMOutputError, match="after 3 attempts") as info,
+        pytest.raises(LLMOutputError, match="after 2 attempts") as info,
     ):
         asyncio.run(client.structured(PROMPT, Names, stage="extract"))
     assert info.value.raw_text == "{}"
-    assert len(backend.requests) == 3 and backend.remaining == 0
+    assert len(backend.requests) == 2 and backend.remaining == 1
     (rec,) = usage.records
-    assert not rec.ok and rec.attempts == 3
+    assert not rec.ok and rec.attempts == 2 and rec.outcome == "failed"
     assert rec.error is not None and rec.error.startswith("LLMOutputError")
-    assert rec.completion_tokens == 1 + 2 + 1
+    assert rec.completion_tokens == 1 + 1
     assert any("stage=extract" in r.getMessage() for r in caplog.records)
 
 
@@ -179,7 +182,7 @@ def test_failures_are_not_cached(tmp_path: Path) -> None:
     backend = ScriptedBackend(["bad"])
     with pytest.raises(LLMOutputError):
         asyncio.run(
-            LLMClient(backend, cache=cache, max_retries=0).structured(PROMPT, Names, stage="s")
+            LLMClient(backend, cache=cache, output_retries=0).structured(PROMPT, Names, stage="s")
         )
     assert len(cache) == 0
 
@@ -205,7 +208,7 @@ def test_text_has_the_same_accounting() -> None:
 
 
 def test_stage_names_namespace_and_summary() -> None:
-    backend = ScriptedBackend([VALID, VALID, "x", "y", "z", "hello world"])
+    backend = ScriptedBackend([VALID, VALID, "x", "y", "hello world"])
     usage = MemoryUsageSink()
     client = _client(backend, usage, namespace="agent-7")
 
@@ -225,7 +228,8 @@ def test_stage_names_namespace_and_summary() -> None:
     assert summary["extract"]["prompt_tokens"] == 12
     assert summary["extract"]["completion_tokens"] == 6
     assert summary["consolidate"]["calls"] == 1 and summary["consolidate"]["failures"] == 1
-    assert summary["consolidate"]["attempts"] == 3
+    assert summary["consolidate"]["attempts"] == 2
+    assert summary["extract"]["kept"] == 2 and summary["consolidate"]["kept"] == 0
     assert summary["summarize"]["completion_tokens"] == 2
     assert summary["extract"]["latency_ms"] >= summary["extract"]["mean_latency_ms"] >= 0
 

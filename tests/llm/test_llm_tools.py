@@ -79,24 +79,25 @@ def test_json_protocol_calls_a_tool_then_answers() -> None:
     assert result.usage[1]["prompt_tokens"] > result.usage[0]["prompt_tokens"]
 
 
-def test_json_protocol_retries_unknown_tools_and_broken_json() -> None:
-    backend = ScriptedBackend(
-        [
-            "not json at all {",
-            {"tool": "delete_everything", "arguments": {}},
-            {"tool": "final", "arguments": {"answer": "x"}},
-        ]
-    )
+@pytest.mark.parametrize(
+    ("bad", "quoted"),
+    [
+        ("not json at all {", "tool"),
+        ({"tool": "delete_everything", "arguments": {}}, "unknown tool 'delete_everything'"),
+    ],
+)
+def test_json_protocol_retries_unknown_tools_and_broken_json(bad: object, quoted: str) -> None:
+    backend = ScriptedBackend([bad, {"tool": "final", "arguments": {"answer": "x"}}])
     client = LLMClient(backend, max_retries=2)
     result = run(run_tool_loop(client, PROMPT, [LOOKUP], table, stage="t"))
     assert json.loads(result.content) == {"answer": "x"}
     # the validation error is quoted back to the model
-    assert "unknown tool 'delete_everything'" in backend.requests[2].messages[-1].content
+    assert quoted in backend.requests[1].messages[-1].content
 
 
 def test_json_protocol_gives_up_with_a_clear_error() -> None:
     client = LLMClient(ScriptedBackend(["{", "{", "{"]), max_retries=2)
-    with pytest.raises(LLMOutputError, match="invalid output after 3 attempts"):
+    with pytest.raises(LLMOutputError, match="invalid output after 2 attempts"):
         run(run_tool_loop(client, PROMPT, [LOOKUP], table, stage="t"))
 
 

@@ -679,6 +679,7 @@ def llm_call(
     p: int = 10,
     c: int = 5,
     ms: float = 100.0,
+    dropped: dict[str, int] | None = None,
 ) -> LLMCallRecord:
     return LLMCallRecord(
         stage=stage,
@@ -694,6 +695,8 @@ def llm_call(
         request_hash="h",
         created_at=datetime.now(UTC),
         namespace=ns,
+        outcome="failed" if not ok else "repaired" if dropped else "kept",
+        dropped=dropped or {},
     )
 
 
@@ -701,7 +704,9 @@ def test_llm_usage_per_stage(store: Store) -> None:
     store.record_llm_call(llm_call("extract", ns="a", p=100, c=20, ms=250.25))
     store.record_llm_call(llm_call("extract", ns="a", ok=False, p=50, c=0, ms=10.0))
     store.record_llm_call(llm_call("extract", ns="b", cached=True, p=7, c=3, ms=0.5))
-    store.record_llm_call(llm_call("summarise", ns="a", p=1, c=2, ms=3.0))
+    store.record_llm_call(
+        llm_call("summarise", ns="a", p=1, c=2, ms=3.0, dropped={"over_bound": 2, "wrong_type": 1})
+    )
     store.record_llm_call(llm_call("answer", ns=None))
 
     usage = store.llm_usage()
@@ -713,7 +718,14 @@ def test_llm_usage_per_stage(store: Store) -> None:
         "prompt_tokens": 157,
         "completion_tokens": 23,
         "latency_ms": 260.8,
+        "kept": 2,
+        "repaired": 0,
+        "truncated": 0,
+        "rejected": 0,
     }
+    summarised = usage["summarise"]
+    assert (summarised["kept"], summarised["repaired"], summarised["failures"]) == (0, 1, 0)
+    assert (summarised["truncated"], summarised["rejected"]) == (2, 1)
     a = store.llm_usage("a")
     assert set(a) == {"extract", "summarise"}
     assert a["extract"]["calls"] == 2 and a["extract"]["failures"] == 1

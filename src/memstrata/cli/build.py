@@ -137,8 +137,10 @@ def _print_reports(names: list[str], reports: list[dict[str, Any]]) -> None:
         for stage, row in r["llm"].items():
             per = row["prompt_tokens"] / max(1, r["episodes"])
             out.print(
-                f"  {stage}: {row['calls']} calls, {row['failures']} failures, "
-                f"{row['prompt_tokens']} prompt tokens ({per:.0f} per episode)"
+                f"  {stage}: {row['calls']} calls ({row.get('kept', 0)} kept, "
+                f"{row.get('repaired', 0)} repaired, {row['failures']} failed; "
+                f"{row.get('truncated', 0)} items cut to a bound, {row.get('rejected', 0)} "
+                f"dropped), {row['prompt_tokens']} prompt tokens ({per:.0f} per episode)"
             )
         for e in r["errors"][:5]:
             err.print(Text(f"  {e}", style="yellow"))

@@ -359,15 +359,20 @@ def stats(
                 )
             )
     if data["llm"]:
-        llm = Table("stage", "calls", "failures", "cached", "prompt tokens", "completion tokens")
+        columns = {
+            "calls": "calls",
+            "kept": "kept",
+            "repaired": "repaired",
+            "failures": "failed",
+            "truncated": "items cut",
+            "rejected": "items dropped",
+            "cached": "cached",
+            "prompt_tokens": "prompt tokens",
+            "completion_tokens": "completion tokens",
+        }
+        llm = Table("stage", *columns.values())
         for stage, row in data["llm"].items():
-            llm.add_row(
-                stage,
-                *(
-                    str(row[c])
-                    for c in ("calls", "failures", "cached", "prompt_tokens", "completion_tokens")
-                ),
-            )
+            llm.add_row(stage, *(str(row.get(c, 0)) for c in columns))
         out.print(llm)
     else:
         out.print("no LLM calls recorded")

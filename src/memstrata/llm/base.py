@@ -21,6 +21,7 @@ from pydantic import BaseModel
 
 from memstrata.llm._aio import LoopLocal
 from memstrata.llm.cache import ResponseCache
+from memstrata.llm.salvage import Salvage
 from memstrata.llm.schema import bounded_json_schema, parse_structured
 from memstrata.llm.tools import (
     Tool,
@@ -40,6 +41,7 @@ from memstrata.llm.types import (
     LLMError,
     LLMOutputError,
     Message,
+    Outcome,
     UsageSink,
 )
 
@@ -99,11 +101,18 @@ class _Tally:
         self.completion_tokens = 0
         self.model: str | None = None
         self.cached = False
+        self.salvage = Salvage()
+        self.reasked = 0  # replies with nothing usable, asked again
 
     def add(self, completion: Completion) -> None:
         self.prompt_tokens += completion.prompt_tokens
         self.completion_tokens += completion.completion_tokens
         self.model = completion.model or self.model
+
+    def outcome(self, error: BaseException | None) -> Outcome:
+        if error is not None:
+            return "failed"
+        return "repaired" if self.reasked or self.salvage.repaired else "kept"
 
     def usage(self) -> dict[str, Any]:
         return {
@@ -116,8 +125,13 @@ class _Tally:
 class LLMClient:
     """Structured and plain-text calls with retries, caching and accounting.
 
-    ``max_retries`` extra attempts are shared by invalid outputs and retryable backend
-    errors (timeouts, connection failures, 429, 5xx), so a call is always bounded.
+    ``max_retries`` extra attempts go to retryable backend errors (timeouts, connection
+    failures, 429, 5xx). A reply that breaks its schema is repaired item by item
+    (:mod:`memstrata.llm.salvage`); one with nothing usable is asked again
+    ``output_retries`` times (never more than ``max_retries``: a client with no retries
+    has none), quoting the problem, and then fails the call. So a call is
+    always bounded, and its record says whether the reply was kept as sent, repaired, or
+    failed, and what was cut or dropped by reason.
     """
 
     def __init__(
@@ -130,9 +144,10 @@ class LLMClient:
         namespace: str | None = None,
         concurrency: int = 4,
         backoff: float = 0.5,
+        output_retries: int = 1,
     ) -> None:
-        if max_retries < 0:
-            raise ValueError("max_retries must be >= 0")
+        if max_retries < 0 or output_retries < 0:
+            raise ValueError("max_retries and output_retries must be >= 0")
         if concurrency < 1:
             raise ValueError("concurrency must be >= 1")
         self.backend = backend
@@ -142,6 +157,7 @@ class LLMClient:
         self.namespace = namespace
         self.concurrency = concurrency
         self.backoff = backoff
+        self.output_retries = output_retries
         self._semaphore = LoopLocal(lambda: asyncio.Semaphore(concurrency))
 
     def scoped(self, *, namespace: str | None = None, usage: UsageSink | None = None) -> LLMClient:
@@ -161,14 +177,25 @@ class LLMClient:
         stage: str,
         max_tokens: int = 1024,
         temperature: float = 0.0,
+        repairs: Salvage | None = None,
     ) -> T:
-        """Ask for JSON matching ``response_model`` and return the validated instance."""
+        """Ask for JSON matching ``response_model`` and return the validated instance.
+
+        ``repairs``, when given, receives what was cut or dropped from the reply used, for
+        a design that counts rejected items itself."""
         schema = bounded_json_schema(response_model)
+        tally = _Tally()
 
         def parse(text: str) -> T:
-            return parse_structured(text, response_model)
+            tally.salvage = Salvage()  # only the reply that is used counts
+            return parse_structured(text, response_model, tally.salvage)
 
-        return await self._call(messages, schema, parse, stage, max_tokens, temperature)
+        value = await self._call(
+            messages, schema, parse, stage, max_tokens, temperature, tally=tally
+        )
+        if repairs is not None:
+            repairs.merge(tally.salvage)
+        return value
 
     async def text(
         self,
@@ -180,6 +207,20 @@ class LLMClient:
     ) -> str:
         """Plain completion text, with the same retries, caching and accounting."""
         return await self._call(messages, None, lambda t: t, stage, max_tokens, temperature)
+
+    async def read(
+        self,
+        messages: list[Message],
+        parse: Callable[[str], R],
+        *,
+        stage: str,
+        max_tokens: int = 512,
+        temperature: float = 0.0,
+    ) -> R:
+        """A plain-text reply read by ``parse`` (a design's own line format). A reply it
+        cannot read (``LLMOutputError``) is asked again once and counted like a
+        structured one."""
+        return await self._call(messages, None, parse, stage, max_tokens, temperature)
 
     async def tool_step(
         self,
@@ -310,9 +351,10 @@ class LLMClient:
     ) -> tuple[str, R]:
         conversation = list(messages)
         last_error: LLMError | None = None
-        for attempt in range(self.max_retries + 1):
-            if attempt and isinstance(last_error, LLMBackendError):
-                await asyncio.sleep(min(self.backoff * 2 ** (attempt - 1), 8.0))
+        backend_errors = 0
+        while True:
+            if isinstance(last_error, LLMBackendError):
+                await asyncio.sleep(min(self.backoff * 2 ** (backend_errors - 1), 8.0))
             tally.attempts += 1
             try:
                 completion = await self._complete(
@@ -320,34 +362,44 @@ class LLMClient:
                 )
             except LLMBackendError as exc:
                 last_error = exc
-                if not exc.retryable:
+                backend_errors += 1
+                if not exc.retryable or backend_errors > self.max_retries:
                     raise
-                logger.info("attempt %d: backend error: %s", attempt + 1, exc)
+                logger.info("attempt %d: backend error: %s", tally.attempts, exc)
                 continue
             tally.add(completion)
+            cut = completion.finish_reason == "length"
             try:
-                return completion.text, parse(completion.text)
+                value = parse(completion.text)
             except LLMOutputError as exc:
                 last_error = exc
-                logger.info("attempt %d: invalid output: %s", attempt + 1, exc)
+                logger.info("attempt %d: invalid output: %s", tally.attempts, exc)
+                if tally.reasked >= min(self.output_retries, self.max_retries):
+                    break
+                tally.reasked += 1
+                problem = "it was cut off at the length limit" if cut else str(exc)
+                shorter = " Keep it shorter." if cut else ""
                 conversation = [
                     *messages,
                     Message(role="assistant", content=completion.text[:_MAX_ECHO_CHARS]),
                     Message(
                         role="user",
                         content=(
-                            f"That reply was invalid: {exc}\n"
+                            f"That reply was invalid: {problem}\n"
                             "Reply again with only the corrected JSON, matching the schema."
+                            + shorter
                         ),
                     ),
                 ]
-        assert last_error is not None
-        if isinstance(last_error, LLMOutputError):
-            raise LLMOutputError(
-                f"invalid output after {tally.attempts} attempts: {last_error}",
-                raw_text=last_error.raw_text,
-            ) from last_error
-        raise last_error
+                continue
+            if cut and schema is None:
+                tally.salvage.reasons["cut_off"] += 1  # plain text: the caller gets it as is
+            return completion.text, value
+        assert isinstance(last_error, LLMOutputError)
+        raise LLMOutputError(
+            f"invalid output after {tally.attempts} attempts: {last_error}",
+            raw_text=last_error.raw_text,
+        ) from last_error
 
     async def _complete(
         self,
@@ -403,6 +455,8 @@ class LLMClient:
                 request_hash=key,
                 created_at=datetime.now(UTC),
                 namespace=self.namespace,
+                outcome=tally.outcome(error),
+                dropped=dict(tally.salvage.reasons),
             )
         )
 

@@ -109,6 +109,7 @@ class GGUFBackend:
             prompt_tokens=int(usage.get("prompt_tokens") or 0),
             completion_tokens=int(usage.get("completion_tokens") or 0),
             model=self.model,
+            finish_reason=result["choices"][0].get("finish_reason"),
         )
 
     def close(self) -> None:

@@ -108,6 +108,7 @@ class OpenAICompatibleBackend:
             prompt_tokens=int(usage.get("prompt_tokens") or 0),
             completion_tokens=int(usage.get("completion_tokens") or 0),
             model=str(data.get("model") or self.model),
+            finish_reason=_finish_reason(data),
         )
 
     async def complete_tools(
@@ -145,6 +146,7 @@ class OpenAICompatibleBackend:
             prompt_tokens=int(usage.get("prompt_tokens") or 0),
             completion_tokens=int(usage.get("completion_tokens") or 0),
             model=str(data.get("model") or self.model),
+            finish_reason=_finish_reason(data),
         )
 
     def _message(self, response: httpx.Response) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -206,3 +208,10 @@ def _schema_name(schema: dict[str, Any]) -> str:
     """OpenAI requires ``^[a-zA-Z0-9_-]{1,64}$``; derive it from the schema title."""
     name = re.sub(r"[^a-zA-Z0-9_-]", "_", str(schema.get("title") or "response"))
     return name[:64] or "response"
+
+
+def _finish_reason(data: dict[str, Any]) -> str | None:
+    """The first choice's ``finish_reason`` ("length" marks a reply cut at max_tokens)."""
+    choices = data.get("choices") or [{}]
+    reason = choices[0].get("finish_reason") if isinstance(choices[0], dict) else None
+    return str(reason) if reason else None

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from memstrata.llm.salvage import Salvage, Unusable, salvage
 from memstrata.llm.types import LLMOutputError
 
 T = TypeVar("T", bound=BaseModel)
@@ -95,20 +96,35 @@ def _clamp(node: dict[str, Any], low_key: str, high_key: str, bound: int) -> int
     return max(high, int(node.get(low_key, 0)))
 
 
-def parse_structured(text: str, model: type[T]) -> T:
+def parse_structured(text: str, model: type[T], repairs: Salvage | None = None) -> T:
     """Parse a model answer into ``model``, repairing common damage first.
 
-    Tries, in order: the text as is, the first fenced block, then every ``{``/``[`` start
-    (cut at its matching bracket, or closed if truncated). The first candidate that
-    validates wins; otherwise ``LLMOutputError`` carries the first validation problem.
+    Candidates, in order: the text as is, the first fenced block, then every ``{``/``[``
+    start (cut at its matching bracket, or closed if truncated) that does not lie inside
+    a value already read: a fragment of a reply that breaks the schema is never taken for
+    the answer. The first candidate :func:`~memstrata.llm.salvage.salvage` can keep
+    something of wins, its repairs added to ``repairs``; otherwise ``LLMOutputError``
+    carries the first problem found.
     """
     first_error: str | None = None
-    for value in _json_candidates(text):
+    for value, cut_off in _json_candidates(text):
+        attempt = Salvage()
         try:
-            return model.model_validate(value)
+            parsed = salvage(value, model, attempt)
         except ValidationError as exc:
-            if first_error is None:
-                first_error = format_validation_error(exc)
+            first_error = first_error or format_validation_error(exc)
+            continue
+        except Unusable as exc:
+            first_error = first_error or str(exc)
+            continue
+        if cut_off:
+            if not _content_of(parsed):
+                first_error = first_error or "the reply was cut off before its first item"
+                continue
+            attempt.reasons["cut_off"] += 1
+        if repairs is not None:
+            repairs.merge(attempt)
+        return parsed
     if first_error is None:
         raise LLMOutputError(
             f"no JSON value found in model output ({len(text)} chars): {_excerpt(text)!r}",
@@ -117,9 +133,13 @@ def parse_structured(text: str, model: type[T]) -> T:
     raise LLMOutputError(f"output does not match {model.__name__}: {first_error}", raw_text=text)
 
 
+def _content_of(parsed: BaseModel) -> bool:
+    return any(v not in (None, "", [], {}, False) for v in parsed.model_dump().values())
+
+
 def repair_json(text: str) -> Any:
     """Return the first JSON value recoverable from ``text``; ``LLMOutputError`` if none."""
-    for value in _json_candidates(text):
+    for value, _cut in _json_candidates(text):
         return value
     raise LLMOutputError(f"no JSON value found in: {_excerpt(text)!r}", raw_text=text)
 
@@ -141,35 +161,57 @@ _MAX_STARTS = 16
 _MAX_CUTS = 64
 
 
-def _json_candidates(text: str) -> Iterator[Any]:
+def _json_candidates(text: str) -> Iterator[tuple[Any, bool]]:
+    """JSON values in ``text`` with whether each was cut off (closed by repair)."""
     seen: set[str] = set()
 
-    def attempt(candidate: str) -> Iterator[Any]:
+    def attempt(candidate: str) -> Any:
         if candidate in seen:
-            return
+            return _NOTHING
         seen.add(candidate)
         try:
-            yield json.loads(candidate, strict=False)
+            return json.loads(candidate, strict=False)
         except ValueError:
-            return
+            return _NOTHING
 
     stripped = text.strip()
-    yield from attempt(stripped)
-    sources = [m.group(1).strip() for m in _FENCE.finditer(stripped)][:1] + [stripped]
-    for source in sources:
-        yield from attempt(source)
-        starts = [i for i, ch in enumerate(source) if ch in "{["][:_MAX_STARTS]
-        for start in starts:
-            for candidate in _balanced_variants(source[start:]):
-                yield from attempt(candidate)
+    whole = attempt(stripped)
+    if whole is not _NOTHING:
+        yield whole, False
+        return  # every other candidate would be a fragment of this value
+    read: list[tuple[int, int]] = []  # spans of values already read, in ``stripped``
+    fence = _FENCE.search(stripped)
+    if fence is not None:
+        value = attempt(fence.group(1).strip())
+        if value is not _NOTHING:
+            read.append(fence.span(1))
+            yield value, False
+    starts = [i for i, ch in enumerate(stripped) if ch in "{["][:_MAX_STARTS]
+    for start in starts:
+        if any(lo <= start < hi for lo, hi in read):
+            continue
+        for candidate, end, cut_off in _balanced_variants(stripped[start:]):
+            value = attempt(candidate)
+            if value is not _NOTHING:
+                read.append((start, start + end))
+                yield value, cut_off
 
 
-def _balanced_variants(s: str) -> Iterator[str]:
-    """Yield repaired versions of ``s`` (which starts with a bracket), best first."""
+_NOTHING = object()
+
+
+def _balanced_variants(s: str) -> Iterator[tuple[str, int, bool]]:
+    """Repaired versions of ``s`` (which starts with a bracket), best first, each with
+    the length of ``s`` it covers and whether it was cut off (closed by repair).
+
+    A string open at the cut is kept up to its last sentence end when it is a field's
+    value (a summary cut at the token limit keeps its whole sentences), and dropped when
+    it is a list item (a half-written name is not a name)."""
     closers = {"{": "}", "[": "]"}
     stack: list[str] = []
     cuts: list[tuple[int, str]] = []  # (end position, closing suffix) of safe truncations
     in_string = escape = False
+    string_start = 0
     for i, ch in enumerate(s):
         if in_string:
             if escape:
@@ -181,6 +223,7 @@ def _balanced_variants(s: str) -> Iterator[str]:
             continue
         if ch == '"':
             in_string = True
+            string_start = i
         elif ch in closers:
             stack.append(closers[ch])
             cuts.append((i + 1, "".join(reversed(stack))))
@@ -189,18 +232,28 @@ def _balanced_variants(s: str) -> Iterator[str]:
                 return  # mismatched bracket: not JSON from this start
             stack.pop()
             if not stack:
-                yield _drop_trailing_commas(s[: i + 1])
+                yield _drop_trailing_commas(s[: i + 1]), i + 1, False
                 return
         elif ch == ",":
             cuts.append((i, "".join(reversed(stack))))
-    # Truncated answer: close the open string and brackets, else back off to a safe cut.
-    tail = s
+    closing = "".join(reversed(stack))
     if in_string:
-        tail = (tail[:-1] if escape else tail) + '"'
-    tail = tail.rstrip().rstrip(",")
-    yield _drop_trailing_commas(tail + "".join(reversed(stack)))
+        before = s[:string_start].rstrip()
+        if before.endswith(":"):  # a field's value: keep its whole sentences
+            body = s[string_start + 1 :]
+            end = max(body.rfind(". "), body.rfind("! "), body.rfind("? "))
+            if body.rstrip().endswith((".", "!", "?")):
+                end = len(body.rstrip()) - 1
+            if end > 0 and not body[:end].endswith("\\"):
+                yield (
+                    _drop_trailing_commas(s[: string_start + end + 2] + '"' + closing),
+                    len(s),
+                    True,
+                )
+    else:
+        yield _drop_trailing_commas(s.rstrip().rstrip(",") + closing), len(s), True
     for end, suffix in reversed(cuts[-_MAX_CUTS:]):
-        yield _drop_trailing_commas(s[:end].rstrip().rstrip(",") + suffix)
+        yield _drop_trailing_commas(s[:end].rstrip().rstrip(",") + suffix), len(s), True
 
 
 def _drop_trailing_commas(s: str) -> str:

@@ -11,11 +11,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from memstrata.errors import MemstrataError
+from memstrata.llm.salvage import TRUNCATING
 
 Role = Literal["system", "user", "assistant"]
+Outcome = Literal["kept", "repaired", "failed"]
 
 
 class Message(BaseModel):
@@ -35,6 +37,8 @@ class Completion:
     prompt_tokens: int
     completion_tokens: int
     model: str
+    #: why generation stopped, as the backend says it ("stop", "length"); None if unknown
+    finish_reason: str | None = None
 
 
 class LLMCallRecord(BaseModel):
@@ -53,6 +57,10 @@ class LLMCallRecord(BaseModel):
     request_hash: str
     created_at: datetime
     namespace: str | None
+    #: "kept" (valid as sent), "repaired" (items cut or dropped, or asked again) or "failed"
+    outcome: Outcome = "kept"
+    #: items cut to a bound or dropped, by reason (see :mod:`memstrata.llm.salvage`)
+    dropped: dict[str, int] = Field(default_factory=dict)
 
 
 @runtime_checkable
@@ -89,6 +97,10 @@ class MemoryUsageSink:
                     "prompt_tokens": 0,
                     "completion_tokens": 0,
                     "latency_ms": 0.0,
+                    "kept": 0,
+                    "repaired": 0,
+                    "truncated": 0,
+                    "rejected": 0,
                 },
             )
             s["calls"] += 1
@@ -98,6 +110,11 @@ class MemoryUsageSink:
             s["prompt_tokens"] += rec.prompt_tokens
             s["completion_tokens"] += rec.completion_tokens
             s["latency_ms"] += rec.latency_ms
+            s["kept"] += rec.outcome == "kept"
+            s["repaired"] += rec.outcome == "repaired"
+            truncated = sum(n for r, n in rec.dropped.items() if r in TRUNCATING)
+            s["truncated"] += truncated
+            s["rejected"] += sum(rec.dropped.values()) - truncated
         for s in out.values():
             s["mean_latency_ms"] = s["latency_ms"] / s["calls"]
         return out

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from memstrata.errors import StoreClosedError, StoreError, StoreLockedError
+from memstrata.llm.salvage import TRUNCATING
 from memstrata.llm.types import LLMCallRecord
 from memstrata.models import Episode
 from memstrata.store.base import (
@@ -428,11 +429,13 @@ class SQLiteStore(BuildBookkeeping, DerivedRecords, SearchPrimitives, EpisodeUpd
 
     # accounting and stats ---------------------------------------------------------------
     def record_llm_call(self, record: LLMCallRecord) -> None:
+        truncated = sum(n for r, n in record.dropped.items() if r in TRUNCATING)
         with self._write() as conn:
             conn.execute(
                 "INSERT INTO llm_calls(namespace, stage, backend, model, prompt_tokens, "
                 "completion_tokens, latency_ms, cached, ok, error, attempts, request_hash, "
-                "created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                "created_at, outcome, truncated, rejected, dropped) "
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (
                     record.namespace,
                     record.stage,
@@ -447,6 +450,10 @@ class SQLiteStore(BuildBookkeeping, DerivedRecords, SearchPrimitives, EpisodeUpd
                     record.attempts,
                     record.request_hash,
                     record.created_at.isoformat(),
+                    record.outcome,
+                    truncated,
+                    sum(record.dropped.values()) - truncated,
+                    json.dumps(record.dropped, sort_keys=True) if record.dropped else None,
                 ),
             )
 
@@ -455,7 +462,9 @@ class SQLiteStore(BuildBookkeeping, DerivedRecords, SearchPrimitives, EpisodeUpd
         with self._lock:
             rows = self._conn.execute(
                 "SELECT stage, COUNT(*), SUM(1-ok), SUM(cached), SUM(prompt_tokens), "
-                f"SUM(completion_tokens), SUM(latency_ms) FROM llm_calls {where} GROUP BY stage",
+                "SUM(completion_tokens), SUM(latency_ms), SUM(outcome='kept'), "
+                "SUM(outcome='repaired'), SUM(truncated), SUM(rejected) "
+                f"FROM llm_calls {where} GROUP BY stage",
                 args,
             ).fetchall()
         return {
@@ -466,6 +475,10 @@ class SQLiteStore(BuildBookkeeping, DerivedRecords, SearchPrimitives, EpisodeUpd
                 "prompt_tokens": r[4],
                 "completion_tokens": r[5],
                 "latency_ms": round(r[6], 1),
+                "kept": r[7],
+                "repaired": r[8],
+                "truncated": r[9],
+                "rejected": r[10],
             }
             for r in rows
         }

@@ -14,7 +14,7 @@ from memstrata.designs.mindgraph.builder import MindGraphBuilder
 from memstrata.engine.contracts import Context
 from memstrata.importers import jsonl
 from memstrata.ingest import prepare_episode
-from memstrata.llm import LLMClient, ScriptedBackend
+from memstrata.llm import LLMClient, MemoryUsageSink, ScriptedBackend
 from memstrata.llm.types import Message
 from memstrata.memory import Memory
 from memstrata.models import ConceptEdge, ConceptNode
@@ -142,3 +142,38 @@ def test_llm_tier_applies_operations_and_maps_spans_to_episodes(store, embedder)
     ]
     assert [(e.relation, e.sources[0].episode) for e in edges] == [("gives", "t03")]
     assert store.built_keys(ns, "mindgraph") == {e.key for e in eps}
+
+
+def test_llm_tier_a_failed_call_fails_the_batch_and_writes_nothing(store, embedder) -> None:
+    # Before, a chunk whose call failed was marked built with nothing from it: the
+    # episodes were lost to the graph without a trace in the failures.
+    ns = "mem"
+    store.add_episodes(ns, [prepare_episode(t, Config()) for t in sample()[:3]])
+    eps = store.iter_episodes(ns)
+    ctx = Context(store, embedder, LLMClient(ScriptedBackend(["no", "still no"])), "llm")
+    result = asyncio.run(MindGraphBuilder().update(ctx, ns, eps))
+    assert set(result.failed) == {e.id for e in eps}
+    assert "LLMOutputError" in next(iter(result.failed.values()))
+    assert store.get_records(ns, "concept_node", builder=None) == []
+    assert store.built_keys(ns, "mindgraph") == set()
+
+
+def test_llm_tier_an_operation_outside_the_vocabulary_is_dropped_and_counted(
+    store, embedder
+) -> None:
+    ns = "mem"
+    store.add_episodes(ns, [prepare_episode(t, Config()) for t in sample()[:1]])
+    eps = store.iter_episodes(ns)
+    reply = {
+        "operations": [
+            {"op": "add_node", "id": "lisbon", "type": "entity", "content": "x", "src": "Lisbon"},
+            {"op": "add_node", "id": "june", "type": "season", "content": "x", "src": "June"},
+        ]
+    }
+    sink = MemoryUsageSink()
+    ctx = Context(store, embedder, LLMClient(ScriptedBackend([reply]), usage=sink), "llm")
+    assert asyncio.run(MindGraphBuilder().update(ctx, ns, eps)).failed == {}
+    labels = {r.label for r in store.get_records(ns, "concept_node", builder=None)}
+    assert labels == {"lisbon"}
+    (record,) = sink.records
+    assert record.outcome == "repaired" and record.dropped == {"unknown_value": 1}

@@ -218,3 +218,45 @@ def test_llm_entity_parser_and_its_fallback(store, embedder) -> None:
     assert asyncio.run(route.entities("Who employs Maya?", llm)) == ["Maya", "employer"]
     # the model fails twice: the heuristic parser stands in
     assert asyncio.run(route.entities("Who employs Maya?", llm)) == ["Maya"]
+
+
+def test_an_empty_list_with_a_remark_is_an_empty_answer() -> None:
+    for text in ("[]. Nothing to replace here.", "[] - no outdated triplets", "  []"):
+        assert parse(text, Replacements).replacements == []
+    assert parse("[]\nNo theses found.", Theses).theses == []
+
+
+def test_a_failed_replacement_keeps_the_extraction_and_is_retried(store, embedder) -> None:
+    # The replacement reply cannot be read at all: the episode's triplets and theses are
+    # written anyway, the episode is reported failed, and running it again adds nothing
+    # twice and applies the replacement.
+    backend = ScriptedBackend([_responder("I would rather not say.", "lines")] * 8)
+    ctx, first = _build(store, embedder, backend, "lines", {"e1": EP1})
+    assert first.failed == {}
+    second_ep = {"e2": EP2}
+    add_episodes(store, second_ep)
+    (ep2,) = store.get_episodes(NS, ["e2"])
+    ep2.occurred_at = datetime(2024, 2, 1, tzinfo=UTC)
+    builder = PersonalAIBuilder(MemorizeParams(output="lines"))
+    result = asyncio.run(builder.update(ctx, NS, [ep2]))
+    assert list(result.failed) == ["e2"]
+    assert "extraction kept" in result.failed["e2"] and "replace_" in result.failed["e2"]
+    graph = graph_cache(ctx).get(NS)
+    globex = [f for f in graph.triplets.values() if f.fact == "Maya works at Globex"]
+    assert len(globex) == 1 and globex[0].sources[0].episode == "e2"
+    counts = {k: len(store.get_records(NS, k, builder=None)) for k in ("entity", "fact")}
+
+    # the retry: this time the model answers the replacement prompt
+    fixed = _responder(
+        {"theses": "[]", "triplets": "[Maya, works at, Acme -> Maya, works at, Globex]"}, "lines"
+    )
+    ctx2 = Context(store, embedder, LLMClient(ScriptedBackend([fixed] * 8), max_retries=0), "llm")
+    graph_cache(ctx2).forget(NS)
+    again = asyncio.run(builder.update(ctx2, NS, [ep2]))
+    assert again.failed == {}
+    assert {k: len(store.get_records(NS, k, builder=None)) for k in ("entity", "fact")} == counts
+    graph = graph_cache(ctx2).get(NS)
+    old = next(f for f in graph.triplets.values() if f.fact == "Maya works at Acme")
+    (new,) = [f for f in graph.triplets.values() if f.fact == "Maya works at Globex"]
+    assert old.invalid_at is not None and old.replaced_by == [new.id]
+    assert len(new.sources) == 1  # the same span, not repeated

@@ -162,14 +162,13 @@ def test_scripted_llm_answers_judges_and_costs(
 
     monkeypatch.setattr("memstrata.memory.make_llm", scripted_llm)
     # judges: locomo and mindgraph for each of the two answerable questions; the second
-    # question's mindgraph reply never validates (three attempts)
+    # question's mindgraph reply never validates (asked again once)
     judge_backend = ScriptedBackend(
         [
             {"reasoning": "same breed", "label": "CORRECT"},
             {"verdict": "correct"},
             {"reasoning": "one city is missing", "label": "WRONG"},
             "not json",
-            "still not json",
             "{}",
         ],
         model="judge-model",

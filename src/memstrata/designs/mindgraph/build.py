@@ -19,6 +19,7 @@ import logging
 from memstrata.designs.mindgraph import prompts
 from memstrata.designs.mindgraph.graph import ConceptGraph
 from memstrata.llm.base import LLMClient
+from memstrata.llm.salvage import Salvage
 from memstrata.llm.types import LLMError
 
 logger = logging.getLogger("memstrata.mindgraph")
@@ -37,8 +38,10 @@ async def build_llm(
     require_span: bool = False,
     max_tokens: int = 2048,
     state_nodes: int | None = None,
+    errors: list[str] | None = None,
 ) -> tuple[ConceptGraph, int]:
-    """Fold ``chunks`` (spans of ``text``) into ``graph``; returns it and failed chunks."""
+    """Fold ``chunks`` (spans of ``text``) into ``graph``; returns it and failed chunks
+    (whose errors go to ``errors`` when given)."""
     graph = graph if graph is not None else ConceptGraph()
     total = total or len(chunks)
     failed = 0
@@ -46,16 +49,21 @@ async def build_llm(
         index = first_index + n
         state = graph.state_json(state_nodes) if graph.nodes else EMPTY
         messages, model = prompts.build(question, state, text[lo:hi], index + 1, total)
+        repairs = Salvage()
         try:
             reply = await llm.structured(
-                messages, model, stage=prompts.BUILD_STAGE, max_tokens=max_tokens
+                messages, model, stage=prompts.BUILD_STAGE, max_tokens=max_tokens, repairs=repairs
             )
         except LLMError as exc:
             logger.warning("build call for chunk %d failed: %s", index + 1, exc)
             failed += 1
+            if errors is not None:
+                errors.append(f"chunk {index + 1}: {type(exc).__name__}: {exc}")
             graph.chunks = max(graph.chunks, index + 1)
             continue
         assert isinstance(reply, prompts.Operations)
+        for reason, n in repairs.reasons.items():  # dropped before they could be applied
+            graph.rejected[f"reply_{reason}"] += n
         for op in reply.operations:
             graph.apply(
                 op.model_dump(exclude_none=True), text, index, lo, hi, require_span=require_span

@@ -14,7 +14,9 @@ Records: ``concept_node`` (``label`` the node's id, ``description`` its content,
   graph state, the stored nodes that share terms with it (``state_nodes`` at most). The
   question slot says that no question is known yet. Operations are validated as in the
   reader; a node whose quote cannot be located is rejected (a record needs a span), and
-  every located span is mapped back to its episode.
+  every located span is mapped back to its episode. A call that fails (nothing usable
+  after one re-ask) fails the batch's episodes: nothing of them is written and each
+  waits for ``memstrata retry``, rather than being marked built with nothing from it.
 """
 
 from __future__ import annotations
@@ -66,7 +68,10 @@ class MindGraphBuilder(Builder[MindGraphParams]):
         if ctx.tier == "llm":
             if ctx.llm is None:
                 raise ConfigError("the llm tier needs an LLM; configure llm.kind or use heuristic")
-            records, deleted = await self._llm(ctx, namespace, batch)
+            errors: list[str] = []
+            records, deleted = await self._llm(ctx, namespace, batch, errors)
+            if errors:  # the batch is one call: nothing of it is written, all is retried
+                return StepResult(failed={ep.id: errors[0] for ep in batch})
         else:
             records, deleted = await asyncio.to_thread(self._heuristic, ctx, namespace, batch)
         keys = [ep.key for ep in batch]
@@ -135,7 +140,7 @@ class MindGraphBuilder(Builder[MindGraphParams]):
 
     # llm --------------------------------------------------------------------------------
     async def _llm(
-        self, ctx: Context, namespace: str, batch: list[Episode]
+        self, ctx: Context, namespace: str, batch: list[Episode], errors: list[str]
     ) -> tuple[list[Derived], list[str]]:
         assert ctx.llm is not None
         text, offsets = _join(batch)
@@ -157,6 +162,7 @@ class MindGraphBuilder(Builder[MindGraphParams]):
             graph=graph,
             require_span=True,
             max_tokens=self.params.max_tokens,
+            errors=errors,
         )
         records: list[Derived] = []
         deleted = [rid(namespace, "llm", n) for n in before if n not in graph.nodes]

@@ -4,9 +4,11 @@ or episode by episode (llm tier).
 The heuristic tier writes a whole batch's records and done marks in one transaction. The
 llm tier writes each episode's in its own transaction, so an episode whose model answer
 cannot be read (or whose call fails) is marked failed, the in-memory graph is reloaded
-from the store, and nothing of that episode half-applies. Vectors of new object names
-and theses are computed here, into the store's embedding cache, so a search does not
-wait for them.
+from the store, and nothing of that episode half-applies. A failed replacement step
+(appendix B) is the exception: the episode's extraction is written, and the episode is
+marked failed so that ``memstrata retry`` runs it again (nothing is added twice).
+Vectors of new object names and theses are computed here, into the store's embedding
+cache, so a search does not wait for them.
 """
 
 from __future__ import annotations
@@ -110,6 +112,8 @@ class PersonalAIBuilder(Builder[MemorizeParams]):
                 await mem.llm(ep, llm)
                 await asyncio.to_thread(_embed_new, graph, graph.dirty())
                 await asyncio.to_thread(graph.flush, (self.name, [ep.key]))
+                if mem.stage_errors:  # written, and queued again for the failed stage
+                    failed[ep.id] = "extraction kept; " + "; ".join(mem.stage_errors)
             except (LLMError, ValueError) as exc:
                 failed[ep.id] = f"{type(exc).__name__}: {exc}"
                 cache.forget(namespace)

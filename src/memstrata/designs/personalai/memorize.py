@@ -37,6 +37,7 @@ from memstrata.designs.personalai.prompts import (
     replace_triplets,
 )
 from memstrata.llm.base import LLMClient
+from memstrata.llm.types import LLMError
 from memstrata.models import Entity, Episode, Fact, Span, Thesis
 
 STAGE = "personalai."
@@ -73,6 +74,8 @@ class Memorizer:
         self.graph = graph
         self.params = params or MemorizeParams()
         self.replaced: int = 0
+        #: replacement stages that failed: the extraction stands, the episode is retried
+        self.stage_errors: list[str] = []
 
     # records ----------------------------------------------------------------------------
     def object(self, name: str, span: Span) -> Entity:
@@ -167,8 +170,11 @@ class Memorizer:
 
     # llm tier ---------------------------------------------------------------------------
     async def llm(self, ep: Episode, llm: LLMClient) -> None:
-        """Appendix A extraction, then the outdated-knowledge step; raises on a bad answer
-        before anything is added, so a failed episode leaves the graph as it was."""
+        """Appendix A extraction, then the outdated-knowledge step. A bad extraction
+        answer raises before anything is added, so a failed episode leaves the graph as it
+        was; a failed replacement step keeps the extraction and is noted in
+        ``stage_errors`` (rerunning the episode adds nothing twice: records are keyed by
+        their text and spans are not repeated)."""
         p = self.params
         theses = await ask(
             llm, extract_theses(ep.text, p.output), Theses, p.output, STAGE + "theses", p.max_tokens
@@ -278,9 +284,12 @@ class Memorizer:
         new_by = {text_key(label(r)): r for r in new}
         make = replace_theses if what == "theses" else replace_triplets
         prompt = make([label(r) for r in old], [label(r) for r in new], p.output)
-        answer = await ask(
-            llm, prompt, Replacements, p.output, STAGE + f"replace_{what}", p.max_tokens
-        )
+        stage = STAGE + f"replace_{what}"
+        try:
+            answer = await ask(llm, prompt, Replacements, p.output, stage, p.max_tokens)
+        except LLMError as exc:
+            self.stage_errors.append(f"{stage}: {type(exc).__name__}: {exc}")
+            return
         for rep in answer.replacements:
             was, now = old_by.get(text_key(rep.outdated)), new_by.get(text_key(rep.new))
             if was is not None and now is not None and was.invalid_at is None:

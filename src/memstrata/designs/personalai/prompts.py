@@ -247,7 +247,7 @@ def _theses_lines(text: str) -> dict[str, object]:
             continue
         nodes = _literal_list(m.group(2))
         items.append({"thesis": m.group(1).strip().strip('"'), "nodes": nodes})
-    if not items and text.strip() not in ("", "[]"):
+    if not items and not _says_none(text):
         raise ValueError("no 'thesis, [nodes]' line")
     return {"theses": items}
 
@@ -259,7 +259,7 @@ def _triplets_lines(text: str) -> dict[str, object]:
         fields = [f for f in fields if f]
         if len(fields) == 3:
             items.append(dict(zip(("subject", "relation", "object"), fields, strict=True)))
-    if not items and text.strip() not in ("", "[]"):
+    if not items and not _says_none(text):
         raise ValueError("no 'subject, relation, object' triplet")
     return {"triplets": items}
 
@@ -270,9 +270,15 @@ def _replacements_lines(text: str) -> dict[str, object]:
         out.append({"new": m.group(1).strip(" ,'"), "outdated": m.group(2).strip(" ,'")})
     for m in re.finditer(r"\[?\s*\"?([^\[\]\"]+?)\"?\s*->\s*\"?([^\[\]\"]+?)\"?\s*\]", text):
         out.append({"outdated": m.group(1).strip(" ,'"), "new": m.group(2).strip(" ,'")})
-    if not out and not re.fullmatch(r"\[\s*\]\.?|", text.strip()):
+    if not out and not _says_none(text):
         raise ValueError("no 'new <- old' or 'old -> new' pair and not []")
     return {"replacements": out}
+
+
+def _says_none(text: str) -> bool:
+    """An empty answer: nothing, or an empty list with or without a remark after it
+    ("[]. Nothing to replace here.", as the paper's examples answer)."""
+    return re.match(r"\s*(\[\s*\]|$)", text) is not None
 
 
 def _entities_lines(text: str) -> dict[str, object]:
@@ -318,4 +324,8 @@ async def ask(
         answer = await llm.structured(messages, model, stage=stage, max_tokens=max_tokens)
         assert isinstance(answer, model)
         return answer
-    return parse(await llm.text(messages, stage=stage, max_tokens=max_tokens), model)
+    answer = await llm.read(
+        messages, lambda text: parse(text, model), stage=stage, max_tokens=max_tokens
+    )
+    assert isinstance(answer, model)
+    return answer
