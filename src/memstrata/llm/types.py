@@ -35,6 +35,7 @@ class Completion:
     prompt_tokens: int
     completion_tokens: int
     model: str
+    finish_reason: str | None = None
 
 
 class LLMCallRecord(BaseModel):
