@@ -365,7 +365,7 @@ def test_config_kind_chaos_wraps_openai() -> None:
                 try:
                     return [await client.structured(PROMPT, Meeting, stage="cfg") for _ in range(3)]
                 finally:
-                    await backend.inner.aclose()  # type: ignore[attr-defined]
+                    await backend.aclose()
 
             assert [m.mood for m in asyncio.run(three())] == ["calm"] * 3
         assert backend.injected.total() == 3 and backend.sent == 3

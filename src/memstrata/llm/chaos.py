@@ -29,7 +29,6 @@ TEXT_FAULTS = frozenset("prose truncated length empty slow timeout".split())
 _PROSE = (
     ("Sure! Here is the JSON:\n", "\nHope this helps."),
     ("Of course. ", "\n\nLet me know if you need anything else!"),
-    ("Here you go:\n\n", "\n\nNote: I followed the schema."),
 )
 
 # A place in the parsed reply: ``holder[key]`` is the value, ``schema`` describes it.
@@ -112,6 +111,12 @@ class ChaosBackend:
         self.sent += 1
         return damaged
 
+    async def aclose(self) -> None:
+        """Close the inner backend's connections, if it keeps any."""
+        close = getattr(self.inner, "aclose", None)
+        if close is not None:
+            await close()
+
     def _damage(self, done: Completion, schema: dict[str, Any]) -> tuple[str | None, Completion]:
         """Pick a fault for this reply (or none) and apply it."""
         if self._rng.random() >= self.rate:
@@ -133,7 +138,7 @@ class ChaosBackend:
         if fault == "fence":
             return fault, replace(done, text=f"```json\n{text}\n```")
         if fault in ("truncated", "length"):
-            tail = min(len(text) - 1, max(1, len(text) // 10))
+            tail = rng.randint(1, min(len(text) - 1, max(1, len(text) // 10)))  # last tenth
             cut = rng.randrange(1, len(text)) if fault == "truncated" else len(text) - tail
             return fault, replace(done, text=text[:cut], finish_reason="length")
         if fault == "empty":
@@ -238,10 +243,6 @@ def _perturb(item: Any, n: int) -> Any:
     if isinstance(item, str):
         return f"{item} {n}"
     if isinstance(item, dict):
-        out = dict(item)
-        for k, v in out.items():
-            if isinstance(v, str):
-                out[k] = f"{v} {n}"
-                break
-        return out
+        key = next((k for k, v in item.items() if isinstance(v, str)), None)
+        return item if key is None else {**item, key: f"{item[key]} {n}"}
     return item
