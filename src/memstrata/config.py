@@ -18,7 +18,15 @@ from difflib import get_close_matches
 from pathlib import Path
 from typing import Any, Literal, Union, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from memstrata.engine.recipe import Recipe
 from memstrata.errors import ConfigError
@@ -42,10 +50,41 @@ class EmbedderConfig(_Section):
     dim: int | None = None
 
 
-class LLMConfig(_Section):
-    """``kind = "none"`` keeps everything on the LLM-free heuristic tier."""
+class ChaosConfig(_Section):
+    """``[llm.chaos]``: damage a share of the replies of the ``inner`` backend (configured
+    by the rest of ``[llm]``), to test how the library copes with a bad model or server.
+    See ``memstrata.llm.chaos``."""
 
-    kind: Literal["none", "openai", "gguf"] = "none"
+    inner: Literal["openai", "gguf"] = "openai"
+    seed: int = 0
+    rate: float = Field(default=0.3, ge=0.0, le=1.0, description="share of damaged replies")
+    faults: list[str] | None = Field(
+        default=None, description="fault names to draw from; default: all of them"
+    )
+    slow_s: float = Field(default=0.05, ge=0.0, description="delay of a 'slow' reply")
+    timeout_s: float = Field(default=0.1, ge=0.0, description="wait before a 'timeout' fault")
+
+    @field_validator("faults", mode="before")
+    @classmethod
+    def _split(cls, value: Any) -> Any:
+        """``MEMSTRATA_LLM__CHAOS__FAULTS=prose,fence`` gives a comma-separated string."""
+        if isinstance(value, str):
+            return [part.strip() for part in value.split(",") if part.strip()]
+        return value
+
+    @field_validator("faults")
+    @classmethod
+    def _known(cls, value: list[str] | None) -> list[str] | None:
+        from memstrata.llm.chaos import check_faults
+
+        return None if value is None else list(check_faults(value))
+
+
+class LLMConfig(_Section):
+    """``kind = "none"`` keeps everything on the LLM-free heuristic tier; ``chaos`` wraps
+    the backend named by ``chaos.inner`` in fault injection."""
+
+    kind: Literal["none", "openai", "gguf", "chaos"] = "none"
     base_url: str | None = None
     model: str | None = None
     api_key: SecretStr | None = None
@@ -60,6 +99,9 @@ class LLMConfig(_Section):
     max_retries: int = 2
     concurrency: int = 4
     timeout_s: float = 120.0
+    chaos: ChaosConfig | None = Field(
+        default=None, description="kind 'chaos' only; default: every fault at rate 0.3"
+    )
 
 
 class Budgets(_Section):
@@ -272,7 +314,9 @@ def _unwrap(tp: Any) -> Any:
 def _set(data: dict[str, Any], path: list[str], value: Any) -> None:
     node = data
     for part in path[:-1]:
-        nxt = node.setdefault(part, {})
+        if node.get(part) is None:  # an unset optional section ([llm.chaos], [eval.judge])
+            node[part] = {}
+        nxt = node[part]
         if not isinstance(nxt, dict):
             raise ConfigError(f"configuration key {'.'.join(path)} conflicts with {part}")
         node = nxt

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from memstrata.config import Config
+from memstrata.config import ChaosConfig, Config, LLMConfig
 from memstrata.embed.base import Embedder
 from memstrata.errors import ConfigError
 from memstrata.llm import LLMClient, ResponseCache, make_backend
@@ -35,18 +35,19 @@ def make_llm(config: Config, store: Store, namespace: str | None = None) -> LLMC
     cfg = config.llm
     if cfg.kind == "none":
         return None
-    options: dict[str, Any]
-    if cfg.kind == "openai":
-        if not (cfg.base_url and cfg.model):
-            raise ConfigError("llm kind 'openai' needs base_url and model")
-        options = {
-            "base_url": cfg.base_url,
-            "model": cfg.model,
-            "api_key": cfg.api_key.get_secret_value() if cfg.api_key else None,
-            "timeout": cfg.timeout_s,
-        }
+    if cfg.kind == "chaos":
+        chaos = cfg.chaos or ChaosConfig()
+        options = chaos.model_dump(exclude={"inner"})
+        try:
+            backend = make_backend(
+                "chaos",
+                inner=make_backend(chaos.inner, **_backend_options(cfg, chaos.inner)),
+                **options,
+            )
+        except ValueError as exc:
+            raise ConfigError(f"llm kind 'chaos': {exc}") from exc
     else:
-        options = {"model_path": cfg.model_path, "n_threads": cfg.threads}
+        backend = make_backend(cfg.kind, **_backend_options(cfg, cfg.kind))
     cache = None
     store_path = store.url.removeprefix("sqlite:///")
     if cfg.cache_dir:
@@ -56,13 +57,27 @@ def make_llm(config: Config, store: Store, namespace: str | None = None) -> LLMC
     elif store_path != ":memory:":
         cache = ResponseCache(store_path + ".llm-cache")
     return LLMClient(
-        make_backend(cfg.kind, **options),
+        backend,
         cache=cache,
         usage=store,
         max_retries=cfg.max_retries,
         namespace=namespace,
         concurrency=cfg.concurrency,
     )
+
+
+def _backend_options(cfg: LLMConfig, kind: str) -> dict[str, Any]:
+    """Constructor options of the ``openai`` or ``gguf`` backend from ``[llm]``."""
+    if kind == "openai":
+        if not (cfg.base_url and cfg.model):
+            raise ConfigError("llm kind 'openai' needs base_url and model")
+        return {
+            "base_url": cfg.base_url,
+            "model": cfg.model,
+            "api_key": cfg.api_key.get_secret_value() if cfg.api_key else None,
+            "timeout": cfg.timeout_s,
+        }
+    return {"model_path": cfg.model_path, "n_threads": cfg.threads}
 
 
 _EMBEDDERS: dict[str, Embedder] = {}

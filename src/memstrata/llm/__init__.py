@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from memstrata.llm.base import LLMBackend, LLMClient, request_hash
 from memstrata.llm.cache import ResponseCache
+from memstrata.llm.chaos import FAULTS, ChaosBackend
 from memstrata.llm.gguf import GGUFBackend, find_smollm2_gguf
 from memstrata.llm.schema import bounded_json_schema, parse_structured, repair_json
 from memstrata.llm.scripted import ScriptedBackend, ScriptExhaustedError
@@ -36,7 +37,7 @@ from memstrata.llm.types import (
 if TYPE_CHECKING:
     from memstrata.llm.openai_http import OpenAICompatibleBackend
 
-BACKEND_KINDS = ("openai", "gguf", "scripted")
+BACKEND_KINDS = ("openai", "gguf", "scripted", "chaos")
 
 
 def __getattr__(name: str) -> Any:
@@ -49,7 +50,17 @@ def __getattr__(name: str) -> Any:
 
 def make_backend(kind: str, **options: Any) -> LLMBackend:
     """Build a backend from config: ``openai`` (base_url, model, api_key, timeout),
-    ``gguf`` (model_path, n_ctx, n_threads, seed) or ``scripted`` (responses)."""
+    ``gguf`` (model_path, n_ctx, n_threads, seed), ``scripted`` (responses) or ``chaos``
+    (inner: a backend, or a kind built with ``inner_options``; seed, rate, faults,
+    slow_s, timeout_s)."""
+    if kind == "chaos":
+        inner = options.pop("inner")
+        inner_options = options.pop("inner_options", None) or {}
+        if isinstance(inner, str):
+            if inner == "chaos":
+                raise ValueError("a chaos backend cannot wrap another chaos backend")
+            inner = make_backend(inner, **inner_options)
+        return ChaosBackend(inner, **options)
     if kind == "openai":
         from memstrata.llm.openai_http import OpenAICompatibleBackend
 
@@ -63,6 +74,8 @@ def make_backend(kind: str, **options: Any) -> LLMBackend:
 
 __all__ = [
     "BACKEND_KINDS",
+    "FAULTS",
+    "ChaosBackend",
     "Completion",
     "GGUFBackend",
     "LLMBackend",

@@ -9,8 +9,11 @@ that form once and for all.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 from typing import Any, Literal
 
 import httpx
@@ -47,8 +50,11 @@ class OpenAICompatibleBackend:
         timeout: float = 60.0,
         transport: httpx.AsyncBaseTransport | None = None,
         structured_format: StructuredFormat = "auto",
+        retry_after_cap: float = 5.0,
     ) -> None:
         self.base_url = base_url.rstrip("/")
+        #: longest wait a 429 or 503's ``Retry-After`` buys before the error is raised
+        self.retry_after_cap = retry_after_cap
         self.model = model
         self.timeout = timeout
         self.structured_format = structured_format
@@ -169,17 +175,29 @@ class OpenAICompatibleBackend:
             ) from exc
 
     async def _post(self, payload: dict[str, Any]) -> httpx.Response:
+        """One POST; transport failures (a timeout, a refused or dropped connection) become
+        retryable errors. A 429 or 503 that names a ``Retry-After`` is waited out here, up
+        to ``retry_after_cap``, because the client's own backoff knows nothing of it."""
         url = f"{self.base_url}/chat/completions"
         try:
-            return await self._clients.get().post("/chat/completions", json=payload)
+            response = await self._clients.get().post("/chat/completions", json=payload)
         except httpx.TimeoutException as exc:
             raise LLMBackendError(
                 self._redact(f"timeout calling {url}: {exc!r}"), retryable=True
             ) from exc
         except httpx.TransportError as exc:
+            # ConnectError: nobody answered; anything else (RemoteProtocolError, ReadError):
+            # the server dropped the connection before a full reply
+            what = "cannot reach" if isinstance(exc, httpx.ConnectError) else "connection lost to"
             raise LLMBackendError(
-                self._redact(f"cannot reach {url}: {type(exc).__name__}: {exc}"), retryable=True
+                self._redact(f"{what} {url}: {type(exc).__name__}: {exc}"), retryable=True
             ) from exc
+        if response.status_code in (429, 503):
+            wait = retry_after(response.headers.get("Retry-After"), self.retry_after_cap)
+            if wait > 0:
+                logger.info("%s asks to retry after %.1fs", self, wait)
+                await asyncio.sleep(wait)
+        return response
 
     def _redact(self, text: str) -> str:
         return text.replace(self._api_key, "***") if self._api_key else text
@@ -215,3 +233,21 @@ def _finish_reason(data: dict[str, Any]) -> str | None:
     choices = data.get("choices") or [{}]
     reason = choices[0].get("finish_reason") if isinstance(choices[0], dict) else None
     return str(reason) if reason else None
+
+
+def retry_after(value: str | None, cap: float) -> float:
+    """Seconds a ``Retry-After`` header asks for (delta seconds or an HTTP date), clamped
+    to ``[0, cap]``; 0 when absent or unreadable."""
+    if not value:
+        return 0.0
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            when = parsedate_to_datetime(value)
+        except (TypeError, ValueError):
+            return 0.0
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=UTC)
+        seconds = (when - datetime.now(UTC)).total_seconds()
+    return min(max(seconds, 0.0), cap) if seconds == seconds else 0.0  # NaN -> 0

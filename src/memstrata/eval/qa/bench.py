@@ -40,7 +40,11 @@ def store_key(config: Config, fmt: str, data_hash: str) -> str:
     parts = {
         "version": __version__,
         "embedder": config.embedder.model_dump(mode="json", exclude={"api_key"}),
-        "llm": config.llm.model_dump(mode="json", exclude={"api_key", "cache_dir"}),
+        # an unset chaos section stays out, so keys made before it existed still match
+        "llm": config.llm.model_dump(
+            mode="json",
+            exclude={"api_key", "cache_dir"} | ({"chaos"} if config.llm.chaos is None else set()),
+        ),
         "recipes": {k: v.model_dump(mode="json") for k, v in config.recipes.items()},
     }
     return f"{fmt}-{data_hash[:12]}-{digest(parts)[:10]}"
