@@ -72,11 +72,14 @@ class AsyncMemory(EpisodeWriter):
     @property
     def llm(self) -> LLMClient | None:
         """The configured LLM client (None without one), built on first use; its calls are
-        accounted in the store and shown by :meth:`stats`."""
+        accounted in the store. Assign a client to use a backend no config names."""
         if not self._llm_made:
-            self._llm = make_llm(self.config, self.store)
-            self._llm_made = True
+            self.llm = make_llm(self.config, self.store)
         return self._llm
+
+    @llm.setter
+    def llm(self, client: LLMClient | None) -> None:
+        self._llm, self._llm_made = client, True
 
     @classmethod
     def open(
@@ -260,13 +263,11 @@ class AsyncMemory(EpisodeWriter):
         return self.worker.start(recipe)
 
     def request_stop(self) -> None:
-        """Ask a running worker (:meth:`work` or the background one) to stop after its
-        current batch, even in the middle of a namespace (safe from a signal handler)."""
+        """Stop a running worker after its current batch (safe from a signal handler)."""
         self.worker.stop.set()
 
     async def stop_worker(self) -> WorkerReport | None:
-        """Stop the background worker after its current batch; its report, or None."""
-        return await self.worker.halt()
+        return await self.worker.halt()  # after its current batch; its report, or None
 
     # reading ----------------------------------------------------------------------------
     async def search(self, query: str, **kwargs: Any) -> SearchResult:
