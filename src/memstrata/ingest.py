@@ -51,6 +51,14 @@ def prepare_episode(item: EpisodeLike, config: Config) -> PreparedEpisode:
             f"episode {ep.id or ''} text is not valid Unicode ({exc.reason} at position "
             f"{exc.start})"
         ) from exc
+    for field in ("id", "speaker", "role", "session"):
+        value = getattr(ep, field)
+        if value is not None and not _encodable(value):
+            raise InvalidInputError(f"episode {field} {value!r} is not valid Unicode")
+    if ep.id is not None and not ep.id.strip():
+        raise InvalidInputError(
+            f"episode id {ep.id!r} is empty; give an id, or leave it out for a generated one"
+        )
     external_id = ep.id or uuid.uuid4().hex
     metadata = dict(ep.metadata)
     return PreparedEpisode(
@@ -93,6 +101,15 @@ def episode_fields(item: Mapping[Any, Any]) -> tuple[dict[str, Any], dict[str, s
             raw["occurred_at"] = at
             written["occurred_at"] = "at"
     return raw, written
+
+
+def _encodable(value: str) -> bool:
+    """Whether ``value`` can be stored as UTF-8 (no lone surrogates)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def decode_utf8(data: bytes) -> str:

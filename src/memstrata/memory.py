@@ -41,6 +41,7 @@ from memstrata.opening import Opening
 from memstrata.reading import read_document
 from memstrata.retrieval.context import fit_to_budget
 from memstrata.store import AddReport, SearchFilters, Store, open_store
+from memstrata.store.base import check_namespace
 from memstrata.updates import EpisodeWriter
 
 Progress = Callable[[int], None]
@@ -133,7 +134,10 @@ class AsyncMemory(EpisodeWriter):
         await asyncio.to_thread(self.store.close)
 
     def _ns(self, namespace: str | None) -> str:
-        return namespace or self.config.namespace
+        """The namespace a verb works in: the given one, or the configured default when
+        None; a name that cannot be one (empty, not a string, control characters) is an
+        :class:`InvalidInputError`, never replaced by the default."""
+        return check_namespace(self.config.namespace if namespace is None else namespace)
 
     async def _known(self, namespace: str) -> str:
         if not await asyncio.to_thread(self.store.has_namespace, namespace):
@@ -341,7 +345,7 @@ class AsyncMemory(EpisodeWriter):
     async def stats(self, namespace: str | None = None) -> dict[str, Any]:
         """Counts per namespace, build queue per builder, LLM usage per stage, file size."""
         if namespace is not None:
-            await self._known(namespace)
+            await self._known(check_namespace(namespace))
         data = await asyncio.to_thread(self.engine.stats, namespace, self.config.recipe)
         return {"embedder": self.embedder.model_id, "build_mode": self.config.build_mode, **data}
 

@@ -304,7 +304,7 @@ def show(
     facts and source episodes, ..."""
     with errors():
         cfg = load_config(config)
-        ns = namespace or cfg.namespace
+        ns = cfg.namespace if namespace is None else namespace
 
         async def run() -> Any:
             memory = await open_memory(cfg, db)

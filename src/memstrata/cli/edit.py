@@ -132,7 +132,7 @@ def history(
     """The versions of an episode, oldest first: those updates replaced, then the current one."""
     with errors(as_json=as_json):
         cfg = load_config(config)
-        ns = namespace or cfg.namespace
+        ns = cfg.namespace if namespace is None else namespace
 
         async def run() -> tuple[list[Any], Episode | None]:
             memory = await open_memory(cfg, db)

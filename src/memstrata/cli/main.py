@@ -34,7 +34,7 @@ from memstrata.errors import InvalidInputError, MemstrataError
 from memstrata.importers import jsonl
 from memstrata.memory import prepare_episode
 from memstrata.store import PreparedEpisode
-from memstrata.store.base import DeleteReport
+from memstrata.store.base import DeleteReport, check_namespace
 
 
 @app.command("import")
@@ -115,6 +115,8 @@ async def _import(
 
     The file is read and checked before the store is opened, so a file that holds no
     episodes at all is an error that leaves no store behind."""
+    if namespace is not None:
+        check_namespace(namespace)  # before anything is read or created
     bad: list[tuple[int, str]] = []
     conflicts: list[tuple[str, str]] = []
     lines_of: dict[str, list[int]] = {}  # JSONL: the lines each id is on
@@ -126,7 +128,7 @@ async def _import(
             ns = conv.namespace if namespace is None else f"{namespace}/{conv.namespace}"
             batches[ns] = [prepare_episode(t, cfg) for t in conv.turns]
     else:
-        ns = namespace or cfg.namespace
+        ns = cfg.namespace if namespace is None else namespace
         items: list[PreparedEpisode] = []
         for line, parsed in jsonl.read(file):
             if isinstance(parsed, jsonl.BadLine):
@@ -228,7 +230,7 @@ def search(
         if (query is None) == (queries is None):
             raise InvalidInputError("give either a QUERY or --queries FILE")
         cfg = load_config(config)
-        jobs = _query_jobs(query, queries, namespace or cfg.namespace)
+        jobs = _query_jobs(query, queries, cfg.namespace if namespace is None else namespace)
         asyncio.run(_search(cfg, db, jobs, k, recipe, as_json, explain))
 
 
@@ -242,13 +244,16 @@ def _query_jobs(query: str | None, path: Path | None, namespace: str) -> list[di
             continue
         try:
             obj = json.loads(raw.decode("utf-8"))
+            ns = obj.get("namespace")
             jobs.append(
                 {
                     "id": str(obj.get("id", line)),
                     "query": str(obj["query"]),
-                    "namespace": str(obj.get("namespace") or namespace),
+                    "namespace": check_namespace(namespace if ns is None else ns),
                 }
             )
+        except InvalidInputError as exc:
+            raise InvalidInputError(f"{path} line {line}: {exc}") from exc
         except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError) as exc:
             raise MemstrataError(f"{path} line {line}: not a query object ({exc})") from exc
     return jobs

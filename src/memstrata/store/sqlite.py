@@ -33,6 +33,7 @@ from memstrata.store.base import (
     PreparedEpisode,
     RemovedEpisode,
     Store,
+    check_namespace,
     same_episode,
 )
 from memstrata.store.sqlite_builds import BuildBookkeeping
@@ -187,8 +188,9 @@ class SQLiteStore(BuildBookkeeping, DerivedRecords, SearchPrimitives, EpisodeUpd
             self._seen_version = version
 
     def _create_ns(self, namespace: str) -> int:
-        """The namespace's id, creating it (inside the caller's write transaction)."""
-        ns_id = self._ns_id(namespace, create=True)
+        """The namespace's id, creating it (inside the caller's write transaction); a name
+        :func:`check_namespace` refuses is never written."""
+        ns_id = self._ns_id(check_namespace(namespace), create=True)
         assert ns_id is not None
         return ns_id
 
