@@ -134,9 +134,7 @@ class AsyncMemory(EpisodeWriter):
         await asyncio.to_thread(self.store.close)
 
     def _ns(self, namespace: str | None) -> str:
-        """The namespace a verb works in: the given one, or the configured default when
-        None; a name that cannot be one (empty, not a string, control characters) is an
-        :class:`InvalidInputError`, never replaced by the default."""
+        """The given namespace (checked: "" is an error, not the default) or the default."""
         return check_namespace(self.config.namespace if namespace is None else namespace)
 
     async def _known(self, namespace: str) -> str:
@@ -262,8 +260,7 @@ class AsyncMemory(EpisodeWriter):
         )
 
     def start_worker(self, *, recipe: str | None = None) -> asyncio.Task[WorkerReport]:
-        """Run the queue worker as a background task of the running loop until
-        :meth:`stop_worker` or :meth:`close`."""
+        """Run the queue worker in the background until :meth:`stop_worker` or close."""
         return self.worker.start(recipe)
 
     def request_stop(self) -> None:
@@ -275,8 +272,7 @@ class AsyncMemory(EpisodeWriter):
 
     # reading ----------------------------------------------------------------------------
     async def search(self, query: str, **kwargs: Any) -> SearchResult:
-        """Best hits for ``query`` with their sources, fitted to the token budget. Takes
-        the keywords of :meth:`search_many`."""
+        """Best hits for ``query``, fitted to the token budget (see :meth:`search_many`)."""
         return (await self.search_many([query], **kwargs))[0]
 
     async def search_many(
@@ -316,8 +312,8 @@ class AsyncMemory(EpisodeWriter):
         ]
 
     async def ask(self, question: str, **kwargs: Any) -> Answer:
-        """Search, then answer from the hits with the recipe's answerer (cites episode
-        ids; abstains when the hits do not hold the answer). Takes search's keywords."""
+        """Answer from a search's hits with the recipe's answerer (cites episode ids, or
+        abstains); takes search's keywords."""
         result = await self.search(question, **kwargs)
         recipe = kwargs.get("recipe") or self.config.recipe
         return await self.engine.answer(result.namespace, question, result.hits, recipe)
