@@ -99,6 +99,16 @@ class LLMConfig(_Section):
     max_retries: int = 2
     concurrency: int = 4
     timeout_s: float = 120.0
+    max_tokens: int | None = Field(
+        default=None,
+        gt=0,
+        description="a ceiling on every call's completion budget (each stage has its own)",
+    )
+    structured: Literal["auto", "json_schema", "json_object", "none"] = Field(
+        default="auto",
+        description="openai: how the JSON schema is sent (response_format json_schema, "
+        "json_object, auto: the first the server takes, none: only the prompt asks for JSON)",
+    )
     chaos: ChaosConfig | None = Field(
         default=None, description="kind 'chaos' only; default: every fault at rate 0.3"
     )

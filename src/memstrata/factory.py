@@ -63,6 +63,7 @@ def make_llm(config: Config, store: Store, namespace: str | None = None) -> LLMC
         max_retries=cfg.max_retries,
         namespace=namespace,
         concurrency=cfg.concurrency,
+        max_tokens=cfg.max_tokens,
     )
 
 
@@ -76,6 +77,7 @@ def _backend_options(cfg: LLMConfig, kind: str) -> dict[str, Any]:
             "model": cfg.model,
             "api_key": cfg.api_key.get_secret_value() if cfg.api_key else None,
             "timeout": cfg.timeout_s,
+            "structured_format": cfg.structured,
         }
     return {"model_path": cfg.model_path, "n_threads": cfg.threads}
 

@@ -76,6 +76,7 @@ def bench_chaos(
                         seed=seed,
                         rate=rate,
                         faults=fault_list,
+                        max_tokens=cfg.llm.max_tokens,
                     )
                 )
                 row["seed"] = seed

@@ -42,6 +42,7 @@ async def run_design(
     seed: int = 0,
     rate: float = 0.5,
     faults: Sequence[str] | None = None,
+    max_tokens: int | None = None,
 ) -> dict[str, Any]:
     """One design through the chaos backend; the figures as a dict (see the module)."""
     chaos = ChaosBackend(inner, seed=seed, rate=rate, faults=faults, timeout_s=0.01)
@@ -51,7 +52,7 @@ async def run_design(
     config = Config.load(recipe=recipe, namespace=NAMESPACE, **small)
     memory = await AsyncMemory.open(path, config=config, embedder=embedder)
     try:
-        memory.llm = LLMClient(chaos, usage=memory.store, backoff=0.0)
+        memory.llm = LLMClient(chaos, usage=memory.store, backoff=0.0, max_tokens=max_tokens)
         await memory.add_many(list(turns))
         reports = await memory.build(tier="llm")
         after_chaos = await _episodes(memory, recipe)

@@ -145,6 +145,7 @@ class LLMClient:
         concurrency: int = 4,
         backoff: float = 0.5,
         output_retries: int = 1,
+        max_tokens: int | None = None,
     ) -> None:
         if max_retries < 0 or output_retries < 0:
             raise ValueError("max_retries and output_retries must be >= 0")
@@ -158,6 +159,8 @@ class LLMClient:
         self.concurrency = concurrency
         self.backoff = backoff
         self.output_retries = output_retries
+        #: a ceiling on every call's completion budget (a slow model, a cost limit)
+        self.max_tokens = max_tokens
         self._semaphore = LoopLocal(lambda: asyncio.Semaphore(concurrency))
 
     def scoped(self, *, namespace: str | None = None, usage: UsageSink | None = None) -> LLMClient:
@@ -294,6 +297,8 @@ class LLMClient:
         tally: _Tally | None = None,
     ) -> R:
         started = time.perf_counter()
+        if self.max_tokens is not None:
+            max_tokens = min(max_tokens, self.max_tokens)
         key = request_hash(self.backend, messages, schema, max_tokens, temperature)
         tally = tally or _Tally()
         cached = False

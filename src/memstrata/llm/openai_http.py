@@ -30,7 +30,10 @@ from memstrata.llm.types import Completion, LLMBackendError, Message
 
 _BODY_EXCERPT = 300
 
-StructuredFormat = Literal["auto", "json_schema", "json_object"]
+#: how a JSON schema is sent: OpenAI's ``json_schema``, the older ``json_object`` form,
+#: ``auto`` (the first, then the second if the server refuses it), or ``none`` (not at
+#: all: the prompt alone asks for JSON, as with a server that enforces no schema)
+StructuredFormat = Literal["auto", "json_schema", "json_object", "none"]
 
 logger = logging.getLogger("memstrata.llm")
 
@@ -93,7 +96,7 @@ class OpenAICompatibleBackend:
             "temperature": temperature,
             "stream": False,
         }
-        if json_schema is not None:
+        if json_schema is not None and self.structured_format != "none":
             payload["response_format"] = _response_format(json_schema, self._format)
         response = await self._post(payload)
         if (
