@@ -518,7 +518,7 @@ def showload_config(
 
 
 # The other commands register themselves on ``app`` when imported.
-from memstrata.cli import bench, bench_qa, build, demo, edit, read  # noqa: E402, F401
+from memstrata.cli import bench, bench_faults, bench_qa, build, demo, edit, read  # noqa: E402, F401
 
 
 def main() -> None:  # pragma: no cover
