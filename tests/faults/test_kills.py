@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import random
 import socket
-import sys
 
 import pytest
 
@@ -93,4 +92,3 @@ def test_a_delete_killed_between_its_transaction_and_its_repairs(harness: Harnes
     assert harness.finish("delete", "", db, cmd) == []
     findings, design = harness.check("delete", "", db, cmd)
     assert findings.ok and design == [], (findings.problems(), design)
-    assert sys.executable  # the children ran this interpreter
