@@ -528,7 +528,16 @@ def showload_config(
 
 
 # The other commands register themselves on ``app`` when imported.
-from memstrata.cli import bench, bench_chaos, bench_qa, build, demo, edit, read  # noqa: E402, F401
+from memstrata.cli import (  # noqa: E402, F401
+    bench,
+    bench_chaos,
+    bench_faults,
+    bench_qa,
+    build,
+    demo,
+    edit,
+    read,
+)
 
 
 def main() -> None:  # pragma: no cover
