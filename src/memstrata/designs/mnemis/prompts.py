@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal, TypeVar
 from pydantic import BaseModel, Field, create_model
 
 from memstrata.llm.base import LLMClient
-from memstrata.llm.fence import fence, noted
+from memstrata.llm.fence import FENCE_NOTE, fence
 from memstrata.llm.types import Message
 
 # answers ------------------------------------------------------------------------------
@@ -166,8 +166,13 @@ def _max_items(info: Any) -> int | None:
 
 
 def _msgs(system: str, user: str) -> list[Message]:
-    """Every Mnemis prompt shows stored text, fenced, so every system prompt says so."""
-    return [Message(role="system", content=noted(system)), Message(role="user", content=user)]
+    """Every Mnemis prompt shows stored text, fenced, so every system prompt says so,
+    first: placed last, the sentence made the bundled 135M model pair an entity with
+    itself in fact extraction."""
+    return [
+        Message(role="system", content=f"{FENCE_NOTE}\n{system}"),
+        Message(role="user", content=user),
+    ]
 
 
 def _listed(items: Sequence[str], sep: str = "\n", empty: str = "(none)") -> str:
