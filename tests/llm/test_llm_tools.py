@@ -24,6 +24,7 @@ from memstrata.llm import (
     ToolCall,
     run_tool_loop,
 )
+from memstrata.llm.fence import fence
 
 LOOKUP = Tool(
     name="lookup",
@@ -71,7 +72,7 @@ def test_json_protocol_calls_a_tool_then_answers() -> None:
     # the second round sees the first call and its result as chat turns
     second = backend.requests[1].messages
     assert second[-2].role == "assistant" and json.loads(second[-2].content)["tool"] == "lookup"
-    assert second[-1].content == "Result of lookup:\nalpha"
+    assert second[-1].content == "Result of lookup:\n" + fence("alpha")
     # one accounting record per round, with its tokens, also returned per round
     assert [r.stage for r in sink.records] == ["t.answer", "t.answer"]
     assert [u["prompt_tokens"] for u in result.usage] == [r.prompt_tokens for r in sink.records]
@@ -125,7 +126,7 @@ def test_native_protocol_sends_tool_messages() -> None:
     wire = backend.tool_requests[1]
     assert wire[-3]["role"] == "assistant" and wire[-3]["tool_calls"][0]["id"] == "c1"
     assert [m["role"] for m in wire[-2:]] == ["tool", "tool"]
-    assert wire[-2] == {"role": "tool", "tool_call_id": "c1", "content": "alpha"}
+    assert wire[-2] == {"role": "tool", "tool_call_id": "c1", "content": fence("alpha")}
     assert len(sink.records) == 2
 
 
@@ -262,4 +263,4 @@ def test_openai_server_native_or_fallback(
         assert [r.mode for r in result.replies] == ["native", "native"]
         assert handler.bodies[0]["tools"][0]["function"]["name"] == "lookup"
         tool_msg = handler.bodies[1]["messages"][-1]
-        assert tool_msg == {"role": "tool", "tool_call_id": "call_1", "content": "alpha"}
+        assert tool_msg == {"role": "tool", "tool_call_id": "call_1", "content": fence("alpha")}

@@ -11,6 +11,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, Field
 
+from memstrata.llm.fence import fence, noted
 from memstrata.llm.types import Message
 
 NO_ANSWER = "NO_ANSWER"
@@ -30,7 +31,7 @@ class Ranking(BaseModel):
 def grounded_answer(question: str, context: Sequence[tuple[str, str]]) -> Prompt:
     """``context``: (source ids, text) per item, best first."""
     listed = "\n".join(f"[{ids}] {text}" for ids, text in context)
-    system = (
+    system = noted(
         "You answer questions from a memory of past conversations and documents. Use only "
         "the memory items given; each starts with the ids of the episodes it comes from in "
         "square brackets.\n"
@@ -41,7 +42,7 @@ def grounded_answer(question: str, context: Sequence[tuple[str, str]]) -> Prompt
         '- "sources" lists the episode ids that support the answer.\n'
         'Reply JSON: {"answer": "...", "sources": ["id", ...]}'
     )
-    user = f"Memory:\n{listed or '(empty)'}\n\nQuestion: {question}"
+    user = f"Memory:\n{fence(listed) if listed else '(empty)'}\n\nQuestion: {question}"
     return [Message(role="system", content=system), Message(role="user", content=user)], (
         GroundedReply
     )
@@ -52,10 +53,12 @@ def rerank(query: str, kind: str, candidates: Sequence[str]) -> Prompt:
     return [
         Message(
             role="system",
-            content=(
+            content=noted(
                 f"Order the {kind} candidates by how much each helps answer the query, most "
                 'helpful first. Reply JSON: {"order": [indexes]}.'
             ),
         ),
-        Message(role="user", content=f"Query: {query}\n<CANDIDATES>\n{listed}\n</CANDIDATES>"),
+        Message(
+            role="user", content=f"Query: {query}\n<CANDIDATES>\n{fence(listed)}\n</CANDIDATES>"
+        ),
     ], Ranking

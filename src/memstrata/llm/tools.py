@@ -12,7 +12,8 @@ Two wire protocols, one interface:
   round, ``{"tool": NAME, "arguments": {...}}``, constrained by a schema (a grammar on
   llama.cpp); ``{"tool": "final", "arguments": {...}}`` ends the loop.
 
-Every round is one client call: one accounting record (stage, prompt and completion
+Tool results are fenced (:mod:`memstrata.llm.fence`) in both protocols: a lookup returns
+stored text. Every round is one client call: one accounting record (stage, prompt and completion
 tokens), and its tokens are also returned in :class:`ToolReply` so a caller can report
 them per round.
 """
@@ -27,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field
 
+from memstrata.llm.fence import FENCE_NOTE, fence
 from memstrata.llm.schema import repair_json
 from memstrata.llm.types import LLMBackendError, LLMOutputError, Message
 
@@ -114,6 +116,7 @@ def json_protocol(tools: list[Tool], final_schema: dict[str, Any] | None) -> str
         '  {"tool": "<tool name>", "arguments": {...}}',
         "or, when you are done, your final answer",
         '  {"tool": "final", "arguments": <the final JSON object>}',
+        "Tool results come fenced. " + FENCE_NOTE,
         "",
         "Tools:",
     ]
@@ -150,7 +153,7 @@ def render_rounds(rounds: list[ToolRound]) -> list[Message]:
         for call, result in zip(r.calls, r.results, strict=True):
             said = {"tool": call.name, "arguments": call.arguments}
             out.append(Message(role="assistant", content=json.dumps(said, ensure_ascii=False)))
-            out.append(Message(role="user", content=f"Result of {call.name}:\n{result}"))
+            out.append(Message(role="user", content=f"Result of {call.name}:\n{fence(result)}"))
     return out
 
 
@@ -193,7 +196,7 @@ def openai_messages(messages: list[Message], rounds: list[ToolRound]) -> list[di
             }
         )
         for call, result in zip(r.calls, r.results, strict=True):
-            out.append({"role": "tool", "tool_call_id": call.id, "content": result})
+            out.append({"role": "tool", "tool_call_id": call.id, "content": fence(result)})
     return out
 
 

@@ -11,6 +11,7 @@ from datetime import datetime, timedelta
 from memstrata.embed.cache import ensure_embedded
 from memstrata.engine.contracts import Context
 from memstrata.llm import LLMClient
+from memstrata.llm.fence import unfence
 from memstrata.llm.scripted import ScriptedBackend
 from memstrata.llm.types import Message
 from memstrata.models import Episode
@@ -89,7 +90,7 @@ class ByFamily(ScriptedBackend):
 
 
 def analysis_reply(messages: list[Message]) -> dict:
-    turn = messages[-1].content.split("Current turn:\n", 1)[1]
+    turn = unfence(messages[-1].content).split("Current turn:\n", 1)[1]
     return {"keywords": ["k"], "tags": ["t"], "context": "c", "dates": [], "fact": f"F {turn}"}
 
 

@@ -10,6 +10,7 @@ from higmem_helpers import NS, ByFamily, add_turns, analysis_reply, llm_ctx
 
 from memstrata.designs.higmem.builder import HiGMemBuilder, HiGMemParams, layer_cache
 from memstrata.designs.higmem.layer import Layers, layer_problems
+from memstrata.llm.fence import unfence
 from memstrata.models import Event, TurnNote
 
 TURNS = [
@@ -22,7 +23,10 @@ def new_event(_messages):  # type: ignore[no-untyped-def]
 
 
 def sheet(messages):  # type: ignore[no-untyped-def]
-    ids = [line.split(" ", 1)[0] for line in messages[-1].content.split("Turns:\n")[1].splitlines()]
+    ids = [
+        line.split(" ", 1)[0]
+        for line in unfence(messages[-1].content).split("Turns:\n")[1].splitlines()
+    ]
     return {
         "summary": f"Sheet over {len(ids)} turns",
         "facts": [{"when": "2023-05-08", "fact": "f", "turns": ids}],
@@ -43,11 +47,11 @@ def test_the_analysis_reads_the_five_earlier_turns_of_the_same_session(store, em
     eps, results, lay = build(store, embedder, backend, turns=turns)
     assert all(not r.failed for r in results)
     asked = backend.asked["analysis"]
-    last = asked[-1][-1].content
+    last = unfence(asked[-1][-1].content)
     earlier = last.split("Earlier turns:\n")[1].split("\n\nCurrent turn:")[0].splitlines()
     assert [line.split(": ", 1)[1] for line in earlier] == [t[2] for t in TURNS[-6:-1]]
     assert "older session" not in last
-    assert "(none: the turn opens the session)" in asked[1][-1].content  # s1's first turn
+    assert "(none: the turn opens the session)" in unfence(asked[1][-1].content)  # s1's first turn
     assert TURNS[-1][2] in last.split("Current turn:")[1]
     note = lay.notes[eps[-1].id]
     assert isinstance(note, TurnNote) and note.keywords == ["k"] and note.context == "c"
@@ -72,7 +76,9 @@ def test_new_event_each_time_the_model_says_so(store, embedder) -> None:
 
 def test_a_turn_joins_several_events_with_links_both_ways(store, embedder) -> None:
     def join(messages):  # type: ignore[no-untyped-def]
-        listed = messages[-1].content.split("Candidate events:\n")[1].split("\n\nNew turn")[0]
+        listed = (
+            unfence(messages[-1].content).split("Candidate events:\n")[1].split("\n\nNew turn")[0]
+        )
         ids = [line.split(":")[0].split(" ")[0] for line in listed.splitlines()]
         return {"events": ids[:2] + ["E99"]} if len(ids) >= 2 else new_event(messages)
 
@@ -99,7 +105,7 @@ def test_refresh_below_tau_and_append_at_or_above(store, embedder) -> None:
     # |E| = 1 and 2 before turns 2 and 3: refreshed; |E| = 3 and 4: appended
     assert len(backend.asked["refresh"]) == 2
     assert event.summary == "Sheet over 3 turns"
-    refreshed = backend.asked["refresh"][-1][-1].content
+    refreshed = unfence(backend.asked["refresh"][-1][-1].content)
     assert all(t[2] in refreshed for t in TURNS[:3])
     assert [f.turns for f in event.facts] == [[e.id for e in eps[:3]], [eps[3].id], [eps[4].id]]
     assert event.facts[-1].text.startswith("F ")  # the appended entry is the analysis' fact

@@ -12,6 +12,7 @@ from memstrata.designs.higmem.answer import HiGMemAnswerer, question_kind
 from memstrata.designs.higmem.builder import HiGMemBuilder
 from memstrata.designs.higmem.prompts import NOT_MENTIONED
 from memstrata.designs.higmem.route import GuidedParams, GuidedRoute
+from memstrata.llm.fence import unfence
 
 TURNS = [
     ("s1", "Evan", "I finally picked up my new Prius from the dealer."),
@@ -24,7 +25,11 @@ QUESTION = "What kind of car does Evan drive?"
 
 
 def one_event(messages):  # type: ignore[no-untyped-def]
-    return {"events": ["E1"]} if "(recent)" in messages[-1].content else {"events": ["NEW_EVENT"]}
+    return (
+        {"events": ["E1"]}
+        if "(recent)" in unfence(messages[-1].content)
+        else {"events": ["NEW_EVENT"]}
+    )
 
 
 def sheet(messages):  # type: ignore[no-untyped-def]
@@ -40,7 +45,7 @@ def built(store, embedder):  # type: ignore[no-untyped-def]
 
 
 def shown_id(messages, text: str) -> str:  # type: ignore[no-untyped-def]
-    for line in messages[-1].content.splitlines():
+    for line in unfence(messages[-1].content).splitlines():
         if text in line:
             return line.strip().split(" ", 1)[0]
     raise AssertionError(f"{text!r} was not shown")
@@ -50,12 +55,14 @@ def test_event_prediction_adds_turns_and_the_filter_keeps_a_subset(store, embedd
     eps = built(store, embedder)
 
     def predict(messages):  # type: ignore[no-untyped-def]
-        assert "Evan bought a new Prius" in messages[-1].content  # the event summary is read
+        assert "Evan bought a new Prius" in unfence(
+            messages[-1].content
+        )  # the event summary is read
         ids = [shown_id(messages, "Prius from the dealer"), shown_id(messages, "any fuel")]
         return {"ids": ids + ["T77"]}
 
     def keep(messages):  # type: ignore[no-untyped-def]
-        assert "Denver" not in messages[-1].content  # T_semantic (1 turn) and T_pred only
+        assert "Denver" not in unfence(messages[-1].content)  # T_semantic (1 turn) and T_pred only
         return {
             "ids": [shown_id(messages, "any fuel"), shown_id(messages, "Prius from the dealer")]
         }
@@ -69,10 +76,10 @@ def test_event_prediction_adds_turns_and_the_filter_keeps_a_subset(store, embedd
     assert [h.id for h in hits] == [eps[2].id, eps[0].id]  # in the filter's order
     for h in hits:  # both came from the event, whatever T_semantic held
         assert [r for r in h.routes if r.startswith("event ")] and h.metadata["events"]
-    listed = backend.asked["filter"][0][-1].content.split("Candidates:\n")[1].splitlines()
+    listed = unfence(backend.asked["filter"][0][-1].content).split("Candidates:\n")[1].splitlines()
     assert 2 <= len(listed) <= 3  # T_semantic's one turn and the two predicted, once each
     assert set(backend.asked) == {"keywords", "predict", "filter"}
-    assert "Question: " + QUESTION in backend.asked["keywords"][0][-1].content
+    assert "Question: " + QUESTION in unfence(backend.asked["keywords"][0][-1].content)
 
 
 def test_failed_retrieval_calls_fall_back_and_a_cap_of_k(store, embedder) -> None:

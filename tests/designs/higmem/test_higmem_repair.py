@@ -11,6 +11,7 @@ from higmem_helpers import NS, ByFamily, add_turns, llm_ctx
 from memstrata.designs.higmem.builder import HiGMemBuilder
 from memstrata.designs.higmem.layer import Layers, layer_problems
 from memstrata.engine.contracts import Context
+from memstrata.llm.fence import unfence
 
 TURNS = [
     ("s1", "Ana", "We are planning a hiking trip to the lakes in June."),
@@ -25,7 +26,7 @@ TURNS = [
 def analysis(messages):  # type: ignore[no-untyped-def]
     """Resolves references from the window, as the prompt asks: the context quotes the
     turn before."""
-    user = messages[-1].content
+    user = unfence(messages[-1].content)
     earlier = user.split("Earlier turns:\n")[1].split("\n\nCurrent turn:")[0].splitlines()
     turn = user.split("Current turn:\n", 1)[1]
     return {
@@ -38,12 +39,12 @@ def analysis(messages):  # type: ignore[no-untyped-def]
 
 
 def join_first(messages):  # type: ignore[no-untyped-def]
-    listed = messages[-1].content.split("Candidate events:\n")[1]
+    listed = unfence(messages[-1].content).split("Candidate events:\n")[1]
     return {"events": ["E1"] if listed.startswith("E1") else ["NEW_EVENT"]}
 
 
 def sheet(messages):  # type: ignore[no-untyped-def]
-    user = messages[-1].content
+    user = unfence(messages[-1].content)
     lines = user.split("Turns:\n")[1].splitlines()
     current = user.split("Current summary: ", 1)[1].split("\n", 1)[0]
     return {
@@ -76,15 +77,15 @@ def test_llm_repair_reanalyses_the_window_and_refreshes_the_event(store, embedde
 
     again = backend.asked["analysis"][before["analysis"] :]
     # the turns after e2 in its session, within m = 5 (s2's turn never read it)
-    assert [m[-1].content.split("Current turn:\n")[1][:22] for m in again] == [
+    assert [unfence(m[-1].content).split("Current turn:\n")[1][:22] for m in again] == [
         "[2023-05-08 13:59] Ben",
         "[2023-05-08 14:00] Ana",
     ]
-    assert all("Zebulon" not in m[-1].content for m in again)
+    assert all("Zebulon" not in unfence(m[-1].content) for m in again)
     refreshed = backend.asked["refresh"][before["refresh"] :]
     assert len(refreshed) == 1  # the one event, from the turns it has left
-    assert "Current summary: (new event)" in refreshed[0][-1].content
-    assert "Zebulon" not in refreshed[0][-1].content
+    assert "Current summary: (new event)" in unfence(refreshed[0][-1].content)
+    assert "Zebulon" not in unfence(refreshed[0][-1].content)
     assert said(store, embedder, "Zebulon") == []
     lay = Layers.load(store, embedder, NS)
     (event,) = [e for e in lay.events.values() if "e0" in e.turn_ids]

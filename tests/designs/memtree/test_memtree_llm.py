@@ -14,6 +14,7 @@ from memstrata.designs.memtree.prompts import STAGE
 from memstrata.designs.memtree.tree import Tree, tree_problems
 from memstrata.engine.contracts import Context
 from memstrata.llm import LLMClient
+from memstrata.llm.fence import unfence
 from memstrata.llm.scripted import ScriptedBackend
 from memstrata.llm.types import Message
 from memstrata.store import SQLiteStore
@@ -47,7 +48,7 @@ class InFlight(ScriptedBackend):
 
 
 def answer(messages: list[Message]) -> str:
-    user = messages[-1].content
+    user = unfence(messages[-1].content)
     if "FAIL" in user.split("[Existing Information")[0]:
         raise RuntimeError("the model is down")
     n = re.search(r"from (\d+) previous entries", user)
@@ -66,8 +67,8 @@ def test_aggregates_per_ancestor_concurrently_and_failures_undone(embedder) -> N
     assert asyncio.run(builder.update(ctx, NS, eps[1:2])).failed == {}
     assert len(backend.requests) == 1  # the expanded leaf's new parent
     first = backend.requests[0].messages
-    assert "from 1 previous entries" in first[-1].content
-    assert "[New Information]\n" + TEXTS[1] in first[-1].content
+    assert "from 1 previous entries" in unfence(first[-1].content)
+    assert "[New Information]\n" + TEXTS[1] in unfence(first[-1].content)
     assert "more abstract" in first[0].content
 
     backend.peak.clear()
@@ -75,7 +76,7 @@ def test_aggregates_per_ancestor_concurrently_and_failures_undone(embedder) -> N
     assert len(backend.requests) == 3  # two ancestors: the inner node and the expanded leaf
     assert max(backend.peak) == 2  # issued together
     asked = {
-        re.search(r"from (\d+) previous", r.messages[-1].content).group(1)
+        re.search(r"from (\d+) previous", unfence(r.messages[-1].content)).group(1)
         for r in backend.requests[1:]
     }  # type: ignore[union-attr]
     assert asked == {"1", "2"}

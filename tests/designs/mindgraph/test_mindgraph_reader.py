@@ -20,6 +20,7 @@ from memstrata.engine.contracts import Context
 from memstrata.errors import ConfigError, InvalidInputError
 from memstrata.ingest import prepare_episode
 from memstrata.llm import LLMClient, MemoryUsageSink, ScriptedBackend
+from memstrata.llm.fence import unfence
 from memstrata.llm.types import Message
 from memstrata.memory import Memory
 from memstrata.models import Community
@@ -126,7 +127,7 @@ def llm_ctx(store: Any, embedder: Any, backend: ScriptedBackend) -> tuple[Contex
 
 def build_reply(messages: list[Message]) -> str:
     """Operations for whichever chunk is shown: one node per line, some bad ones."""
-    block = messages[-1].content.split('"""')[1].strip()
+    block = unfence(messages[-1].content).split('"""')[1].strip()
     ops: list[dict[str, Any]] = []
     for line in block.splitlines():
         words = line.split()
@@ -151,8 +152,8 @@ def by_prompt(answers: list[Any]) -> Any:
     queue = list(answers)
 
     def step(messages: list[Message]) -> str:
-        text = messages[-1].content
-        if text.startswith("You are a mind-graph builder"):
+        text = unfence(messages[-1].content)
+        if "You are a mind-graph builder" in text:
             return build_reply(messages)
         if "You write a report on one community" in text:
             return json.dumps(
@@ -208,7 +209,7 @@ def test_llm_read_builds_per_chunk_then_runs_the_tool_loop(store, embedder) -> N
     assert [u["round"] for u in r.usage["rounds"]] == [0, 1, 2, 3, 4]
     assert r.usage["first_call_prompt_tokens"] == r.usage["rounds"][0]["prompt_tokens"] > 0
     # the build prompts follow D.1: the question, the graph so far, the block position
-    first, second = backend.requests[0].messages[0].content, backend.requests[1].messages[0].content
+    first, second = (unfence(q.messages[0].content) for q in backend.requests[:2])
     assert "## Current graph state\n(empty)" in first and f"(block 1/{len(chunks)})" in first
     assert '"id": "maya_chen_moved"' in second and f"(block 2/{len(chunks)})" in second
     # the answer prompt is D.2 with the graph and its stats, the tools described

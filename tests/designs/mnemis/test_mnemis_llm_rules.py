@@ -11,6 +11,7 @@ from memstrata.designs.mnemis.graph import Graph
 from memstrata.designs.mnemis.hierarchy import Hierarchy, HierarchyParams
 from memstrata.designs.mnemis.prompts import category_grouper, node_selector
 from memstrata.llm import LLMClient
+from memstrata.llm.fence import unfence
 from memstrata.llm.scripted import ScriptedBackend
 from memstrata.models import Category, Entity, Episode, Span
 from memstrata.store import PreparedEpisode, SQLiteStore
@@ -252,7 +253,7 @@ def test_appendix_d_prompt_in_full_and_llm_written_category_descriptions(embedde
     counts = asyncio.run(h.rebuild(category_grouper(LLMClient(backend, max_retries=0))))
     assert counts == [2, 1]
     first = backend.requests[0].messages
-    system, user = first[0].content, first[1].content
+    system, user = first[0].content, unfence(first[1].content)
     for needed in (
         "maximum 5 descriptors",
         '"Family member", "Happy kid", "Anime lover"',
@@ -263,7 +264,7 @@ def test_appendix_d_prompt_in_full_and_llm_written_category_descriptions(embedde
         assert needed in system, needed
     assert "0. apple: [red fruit, sweet]" in user and "You are currently at Layer 1" in user
     assert "Reuse them if applicable" in user and "(none)" in user
-    second = backend.requests[1].messages[1].content
+    second = unfence(backend.requests[1].messages[1].content)
     assert "You are currently at Layer 2" in second
     # prev_example: categories of layer 1 with members; existing layer-2 categories none.
     assert 'Previous Layer 1 categories example:\n- "apple", "cherry"' in second

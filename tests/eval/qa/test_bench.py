@@ -19,6 +19,7 @@ from memstrata.eval.qa import formats
 from memstrata.eval.qa.run import Options
 from memstrata.eval.qa.rundir import ResultCache
 from memstrata.llm import LLMClient, ScriptedBackend
+from memstrata.llm.fence import unfence
 from memstrata.llm.types import Message
 from memstrata.memory import AsyncMemory
 from memstrata.retrieval.context import count_tokens
@@ -213,7 +214,7 @@ def test_scripted_llm_answers_judges_and_costs(
     assert by_q["trips"]["scores"]["f1"] == pytest.approx(2 * 1 * (1 / 2) / (1 + 1 / 2))
     assert by_q["dog"]["answer_prompt_tokens"] > 0
     # judge prompts are the papers' texts
-    first = judge_backend.requests[0].messages[0].content
+    first = unfence(judge_backend.requests[0].messages[0].content)
     assert "label an answer to a question as 'CORRECT' or 'WRONG'" in first
     assert "Gold answer: a beagle" in first and "Generated answer: A beagle." in first
     assert "strict but fair grading judge" in judge_backend.requests[1].messages[0].content

@@ -21,6 +21,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
+from memstrata.llm.fence import fence, noted
 from memstrata.llm.types import Message
 
 NEW_EVENT = "NEW_EVENT"
@@ -90,6 +91,12 @@ class FinalAnswer(BaseModel):
     answer: Annotated[str, Field(max_length=200)]
 
 
+def _msgs(system: str, user: str) -> list[Message]:
+    """Every prompt here but the keywords one shows stored text, fenced; the system
+    prompt says so."""
+    return [Message(role="system", content=noted(system)), Message(role="user", content=user)]
+
+
 def turn_analysis(window: Sequence[str], turn: str) -> Prompt:
     """``window``: the previous turns, oldest first, each ``[time] speaker: text``."""
     system = (
@@ -110,11 +117,9 @@ def turn_analysis(window: Sequence[str], turn: str) -> Prompt:
         'Reply JSON: {"keywords": [...], "tags": [...], "context": "...", '
         '"dates": [{"phrase": "...", "date": "..."}], "fact": "..."}'
     )
-    earlier = "\n".join(window) or "(none: the turn opens the session)"
-    user = f"Earlier turns:\n{earlier}\n\nCurrent turn:\n{turn}"
-    return [Message(role="system", content=system), Message(role="user", content=user)], (
-        TurnAnalysis
-    )
+    earlier = fence("\n".join(window)) if window else "(none: the turn opens the session)"
+    user = f"Earlier turns:\n{earlier}\n\nCurrent turn:\n{fence(turn)}"
+    return _msgs(system, user), (TurnAnalysis)
 
 
 def affiliation(turn: str, candidates: Sequence[tuple[str, str, bool]]) -> Prompt:
@@ -133,10 +138,8 @@ def affiliation(turn: str, candidates: Sequence[tuple[str, str, bool]]) -> Promp
     listed = "\n".join(
         f"{cid}{' (recent)' if recent else ''}: {text}" for cid, text, recent in candidates
     )
-    user = f"Candidate events:\n{listed}\n\nNew turn:\n{turn}"
-    return [Message(role="system", content=system), Message(role="user", content=user)], (
-        Affiliation
-    )
+    user = f"Candidate events:\n{fence(listed)}\n\nNew turn:\n{fence(turn)}"
+    return _msgs(system, user), (Affiliation)
 
 
 def event_refresh(summary: str, turns: Sequence[tuple[str, str]]) -> Prompt:
@@ -153,10 +156,9 @@ def event_refresh(summary: str, turns: Sequence[tuple[str, str]]) -> Prompt:
         '"turns": ["T1"]}]}'
     )
     listed = "\n".join(f"{tid} {text}" for tid, text in turns)
-    user = f"Current summary: {summary or '(new event)'}\n\nTurns:\n{listed}"
-    return [Message(role="system", content=system), Message(role="user", content=user)], (
-        EventSheet
-    )
+    current = fence(summary) if summary else "(new event)"
+    user = f"Current summary: {current}\n\nTurns:\n{fence(listed)}"
+    return _msgs(system, user), (EventSheet)
 
 
 def query_keywords(question: str) -> Prompt:
@@ -187,8 +189,8 @@ def event_prediction(
     for i, (summary, turns) in enumerate(events, start=1):
         listed = "\n".join(f"  {tid} {text}" for tid, text in turns)
         blocks.append(f"Event {i}: {summary}\n{listed}")
-    user = f"Question: {question}\n\n" + "\n\n".join(blocks)
-    return [Message(role="system", content=system), Message(role="user", content=user)], (Selection)
+    user = f"Question: {question}\n\n" + fence("\n\n".join(blocks))
+    return _msgs(system, user), Selection
 
 
 def evidence_filter(question: str, candidates: Sequence[tuple[str, str]]) -> Prompt:
@@ -205,8 +207,8 @@ def evidence_filter(question: str, candidates: Sequence[tuple[str, str]]) -> Pro
         'Reply JSON: {"ids": ["T1", ...]}, empty if none helps.'
     )
     listed = "\n".join(f"{tid} {text}" for tid, text in candidates)
-    user = f"Question: {question}\n\nCandidates:\n{listed}"
-    return [Message(role="system", content=system), Message(role="user", content=user)], (Selection)
+    user = f"Question: {question}\n\nCandidates:\n{fence(listed)}"
+    return _msgs(system, user), Selection
 
 
 QuestionKind = Literal["temporal", "adversarial", "short"]
@@ -239,8 +241,6 @@ def final_answer(
         f"{rule}\n"
         'Reply JSON: {"answer": "..."}'
     )
-    listed = "\n".join(evidence) or "(no turns retrieved)"
+    listed = fence("\n".join(evidence)) if evidence else "(no turns retrieved)"
     user = f"Turns:\n{listed}\n\nQuestion: {question}"
-    return [Message(role="system", content=system), Message(role="user", content=user)], (
-        FinalAnswer
-    )
+    return _msgs(system, user), (FinalAnswer)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from memstrata.llm.base import LLMClient
+from memstrata.llm.fence import fence, noted
 from memstrata.llm.types import Message
 
 STAGE = "memtree.aggregate"
@@ -39,12 +40,12 @@ _SYSTEM = (
 def aggregate(current: str, new: str, n: int) -> Prompt:
     """Merge a node's content (summarizing ``n`` entries) with the new information."""
     user = (
-        f"[New Information]\n{new}\n\n"
-        f"[Existing Information (from {n} previous entries)]\n{current}\n\n"
+        f"[New Information]\n{fence(new)}\n\n"
+        f"[Existing Information (from {n} previous entries)]\n{fence(current)}\n\n"
         "[Output Summary]"
     )
     return [
-        Message(role="system", content=_SYSTEM.format(n=n)),
+        Message(role="system", content=noted(_SYSTEM.format(n=n))),
         Message(role="user", content=user),
     ], Summary
 

@@ -11,6 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from memstrata.llm.fence import FENCE_NOTE, fence
 from memstrata.llm.tools import Tool
 from memstrata.llm.types import Message
 
@@ -19,6 +20,12 @@ ANSWER_STAGE = "mindgraph.answer"
 REPORT_STAGE = "mindgraph.report"
 
 Prompt = tuple[list[Message], type[BaseModel]]
+
+
+def _user(text: str) -> list[Message]:
+    """The papers' prompts are one user message: the fence note goes on its first line."""
+    return [Message(role="user", content=f"{FENCE_NOTE}\n\n{text}")]
+
 
 # D.1 ---------------------------------------------------------------------------------------
 _BUILD = '''You are a mind-graph builder. You read text blocks one at a time and maintain
@@ -83,12 +90,12 @@ def build(
     """D.1: ``graph_state`` is the graph's JSON, or ``(empty)`` for the first block."""
     text = _BUILD.format(
         question=question,
-        graph_state=graph_state,
+        graph_state=fence(graph_state),
         block_idx=block_idx,
         total_blocks=total_blocks,
-        block_text=block_text,
+        block_text=fence(block_text),
     )
-    return [Message(role="user", content=text)], Operations
+    return _user(text), Operations
 
 
 # D.2 ---------------------------------------------------------------------------------------
@@ -187,8 +194,10 @@ class FinalAnswer(BaseModel):
 
 def answer(graph_state: str, graph_stats: str, question: str) -> Prompt:
     """D.2, the answer LLM's first turn."""
-    text = _ANSWER.format(graph_state=graph_state, graph_stats=graph_stats, question=question)
-    return [Message(role="user", content=text)], FinalAnswer
+    text = _ANSWER.format(
+        graph_state=fence(graph_state), graph_stats=graph_stats, question=question
+    )
+    return _user(text), FinalAnswer
 
 
 # D.3 ---------------------------------------------------------------------------------------
@@ -260,5 +269,5 @@ class Report(BaseModel):
 
 
 def report(question: str, subgraph: str) -> Prompt:
-    text = _REPORT.format(question=question or "(none given)", subgraph=subgraph)
-    return [Message(role="user", content=text)], Report
+    text = _REPORT.format(question=question or "(none given)", subgraph=fence(subgraph))
+    return _user(text), Report

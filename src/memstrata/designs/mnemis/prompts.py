@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal, TypeVar
 from pydantic import BaseModel, Field, create_model
 
 from memstrata.llm.base import LLMClient
+from memstrata.llm.fence import FENCE_NOTE, fence
 from memstrata.llm.types import Message
 
 # answers ------------------------------------------------------------------------------
@@ -165,12 +166,25 @@ def _max_items(info: Any) -> int | None:
 
 
 def _msgs(system: str, user: str) -> list[Message]:
-    return [Message(role="system", content=system), Message(role="user", content=user)]
+    """Every Mnemis prompt shows stored text, fenced, so every system prompt says so,
+    first: placed last, the sentence made the bundled 135M model pair an entity with
+    itself in fact extraction."""
+    return [
+        Message(role="system", content=f"{FENCE_NOTE}\n{system}"),
+        Message(role="user", content=user),
+    ]
+
+
+def _listed(items: Sequence[str], sep: str = "\n", empty: str = "(none)") -> str:
+    """One fence around the joined items, or ``empty`` (our word, unfenced) for none."""
+    return fence(sep.join(items)) if items else empty
 
 
 def _episodes(current: str, recent: Sequence[str]) -> str:
-    before = "\n".join(recent) if recent else "(none)"
-    return f"<RECENT EPISODES>\n{before}\n</RECENT EPISODES>\n<CURRENT EPISODE>\n{current}\n</CURRENT EPISODE>"
+    return (
+        f"<RECENT EPISODES>\n{_listed(recent)}\n</RECENT EPISODES>\n"
+        f"<CURRENT EPISODE>\n{fence(current)}\n</CURRENT EPISODE>"
+    )
 
 
 # base graph ---------------------------------------------------------------------------
@@ -192,7 +206,7 @@ def reflect_entities(current: str, recent: Sequence[str], found: Sequence[str]) 
     return _msgs(
         "You check an entity extraction. List entity names in the current episode that "
         'the extraction missed; an empty list if none. Answer JSON: {"names": [...]}.',
-        f"{_episodes(current, recent)}\n<EXTRACTED>\n{', '.join(found)}\n</EXTRACTED>",
+        f"{_episodes(current, recent)}\n<EXTRACTED>\n{_listed(found, ', ')}\n</EXTRACTED>",
     ), EntityNames
 
 
@@ -206,20 +220,20 @@ def dedupe_entities(new: Sequence[tuple[str, list[tuple[int, str]]]]) -> Prompt:
         "entity it refers to, or -1 if it is a different entity. Same name in other case "
         'or form is usually the same entity. Answer JSON: {"resolutions": '
         '[{"name": ..., "duplicate_of": index}]}.',
-        "\n".join(lines),
+        _listed(lines),
     ), naming(Duplicates, [n for n, _ in new], one_each=True)
 
 
 def entity_attributes(
     current: str, recent: Sequence[str], entities: Sequence[tuple[str, str]]
 ) -> Prompt:
-    listed = "\n".join(f"- {n}: {s or '(no summary yet)'}" for n, s in entities)
+    listed = [f"- {n}: {s or '(no summary yet)'}" for n, s in entities]
     return _msgs(
         "For each entity, write a concise summary (at most two sentences) that keeps what "
         "the existing summary says and adds what the current episode tells, and a tag: a "
         "list of up to 5 descriptors of at most 3 words giving its type or role. Answer "
         'JSON: {"entities": [{"name": ..., "summary": ..., "tag": [...]}]}.',
-        f"{_episodes(current, recent)}\n<ENTITIES>\n{listed}\n</ENTITIES>",
+        f"{_episodes(current, recent)}\n<ENTITIES>\n{_listed(listed)}\n</ENTITIES>",
     ), naming(Attributes, [n for n, _ in entities], one_each=True)
 
 
@@ -232,7 +246,7 @@ def extract_facts(current: str, recent: Sequence[str], names: Sequence[str], whe
         f"started or ended (the episode happened at {when}). Answer JSON: "
         '{"facts": [{"source": ..., "target": ..., "relation": ..., "fact": ..., '
         '"valid_at": null, "invalid_at": null}]}.',
-        f"{_episodes(current, recent)}\n<ENTITIES>\n{', '.join(names)}\n</ENTITIES>",
+        f"{_episodes(current, recent)}\n<ENTITIES>\n{_listed(names, ', ')}\n</ENTITIES>",
     ), naming(Facts, names)
 
 
@@ -241,8 +255,8 @@ def reflect_facts(current: str, names: Sequence[str], found: Sequence[str]) -> P
         "You check a fact extraction. List facts between the given entities that the "
         "current episode states but the extraction missed, in the same format; an empty "
         'list if none. Answer JSON: {"facts": [...]}.',
-        f"<CURRENT EPISODE>\n{current}\n</CURRENT EPISODE>\n<ENTITIES>\n{', '.join(names)}\n"
-        f"</ENTITIES>\n<EXTRACTED>\n" + "\n".join(found) + "\n</EXTRACTED>",
+        f"<CURRENT EPISODE>\n{fence(current)}\n</CURRENT EPISODE>\n<ENTITIES>\n"
+        f"{_listed(names, ', ')}\n</ENTITIES>\n<EXTRACTED>\n{_listed(found)}\n</EXTRACTED>",
     ), naming(Facts, names)
 
 
@@ -253,11 +267,9 @@ def resolve_facts(new: Sequence[str], existing: Sequence[str]) -> Prompt:
         "existing facts it contradicts (cannot both be true now, e.g. a changed job or "
         'address). Answer JSON: {"resolutions": [{"new_fact": i, "duplicate_of": [], '
         '"contradicts": []}]}.',
-        "<NEW FACTS>\n"
-        + "\n".join(f"{i}: {f}" for i, f in enumerate(new))
-        + "\n</NEW FACTS>\n<EXISTING FACTS>\n"
-        + "\n".join(f"{i}: {f}" for i, f in enumerate(existing))
-        + "\n</EXISTING FACTS>",
+        f"<NEW FACTS>\n{_listed([f'{i}: {f}' for i, f in enumerate(new)])}\n</NEW FACTS>\n"
+        f"<EXISTING FACTS>\n{_listed([f'{i}: {f}' for i, f in enumerate(existing)])}\n"
+        "</EXISTING FACTS>",
     ), FactResolutions
 
 
@@ -360,11 +372,10 @@ def categorize(
 ) -> Prompt:
     """Appendix D's ``extract_category_nodes``: ``nodes`` and ``existing`` categories are
     (name, description); ``prev_example`` shows a few categories of the layer below."""
-    content = "\n".join(f"{i}. {n}: [{d}]" for i, (n, d) in enumerate(nodes))
-    known = "\n".join(f"- {n}: {d}" if d else f"- {n}" for n, d in existing) or "(none)"
-    guidance = _GUIDANCE.format(
-        layer=layer, below=layer - 1, prev_example=prev_example or "(none: this is the first layer)"
-    )
+    content = _listed([f"{i}. {n}: [{d}]" for i, (n, d) in enumerate(nodes)])
+    known = _listed([f"- {n}: {d}" if d else f"- {n}" for n, d in existing])
+    example = fence(prev_example) if prev_example else "(none: this is the first layer)"
+    guidance = _GUIDANCE.format(layer=layer, below=layer - 1, prev_example=example)
     user = (
         f"<NODE INDEXED NAMES AND DESCRIPTIONS>\n{content}\n</NODE INDEXED NAMES AND DESCRIPTIONS>\n\n"
         "<EXISTING CATEGORIES>\nThese are names and descriptions of categories previously "
@@ -383,7 +394,7 @@ def categorize(
 
 
 def select_nodes(query: str, nodes: Sequence[tuple[str, str, list[str]]]) -> Prompt:
-    info = "\n".join(f'- name: "{n}", uuid: "{u}", tags: {t}' for u, n, t in nodes)
+    info = _listed([f'- name: "{n}", uuid: "{u}", tags: {t}' for u, n, t in nodes])
     system = (
         "You are analyzing a hierarchical knowledge graph to help answer a user query.\n"
         "Select all nodes that could help answer the query. A node is helpful if it: "
@@ -402,7 +413,7 @@ def select_nodes(query: str, nodes: Sequence[tuple[str, str, list[str]]]) -> Pro
 def rerank(query: str, kind: str, candidates: Sequence[str]) -> Prompt:
     # About 6,000 characters of candidates in all, so a window of 40 fits a 4k context.
     cap = max(80, min(300, 6_000 // max(1, len(candidates))))
-    listed = "\n".join(f"{i}: {c[:cap]}" for i, c in enumerate(candidates))
+    listed = _listed([f"{i}: {c[:cap]}" for i, c in enumerate(candidates)])
     return _msgs(
         f"Order the {kind} candidates by how much each helps answer the query, most "
         'helpful first. Answer JSON: {"order": [indexes]}.',

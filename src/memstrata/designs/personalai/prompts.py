@@ -24,6 +24,7 @@ from typing import Literal, TypeVar
 from pydantic import BaseModel, Field, ValidationError
 
 from memstrata.llm.base import LLMClient
+from memstrata.llm.fence import fence, noted
 from memstrata.llm.types import LLMOutputError, Message
 
 Output = Literal["json", "lines"]
@@ -118,8 +119,8 @@ def extract_theses(text: str, output: Output = "json") -> Prompt:
     """Table 5: thesis memories with the nodes they link."""
     tail = _THESES_LINES if output == "lines" else _json_tail(Theses)
     return [
-        Message(role="system", content=_THESES + tail),
-        Message(role="user", content=f"[Text]: {text}\n[Extracted thesises]:"),
+        Message(role="system", content=noted(_THESES + tail)),
+        Message(role="user", content=f"[Text]: {fence(text)}\n[Extracted thesises]:"),
     ], Theses
 
 
@@ -127,8 +128,8 @@ def extract_triplets(text: str, output: Output = "json") -> Prompt:
     """Table 6: simple memories as subject-relation-object triplets."""
     tail = _TRIPLETS_LINES if output == "lines" else _json_tail(Triplets)
     return [
-        Message(role="system", content=_TRIPLETS + tail),
-        Message(role="user", content=f"[Text]: {text}\n[Extracted Triplets]:"),
+        Message(role="system", content=noted(_TRIPLETS + tail)),
+        Message(role="user", content=f"[Text]: {fence(text)}\n[Extracted Triplets]:"),
     ], Triplets
 
 
@@ -155,9 +156,12 @@ def replace_theses(existing: list[str], new: list[str], output: Output = "json")
         if output == "lines"
         else _json_tail(Replacements)
     )
-    user = f"Existing thesises: {json.dumps(existing)}. New thesises: {json.dumps(new)}. Replacing:"
+    user = (
+        f"Existing thesises: {fence(json.dumps(existing))}. "
+        f"New thesises: {fence(json.dumps(new))}. Replacing:"
+    )
     return [
-        Message(role="system", content=system + tail),
+        Message(role="system", content=noted(system + tail)),
         Message(role="user", content=user),
     ], Replacements
 
@@ -173,9 +177,12 @@ def replace_triplets(existing: list[str], new: list[str], output: Output = "json
         if output == "lines"
         else _json_tail(Replacements)
     )
-    user = f"Existing triplets: {'; '.join(existing)}. New triplets: {'; '.join(new)}. Replacing:"
+    user = (
+        f"Existing triplets: {fence('; '.join(existing))}. "
+        f"New triplets: {fence('; '.join(new))}. Replacing:"
+    )
     return [
-        Message(role="system", content=system + tail),
+        Message(role="system", content=noted(system + tail)),
         Message(role="user", content=user),
     ], Replacements
 
@@ -215,9 +222,9 @@ def qa(question: str, contexts: list[str], output: Output = "json") -> Prompt:
         if output == "lines"
         else _json_tail(QAAnswer)
     )
-    ctx = "\n".join(f"- {c}" for c in contexts) if contexts else "<Empty>"
+    ctx = fence("\n".join(f"- {c}" for c in contexts)) if contexts else "<Empty>"
     return [
-        Message(role="system", content=system + tail),
+        Message(role="system", content=noted(system + tail)),
         Message(role="user", content=f"[Question]: {question}\n[Contexts]:\n{ctx}"),
     ], QAAnswer
 

@@ -7,6 +7,9 @@ pydantic model of the expected reply (JSON, so that a small model's reply still 
 * ``personalai``: PersonalAI appendix D, table 11 (system prompt with its four examples,
   user prompt with the three fields); the score is 0 or 1.
 * ``mindgraph``: MindGraph appendix D.4 (strict on lists); correct or incorrect.
+
+The gold and the generated answer reach the judge fenced (:mod:`memstrata.llm.fence`):
+a generated answer can repeat whatever a stored memory said, instructions included.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from memstrata.llm.fence import FENCE_NOTE, fence, noted
 from memstrata.llm.types import Message
 
 JUDGES = ("locomo", "personalai", "mindgraph")
@@ -75,16 +79,16 @@ Reply with JSON: {{"verdict": "correct" or "incorrect"}}."""
 
 
 def locomo_judge(question: str, gold: str, predicted: str) -> tuple[list[Message], type[BaseModel]]:
-    text = _LOCOMO.format(question=question, gold=gold, predicted=predicted)
-    return [Message(role="user", content=text)], LabelVerdict
+    text = _LOCOMO.format(question=question, gold=fence(gold), predicted=fence(predicted))
+    return [Message(role="user", content=f"{FENCE_NOTE}\n\n{text}")], LabelVerdict
 
 
 def personalai_judge(
     question: str, gold: str, predicted: str
 ) -> tuple[list[Message], type[BaseModel]]:
-    user = _PERSONALAI_USER.format(question=question, gold=gold, predicted=predicted)
+    user = _PERSONALAI_USER.format(question=question, gold=fence(gold), predicted=fence(predicted))
     return [
-        Message(role="system", content=_PERSONALAI_SYSTEM),
+        Message(role="system", content=noted(_PERSONALAI_SYSTEM)),
         Message(role="user", content=user),
     ], ScoreVerdict
 
@@ -92,5 +96,5 @@ def personalai_judge(
 def mindgraph_judge(
     question: str, gold: str, predicted: str
 ) -> tuple[list[Message], type[BaseModel]]:
-    text = _MINDGRAPH.format(question=question, gold=gold, predicted=predicted)
-    return [Message(role="user", content=text)], CorrectVerdict
+    text = _MINDGRAPH.format(question=question, gold=fence(gold), predicted=fence(predicted))
+    return [Message(role="user", content=f"{FENCE_NOTE}\n\n{text}")], CorrectVerdict
