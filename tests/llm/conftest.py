@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 
 from memstrata.llm import find_smollm2_gguf
+
+STARTUP_TIMEOUT_S = 120.0
 
 
 @pytest.fixture(scope="session")
@@ -14,3 +22,51 @@ def smollm2_gguf() -> Path:
     path = find_smollm2_gguf()
     assert path.is_file() and path.suffix == ".gguf"
     return path
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="session")
+def server_url(smollm2_gguf: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """llama-cpp-python's OpenAI-compatible server with the bundled model on a free
+    loopback port, one for the session; its base URL."""
+    port = _free_port()
+    log_path = tmp_path_factory.mktemp("llama-server") / "server.log"
+    cmd = [
+        sys.executable, "-m", "llama_cpp.server",
+        "--model", str(smollm2_gguf),
+        "--model_alias", "smollm2",
+        "--host", "127.0.0.1",
+        "--port", str(port),
+        "--n_ctx", "4096",
+        "--n_threads", "2",
+        "--seed", "0",
+    ]  # fmt: skip
+    with log_path.open("wb") as log:
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}/v1"
+    try:
+        deadline = time.monotonic() + STARTUP_TIMEOUT_S
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"llama_cpp.server exited early:\n{log_path.read_text()[-3000:]}")
+            try:
+                if httpx.get(f"{base}/models", timeout=2.0).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail(f"llama_cpp.server not ready:\n{log_path.read_text()[-3000:]}")
+            time.sleep(0.25)
+        yield base
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()

@@ -177,3 +177,21 @@ def test_llm_tier_an_operation_outside_the_vocabulary_is_dropped_and_counted(
     assert labels == {"lisbon"}
     (record,) = sink.records
     assert record.outcome == "repaired" and record.dropped == {"unknown_value": 1}
+
+
+def test_operations_dropped_from_a_reply_are_counted_among_the_rejected() -> None:
+    from memstrata.designs.mindgraph.build import build_llm
+
+    text = "Maya flew to Lisbon in June."
+    reply = {
+        "operations": [
+            {"op": "add_node", "id": "maya", "type": "entity", "content": "Maya", "src": "Maya"},
+            {"op": "add_node", "id": "lis", "type": "location", "content": "x", "src": "Lisbon"},
+            {"op": "rename_node", "id": "maya"},
+        ]
+    }
+    graph, failed = asyncio.run(
+        build_llm(LLMClient(ScriptedBackend([reply])), text, "q", [(0, len(text))])
+    )
+    assert failed == 0 and set(graph.nodes) == {"maya"}
+    assert graph.rejected["reply_unknown_value"] == 2  # the type and the op, one each

@@ -54,7 +54,10 @@ class Graph:
         self._version = 0  # bumped by every change the hub cache depends on
         self._hub_share: tuple[float, int] = (0.1, 8)
         self._hubs: tuple[tuple[int, int, tuple[float, int]], frozenset[str]] | None = None
-        self._dirty: set[str] = set()
+        # Changed records in the order first changed, so the store keeps records in the
+        # order they were made: a graph loaded in another process then iterates them as
+        # this one does, and order-sensitive steps (the hierarchy) agree after a restart.
+        self._dirty: dict[str, None] = {}
         self._deleted: set[str] = set()
         self.stamp: tuple[int, str] = (0, "")
 
@@ -106,11 +109,11 @@ class Graph:
         return fact
 
     def touch(self, rec: Derived) -> None:
-        self._dirty.add(rec.id)
+        self._dirty[rec.id] = None
 
     def delete(self, rec_id: str) -> None:
         self.categories.pop(rec_id, None)
-        self._dirty.discard(rec_id)
+        self._dirty.pop(rec_id, None)
         self._deleted.add(rec_id)
 
     def name_vectors(self, ids: Iterable[str]) -> NDArray[np.float32]:
