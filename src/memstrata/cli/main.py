@@ -364,18 +364,24 @@ def stats(
                 )
             )
     if data["llm"]:
+        # kept / repaired / failed calls; items cut to a bound and dropped from replies
         columns = {
             "calls": "calls",
             "kept": "kept",
             "repaired": "repaired",
             "failures": "failed",
-            "truncated": "items cut",
-            "rejected": "items dropped",
-            "cached": "cached",
-            "prompt_tokens": "prompt tokens",
-            "completion_tokens": "completion tokens",
+            "truncated": "cut",
+            "rejected": "dropped",
+            "prompt_tokens": "in",
+            "completion_tokens": "out",
         }
-        llm = Table("stage", *columns.values())
+        llm = Table(
+            caption="cut: items cut to a bound; dropped: items that broke the schema; "
+            "in / out: prompt / completion tokens (cached calls: --json)"
+        )
+        llm.add_column("stage", no_wrap=True)
+        for title in columns.values():
+            llm.add_column(title, justify="right")
         for stage, row in data["llm"].items():
             llm.add_row(stage, *(str(row.get(c, 0)) for c in columns))
         out.print(llm)
