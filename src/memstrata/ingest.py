@@ -59,6 +59,11 @@ def prepare_episode(item: EpisodeLike, config: Config) -> PreparedEpisode:
         raise InvalidInputError(
             f"episode id {ep.id!r} is empty; give an id, or leave it out for a generated one"
         )
+    if ep.id is not None and any(ord(c) < 32 or ord(c) == 127 for c in ep.id):
+        raise InvalidInputError(
+            f"episode id {ep.id!r} holds a control character (NUL, newline, ...); ids are "
+            "printable text"
+        )
     external_id = ep.id or uuid.uuid4().hex
     metadata = dict(ep.metadata)
     return PreparedEpisode(

@@ -543,6 +543,7 @@ from memstrata.cli import (  # noqa: E402, F401
     demo,
     edit,
     read,
+    serve,
 )
 
 

@@ -1,0 +1,334 @@
+"""The REST service: the verbs of :class:`~memstrata.memory.AsyncMemory` under ``/v1``.
+
+One memory (one store) per app, opened in the app's lifespan on the server's own event
+loop, with the build worker running beside the requests (``build.mode = "queue"``): an
+add commits its episodes and returns at once (they are searchable by the store's own
+routes from then on), and the structures follow in the background. Errors are JSON
+``{"error": {"code", "message"}}`` with the status that says what went wrong, never a
+stack trace; request bodies are limited in size before they are read.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from datetime import datetime
+from typing import Annotated, Any
+
+from fastapi import FastAPI, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from memstrata.config import Config
+from memstrata.errors import (
+    ConfigError,
+    ConflictError,
+    InvalidInputError,
+    MemstrataError,
+    NamespaceNotFoundError,
+    StoreError,
+    StoreLockedError,
+)
+from memstrata.memory import AsyncMemory
+from memstrata.store import SearchFilters
+
+logger = logging.getLogger("memstrata.service")
+
+Ids = Annotated[list[str], Query(min_length=1, description="ids to delete")]
+
+#: the largest request body read, in bytes (a batch of a few thousand turns)
+MAX_BODY = 10 * 1024 * 1024
+
+
+class EpisodeBody(BaseModel):
+    """One episode to remember; ``id`` makes the add idempotent."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    text: str
+    id: str | None = None
+    speaker: str | None = None
+    role: str | None = None
+    occurred_at: datetime | None = None
+    session: str | None = None
+    metadata: dict[str, Any] | None = None
+
+
+class AddBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    episodes: list[EpisodeBody] = Field(min_length=1, max_length=10_000)
+    replace: bool = Field(
+        default=False, description="replace ids stored with other content (kept in history)"
+    )
+
+
+class UpdateBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    text: str
+
+
+class SearchBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    query: str
+    k: int | None = Field(default=None, ge=1, le=200)
+    recipe: str | None = None
+    filters: SearchFilters | None = None
+
+
+class AskBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    question: str
+    k: int | None = Field(default=None, ge=1, le=200)
+    recipe: str | None = None
+    filters: SearchFilters | None = None
+
+
+class BuildBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    recipe: str | None = None
+    tier: str | None = None
+
+
+def create_app(config: Config, *, max_body: int = MAX_BODY, workers: int = 1) -> FastAPI:
+    """The app over the store ``config.store`` names, with a build worker in its process
+    (``workers=0``: none, for a store whose ``memstrata worker`` processes run apart)."""
+    state: dict[str, AsyncMemory] = {}
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        memory = await AsyncMemory.open(config=config)
+        state["memory"] = memory
+        tasks = [memory.start_worker()] if workers else []
+        try:
+            yield
+        finally:
+            await memory.close()  # stops the worker after its current batch
+            for task in tasks:
+                with contextlib.suppress(BaseException):
+                    await task
+
+    app = FastAPI(
+        title="memstrata",
+        version="1",
+        description="Long-term memory for LLM agents: episodes in, cited context out.",
+        lifespan=lifespan,
+    )
+    app.add_middleware(_BodyLimit, limit=max_body)
+    _errors(app)
+
+    def mem() -> AsyncMemory:
+        return state["memory"]
+
+    @app.get("/v1/health", tags=["service"])
+    async def health() -> dict[str, str]:
+        """The process answers."""
+        return {"status": "ok"}
+
+    @app.get("/v1/ready", tags=["service"])
+    async def ready() -> dict[str, Any]:
+        """The store answers (503 while it cannot)."""
+        names = await mem().namespaces()
+        return {"status": "ready", "namespaces": len(names)}
+
+    @app.get("/v1/namespaces", tags=["namespaces"])
+    async def namespaces() -> dict[str, list[str]]:
+        return {"namespaces": await mem().namespaces()}
+
+    @app.get("/v1/recipes", tags=["namespaces"])
+    async def recipes() -> dict[str, Any]:
+        return {"recipes": mem().recipes()}
+
+    @app.post("/v1/namespaces/{namespace}/episodes", tags=["episodes"])
+    async def add(namespace: str, body: AddBody) -> dict[str, Any]:
+        """Remember episodes. Ids already stored with the same content are ``existing``
+        (a retried request changes nothing); with other content ``conflicts``, left as
+        they were unless ``replace``."""
+        items = [e.model_dump(exclude_none=True) for e in body.episodes]
+        report = await mem().add_many(items, namespace=namespace, replace=body.replace)
+        return report.model_dump()
+
+    @app.get("/v1/namespaces/{namespace}/episodes/{id}", tags=["episodes"])
+    async def get(namespace: str, id: str) -> dict[str, Any]:
+        return (await _episode(mem(), namespace, id)).model_dump(mode="json")
+
+    @app.put("/v1/namespaces/{namespace}/episodes/{id}", tags=["episodes"])
+    async def update(namespace: str, id: str, body: UpdateBody) -> dict[str, Any]:
+        """Replace an episode's text; the old version stays in its history."""
+        await _episode(mem(), namespace, id)
+        episode = await mem().update(id, body.text, namespace=namespace)
+        return episode.model_dump(mode="json")
+
+    @app.get("/v1/namespaces/{namespace}/episodes/{id}/history", tags=["episodes"])
+    async def history(namespace: str, id: str) -> dict[str, Any]:
+        await _episode(mem(), namespace, id)
+        versions = await mem().history(id, namespace=namespace)
+        return {"versions": [v.model_dump(mode="json") for v in versions]}
+
+    @app.delete("/v1/namespaces/{namespace}/episodes", tags=["episodes"])
+    async def delete(namespace: str, id: Ids) -> dict[str, Any]:
+        """Delete episodes (and what was derived from them alone); ``missing`` lists the
+        ids that were not stored."""
+        report = await mem().delete(id, namespace=namespace)
+        return {"deleted": int(report), "missing": report.missing}
+
+    @app.delete("/v1/namespaces/{namespace}", tags=["namespaces"])
+    async def delete_namespace(namespace: str) -> dict[str, Any]:
+        return {"deleted": int(await mem().delete(namespace=namespace))}
+
+    @app.post("/v1/namespaces/{namespace}/search", tags=["reading"])
+    async def search(namespace: str, body: SearchBody) -> dict[str, Any]:
+        """Best hits with the episodes they rest on, and the context they render to."""
+        result = await mem().search(
+            body.query, namespace=namespace, k=body.k, recipe=body.recipe, filters=body.filters
+        )
+        return result.model_dump(mode="json")
+
+    @app.post("/v1/namespaces/{namespace}/ask", tags=["reading"])
+    async def ask(namespace: str, body: AskBody) -> dict[str, Any]:
+        """An answer citing episode ids, or ``abstained`` when memory does not hold it."""
+        answer = await mem().ask(
+            body.question,
+            namespace=namespace,
+            k=body.k,
+            recipe=body.recipe,
+            filters=body.filters,
+        )
+        return answer.model_dump(mode="json")
+
+    @app.get("/v1/namespaces/{namespace}/show/{name}", tags=["reading"])
+    async def show(namespace: str, name: str) -> dict[str, Any]:
+        nodes = await mem().show(name, namespace=namespace)
+        return {"nodes": [n.model_dump(mode="json") for n in nodes]}
+
+    @app.get("/v1/namespaces/{namespace}/stats", tags=["namespaces"])
+    async def stats(namespace: str) -> dict[str, Any]:
+        return await mem().stats(namespace)
+
+    @app.post("/v1/namespaces/{namespace}/build", tags=["building"])
+    async def build(namespace: str, body: BuildBody) -> dict[str, Any]:
+        """Fold pending episodes in now (the worker does it in the background anyway)."""
+        reports = await mem().build(namespace, recipe=body.recipe, tier=body.tier)
+        return {"reports": [r.model_dump(mode="json") for r in reports]}
+
+    @app.post("/v1/namespaces/{namespace}/retry", tags=["building"])
+    async def retry(namespace: str) -> dict[str, int]:
+        """Queue failed enrichments again."""
+        return {"queued": await mem().retry(namespace)}
+
+    return app
+
+
+async def _episode(memory: AsyncMemory, namespace: str, id: str) -> Any:
+    found = await memory.get([id], namespace=namespace)
+    if not found:
+        if namespace not in await memory.namespaces():
+            raise NamespaceNotFoundError(namespace)
+        raise _NotFound(f"no episode {id!r} in namespace {namespace!r}")
+    return found[0]
+
+
+class _NotFound(MemstrataError):
+    pass
+
+
+# errors ------------------------------------------------------------------------------------
+_STATUS: list[tuple[type[Exception], int, str]] = [
+    (ConflictError, 409, "conflict"),
+    (NamespaceNotFoundError, 404, "namespace_not_found"),
+    (_NotFound, 404, "not_found"),
+    (InvalidInputError, 400, "invalid_input"),
+    (ConfigError, 400, "invalid_config"),
+    (StoreLockedError, 503, "store_busy"),
+    (StoreError, 503, "store_unavailable"),
+    (MemstrataError, 500, "error"),
+]
+
+
+def error(status: int, code: str, message: str, **extra: Any) -> JSONResponse:
+    return JSONResponse({"error": {"code": code, "message": message, **extra}}, status)
+
+
+def _errors(app: FastAPI) -> None:
+    @app.exception_handler(MemstrataError)
+    async def memstrata_error(_: Request, exc: MemstrataError) -> JSONResponse:
+        for kind, status, code in _STATUS:
+            if isinstance(exc, kind):
+                extra = {"ids": exc.ids} if isinstance(exc, ConflictError) else {}
+                return error(status, code, str(exc), **extra)
+        raise AssertionError("unreachable")  # MemstrataError is the last row
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
+        problems = [
+            {"at": ".".join(str(p) for p in e["loc"]), "problem": e["msg"]} for e in exc.errors()
+        ]
+        if any(e["type"] == "json_invalid" for e in exc.errors()):
+            return error(400, "malformed_json", "the body is not valid JSON", problems=problems)
+        return error(
+            422, "invalid_request", "the request does not match its schema", problems=problems
+        )
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        if exc.status_code == 400:  # FastAPI could not decode the body (not UTF-8 JSON)
+            return error(400, "malformed_json", f"the body is not valid UTF-8 JSON: {exc.detail}")
+        code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
+        return error(exc.status_code, code, str(exc.detail))
+
+    @app.exception_handler(Exception)
+    async def unexpected(_: Request, exc: Exception) -> JSONResponse:
+        logger.exception("unexpected error")
+        return error(500, "internal", f"{type(exc).__name__}: the server failed; see its log")
+
+
+class _BodyLimit:
+    """Refuses a body over ``limit`` bytes with 413, by its Content-Length or while it is
+    streamed, before the app reads it."""
+
+    def __init__(self, app: ASGIApp, limit: int) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = dict(scope.get("headers") or [])
+        length = headers.get(b"content-length")
+        if length is not None and length.isdigit() and int(length) > self.limit:
+            await _too_large(self.limit)(scope, receive, send)
+            return
+        seen = 0
+
+        async def limited() -> Message:
+            nonlocal seen
+            message = await receive()
+            seen += len(message.get("body", b""))
+            if seen > self.limit:
+                raise _TooLarge
+            return message
+
+        try:
+            await self.app(scope, limited, send)
+        except _TooLarge:
+            await _too_large(self.limit)(scope, receive, send)
+
+
+class _TooLarge(Exception):
+    pass
+
+
+def _too_large(limit: int) -> Callable[[Scope, Receive, Send], Awaitable[None]]:
+    return error(413, "too_large", f"the request body is over {limit} bytes")
+
+
+__all__ = ["MAX_BODY", "create_app", "error"]
