@@ -5,24 +5,18 @@ stored."""
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
-import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-import uvicorn
+from service_helpers import LIMIT, free_port
 
-from memstrata.config import Config
 from memstrata.memory import Memory
-from memstrata.service import create_app
 
-LIMIT = 64 * 1024
 TURNS = [
     {
         "id": "t1",
@@ -32,34 +26,6 @@ TURNS = [
     {"id": "t2", "text": "Tomas adopted a greyhound called Pepper.", "speaker": "Tomas"},
     {"id": "t3", "text": "Maya said the talk is about streaming pipelines.", "speaker": "Maya"},
 ]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@pytest.fixture
-def served(tmp_path: Path) -> Iterator[tuple[httpx.Client, Path]]:
-    """The app over a fresh store, served by uvicorn on a free loopback port."""
-    db = tmp_path / "served.db"
-    config = Config.load(store=str(db), **{"build.mode": "queue", "build.poll_s": 0.05})
-    port = _free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(create_app(config, max_body=LIMIT), port=port, log_level="warning")
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    for _ in range(600):
-        if server.started:
-            break
-        time.sleep(0.05)
-    assert server.started
-    with httpx.Client(base_url=f"http://127.0.0.1:{port}/v1", timeout=60) as client:
-        yield client, db
-    server.should_exit = True
-    thread.join(timeout=30)
 
 
 def _error(response: httpx.Response, status: int, code: str) -> dict[str, Any]:
@@ -173,7 +139,7 @@ def test_serve_refuses_an_open_non_loopback_interface(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_memstrata_serve_process(tmp_path: Path) -> None:
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "memstrata", "serve", "--db", str(tmp_path / "s.db"),
          "--port", str(port)],

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ipaddress
+import json
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -35,27 +37,37 @@ def serve(
     structures are built by the worker in the background (`build.mode = "queue"`).
     Errors are JSON {"error": {"code", "message"}} with their HTTP status.
 
-    Without API keys the service is open, so it binds to a loopback address only."""
-    if not _loopback(host):
-        fail(
-            f"refusing to serve on {host!r}: without API keys the service is open to anyone "
-            "who reaches it; bind to 127.0.0.1 (or ::1) and put an authenticating proxy in "
-            "front",
-            "invalid_input",
-        )
-        raise typer.Exit(2)
+    Once the store holds a live API key (`memstrata keys create`), every request needs
+    one; until then the service is open, so it binds to a loopback address only."""
     with errors():
         import uvicorn
 
         from memstrata.service import create_app
 
         cfg = load_config(config, store=db, **{"build.mode": "queue"})
-        err.print(
-            f"serving {db} on http://{host}:{port}/v1 (docs: /docs); open to local clients: "
-            "no API keys",
-            markup=False,
-        )
+        guarded = Path(db).exists() and _has_keys(db)
+        if not guarded and not _loopback(host):
+            fail(
+                f"refusing to serve on {host!r}: without API keys the service is open to "
+                "anyone who reaches it; create one (`memstrata keys create`) or bind to "
+                "127.0.0.1",
+                "invalid_input",
+            )
+            raise typer.Exit(2)
+        state = "API keys required" if guarded else "open to local clients: no API keys"
+        err.print(f"serving {db} on http://{host}:{port}/v1 (docs: /docs); {state}", markup=False)
         uvicorn.run(create_app(cfg, workers=workers), host=host, port=port, log_level="info")
+
+
+def _has_keys(db: str) -> bool:
+    from memstrata.service import keys
+    from memstrata.store import open_store
+
+    store = open_store(db, create=False)
+    try:
+        return keys.live(store)
+    finally:
+        store.close()
 
 
 def _loopback(host: str) -> bool:
@@ -65,3 +77,79 @@ def _loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+keys_app = typer.Typer(help="API keys of the service: create, list, revoke.", no_args_is_help=True)
+app.add_typer(keys_app, name="keys")
+
+
+@keys_app.command("create")
+def keys_create(
+    db: Annotated[str, typer.Option("--db", help="The store the key opens.")],
+    namespace: Annotated[
+        list[str],
+        typer.Option("--namespace", "-n", help="A namespace it reaches (repeat; '*': all)."),
+    ],
+    scope: Annotated[str, typer.Option(help="read, write (includes read) or admin.")] = "read",
+    label: Annotated[str | None, typer.Option(help="A name to tell keys apart.")] = None,
+) -> None:
+    """Make a key. It is printed once and only its SHA-256 is stored: keep it safe."""
+    from memstrata.service import keys
+    from memstrata.store import open_store
+
+    with errors():
+        store = open_store(db)
+        try:
+            text, made = keys.make_key(store, namespace, scope, label)
+        finally:
+            store.close()
+        err.print(
+            f"key {made.id} ({made.scope}, {', '.join(made.namespaces)}): shown once",
+            markup=False,
+        )
+        typer.echo(text)
+
+
+@keys_app.command("list")
+def keys_list(
+    db: Annotated[str, typer.Option("--db", help="The store.")],
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object per key.")] = False,
+) -> None:
+    """Every key: id, prefix, namespaces, scope, label, when made and revoked."""
+    from memstrata.store import open_store
+
+    with errors(as_json=as_json):
+        store = open_store(db, create=False)
+        try:
+            found = store.api_keys()
+        finally:
+            store.close()
+        for k in found:
+            if as_json:
+                typer.echo(json.dumps(k.model_dump()))
+            else:
+                state = f"revoked {k.revoked_at}" if k.revoked_at else "live"
+                typer.echo(
+                    f"{k.id}\t{k.prefix}...\t{k.scope}\t{','.join(k.namespaces)}\t"
+                    f"{k.label or ''}\t{state}"
+                )
+
+
+@keys_app.command("revoke")
+def keys_revoke(
+    key_id: Annotated[int, typer.Argument(help="The key's id (see `keys list`).")],
+    db: Annotated[str, typer.Option("--db", help="The store.")],
+) -> None:
+    """Revoke a key at once: the next request that carries it gets 401."""
+    from memstrata.store import open_store
+
+    with errors():
+        store = open_store(db, create=False)
+        try:
+            done = store.revoke_api_key(key_id)
+        finally:
+            store.close()
+        if not done:
+            fail(f"no live key {key_id}", "not_found")
+            raise typer.Exit(1)
+        err.print(f"key {key_id} revoked", markup=False)

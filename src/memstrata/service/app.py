@@ -10,13 +10,14 @@ stack trace; request bodies are limited in size before they are read.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
-from fastapi import FastAPI, Query, Request
+from fastapi import Depends, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
@@ -34,7 +35,9 @@ from memstrata.errors import (
     StoreLockedError,
 )
 from memstrata.memory import AsyncMemory
+from memstrata.service import keys
 from memstrata.store import SearchFilters
+from memstrata.store.base import ApiKey
 
 logger = logging.getLogger("memstrata.service")
 
@@ -91,6 +94,14 @@ class AskBody(BaseModel):
     filters: SearchFilters | None = None
 
 
+class KeyBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    namespaces: list[str] = Field(min_length=1, description='namespaces it reaches; "*": all')
+    scope: Literal["read", "write", "admin"] = "read"
+    label: str | None = None
+
+
 class BuildBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -128,6 +139,34 @@ def create_app(config: Config, *, max_body: int = MAX_BODY, workers: int = 1) ->
     def mem() -> AsyncMemory:
         return state["memory"]
 
+    async def caller(request: Request, scope: str) -> ApiKey | None:
+        """The request's key (None while no key is live: the open, loopback-only mode);
+        401 without a valid live key, 403 when its scope is short."""
+        store = mem().store
+        if not await asyncio.to_thread(keys.live, store):
+            return None
+        text = keys.presented(
+            request.headers.get("authorization"), request.headers.get("x-api-key")
+        )
+        key = await asyncio.to_thread(store.api_key, keys.digest(text)) if text else None
+        if key is None or key.revoked_at is not None:
+            raise _Unauthorized("a valid API key is required (Authorization: Bearer KEY)")
+        if not key.allows(scope):
+            raise _Forbidden(f"this key's scope is {key.scope!r}; this needs {scope!r}")
+        return key
+
+    def scoped(scope: str) -> Any:
+        async def check(request: Request) -> ApiKey | None:
+            key = await caller(request, scope)
+            namespace = request.path_params.get("namespace")
+            if key is not None and namespace is not None and not key.reaches(namespace):
+                raise NamespaceNotFoundError(namespace)  # as if it did not exist
+            return key
+
+        return Depends(check)
+
+    read, write = scoped("read"), scoped("write")
+
     @app.get("/v1/health", tags=["service"])
     async def health() -> dict[str, str]:
         """The process answers."""
@@ -140,14 +179,17 @@ def create_app(config: Config, *, max_body: int = MAX_BODY, workers: int = 1) ->
         return {"status": "ready", "namespaces": len(names)}
 
     @app.get("/v1/namespaces", tags=["namespaces"])
-    async def namespaces() -> dict[str, list[str]]:
-        return {"namespaces": await mem().namespaces()}
+    async def namespaces(request: Request) -> dict[str, list[str]]:
+        """The namespaces in the store that the caller's key reaches."""
+        key = await caller(request, "read")
+        names = await mem().namespaces()
+        return {"namespaces": [n for n in names if key is None or key.reaches(n)]}
 
-    @app.get("/v1/recipes", tags=["namespaces"])
+    @app.get("/v1/recipes", tags=["namespaces"], dependencies=[read])
     async def recipes() -> dict[str, Any]:
         return {"recipes": mem().recipes()}
 
-    @app.post("/v1/namespaces/{namespace}/episodes", tags=["episodes"])
+    @app.post("/v1/namespaces/{namespace}/episodes", tags=["episodes"], dependencies=[write])
     async def add(namespace: str, body: AddBody) -> dict[str, Any]:
         """Remember episodes. Ids already stored with the same content are ``existing``
         (a retried request changes nothing); with other content ``conflicts``, left as
@@ -156,35 +198,37 @@ def create_app(config: Config, *, max_body: int = MAX_BODY, workers: int = 1) ->
         report = await mem().add_many(items, namespace=namespace, replace=body.replace)
         return report.model_dump()
 
-    @app.get("/v1/namespaces/{namespace}/episodes/{id}", tags=["episodes"])
+    @app.get("/v1/namespaces/{namespace}/episodes/{id}", tags=["episodes"], dependencies=[read])
     async def get(namespace: str, id: str) -> dict[str, Any]:
         return (await _episode(mem(), namespace, id)).model_dump(mode="json")
 
-    @app.put("/v1/namespaces/{namespace}/episodes/{id}", tags=["episodes"])
+    @app.put("/v1/namespaces/{namespace}/episodes/{id}", tags=["episodes"], dependencies=[write])
     async def update(namespace: str, id: str, body: UpdateBody) -> dict[str, Any]:
         """Replace an episode's text; the old version stays in its history."""
         await _episode(mem(), namespace, id)
         episode = await mem().update(id, body.text, namespace=namespace)
         return episode.model_dump(mode="json")
 
-    @app.get("/v1/namespaces/{namespace}/episodes/{id}/history", tags=["episodes"])
+    @app.get(
+        "/v1/namespaces/{namespace}/episodes/{id}/history", tags=["episodes"], dependencies=[read]
+    )
     async def history(namespace: str, id: str) -> dict[str, Any]:
         await _episode(mem(), namespace, id)
         versions = await mem().history(id, namespace=namespace)
         return {"versions": [v.model_dump(mode="json") for v in versions]}
 
-    @app.delete("/v1/namespaces/{namespace}/episodes", tags=["episodes"])
+    @app.delete("/v1/namespaces/{namespace}/episodes", tags=["episodes"], dependencies=[write])
     async def delete(namespace: str, id: Ids) -> dict[str, Any]:
         """Delete episodes (and what was derived from them alone); ``missing`` lists the
         ids that were not stored."""
         report = await mem().delete(id, namespace=namespace)
         return {"deleted": int(report), "missing": report.missing}
 
-    @app.delete("/v1/namespaces/{namespace}", tags=["namespaces"])
+    @app.delete("/v1/namespaces/{namespace}", tags=["namespaces"], dependencies=[write])
     async def delete_namespace(namespace: str) -> dict[str, Any]:
         return {"deleted": int(await mem().delete(namespace=namespace))}
 
-    @app.post("/v1/namespaces/{namespace}/search", tags=["reading"])
+    @app.post("/v1/namespaces/{namespace}/search", tags=["reading"], dependencies=[read])
     async def search(namespace: str, body: SearchBody) -> dict[str, Any]:
         """Best hits with the episodes they rest on, and the context they render to."""
         result = await mem().search(
@@ -192,7 +236,7 @@ def create_app(config: Config, *, max_body: int = MAX_BODY, workers: int = 1) ->
         )
         return result.model_dump(mode="json")
 
-    @app.post("/v1/namespaces/{namespace}/ask", tags=["reading"])
+    @app.post("/v1/namespaces/{namespace}/ask", tags=["reading"], dependencies=[read])
     async def ask(namespace: str, body: AskBody) -> dict[str, Any]:
         """An answer citing episode ids, or ``abstained`` when memory does not hold it."""
         answer = await mem().ask(
@@ -204,27 +248,58 @@ def create_app(config: Config, *, max_body: int = MAX_BODY, workers: int = 1) ->
         )
         return answer.model_dump(mode="json")
 
-    @app.get("/v1/namespaces/{namespace}/show/{name}", tags=["reading"])
+    @app.get("/v1/namespaces/{namespace}/show/{name}", tags=["reading"], dependencies=[read])
     async def show(namespace: str, name: str) -> dict[str, Any]:
         nodes = await mem().show(name, namespace=namespace)
         return {"nodes": [n.model_dump(mode="json") for n in nodes]}
 
-    @app.get("/v1/namespaces/{namespace}/stats", tags=["namespaces"])
+    @app.get("/v1/namespaces/{namespace}/stats", tags=["namespaces"], dependencies=[read])
     async def stats(namespace: str) -> dict[str, Any]:
         return await mem().stats(namespace)
 
-    @app.post("/v1/namespaces/{namespace}/build", tags=["building"])
+    @app.post("/v1/namespaces/{namespace}/build", tags=["building"], dependencies=[write])
     async def build(namespace: str, body: BuildBody) -> dict[str, Any]:
         """Fold pending episodes in now (the worker does it in the background anyway)."""
         reports = await mem().build(namespace, recipe=body.recipe, tier=body.tier)
         return {"reports": [r.model_dump(mode="json") for r in reports]}
 
-    @app.post("/v1/namespaces/{namespace}/retry", tags=["building"])
+    @app.post("/v1/namespaces/{namespace}/retry", tags=["building"], dependencies=[write])
     async def retry(namespace: str) -> dict[str, int]:
         """Queue failed enrichments again."""
         return {"queued": await mem().retry(namespace)}
 
+    @app.get("/v1/keys", tags=["keys"])
+    async def list_keys(request: Request) -> dict[str, Any]:
+        """The keys (never their text) for the namespaces the admin key reaches."""
+        key = await caller(request, "admin")
+        found = await asyncio.to_thread(mem().store.api_keys)
+        shown = [k for k in found if key is None or _within(key, k.namespaces)]
+        return {"keys": [k.model_dump() for k in shown]}
+
+    @app.post("/v1/keys", tags=["keys"])
+    async def create_key(request: Request, body: KeyBody) -> dict[str, Any]:
+        """A new key, shown once; an admin key makes keys only for namespaces it reaches."""
+        key = await caller(request, "admin")
+        if key is not None and not _within(key, body.namespaces):
+            raise _Forbidden("an admin key makes keys only for the namespaces it reaches")
+        text, made = await asyncio.to_thread(
+            keys.make_key, mem().store, body.namespaces, body.scope, body.label
+        )
+        return {"key": text, **made.model_dump()}
+
+    @app.delete("/v1/keys/{key_id}", tags=["keys"])
+    async def revoke_key(request: Request, key_id: int) -> dict[str, bool]:
+        key = await caller(request, "admin")
+        found = {k.id: k for k in await asyncio.to_thread(mem().store.api_keys)}
+        if key_id not in found or (key is not None and not _within(key, found[key_id].namespaces)):
+            raise _NotFound(f"no key {key_id}")
+        return {"revoked": await asyncio.to_thread(mem().store.revoke_api_key, key_id)}
+
     return app
+
+
+def _within(key: ApiKey, namespaces: list[str]) -> bool:
+    return "*" in key.namespaces or all(n != "*" and key.reaches(n) for n in namespaces)
 
 
 async def _episode(memory: AsyncMemory, namespace: str, id: str) -> Any:
@@ -240,11 +315,21 @@ class _NotFound(MemstrataError):
     pass
 
 
+class _Unauthorized(MemstrataError):
+    pass
+
+
+class _Forbidden(MemstrataError):
+    pass
+
+
 # errors ------------------------------------------------------------------------------------
 _STATUS: list[tuple[type[Exception], int, str]] = [
     (ConflictError, 409, "conflict"),
     (NamespaceNotFoundError, 404, "namespace_not_found"),
     (_NotFound, 404, "not_found"),
+    (_Unauthorized, 401, "unauthorized"),
+    (_Forbidden, 403, "forbidden"),
     (InvalidInputError, 400, "invalid_input"),
     (ConfigError, 400, "invalid_config"),
     (StoreLockedError, 503, "store_busy"),
@@ -263,7 +348,10 @@ def _errors(app: FastAPI) -> None:
         for kind, status, code in _STATUS:
             if isinstance(exc, kind):
                 extra = {"ids": exc.ids} if isinstance(exc, ConflictError) else {}
-                return error(status, code, str(exc), **extra)
+                response = error(status, code, str(exc), **extra)
+                if status == 401:
+                    response.headers["WWW-Authenticate"] = "Bearer"
+                return response
         raise AssertionError("unreachable")  # MemstrataError is the last row
 
     @app.exception_handler(RequestValidationError)

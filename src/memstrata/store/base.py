@@ -12,7 +12,7 @@ import unicodedata
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
@@ -202,6 +202,26 @@ class EpisodeMeta(NamedTuple):
     seq: int
     speaker: str | None
     occurred_ts: float | None
+
+
+class ApiKey(BaseModel):
+    """An API key of the service, as stored: never the key itself, only its prefix."""
+
+    id: int
+    prefix: str
+    namespaces: list[str] = Field(description='the namespaces it reaches; ["*"]: all')
+    scope: Literal["read", "write", "admin"]
+    label: str | None = None
+    created_at: str
+    revoked_at: str | None = None
+
+    def reaches(self, namespace: str) -> bool:
+        return "*" in self.namespaces or namespace in self.namespaces
+
+    def allows(self, scope: str) -> bool:
+        """read < write < admin: each scope includes the ones before it."""
+        order = ("read", "write", "admin")
+        return order.index(self.scope) >= order.index(scope)
 
 
 class NamespaceStats(BaseModel):
@@ -476,6 +496,24 @@ class Store(ABC):
     def records_stamp(self, namespace: str) -> tuple[int, str]:
         """(count, last update) of the namespace's derived records: cheap change detection
         for in-memory indexes over them."""
+
+    # API keys of the service ----------------------------------------------------------------
+    @abstractmethod
+    def add_api_key(
+        self, digest: str, prefix: str, namespaces: Sequence[str], scope: str, label: str | None
+    ) -> ApiKey:
+        """Store a key by its SHA-256 ``digest`` (the key itself is never stored)."""
+
+    @abstractmethod
+    def api_key(self, digest: str) -> ApiKey | None:
+        """The key with this digest, revoked or not; None if there is none."""
+
+    @abstractmethod
+    def api_keys(self) -> list[ApiKey]: ...
+
+    @abstractmethod
+    def revoke_api_key(self, key_id: int) -> bool:
+        """Revoke a key; False if there is no such live key."""
 
     # accounting and stats ---------------------------------------------------------------
     @abstractmethod

@@ -38,6 +38,7 @@ from memstrata.store.base import (
 )
 from memstrata.store.sqlite_builds import BuildBookkeeping
 from memstrata.store.sqlite_common import _chunks, _fts, _iso, _now, _ts
+from memstrata.store.sqlite_keys import ApiKeys
 from memstrata.store.sqlite_records import DerivedRecords
 from memstrata.store.sqlite_search import SearchPrimitives, _VectorIndex
 from memstrata.store.sqlite_updates import EpisodeUpdates
@@ -54,7 +55,9 @@ def _migrations() -> list[tuple[int, str]]:
     return sorted(out)
 
 
-class SQLiteStore(BuildBookkeeping, DerivedRecords, SearchPrimitives, EpisodeUpdates, Store):
+class SQLiteStore(
+    ApiKeys, BuildBookkeeping, DerivedRecords, SearchPrimitives, EpisodeUpdates, Store
+):
     """A memstrata database in one SQLite file (``:memory:`` works for throwaway use)."""
 
     def __init__(self, path: str | Path, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> None:

@@ -1,0 +1,50 @@
+"""API keys: made once and shown once, kept as their SHA-256, checked per request.
+
+A key names the namespaces it reaches (``*``: all) and a scope: ``read`` (search, ask,
+get, stats), ``write`` (also add, update, delete, build) or ``admin`` (also manage keys
+for the namespaces it reaches). To a key, a namespace it does not reach does not exist.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from collections.abc import Sequence
+
+from memstrata.errors import InvalidInputError
+from memstrata.store import Store
+from memstrata.store.base import ApiKey, check_namespace
+
+SCOPES = ("read", "write", "admin")
+PREFIX = "msk_"
+
+
+def digest(key: str) -> str:
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
+def make_key(
+    store: Store, namespaces: Sequence[str], scope: str, label: str | None = None
+) -> tuple[str, ApiKey]:
+    """A new key (the only time its text exists) and its stored record."""
+    if scope not in SCOPES:
+        raise InvalidInputError(f"unknown scope {scope!r}; expected one of {', '.join(SCOPES)}")
+    if not namespaces:
+        raise InvalidInputError("a key needs at least one namespace (or '*' for all)")
+    names = [n if n == "*" else check_namespace(n) for n in namespaces]
+    key = PREFIX + secrets.token_urlsafe(32)
+    return key, store.add_api_key(digest(key), key[:12], names, scope, label)
+
+
+def live(store: Store) -> bool:
+    """Whether any key is live: without one the service is open (loopback only)."""
+    return any(k.revoked_at is None for k in store.api_keys())
+
+
+def presented(authorization: str | None, x_api_key: str | None) -> str | None:
+    """The key a request carries: ``Authorization: Bearer KEY`` or ``X-API-Key: KEY``."""
+    if x_api_key:
+        return x_api_key.strip()
+    if authorization and authorization[:7].lower() == "bearer ":
+        return authorization[7:].strip()
+    return None

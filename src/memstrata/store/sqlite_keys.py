@@ -1,0 +1,71 @@
+"""The SQLite store's API keys (schema v6): hashed, scoped, revocable."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any
+
+from memstrata.store.base import ApiKey
+from memstrata.store.sqlite_common import _now
+
+_COLS = "id, prefix, namespaces, scope, label, created_at, revoked_at"
+
+
+class ApiKeys:
+    """Mixin of :class:`~memstrata.store.sqlite.SQLiteStore`."""
+
+    if TYPE_CHECKING:
+        _conn: sqlite3.Connection
+        _lock: threading.RLock
+
+        def _write(self) -> AbstractContextManager[sqlite3.Connection]: ...
+
+    def add_api_key(
+        self, digest: str, prefix: str, namespaces: Sequence[str], scope: str, label: str | None
+    ) -> ApiKey:
+        with self._write() as conn:
+            cur = conn.execute(
+                "INSERT INTO api_keys(hash, prefix, namespaces, scope, label, created_at) "
+                "VALUES (?,?,?,?,?,?)",
+                (digest, prefix, json.dumps(list(namespaces)), scope, label, _now()),
+            )
+            row = conn.execute(
+                f"SELECT {_COLS} FROM api_keys WHERE id=?", (cur.lastrowid,)
+            ).fetchone()
+        return _key(row)
+
+    def api_key(self, digest: str) -> ApiKey | None:
+        with self._lock:
+            row = self._conn.execute(
+                f"SELECT {_COLS} FROM api_keys WHERE hash=?", (digest,)
+            ).fetchone()
+        return _key(row) if row else None
+
+    def api_keys(self) -> list[ApiKey]:
+        with self._lock:
+            rows = self._conn.execute(f"SELECT {_COLS} FROM api_keys ORDER BY id").fetchall()
+        return [_key(r) for r in rows]
+
+    def revoke_api_key(self, key_id: int) -> bool:
+        with self._write() as conn:
+            cur = conn.execute(
+                "UPDATE api_keys SET revoked_at=? WHERE id=? AND revoked_at IS NULL",
+                (_now(), key_id),
+            )
+            return cur.rowcount > 0
+
+
+def _key(row: Sequence[Any]) -> ApiKey:
+    return ApiKey(
+        id=row[0],
+        prefix=row[1],
+        namespaces=json.loads(row[2]),
+        scope=row[3],
+        label=row[4],
+        created_at=row[5],
+        revoked_at=row[6],
+    )

@@ -1,0 +1,46 @@
+"""A served store: the REST app on a free loopback port, run by uvicorn in a thread."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+import uvicorn
+
+from memstrata.config import Config
+from memstrata.service import create_app
+
+LIMIT = 64 * 1024
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[tuple[httpx.Client, Path]]:
+    """An HTTP client of the app over a fresh store, and the store's path."""
+    db = tmp_path / "served.db"
+    config = Config.load(store=str(db), **{"build.mode": "queue", "build.poll_s": 0.05})
+    port = free_port()
+    server = uvicorn.Server(
+        uvicorn.Config(create_app(config, max_body=LIMIT), port=port, log_level="warning")
+    )
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    for _ in range(600):
+        if server.started:
+            break
+        time.sleep(0.05)
+    assert server.started
+    with httpx.Client(base_url=f"http://127.0.0.1:{port}/v1", timeout=60) as client:
+        yield client, db
+    server.should_exit = True
+    thread.join(timeout=30)
