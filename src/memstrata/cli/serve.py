@@ -79,6 +79,28 @@ def _loopback(host: str) -> bool:
         return False
 
 
+@app.command("mcp")
+def mcp(
+    db: Annotated[str, typer.Option("--db", help="The store to serve (created if absent).")],
+    config: ConfigOpt = None,
+) -> None:
+    """Serve a store as an MCP server over stdio, for an assistant or agent that starts it.
+
+    Tools: add_memory, search_memory, ask_memory, get_memory, list_memories, update_memory,
+    delete_memory, show_structure. Client configuration (the JSON desktop assistants and
+    IDE agents read):
+
+      {"mcpServers": {"memory": {"command": "memstrata",
+                                 "args": ["mcp", "--db", "/path/memory.db"]}}}
+
+    Builds run inline after each add (`build.mode`); stdout carries the protocol, logs go
+    to stderr."""
+    with errors():
+        from memstrata.service.mcp import build_server
+
+        build_server(load_config(config, store=db)).run("stdio")
+
+
 keys_app = typer.Typer(help="API keys of the service: create, list, revoke.", no_args_is_help=True)
 app.add_typer(keys_app, name="keys")
 
