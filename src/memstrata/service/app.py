@@ -114,13 +114,19 @@ def create_app(config: Config, *, max_body: int = MAX_BODY, workers: int = 1) ->
     (``workers=0``: none, for a store whose ``memstrata worker`` processes run apart)."""
     state: dict[str, AsyncMemory] = {}
 
+    from memstrata.service.mcp import build_server
+
+    agent = build_server(memory=lambda: state["memory"])
+    mcp_app = agent.streamable_http_app(streamable_http_path="/")
+
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         memory = await AsyncMemory.open(config=config)
         state["memory"] = memory
         tasks = [memory.start_worker()] if workers else []
         try:
-            yield
+            async with agent.session_manager.run():
+                yield
         finally:
             await memory.close()  # stops the worker after its current batch
             for task in tasks:
@@ -135,25 +141,16 @@ def create_app(config: Config, *, max_body: int = MAX_BODY, workers: int = 1) ->
     )
     app.add_middleware(_BodyLimit, limit=max_body)
     _errors(app)
+    # MCP over streamable HTTP, with the same keys: any valid key may connect, and each
+    # tool checks what it reaches (the MCP SDK's transport answers below /mcp/).
+    app.mount("/mcp", _McpKeys(mcp_app, lambda: state["memory"]))
 
     def mem() -> AsyncMemory:
         return state["memory"]
 
     async def caller(request: Request, scope: str) -> ApiKey | None:
-        """The request's key (None while no key is live: the open, loopback-only mode);
-        401 without a valid live key, 403 when its scope is short."""
-        store = mem().store
-        if not await asyncio.to_thread(keys.live, store):
-            return None
-        text = keys.presented(
-            request.headers.get("authorization"), request.headers.get("x-api-key")
-        )
-        key = await asyncio.to_thread(store.api_key, keys.digest(text)) if text else None
-        if key is None or key.revoked_at is not None:
-            raise _Unauthorized("a valid API key is required (Authorization: Bearer KEY)")
-        if not key.allows(scope):
-            raise _Forbidden(f"this key's scope is {key.scope!r}; this needs {scope!r}")
-        return key
+        """The request's key (None while no key is live); 401 or 403 as it deserves."""
+        return await keys.check(mem().store, request.headers, scope)
 
     def scoped(scope: str) -> Any:
         async def check(request: Request) -> ApiKey | None:
@@ -281,7 +278,7 @@ def create_app(config: Config, *, max_body: int = MAX_BODY, workers: int = 1) ->
         """A new key, shown once; an admin key makes keys only for namespaces it reaches."""
         key = await caller(request, "admin")
         if key is not None and not _within(key, body.namespaces):
-            raise _Forbidden("an admin key makes keys only for the namespaces it reaches")
+            raise keys.Forbidden("an admin key makes keys only for the namespaces it reaches")
         text, made = await asyncio.to_thread(
             keys.make_key, mem().store, body.namespaces, body.scope, body.label
         )
@@ -315,21 +312,13 @@ class _NotFound(MemstrataError):
     pass
 
 
-class _Unauthorized(MemstrataError):
-    pass
-
-
-class _Forbidden(MemstrataError):
-    pass
-
-
 # errors ------------------------------------------------------------------------------------
 _STATUS: list[tuple[type[Exception], int, str]] = [
     (ConflictError, 409, "conflict"),
     (NamespaceNotFoundError, 404, "namespace_not_found"),
     (_NotFound, 404, "not_found"),
-    (_Unauthorized, 401, "unauthorized"),
-    (_Forbidden, 403, "forbidden"),
+    (keys.Unauthorized, 401, "unauthorized"),
+    (keys.Forbidden, 403, "forbidden"),
     (InvalidInputError, 400, "invalid_input"),
     (ConfigError, 400, "invalid_config"),
     (StoreLockedError, 503, "store_busy"),
@@ -409,6 +398,27 @@ class _BodyLimit:
             await self.app(scope, limited, send)
         except _TooLarge:
             await _too_large(self.limit)(scope, receive, send)
+
+
+class _McpKeys:
+    """Lets a request reach the MCP transport only with a valid key (while keys are in
+    use), answering 401 in the service's JSON otherwise."""
+
+    def __init__(self, app: ASGIApp, memory: Callable[[], AsyncMemory]) -> None:
+        self.app = app
+        self.memory = memory
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
+            try:
+                await keys.check(self.memory().store, headers, "read")
+            except keys.Unauthorized as exc:
+                response = error(401, "unauthorized", str(exc))
+                response.headers["WWW-Authenticate"] = "Bearer"
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
 
 
 class _TooLarge(Exception):

@@ -7,11 +7,12 @@ for the namespaces it reaches). To a key, a namespace it does not reach does not
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import secrets
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
-from memstrata.errors import InvalidInputError
+from memstrata.errors import InvalidInputError, MemstrataError
 from memstrata.store import Store
 from memstrata.store.base import ApiKey, check_namespace
 
@@ -48,3 +49,26 @@ def presented(authorization: str | None, x_api_key: str | None) -> str | None:
     if authorization and authorization[:7].lower() == "bearer ":
         return authorization[7:].strip()
     return None
+
+
+class Unauthorized(MemstrataError):
+    """No live key, or one that is not valid (HTTP 401)."""
+
+
+class Forbidden(MemstrataError):
+    """A valid key whose scope is short (HTTP 403)."""
+
+
+async def check(store: Store, headers: Mapping[str, str], scope: str) -> ApiKey | None:
+    """The key the request carries, if keys are in use (None while none is live: the
+    open, loopback-only mode); ``Unauthorized`` without a valid live key, ``Forbidden``
+    when its scope is short. The store is read off the event loop."""
+    if not await asyncio.to_thread(live, store):
+        return None
+    text = presented(headers.get("authorization"), headers.get("x-api-key"))
+    key = await asyncio.to_thread(store.api_key, digest(text)) if text else None
+    if key is None or key.revoked_at is not None:
+        raise Unauthorized("a valid API key is required (Authorization: Bearer KEY)")
+    if not key.allows(scope):
+        raise Forbidden(f"this key's scope is {key.scope!r}; this needs {scope!r}")
+    return key

@@ -1,0 +1,78 @@
+"""MCP over streamable HTTP at /mcp of the served app, through the SDK's own client, with
+the service's API keys: a key reaches only its namespaces and scope, and no key (once
+keys are in use) is refused before the MCP session starts."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import httpx
+import httpx2
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from memstrata.llm.fence import unfence
+from memstrata.service import keys
+from memstrata.store import open_store
+
+
+def _url(client: httpx.Client) -> str:
+    return str(client.base_url).rstrip("/").removesuffix("/v1") + "/mcp/"
+
+
+def _client(url: str, key: str | None) -> Client:
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    return Client(streamable_http_client(url, http_client=httpx2.AsyncClient(headers=headers)))
+
+
+async def _call(url: str, key: str | None, tool: str, args: dict[str, Any]) -> Any:
+    async with _client(url, key) as client:
+        return await client.call_tool(tool, args)
+
+
+def test_mcp_over_http_with_keys(served: tuple[httpx.Client, Path]) -> None:
+    rest, db = served
+    url = _url(rest)
+    # open mode (no key yet): a session works without one
+    added = asyncio.run(
+        _call(
+            url, None, "add_memory", {"text": "Zoltan hides the key.", "namespace": "b", "id": "b1"}
+        )
+    )
+    assert not added.is_error
+    store = open_store(db)
+    try:
+        write_a = keys.make_key(store, ["a"], "write")[0]
+        read_a = keys.make_key(store, ["a"], "read")[0]
+    finally:
+        store.close()
+
+    async def session() -> None:
+        async with _client(url, write_a) as client:
+            done = await client.call_tool(
+                "add_memory",
+                {"text": "Maya keeps the passport in the drawer.", "namespace": "a", "id": "a1"},
+            )
+            assert not done.is_error
+            found = await client.call_tool("search_memory", {"query": "passport", "namespace": "a"})
+            hit = found.structured_content["hits"][0]
+            assert hit["sources"] == ["a1"] and "passport" in unfence(hit["text"])
+            other = await client.call_tool("search_memory", {"query": "key", "namespace": "b"})
+            assert other.is_error and "unknown namespace 'b'" in other.content[0].text
+            assert "Zoltan" not in str(other)
+        async with _client(url, read_a) as client:
+            denied = await client.call_tool("delete_memory", {"ids": ["a1"], "namespace": "a"})
+            assert denied.is_error and "scope" in denied.content[0].text
+
+    asyncio.run(session())
+    try:  # no key: the transport is refused before any MCP message
+        asyncio.run(_call(url, None, "search_memory", {"query": "key", "namespace": "b"}))
+    except Exception:  # the SDK raises an exception group around the HTTP error
+        pass
+    else:
+        pytest.fail("an MCP session without a key was accepted")
+    refused = httpx.post(url, json={}, headers={"Accept": "application/json"})
+    assert refused.status_code == 401 and refused.json()["error"]["code"] == "unauthorized"
