@@ -22,6 +22,16 @@ from memstrata.memory import AsyncMemory, Memory
 from memstrata.models import Episode, Hit, SearchResult, Span
 from memstrata.store import SearchFilters
 
+
+def __getattr__(name: str) -> object:
+    """``RemoteMemory`` and ``AsyncRemoteMemory`` (the service's client), imported on use."""
+    if name in ("RemoteMemory", "AsyncRemoteMemory"):
+        from memstrata.service import remote
+
+        return getattr(remote, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 try:
     __version__ = version("memstrata")
 except PackageNotFoundError:  # run from a source tree that was never installed
@@ -29,6 +39,7 @@ except PackageNotFoundError:  # run from a source tree that was never installed
 
 __all__ = [
     "AsyncMemory",
+    "AsyncRemoteMemory",
     "Config",
     "ConfigError",
     "ConflictError",
@@ -38,6 +49,7 @@ __all__ = [
     "Memory",
     "MemstrataError",
     "NamespaceNotFoundError",
+    "RemoteMemory",
     "SearchFilters",
     "SearchResult",
     "Span",
