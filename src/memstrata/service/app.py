@@ -14,7 +14,6 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
-from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from fastapi import Depends, FastAPI, Query, Request
@@ -35,6 +34,7 @@ from memstrata.errors import (
     StoreLockedError,
 )
 from memstrata.memory import AsyncMemory
+from memstrata.models import EpisodeIn
 from memstrata.service import keys
 from memstrata.store import SearchFilters
 from memstrata.store.base import ApiKey
@@ -47,18 +47,11 @@ Ids = Annotated[list[str], Query(min_length=1, description="ids to delete")]
 MAX_BODY = 10 * 1024 * 1024
 
 
-class EpisodeBody(BaseModel):
-    """One episode to remember; ``id`` makes the add idempotent."""
+class EpisodeBody(EpisodeIn):
+    """One episode to remember; ``id`` makes the add idempotent. An unknown field is an
+    error, not dropped."""
 
     model_config = ConfigDict(extra="forbid")
-
-    text: str
-    id: str | None = None
-    speaker: str | None = None
-    role: str | None = None
-    occurred_at: datetime | None = None
-    session: str | None = None
-    metadata: dict[str, Any] | None = None
 
 
 class AddBody(BaseModel):
