@@ -14,6 +14,7 @@ caller treats it as a failed call.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -34,11 +35,11 @@ class Salvage:
 
     @property
     def truncated(self) -> int:
-        return sum(n for r, n in self.reasons.items() if r in TRUNCATING)
+        return split(self.reasons)[0]
 
     @property
     def rejected(self) -> int:
-        return sum(n for r, n in self.reasons.items() if r not in TRUNCATING)
+        return split(self.reasons)[1]
 
     @property
     def repaired(self) -> bool:
@@ -46,6 +47,12 @@ class Salvage:
 
     def merge(self, other: Salvage) -> None:
         self.reasons.update(other.reasons)
+
+
+def split(reasons: Mapping[str, int]) -> tuple[int, int]:
+    """(items cut to a bound, items dropped) among counts by reason."""
+    truncated = sum(n for r, n in reasons.items() if r in TRUNCATING)
+    return truncated, sum(reasons.values()) - truncated
 
 
 class Unusable(ValueError):

@@ -14,7 +14,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from pydantic import BaseModel, ConfigDict, Field
 
 from memstrata.errors import MemstrataError
-from memstrata.llm.salvage import TRUNCATING
+from memstrata.llm.salvage import split
 
 Role = Literal["system", "user", "assistant"]
 Outcome = Literal["kept", "repaired", "failed"]
@@ -61,6 +61,16 @@ class LLMCallRecord(BaseModel):
     outcome: Outcome = "kept"
     #: items cut to a bound or dropped, by reason (see :mod:`memstrata.llm.salvage`)
     dropped: dict[str, int] = Field(default_factory=dict)
+
+    @property
+    def truncated(self) -> int:
+        """Items cut to a bound (a list cut, a string shortened, a reply cut off)."""
+        return split(self.dropped)[0]
+
+    @property
+    def rejected(self) -> int:
+        """Items dropped for breaking the schema."""
+        return split(self.dropped)[1]
 
 
 @runtime_checkable
@@ -112,9 +122,8 @@ class MemoryUsageSink:
             s["latency_ms"] += rec.latency_ms
             s["kept"] += rec.outcome == "kept"
             s["repaired"] += rec.outcome == "repaired"
-            truncated = sum(n for r, n in rec.dropped.items() if r in TRUNCATING)
-            s["truncated"] += truncated
-            s["rejected"] += sum(rec.dropped.values()) - truncated
+            s["truncated"] += rec.truncated
+            s["rejected"] += rec.rejected
         for s in out.values():
             s["mean_latency_ms"] = s["latency_ms"] / s["calls"]
         return out

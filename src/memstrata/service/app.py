@@ -69,22 +69,22 @@ class UpdateBody(BaseModel):
     text: str
 
 
-class SearchBody(BaseModel):
+class _Reading(BaseModel):
+    """What a search and an ask share: how many hits, with which recipe, filtered how."""
+
     model_config = ConfigDict(extra="forbid")
 
+    k: int | None = Field(default=None, ge=1, le=200)
+    recipe: str | None = None
+    filters: SearchFilters | None = None
+
+
+class SearchBody(_Reading):
     query: str
-    k: int | None = Field(default=None, ge=1, le=200)
-    recipe: str | None = None
-    filters: SearchFilters | None = None
 
 
-class AskBody(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class AskBody(_Reading):
     question: str
-    k: int | None = Field(default=None, ge=1, le=200)
-    recipe: str | None = None
-    filters: SearchFilters | None = None
 
 
 class KeyBody(BaseModel):

@@ -63,12 +63,12 @@ async def check(store: Store, headers: Mapping[str, str], scope: str) -> ApiKey 
     """The key the request carries, if keys are in use (None while none is live: the
     open, loopback-only mode); ``Unauthorized`` without a valid live key, ``Forbidden``
     when its scope is short. The store is read off the event loop."""
-    if not await asyncio.to_thread(live, store):
-        return None
     text = presented(headers.get("authorization"), headers.get("x-api-key"))
     key = await asyncio.to_thread(store.api_key, digest(text)) if text else None
-    if key is None or key.revoked_at is not None:
-        raise Unauthorized("a valid API key is required (Authorization: Bearer KEY)")
-    if not key.allows(scope):
-        raise Forbidden(f"this key's scope is {key.scope!r}; this needs {scope!r}")
-    return key
+    if key is not None and key.revoked_at is None:  # one read on the usual path
+        if not key.allows(scope):
+            raise Forbidden(f"this key's scope is {key.scope!r}; this needs {scope!r}")
+        return key
+    if not await asyncio.to_thread(live, store):
+        return None
+    raise Unauthorized("a valid API key is required (Authorization: Bearer KEY)")

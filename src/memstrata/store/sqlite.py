@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 from memstrata.errors import StoreClosedError, StoreError, StoreLockedError
-from memstrata.llm.salvage import TRUNCATING
 from memstrata.llm.types import LLMCallRecord
 from memstrata.models import Episode
 from memstrata.store.base import (
@@ -434,7 +433,6 @@ class SQLiteStore(
 
     # accounting and stats ---------------------------------------------------------------
     def record_llm_call(self, record: LLMCallRecord) -> None:
-        truncated = sum(n for r, n in record.dropped.items() if r in TRUNCATING)
         with self._write() as conn:
             conn.execute(
                 "INSERT INTO llm_calls(namespace, stage, backend, model, prompt_tokens, "
@@ -456,8 +454,8 @@ class SQLiteStore(
                     record.request_hash,
                     record.created_at.isoformat(),
                     record.outcome,
-                    truncated,
-                    sum(record.dropped.values()) - truncated,
+                    record.truncated,
+                    record.rejected,
                     json.dumps(record.dropped, sort_keys=True) if record.dropped else None,
                 ),
             )
