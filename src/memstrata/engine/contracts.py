@@ -199,6 +199,9 @@ class Route(ABC, Generic[P]):
     Params: ClassVar[type[BaseModel]] = NoParams
     #: builders whose structures the route reads (for the pending count of a search)
     needs: ClassVar[tuple[str, ...]] = ()
+    #: the route's hits include episodes its builders have not folded in (it ranks the
+    #: raw episodes too); otherwise the engine adds them (:mod:`memstrata.engine.catchup`)
+    surfaces_unbuilt: ClassVar[bool] = False
 
     def __init__(self, params: P | None = None) -> None:
         self.params: P = params if params is not None else cast(P, self.Params())

@@ -26,6 +26,8 @@ from collections.abc import Callable
 from typing import Any
 
 from memstrata.embed.base import Embedder
+from memstrata.engine.catchup import LABEL as UNBUILT
+from memstrata.engine.catchup import unbuilt_hits
 from memstrata.engine.contracts import (
     Answer,
     Builder,
@@ -497,12 +499,22 @@ class Engine:
         per_route = [await r.search(ctx, namespace, queries, k, filters) for r in routes]
         names = [s.name for s in spec.routes]
         labels = [n if names.count(n) == 1 else f"{n}#{i + 1}" for i, n in enumerate(names)]
+        weights = [s.weight for s in spec.routes]
+        if spec.builders and not all(r.surfaces_unbuilt for r in routes):
+            builders = [b.name for b in spec.builders]
+            per_route.append(
+                await asyncio.to_thread(
+                    unbuilt_hits, self.store, ctx.embedder, namespace, queries, k, builders, filters
+                )
+            )
+            labels.append(UNBUILT)
+            weights.append(1.0)
         out = []
         for qi, query in enumerate(queries):
             merged = merge(
                 [
-                    (label, s.weight, hits[qi])
-                    for label, s, hits in zip(labels, spec.routes, per_route, strict=True)
+                    (label, weight, hits[qi])
+                    for label, weight, hits in zip(labels, weights, per_route, strict=True)
                 ],
                 spec.fusion,
             )

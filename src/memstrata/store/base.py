@@ -253,6 +253,26 @@ class BuildFailure(NamedTuple):
     retry_at: float | None
 
 
+class JobRecord(BaseModel):
+    """A job as the store sees it: what it covers, and the marks of its episodes now.
+
+    ``marks`` counts, per builder of the job, its episodes (those still stored) by mark:
+    ``done``, ``failed`` (to be tried again at ``next_retry_at``) and ``dead`` (attempts
+    used up); episodes without a mark are still queued."""
+
+    id: str
+    namespace: str
+    kind: str
+    recipe: str
+    builders: list[str]
+    episodes: int = Field(description="episodes covered when the job was made")
+    present: int = Field(description="of them, still stored")
+    created_at: str
+    marks: dict[str, dict[str, int]] = Field(default_factory=dict)
+    next_retry_at: float | None = None
+    failures: list[BuildFailure] = Field(default_factory=list)
+
+
 ScoredKeys = list[tuple[int, float]]
 
 
@@ -459,6 +479,13 @@ class Store(ABC):
         """Episodes without a done mark of ``builder`` (failed and dead ones included)."""
 
     @abstractmethod
+    def unbuilt(
+        self, namespace: str, builders: Sequence[str], external_ids: Sequence[str]
+    ) -> list[str]:
+        """The ids among ``external_ids`` that some of ``builders`` has not marked done
+        (queued, failed or dead): what their structures do not show yet."""
+
+    @abstractmethod
     def mark_failed(
         self,
         namespace: str,
@@ -496,6 +523,26 @@ class Store(ABC):
     def records_stamp(self, namespace: str) -> tuple[int, str]:
         """(count, last update) of the namespace's derived records: cheap change detection
         for in-memory indexes over them."""
+
+    # jobs of the service ----------------------------------------------------------------
+    @abstractmethod
+    def add_job(
+        self,
+        namespace: str,
+        job_id: str,
+        kind: str,
+        recipe: str,
+        builders: Sequence[str],
+        external_ids: Sequence[str],
+        keep_s: float = 7 * 86_400,
+    ) -> int:
+        """Record a job over the namespace's episodes of these ids (absent ones are left
+        out); how many it covers. Jobs older than ``keep_s`` are forgotten."""
+
+    @abstractmethod
+    def job(self, job_id: str) -> JobRecord | None:
+        """The job and the marks of its episodes now, or None (unknown, forgotten, or its
+        namespace deleted)."""
 
     # API keys of the service ----------------------------------------------------------------
     @abstractmethod

@@ -143,6 +143,27 @@ class BuildBookkeeping:
             ).fetchone()
             return int(row[0])
 
+    def unbuilt(
+        self, namespace: str, builders: Sequence[str], external_ids: Sequence[str]
+    ) -> list[str]:
+        found: dict[str, None] = {}
+        with self._lock:
+            ns_id = self._ns_id(namespace)
+            if ns_id is None:
+                return []
+            for builder in dict.fromkeys(builders):
+                for chunk in _chunks(list(external_ids), 500):
+                    marks = ",".join("?" * len(chunk))
+                    for (eid,) in self._conn.execute(
+                        f"SELECT e.external_id FROM episodes e WHERE e.namespace_id=? AND "
+                        f"e.external_id IN ({marks}) AND NOT EXISTS (SELECT 1 FROM "
+                        "build_progress b WHERE b.namespace_id=e.namespace_id AND "
+                        "b.builder=? AND b.episode_id=e.id AND b.status='done')",
+                        (ns_id, *chunk, builder),
+                    ):
+                        found[eid] = None
+        return [i for i in external_ids if i in found]
+
     def mark_failed(
         self,
         namespace: str,

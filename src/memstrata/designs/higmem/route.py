@@ -112,6 +112,7 @@ class GuidedRoute(Route[GuidedParams]):
     """Semantic turns plus event-anchored turns, filtered to a compact evidence set."""
 
     name = "higmem"
+    surfaces_unbuilt = True  # System-1 ranks every stored episode
     Params = GuidedParams
     needs = (BUILDER,)
 

@@ -154,6 +154,7 @@ class MnemisRoute(Route[MnemisParams]):
     """Dual-route retrieval over one namespace's Mnemis graph: episodes, facts, entities."""
 
     name = "mnemis"
+    surfaces_unbuilt = True  # System-1 ranks every stored episode
     Params = MnemisParams
     needs = (BUILDER,)
 

@@ -25,6 +25,7 @@ class System1Route(Route[System1Params]):
     """Dense + BM25 over episodes, fused by RRF, with the refinements of its params."""
 
     name = "system1"
+    surfaces_unbuilt = True  # System-1 ranks every stored episode
     Params = System1Params
 
     async def search(
