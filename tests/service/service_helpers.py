@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import socket
 import threading
@@ -9,6 +10,7 @@ import time
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -26,15 +28,13 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@pytest.fixture
-def served(tmp_path: Path) -> Iterator[tuple[httpx.Client, Path]]:
-    """An HTTP client of the app over a fresh store, and the store's path."""
-    db = tmp_path / "served.db"
-    config = Config.load(store=str(db), **{"build.mode": "queue", "build.poll_s": 0.05})
+@contextlib.contextmanager
+def serving(config: Config, **app_options: Any) -> Iterator[httpx.Client]:
+    """An HTTP client of the app over ``config``'s store, served on a free loopback port."""
     port = free_port()
     server = uvicorn.Server(
         uvicorn.Config(
-            create_app(config, max_body=LIMIT),
+            create_app(config, **{"max_body": LIMIT, **app_options}),
             port=port,
             log_level="warning",
             timeout_graceful_shutdown=5,
@@ -47,12 +47,23 @@ def served(tmp_path: Path) -> Iterator[tuple[httpx.Client, Path]]:
             break
         time.sleep(0.05)
     assert server.started
-    with httpx.Client(base_url=f"http://127.0.0.1:{port}/v1", timeout=60) as client:
+    try:
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}/v1", timeout=60) as client:
+            yield client
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
+        # The server's loop ends with the thread; what it leaves for the garbage collector
+        # (a keep-alive connection's transport) is collected here, not in a later test.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ResourceWarning)
+            gc.collect()
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[tuple[httpx.Client, Path]]:
+    """An HTTP client of the app over a fresh store, and the store's path."""
+    db = tmp_path / "served.db"
+    config = Config.load(store=str(db), **{"build.mode": "queue", "build.poll_s": 0.05})
+    with serving(config) as client:
         yield client, db
-    server.should_exit = True
-    thread.join(timeout=30)
-    # The server's loop ends with the thread; what it leaves for the garbage collector
-    # (a keep-alive connection's transport) is collected here, not in a later test.
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ResourceWarning)
-        gc.collect()

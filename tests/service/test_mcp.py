@@ -24,6 +24,7 @@ TOOLS = {
     "update_memory",
     "delete_memory",
     "show_structure",
+    "job_status",
 }
 
 
@@ -38,7 +39,9 @@ def test_a_session_over_stdio(tmp_path: Path) -> None:
     params = StdioServerParameters(
         command=sys.executable,
         args=["-m", "memstrata", "mcp", "--db", str(tmp_path / "m.db")],
-        env=dict(os.environ),  # the SDK passes a minimal environment otherwise
+        # the SDK passes a minimal environment otherwise; a recipe that builds, so that
+        # adds have jobs
+        env={**os.environ, "MEMSTRATA_RECIPE": "mnemis"},
     )
 
     async def session() -> None:
@@ -52,6 +55,12 @@ def test_a_session_over_stdio(tmp_path: Path) -> None:
             ):
                 added = _data(await client.call_tool("add_memory", {"text": text, "id": f"t{i}"}))
                 assert added["added"] == [f"t{i}"]
+                # over stdio the build runs inline: the job is done when the add returns
+                assert added["job"]["state"] == "succeeded" and added["job"]["steps"] == 1
+            job = _data(await client.call_tool("job_status", {"job_id": added["job"]["id"]}))
+            assert (job["state"], job["done"], job["recipe"]) == ("succeeded", 1, "mnemis")
+            unknown = await client.call_tool("job_status", {"job_id": "job_nope"})
+            assert unknown.is_error and "no job" in unknown.content[0].text
             found = _data(await client.call_tool("search_memory", {"query": "Lisbon flights"}))
             top = found["hits"][0]
             assert top["sources"] == ["t0"] and top["text"].startswith("<data-")

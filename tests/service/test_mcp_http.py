@@ -76,3 +76,56 @@ def test_mcp_over_http_with_keys(served: tuple[httpx.Client, Path]) -> None:
         pytest.fail("an MCP session without a key was accepted")
     refused = httpx.post(url, json={}, headers={"Accept": "application/json"})
     assert refused.status_code == 401 and refused.json()["error"]["code"] == "unauthorized"
+
+
+def test_a_session_over_http_follows_its_jobs(tmp_path: Path) -> None:
+    """add, search, ask, update, show and job_status over /mcp, on a recipe that builds in
+    the background: the job an add returns ends succeeded, and shows what was built."""
+    from service_helpers import serving
+
+    from memstrata.config import Config
+
+    config = Config.load(
+        store=str(tmp_path / "m.db"),
+        **{"build.mode": "queue", "build.poll_s": 0.05, "recipe": "mnemis"},
+    )
+
+    async def wait(client: Client, job_id: str) -> dict[str, Any]:
+        for _ in range(600):
+            job = (await client.call_tool("job_status", {"job_id": job_id})).structured_content
+            if job["state"] in ("succeeded", "failed", "removed"):
+                return dict(job)
+            await asyncio.sleep(0.05)
+        raise AssertionError(f"job {job_id} never ended")
+
+    with serving(config) as rest:
+        url = _url(rest)
+
+        async def session() -> None:
+            async with _client(url, None) as client:
+                texts = ["Maya booked flights to Lisbon.", "Maya adopted a cat named Pepper."]
+                jobs = []
+                for i, text in enumerate(texts):
+                    added = await client.call_tool("add_memory", {"text": text, "id": f"m{i}"})
+                    assert not added.is_error and added.structured_content["added"] == [f"m{i}"]
+                    jobs.append(added.structured_content["job"]["id"])
+                found = await client.call_tool("search_memory", {"query": "Pepper the cat"})
+                assert "m1" in {s for h in found.structured_content["hits"] for s in h["sources"]}
+                for job_id in jobs:
+                    job = await wait(client, job_id)
+                    assert (job["state"], job["done"], job["steps"]) == ("succeeded", 1, 1)
+                shown = await client.call_tool("show_structure", {"name": "Pepper"})
+                assert not shown.is_error and shown.structured_content["nodes"]
+                answer = await client.call_tool("ask_memory", {"question": "Where did Maya fly?"})
+                assert not answer.is_error
+                changed = await client.call_tool(
+                    "update_memory", {"id": "m0", "text": "Maya booked flights to Porto."}
+                )
+                job = await wait(client, changed.structured_content["job"]["id"])
+                assert (job["kind"], job["state"]) == ("update", "succeeded")
+                gone = await client.call_tool("delete_memory", {"ids": ["m0"]})
+                assert gone.structured_content == {"deleted": 1, "missing": []}
+                removed = await client.call_tool("job_status", {"job_id": jobs[0]})
+                assert removed.structured_content["state"] == "removed"
+
+        asyncio.run(session())

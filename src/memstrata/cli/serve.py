@@ -22,19 +22,29 @@ def serve(
     workers: Annotated[
         int,
         typer.Option(
-            help="Build workers in this process: 1, or 0 when `memstrata worker` processes "
-            "build the store apart.",
+            help="Build workers in this process (several drain different namespaces at "
+            "once); 0 when `memstrata worker` processes build the store apart.",
             min=0,
-            max=1,
+            max=64,
         ),
     ] = 1,
+    max_inflight: Annotated[
+        int,
+        typer.Option(
+            help="Requests handled at once; past it the service answers 429 with "
+            "Retry-After instead of queueing.",
+            min=1,
+        ),
+    ] = 256,
     config: ConfigOpt = None,
 ) -> None:
     """Serve a store over HTTP: the REST API under /v1 (OpenAPI at /openapi.json,
     interactive docs at /docs).
 
-    Adds return as soon as the episodes are committed (searchable at once); the recipe's
-    structures are built by the worker in the background (`build.mode = "queue"`).
+    Adds return as soon as the episodes are committed (searchable at once) with a job id;
+    the recipe's structures are built by the workers in the background (`build.mode =
+    "queue"`), and GET /v1/jobs/{id} (or /v1/jobs/{id}/events, server-sent events) says
+    how far they have got. `memstrata worker --db` processes can join on the same store.
     Errors are JSON {"error": {"code", "message"}} with their HTTP status.
 
     Once the store holds a live API key (`memstrata keys create`), every request needs
@@ -56,7 +66,8 @@ def serve(
             raise typer.Exit(2)
         state = "API keys required" if guarded else "open to local clients: no API keys"
         err.print(f"serving {db} on http://{host}:{port}/v1 (docs: /docs); {state}", markup=False)
-        uvicorn.run(create_app(cfg, workers=workers), host=host, port=port, log_level="info")
+        app_ = create_app(cfg, workers=workers, max_inflight=max_inflight)
+        uvicorn.run(app_, host=host, port=port, log_level="info", proxy_headers=True)
 
 
 def _has_keys(db: str) -> bool:

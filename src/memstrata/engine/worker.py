@@ -57,12 +57,14 @@ async def run_worker(
     poll_s: float = 1.0,
     tier: str | None = None,
     on_step: Callable[[str, int], None] | None = None,
+    rotate: int = 0,
 ) -> WorkerReport:
     """Drain until stopped (or, with ``once``, until nothing is pending).
 
     Episodes whose retry time has not come yet wait for a later round; ``once`` stops
     when a round folds nothing in, so it leaves them for the next run. ``on_step`` hears
-    of every batch written: (namespace, episodes).
+    of every batch written: (namespace, episodes). ``rotate`` starts each round that
+    many namespaces in, so that several workers of one process begin on different ones.
     """
     report = WorkerReport()
     stop = stop or asyncio.Event()
@@ -71,6 +73,8 @@ async def run_worker(
     while not stop.is_set():
         report.rounds += 1
         names = list(namespaces) if namespaces else await asyncio.to_thread(engine.store.namespaces)
+        if names and rotate:
+            names = names[rotate % len(names) :] + names[: rotate % len(names)]
         done = 0
         for ns in names:
             if stop.is_set():

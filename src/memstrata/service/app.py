@@ -12,30 +12,24 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
+from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from fastapi import Depends, FastAPI, Query, Request
-from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
-from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from memstrata import jobs
 from memstrata.config import Config
-from memstrata.errors import (
-    ConfigError,
-    ConflictError,
-    InvalidInputError,
-    MemstrataError,
-    NamespaceNotFoundError,
-    StoreError,
-    StoreLockedError,
-)
+from memstrata.engine.worker import run_worker
+from memstrata.errors import NamespaceNotFoundError
 from memstrata.memory import AsyncMemory
 from memstrata.models import EpisodeIn
 from memstrata.service import keys
+from memstrata.service.http import BodyLimit, Inflight, McpKeys, NotFound, error, install_errors
 from memstrata.store import SearchFilters
 from memstrata.store.base import ApiKey
 
@@ -45,6 +39,14 @@ Ids = Annotated[list[str], Query(min_length=1, description="ids to delete")]
 
 #: the largest request body read, in bytes (a batch of a few thousand turns)
 MAX_BODY = 10 * 1024 * 1024
+#: requests handled at once; more are answered 429 at once rather than queued unseen
+MAX_INFLIGHT = 256
+#: how often an event stream looks at its job
+SSE_POLL_S = 0.25
+#: how long an event stream may stay silent before it sends a comment
+SSE_HEARTBEAT_S = 15.0
+#: a namespace is any printable text, "/" included: the path segment takes it whole
+NS = "/v1/namespaces/{namespace:path}"
 
 
 class EpisodeBody(EpisodeIn):
@@ -102,9 +104,15 @@ class BuildBody(BaseModel):
     tier: str | None = None
 
 
-def create_app(config: Config, *, max_body: int = MAX_BODY, workers: int = 1) -> FastAPI:
-    """The app over the store ``config.store`` names, with a build worker in its process
-    (``workers=0``: none, for a store whose ``memstrata worker`` processes run apart)."""
+def create_app(
+    config: Config,
+    *,
+    max_body: int = MAX_BODY,
+    workers: int = 1,
+    max_inflight: int = MAX_INFLIGHT,
+) -> FastAPI:
+    """The app over the store ``config.store`` names, with ``workers`` build workers in
+    its process (0: none, for a store whose ``memstrata worker`` processes build apart)."""
     state: dict[str, AsyncMemory] = {}
 
     from memstrata.service.mcp import build_server
@@ -117,6 +125,8 @@ def create_app(config: Config, *, max_body: int = MAX_BODY, workers: int = 1) ->
         memory = await AsyncMemory.open(config=config)
         state["memory"] = memory
         tasks = [memory.start_worker()] if workers else []
+        for i in range(1, workers):  # more drains at once, each starting at another namespace
+            tasks.append(asyncio.create_task(_worker(memory, i)))
         try:
             async with agent.session_manager.run():
                 yield
@@ -132,11 +142,12 @@ def create_app(config: Config, *, max_body: int = MAX_BODY, workers: int = 1) ->
         description="Long-term memory for LLM agents: episodes in, cited context out.",
         lifespan=lifespan,
     )
-    app.add_middleware(_BodyLimit, limit=max_body)
-    _errors(app)
+    app.add_middleware(BodyLimit, limit=max_body)
+    app.add_middleware(Inflight, limit=max_inflight)
+    install_errors(app)
     # MCP over streamable HTTP, with the same keys: any valid key may connect, and each
     # tool checks what it reaches (the MCP SDK's transport answers below /mcp/).
-    app.mount("/mcp", _McpKeys(mcp_app, lambda: state["memory"]))
+    app.mount("/mcp", McpKeys(mcp_app, lambda: state["memory"]))
 
     def mem() -> AsyncMemory:
         return state["memory"]
@@ -179,46 +190,66 @@ def create_app(config: Config, *, max_body: int = MAX_BODY, workers: int = 1) ->
     async def recipes() -> dict[str, Any]:
         return {"recipes": mem().recipes()}
 
-    @app.post("/v1/namespaces/{namespace}/episodes", tags=["episodes"], dependencies=[write])
+    @app.post(NS + "/episodes", tags=["episodes"], dependencies=[write])
     async def add(namespace: str, body: AddBody) -> dict[str, Any]:
-        """Remember episodes. Ids already stored with the same content are ``existing``
-        (a retried request changes nothing); with other content ``conflicts``, left as
-        they were unless ``replace``."""
+        """Remember episodes: searchable once this returns. Ids already stored with the
+        same content are ``existing`` (a retried request changes nothing); with other
+        content ``conflicts``, left as they were unless ``replace``. ``job`` follows the
+        building of their structures (null when the recipe builds none)."""
         items = [e.model_dump(exclude_none=True) for e in body.episodes]
         report = await mem().add_many(items, namespace=namespace, replace=body.replace)
-        return report.model_dump()
+        ids = report.added + report.updated + report.existing
+        job = await jobs.start(mem(), namespace, "add", ids)
+        return {**report.model_dump(), "job": _job(job)}
 
-    @app.get("/v1/namespaces/{namespace}/episodes/{id}", tags=["episodes"], dependencies=[read])
-    async def get(namespace: str, id: str) -> dict[str, Any]:
-        return (await _episode(mem(), namespace, id)).model_dump(mode="json")
+    @app.get(NS + "/episodes", tags=["episodes"], dependencies=[read])
+    async def list_episodes(
+        namespace: str,
+        after: Annotated[int, Query(ge=0, description="the `next` of the previous page")] = 0,
+        limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+        speaker: Annotated[list[str] | None, Query()] = None,
+        session: Annotated[list[str] | None, Query()] = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+    ) -> dict[str, Any]:
+        """Episodes in the order they were added, a page at a time, optionally filtered
+        (speakers, sessions, a time window); ``next`` is null on the last page."""
+        await mem()._known(namespace)
+        where = SearchFilters(speakers=speaker, sessions=session, since=since, until=until)
+        found, cursor = await asyncio.to_thread(_page, mem(), namespace, where, after, limit)
+        return {"episodes": [e.model_dump(mode="json") for e in found], "next": cursor}
 
-    @app.put("/v1/namespaces/{namespace}/episodes/{id}", tags=["episodes"], dependencies=[write])
-    async def update(namespace: str, id: str, body: UpdateBody) -> dict[str, Any]:
-        """Replace an episode's text; the old version stays in its history."""
-        await _episode(mem(), namespace, id)
-        episode = await mem().update(id, body.text, namespace=namespace)
-        return episode.model_dump(mode="json")
-
-    @app.get(
-        "/v1/namespaces/{namespace}/episodes/{id}/history", tags=["episodes"], dependencies=[read]
-    )
+    @app.get(NS + "/episodes/{id:path}/history", tags=["episodes"], dependencies=[read])
     async def history(namespace: str, id: str) -> dict[str, Any]:
         await _episode(mem(), namespace, id)
         versions = await mem().history(id, namespace=namespace)
         return {"versions": [v.model_dump(mode="json") for v in versions]}
 
-    @app.delete("/v1/namespaces/{namespace}/episodes", tags=["episodes"], dependencies=[write])
+    @app.get(NS + "/episodes/{id:path}", tags=["episodes"], dependencies=[read])
+    async def get(namespace: str, id: str) -> dict[str, Any]:
+        return (await _episode(mem(), namespace, id)).model_dump(mode="json")
+
+    @app.put(NS + "/episodes/{id:path}", tags=["episodes"], dependencies=[write])
+    async def update(namespace: str, id: str, body: UpdateBody) -> dict[str, Any]:
+        """Replace an episode's text; the old version stays in its history. ``job``
+        follows the rebuilding of what rests on it."""
+        await _episode(mem(), namespace, id)
+        episode = await mem().update(id, body.text, namespace=namespace)
+        job = await jobs.start(mem(), namespace, "update", [id])
+        return {**episode.model_dump(mode="json"), "job": _job(job)}
+
+    @app.delete(NS + "/episodes", tags=["episodes"], dependencies=[write])
     async def delete(namespace: str, id: Ids) -> dict[str, Any]:
         """Delete episodes (and what was derived from them alone); ``missing`` lists the
         ids that were not stored."""
         report = await mem().delete(id, namespace=namespace)
         return {"deleted": int(report), "missing": report.missing}
 
-    @app.delete("/v1/namespaces/{namespace}", tags=["namespaces"], dependencies=[write])
+    @app.delete(NS + "", tags=["namespaces"], dependencies=[write])
     async def delete_namespace(namespace: str) -> dict[str, Any]:
         return {"deleted": int(await mem().delete(namespace=namespace))}
 
-    @app.post("/v1/namespaces/{namespace}/search", tags=["reading"], dependencies=[read])
+    @app.post(NS + "/search", tags=["reading"], dependencies=[read])
     async def search(namespace: str, body: SearchBody) -> dict[str, Any]:
         """Best hits with the episodes they rest on, and the context they render to."""
         result = await mem().search(
@@ -226,7 +257,7 @@ def create_app(config: Config, *, max_body: int = MAX_BODY, workers: int = 1) ->
         )
         return result.model_dump(mode="json")
 
-    @app.post("/v1/namespaces/{namespace}/ask", tags=["reading"], dependencies=[read])
+    @app.post(NS + "/ask", tags=["reading"], dependencies=[read])
     async def ask(namespace: str, body: AskBody) -> dict[str, Any]:
         """An answer citing episode ids, or ``abstained`` when memory does not hold it."""
         answer = await mem().ask(
@@ -238,25 +269,59 @@ def create_app(config: Config, *, max_body: int = MAX_BODY, workers: int = 1) ->
         )
         return answer.model_dump(mode="json")
 
-    @app.get("/v1/namespaces/{namespace}/show/{name}", tags=["reading"], dependencies=[read])
+    @app.get(NS + "/show/{name}", tags=["reading"], dependencies=[read])
     async def show(namespace: str, name: str) -> dict[str, Any]:
         nodes = await mem().show(name, namespace=namespace)
         return {"nodes": [n.model_dump(mode="json") for n in nodes]}
 
-    @app.get("/v1/namespaces/{namespace}/stats", tags=["namespaces"], dependencies=[read])
+    @app.get(NS + "/stats", tags=["namespaces"], dependencies=[read])
     async def stats(namespace: str) -> dict[str, Any]:
         return await mem().stats(namespace)
 
-    @app.post("/v1/namespaces/{namespace}/build", tags=["building"], dependencies=[write])
+    @app.post(NS + "/build", tags=["building"], dependencies=[write])
     async def build(namespace: str, body: BuildBody) -> dict[str, Any]:
         """Fold pending episodes in now (the worker does it in the background anyway)."""
         reports = await mem().build(namespace, recipe=body.recipe, tier=body.tier)
         return {"reports": [r.model_dump(mode="json") for r in reports]}
 
-    @app.post("/v1/namespaces/{namespace}/retry", tags=["building"], dependencies=[write])
+    @app.post(NS + "/retry", tags=["building"], dependencies=[write])
     async def retry(namespace: str) -> dict[str, int]:
         """Queue failed enrichments again."""
         return {"queued": await mem().retry(namespace)}
+
+    async def visible_job(request: Request, job_id: str) -> jobs.JobStatus:
+        key = await caller(request, "read")
+        job = await jobs.status(mem(), job_id)
+        if job is None or (key is not None and not key.reaches(job.namespace)):
+            raise NotFound(f"no job {job_id!r}")  # another tenant's job does not exist
+        return job
+
+    @app.get("/v1/jobs/{job_id}", tags=["jobs"])
+    async def job_status(request: Request, job_id: str) -> dict[str, Any]:
+        """Where a job stands: ``queued``, ``running``, ``succeeded``, ``failed`` (with
+        each failure's reason) or ``removed``; read from the build marks, so it says
+        ``succeeded`` only once every step is done."""
+        return (await visible_job(request, job_id)).model_dump(mode="json")
+
+    @app.get("/v1/jobs/{job_id}/events", tags=["jobs"])
+    async def job_events(request: Request, job_id: str) -> StreamingResponse:
+        """Server-sent events: a ``job`` event each time the job's state changes, the
+        last one final (``succeeded``, ``failed`` or ``removed``); comments keep the
+        connection alive meanwhile."""
+        await visible_job(request, job_id)
+
+        async def stream() -> AsyncIterator[str]:
+            async for now in jobs.follow(mem(), job_id, SSE_POLL_S, heartbeat_s=SSE_HEARTBEAT_S):
+                if await request.is_disconnected():
+                    return
+                if now is None:
+                    yield ": still there\n\n"  # a comment: keeps proxies from closing
+                else:
+                    yield f"event: job\ndata: {json.dumps(now.model_dump(mode='json'))}\n\n"
+
+        return StreamingResponse(
+            stream(), media_type="text/event-stream", headers={"Cache-Control": "no-cache"}
+        )
 
     @app.get("/v1/keys", tags=["keys"])
     async def list_keys(request: Request) -> dict[str, Any]:
@@ -282,10 +347,44 @@ def create_app(config: Config, *, max_body: int = MAX_BODY, workers: int = 1) ->
         key = await caller(request, "admin")
         found = {k.id: k for k in await asyncio.to_thread(mem().store.api_keys)}
         if key_id not in found or (key is not None and not _within(key, found[key_id].namespaces)):
-            raise _NotFound(f"no key {key_id}")
+            raise NotFound(f"no key {key_id}")
         return {"revoked": await asyncio.to_thread(mem().store.revoke_api_key, key_id)}
 
     return app
+
+
+def _job(job: jobs.JobStatus | None) -> dict[str, Any] | None:
+    return None if job is None else job.model_dump(mode="json")
+
+
+def _page(
+    memory: AsyncMemory, namespace: str, where: SearchFilters, after: int, limit: int
+) -> tuple[list[Any], int | None]:
+    """Up to ``limit`` admitted episodes after key ``after``, and the key to go on from
+    (None: no more). A filtered page reads on until it is full or the namespace ends."""
+    found: list[Any] = []
+    while len(found) < limit:
+        batch = memory.store.iter_episodes(namespace, after_key=after, limit=max(limit, 200))
+        for episode in batch:
+            after = episode.key
+            if where.is_empty() or where.admits(episode):
+                found.append(episode)
+                if len(found) == limit:
+                    return found, after
+        if len(batch) < max(limit, 200):
+            return found, None
+    return found, after
+
+
+async def _worker(memory: AsyncMemory, rotate: int) -> Any:
+    """One more in-process worker, stopped with the memory's own."""
+    return await run_worker(
+        memory.engine,
+        memory.config.recipe,
+        stop=memory.worker.stop,
+        poll_s=memory.config.build.poll_s,
+        rotate=rotate,
+    )
 
 
 def _within(key: ApiKey, namespaces: list[str]) -> bool:
@@ -297,129 +396,8 @@ async def _episode(memory: AsyncMemory, namespace: str, id: str) -> Any:
     if not found:
         if namespace not in await memory.namespaces():
             raise NamespaceNotFoundError(namespace)
-        raise _NotFound(f"no episode {id!r} in namespace {namespace!r}")
+        raise NotFound(f"no episode {id!r} in namespace {namespace!r}")
     return found[0]
 
 
-class _NotFound(MemstrataError):
-    pass
-
-
-# errors ------------------------------------------------------------------------------------
-_STATUS: list[tuple[type[Exception], int, str]] = [
-    (ConflictError, 409, "conflict"),
-    (NamespaceNotFoundError, 404, "namespace_not_found"),
-    (_NotFound, 404, "not_found"),
-    (keys.Unauthorized, 401, "unauthorized"),
-    (keys.Forbidden, 403, "forbidden"),
-    (InvalidInputError, 400, "invalid_input"),
-    (ConfigError, 400, "invalid_config"),
-    (StoreLockedError, 503, "store_busy"),
-    (StoreError, 503, "store_unavailable"),
-    (MemstrataError, 500, "error"),
-]
-
-
-def error(status: int, code: str, message: str, **extra: Any) -> JSONResponse:
-    return JSONResponse({"error": {"code": code, "message": message, **extra}}, status)
-
-
-def _errors(app: FastAPI) -> None:
-    @app.exception_handler(MemstrataError)
-    async def memstrata_error(_: Request, exc: MemstrataError) -> JSONResponse:
-        for kind, status, code in _STATUS:
-            if isinstance(exc, kind):
-                extra = {"ids": exc.ids} if isinstance(exc, ConflictError) else {}
-                response = error(status, code, str(exc), **extra)
-                if status == 401:
-                    response.headers["WWW-Authenticate"] = "Bearer"
-                return response
-        raise AssertionError("unreachable")  # MemstrataError is the last row
-
-    @app.exception_handler(RequestValidationError)
-    async def invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
-        problems = [
-            {"at": ".".join(str(p) for p in e["loc"]), "problem": e["msg"]} for e in exc.errors()
-        ]
-        if any(e["type"] == "json_invalid" for e in exc.errors()):
-            return error(400, "malformed_json", "the body is not valid JSON", problems=problems)
-        return error(
-            422, "invalid_request", "the request does not match its schema", problems=problems
-        )
-
-    @app.exception_handler(StarletteHTTPException)
-    async def http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
-        if exc.status_code == 400:  # FastAPI could not decode the body (not UTF-8 JSON)
-            return error(400, "malformed_json", f"the body is not valid UTF-8 JSON: {exc.detail}")
-        code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
-        return error(exc.status_code, code, str(exc.detail))
-
-    @app.exception_handler(Exception)
-    async def unexpected(_: Request, exc: Exception) -> JSONResponse:
-        logger.exception("unexpected error")
-        return error(500, "internal", f"{type(exc).__name__}: the server failed; see its log")
-
-
-class _BodyLimit:
-    """Refuses a body over ``limit`` bytes with 413, by its Content-Length or while it is
-    streamed, before the app reads it."""
-
-    def __init__(self, app: ASGIApp, limit: int) -> None:
-        self.app = app
-        self.limit = limit
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        headers = dict(scope.get("headers") or [])
-        length = headers.get(b"content-length")
-        if length is not None and length.isdigit() and int(length) > self.limit:
-            await _too_large(self.limit)(scope, receive, send)
-            return
-        seen = 0
-
-        async def limited() -> Message:
-            nonlocal seen
-            message = await receive()
-            seen += len(message.get("body", b""))
-            if seen > self.limit:
-                raise _TooLarge
-            return message
-
-        try:
-            await self.app(scope, limited, send)
-        except _TooLarge:
-            await _too_large(self.limit)(scope, receive, send)
-
-
-class _McpKeys:
-    """Lets a request reach the MCP transport only with a valid key (while keys are in
-    use), answering 401 in the service's JSON otherwise."""
-
-    def __init__(self, app: ASGIApp, memory: Callable[[], AsyncMemory]) -> None:
-        self.app = app
-        self.memory = memory
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
-            try:
-                await keys.check(self.memory().store, headers, "read")
-            except keys.Unauthorized as exc:
-                response = error(401, "unauthorized", str(exc))
-                response.headers["WWW-Authenticate"] = "Bearer"
-                await response(scope, receive, send)
-                return
-        await self.app(scope, receive, send)
-
-
-class _TooLarge(Exception):
-    pass
-
-
-def _too_large(limit: int) -> Callable[[Scope, Receive, Send], Awaitable[None]]:
-    return error(413, "too_large", f"the request body is over {limit} bytes")
-
-
-__all__ = ["MAX_BODY", "create_app", "error"]
+__all__ = ["MAX_BODY", "MAX_INFLIGHT", "create_app", "error"]

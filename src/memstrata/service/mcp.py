@@ -16,6 +16,7 @@ from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 
+from memstrata import jobs
 from memstrata.config import Config
 from memstrata.errors import MemstrataError, NamespaceNotFoundError
 from memstrata.llm.fence import fence
@@ -74,7 +75,9 @@ def build_server(
 
     @server.tool(
         description="Remember one text (a message, a fact, a note). Give an id to "
-        "make it idempotent; occurred_at (ISO 8601) dates it."
+        "make it idempotent; occurred_at (ISO 8601) dates it. It is searchable at once; "
+        "the returned job (if any) follows the building of its structures: pass its id "
+        "to job_status."
     )
     async def add_memory(
         text: str,
@@ -92,7 +95,9 @@ def build_server(
             episode["occurred_at"] = occurred_at
             item = {k: v for k, v in episode.items() if v is not None}
             report = await mem().add_many([item], namespace=namespace)
-            return report.model_dump()
+            ns = mem()._ns(namespace)
+            job = await jobs.start(mem(), ns, "add", report.added + report.existing)
+            return {**report.model_dump(), "job": _job(job)}
 
     @server.tool(
         description="Find the memories that best match a query; each hit names the "
@@ -162,7 +167,8 @@ def build_server(
         with told():
             await guard(ctx, namespace, "write")
             episode = await mem().update(id, text, namespace=namespace)
-            return _episode(episode)
+            job = await jobs.start(mem(), mem()._ns(namespace), "update", [id])
+            return {**_episode(episode), "job": _job(job)}
 
     @server.tool(
         description="Delete memories by episode id, with what was derived from them "
@@ -188,7 +194,31 @@ def build_server(
             nodes = await mem().show(name, namespace=namespace)
             return {"nodes": [_node(n.model_dump(mode="json")) for n in nodes]}
 
+    @server.tool(
+        description="Where a job from add_memory or update_memory stands: queued, "
+        "running, succeeded, failed (with each failure's reason) or removed. A failed "
+        "job's memories are still stored and searchable."
+    )
+    async def job_status(job_id: str, *, ctx: Context) -> dict[str, Any]:
+        with told():
+            job = await jobs.status(mem(), job_id)
+            with contextlib.suppress(NamespaceNotFoundError):  # another tenant's: unknown
+                if job is not None:
+                    await guard(ctx, job.namespace, "read")
+                    return _job(job) or {}
+            raise MemstrataError(f"no job {job_id!r}")
+
     return server
+
+
+def _job(job: jobs.JobStatus | None) -> dict[str, Any] | None:
+    """A job for the agent: build errors may quote model output, so they are fenced."""
+    if job is None:
+        return None
+    out = job.model_dump(mode="json")
+    for failure in out["failures"]:
+        failure["error"] = fence(failure["error"])
+    return out
 
 
 @contextlib.contextmanager

@@ -26,6 +26,7 @@ from memstrata.errors import (
     NamespaceNotFoundError,
     StoreError,
 )
+from memstrata.jobs import JobStatus
 from memstrata.models import Episode, SearchResult
 from memstrata.service import keys
 from memstrata.store import AddReport, SearchFilters
@@ -90,12 +91,27 @@ class AsyncRemoteMemory:
         *,
         namespace: str | None = None,
         replace: bool = False,
-    ) -> AddReport:
+    ) -> RemoteAddReport:
         episodes = [{"text": i} if isinstance(i, str) else _json_ready(i) for i in items]
         body = {"episodes": episodes, "replace": replace}
-        return AddReport.model_validate(
+        return RemoteAddReport.model_validate(
             await self._call("POST", self._path(namespace, "episodes"), json=body)
         )
+
+    async def job(self, job_id: str) -> JobStatus:
+        """Where a job stands; a :class:`MemstrataError` when the service knows no such
+        job for this key."""
+        return JobStatus.model_validate(await self._call("GET", f"/jobs/{quote(job_id)}"))
+
+    async def wait(self, job_id: str, timeout_s: float = 600.0, poll_s: float = 0.5) -> JobStatus:
+        """The job once it is final (succeeded, failed or removed), or as it stands when
+        ``timeout_s`` has passed."""
+        deadline = asyncio.get_running_loop().time() + timeout_s
+        while True:
+            job = await self.job(job_id)
+            if job.final or asyncio.get_running_loop().time() >= deadline:
+                return job
+            await asyncio.sleep(poll_s)
 
     async def update(self, id: str, text: str, *, namespace: str | None = None) -> Episode:
         data = await self._call("PUT", self._path(namespace, "episodes", id), json={"text": text})
@@ -207,6 +223,12 @@ class RemoteMemory:
         if not self._loop.is_closed():
             self._run(self._inner.close())
             self._loop.close()
+
+
+class RemoteAddReport(AddReport):
+    """An :class:`AddReport` with the job that builds the episodes' structures."""
+
+    job: JobStatus | None = None
 
 
 class _Missing(MemstrataError):

@@ -37,6 +37,7 @@ from memstrata.store.base import (
 )
 from memstrata.store.sqlite_builds import BuildBookkeeping
 from memstrata.store.sqlite_common import _chunks, _fts, _iso, _now, _ts
+from memstrata.store.sqlite_jobs import Jobs
 from memstrata.store.sqlite_keys import ApiKeys
 from memstrata.store.sqlite_records import DerivedRecords
 from memstrata.store.sqlite_search import SearchPrimitives, _VectorIndex
@@ -55,7 +56,7 @@ def _migrations() -> list[tuple[int, str]]:
 
 
 class SQLiteStore(
-    ApiKeys, BuildBookkeeping, DerivedRecords, SearchPrimitives, EpisodeUpdates, Store
+    ApiKeys, Jobs, BuildBookkeeping, DerivedRecords, SearchPrimitives, EpisodeUpdates, Store
 ):
     """A memstrata database in one SQLite file (``:memory:`` works for throwaway use)."""
 
