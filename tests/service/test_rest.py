@@ -8,6 +8,7 @@ import json
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -103,6 +104,19 @@ def test_bad_input_gets_a_clear_error_and_stores_nothing(
     big = {"episodes": [{"text": "word " * (LIMIT // 4)}]}
     body = _error(client.post(post, content=json.dumps(big), headers=_json()), 413, "too_large")
     assert str(LIMIT) in body["message"]
+    fifty = b'{"episodes": [{"text": "' + b"x" * (50 * 1024 * 1024) + b'"}]}'
+    _error(client.post(post, content=fifty, headers=_json()), 413, "too_large")  # by its length
+
+    def chunks() -> Iterator[bytes]:  # the same 50 MB streamed without a length
+        for start in range(0, len(fifty), 1 << 20):
+            yield fifty[start : start + (1 << 20)]
+
+    try:
+        streamed = client.post(post, content=chunks(), headers=_json())
+    except httpx.TransportError:
+        pass  # the server may close the connection while the body is still being sent
+    else:
+        _error(streamed, 413, "too_large")
     _error(client.get("/namespaces/nobody/episodes/t1"), 404, "namespace_not_found")
     _error(
         client.post("/namespaces/nobody/search", json={"query": "x"}), 404, "namespace_not_found"

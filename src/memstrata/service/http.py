@@ -90,8 +90,9 @@ def install_errors(app: FastAPI) -> None:
 
 
 class BodyLimit:
-    """Refuses a body over ``limit`` bytes with 413, by its Content-Length or while it is
-    streamed, before the app reads it."""
+    """Refuses a body over ``limit`` bytes with 413 before the app reads any of it: by its
+    Content-Length, or, for a body streamed without one, by reading it up to the limit
+    first (the app then reads the held copy)."""
 
     def __init__(self, app: ASGIApp, limit: int) -> None:
         self.app = app
@@ -103,23 +104,33 @@ class BodyLimit:
             return
         headers = dict(scope.get("headers") or [])
         length = headers.get(b"content-length")
-        if length is not None and length.isdigit() and int(length) > self.limit:
-            await _too_large(self.limit)(scope, receive, send)
+        if length is not None and length.isdigit():
+            if int(length) > self.limit:
+                await _too_large(self.limit)(scope, receive, send)
+            else:  # the server delivers no more than the declared length
+                await self.app(scope, receive, send)
             return
+        if b"chunked" not in headers.get(b"transfer-encoding", b"").lower():
+            await self.app(scope, receive, send)  # no body
+            return
+        held: list[Message] = []
         seen = 0
-
-        async def limited() -> Message:
-            nonlocal seen
+        while True:
             message = await receive()
+            held.append(message)
+            if message["type"] != "http.request":
+                break  # the client left
             seen += len(message.get("body", b""))
             if seen > self.limit:
-                raise _TooLarge
-            return message
+                await _too_large(self.limit)(scope, receive, send)
+                return
+            if not message.get("more_body", False):
+                break
 
-        try:
-            await self.app(scope, limited, send)
-        except _TooLarge:
-            await _too_large(self.limit)(scope, receive, send)
+        async def replay() -> Message:
+            return held.pop(0) if held else await receive()
+
+        await self.app(scope, replay, send)
 
 
 class Inflight:
@@ -169,10 +180,6 @@ class McpKeys:
                 await response(scope, receive, send)
                 return
         await self.app(scope, receive, send)
-
-
-class _TooLarge(Exception):
-    pass
 
 
 def _too_large(limit: int) -> Callable[[Scope, Receive, Send], Awaitable[None]]:
