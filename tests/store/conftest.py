@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from test_conformance import BACKENDS
 
+import pgtest
 from memstrata.store import Store
 
 
@@ -25,6 +26,8 @@ def open_backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Cal
     yield factory
     for s in opened:
         s.close()
+    if request.param == "postgres":
+        pgtest.drop(tmp_path)
 
 
 @pytest.fixture

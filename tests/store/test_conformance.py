@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+import pgtest
 from memstrata.errors import StoreError
 from memstrata.llm.types import LLMCallRecord
 from memstrata.models import (
@@ -38,7 +39,8 @@ from memstrata.store import PreparedEpisode, SearchFilters, Store, open_store
 
 BACKENDS: dict[str, Callable[[Path], Store]] = {
     "sqlite": lambda tmp: open_store(tmp / "s.db"),
-    # "postgres": lambda tmp: open_store(os.environ["MEMSTRATA_TEST_PG"] + "?schema=" + tmp.name),
+    # a database of its own per test, on the session's server (tests/pgtest.py)
+    "postgres": lambda tmp: open_store(pgtest.database_url(tmp)),
 }
 
 

@@ -18,25 +18,35 @@ from memstrata.store.sqlite import SQLiteStore
 
 
 def open_store(path_or_url: str | Path, *, create: bool = True) -> Store:
-    """``sqlite:///path``, a plain file path, or ``:memory:``.
+    """``sqlite:///path``, a plain file path, ``:memory:``, or a PostgreSQL URL
+    (``postgresql://`` or ``postgres://``: the database must exist; its schema is made on
+    first open).
 
-    ``create=False`` opens only an existing store: a missing file raises
+    ``create=False`` opens only an existing SQLite store: a missing file raises
     :class:`StoreNotFoundError` and nothing is created, neither the file nor its folders.
     """
-    return SQLiteStore(store_target(path_or_url, create=create))
+    target = store_target(path_or_url, create=create)
+    if is_postgres(target):
+        from memstrata.store.postgres import PostgresStore
+
+        return PostgresStore(target)
+    return SQLiteStore(target)
+
+
+def is_postgres(path_or_url: str | Path) -> bool:
+    return str(path_or_url).startswith(("postgres://", "postgresql://"))
 
 
 def store_target(path_or_url: str | Path, *, create: bool = True) -> str:
-    """What :func:`open_store` opens: the SQLite path (or ``:memory:``) of a path or URL.
+    """What :func:`open_store` opens: the SQLite path (or ``:memory:``) of a path or URL,
+    or a PostgreSQL URL as it is (whether that database exists is known on opening).
 
     With ``create`` the file's folders are made; without it a missing file raises
     :class:`StoreNotFoundError`. Lets a caller check a store exists before opening it.
     """
     target = str(path_or_url)
-    if target.startswith(("postgres://", "postgresql://")):
-        raise ConfigError(
-            "the PostgreSQL backend is not part of this release; use an SQLite path for now"
-        )
+    if is_postgres(target):
+        return target
     if target.startswith("sqlite:///"):
         target = target[len("sqlite:///") :]
     elif "://" in target:
@@ -60,5 +70,6 @@ __all__ = [
     "SearchFilters",
     "Store",
     "UpdateReport",
+    "is_postgres",
     "open_store",
 ]

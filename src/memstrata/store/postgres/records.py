@@ -1,0 +1,384 @@
+"""The PostgreSQL store's derived records: writes with provenance and links, reads,
+cascades and the repair log (as ``sqlite_records`` does for SQLite).
+
+Records keep their full JSON in ``records.data``. Unlike the SQLite schema there are no
+per-kind column tables (entities, facts, …): nothing reads them. ``category_links`` stays,
+for the cascade that keeps categories' child lists free of dangling ids.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import psycopg
+
+from memstrata.errors import StoreError
+from memstrata.models import DERIVED_KINDS, Category, Derived
+from memstrata.store.base import RemovedEpisode, Repairs
+from memstrata.store.postgres.common import Base, _now
+from memstrata.store.sqlite_common import _iso
+
+
+class DerivedRecords(Base):
+    """Mixin of :class:`~memstrata.store.postgres.store.PostgresStore`."""
+
+    if TYPE_CHECKING:
+
+        @staticmethod
+        def _mark_done(
+            conn: psycopg.Connection[Any], ns_id: int, builder: str, keys: Sequence[int]
+        ) -> None: ...
+
+    def put_records(self, namespace: str, records: Sequence[Derived], *, owner: str) -> None:
+        self.write_records(namespace, records, owner=owner)
+
+    def write_records(
+        self,
+        namespace: str,
+        put: Sequence[Derived],
+        delete: Sequence[str] = (),
+        built: tuple[str, Sequence[int]] | None = None,
+        *,
+        owner: str | None = None,
+    ) -> None:
+        if not put and not delete and not built:
+            return
+        owner = owner or (built[0] if built else None)
+        if not owner:
+            raise StoreError("derived records need an owner: the builder that writes them")
+        with self._write() as conn:
+            ns_id = self._create_ns(conn, namespace)
+            ids = list(dict.fromkeys([*delete, *(r.id for r in put)]))
+            self._check_owner(conn, ns_id, owner, ids)
+            if delete:
+                conn.execute(
+                    "DELETE FROM records WHERE namespace_id=%s AND builder=%s AND id = ANY(%s)",
+                    (ns_id, owner, list(delete)),
+                )
+            if built:
+                self._mark_done(conn, ns_id, *built)
+            self._put_records(conn, ns_id, namespace, put, owner)
+
+    @staticmethod
+    def _check_owner(conn: psycopg.Connection[Any], ns_id: int, owner: str, ids: list[str]) -> None:
+        """Refuse to touch a record another builder (or namespace) owns."""
+        if not ids:
+            return
+        row = conn.execute(
+            "SELECT id, builder, namespace_id FROM records WHERE id = ANY(%s) "
+            "AND (builder<>%s OR namespace_id<>%s) LIMIT 1",
+            (ids, owner, ns_id),
+        ).fetchone()
+        if row is not None:
+            whose = "another namespace" if row[2] != ns_id else f"builder {row[1]!r}"
+            raise StoreError(
+                f"record {row[0]} belongs to {whose}; builder {owner!r} may only write "
+                "and delete its own records"
+            )
+
+    def _put_records(
+        self,
+        conn: psycopg.Connection[Any],
+        ns_id: int,
+        namespace: str,
+        records: Sequence[Derived],
+        owner: str,
+    ) -> None:
+        if not records:
+            return
+        now = _now()
+        for rec in records:
+            if rec.namespace != namespace:
+                raise StoreError(
+                    f"record {rec.id} belongs to namespace {rec.namespace!r}, not {namespace!r}"
+                )
+            if rec.builder and rec.builder != owner:
+                raise StoreError(f"record {rec.id} names builder {rec.builder!r}, not {owner!r}")
+        cited = sorted({s.episode for rec in records for s in rec.sources})
+        keys = dict(
+            conn.execute(
+                "SELECT external_id, id FROM episodes WHERE namespace_id=%s "
+                "AND external_id = ANY(%s)",
+                (ns_id, cited),
+            ).fetchall()
+        )
+        for rec in records:
+            for span in rec.sources:
+                if span.episode not in keys:
+                    raise StoreError(
+                        f"record {rec.id} cites episode {span.episode!r}, "
+                        f"which is not in namespace {namespace!r}"
+                    )
+        with conn.cursor() as cur:
+            for rec in records:
+                rec.builder = owner
+                cur.execute(
+                    "INSERT INTO records(namespace_id, id, kind, builder, data, created_at, "
+                    "updated_at) VALUES (%s,%s,%s,%s,%s,%s,%s) ON CONFLICT (namespace_id, id) "
+                    "DO UPDATE SET data=EXCLUDED.data, updated_at=EXCLUDED.updated_at",
+                    (
+                        ns_id,
+                        rec.id,
+                        rec.kind,
+                        owner,
+                        rec.model_dump_json(exclude={"builder"}),
+                        _iso(rec.created_at) or now,
+                        now,
+                    ),
+                )
+            ids = [r.id for r in records]
+            cur.execute(
+                "DELETE FROM provenance WHERE namespace_id=%s AND record_id = ANY(%s)", (ns_id, ids)
+            )
+            spans = {
+                (rec.id, keys[s.episode], s.start, s.end) for rec in records for s in rec.sources
+            }
+            cur.executemany(
+                'INSERT INTO provenance(namespace_id, record_id, episode_id, start, "end") '
+                "VALUES (%s,%s,%s,%s,%s)",
+                [(ns_id, *span) for span in sorted(spans)],
+            )
+            categories = [r for r in records if isinstance(r, Category)]
+            if categories:
+                cur.execute(
+                    "DELETE FROM category_links WHERE namespace_id=%s AND parent_id = ANY(%s)",
+                    (ns_id, [c.id for c in categories]),
+                )
+                links = {(c.id, child) for c in categories for child in c.child_ids}
+                cur.executemany(
+                    "INSERT INTO category_links VALUES (%s,%s,%s)",
+                    [(ns_id, *link) for link in sorted(links)],
+                )
+                children = sorted({child for _, child in links})
+                found = {
+                    r[0]
+                    for r in cur.execute(
+                        "SELECT id FROM records WHERE namespace_id=%s AND id = ANY(%s)",
+                        (ns_id, children),
+                    ).fetchall()
+                }
+                missing = [c for c in children if c not in found]
+                if missing:
+                    raise StoreError(
+                        f"category links name records that do not exist: {missing[:5]}; write "
+                        "children before or together with their categories"
+                    )
+
+    def records_stamp(self, namespace: str) -> tuple[int, str]:
+        row = self._one(
+            "SELECT count(r.*), COALESCE(max(r.updated_at), '') FROM records r "
+            "JOIN namespaces n ON n.id=r.namespace_id WHERE n.name=%s",
+            (namespace,),
+        )
+        return (int(row[0]), str(row[1]))
+
+    def get_records(
+        self,
+        namespace: str,
+        kind: str,
+        ids: Sequence[str] | None = None,
+        *,
+        builder: str | None,
+    ) -> list[Derived]:
+        model = DERIVED_KINDS.get(kind)
+        if model is None:
+            raise StoreError(f"unknown record kind {kind!r}; known: {sorted(DERIVED_KINDS)}")
+        sql = (
+            "SELECT r.data, r.builder FROM records r JOIN namespaces n ON n.id=r.namespace_id "
+            "WHERE n.name=%s AND r.kind=%s"
+        )
+        args: list[Any] = [namespace, kind]
+        if builder is not None:
+            sql += " AND r.builder=%s"
+            args.append(builder)
+        if ids is not None:
+            sql += " AND r.id = ANY(%s)"
+            args.append(list(ids))
+        rows = self._all(sql + " ORDER BY r.ord", args)
+        out = []
+        for data, owner in rows:
+            rec = model.model_validate_json(data)
+            rec.builder = owner
+            out.append(rec)
+        return out
+
+    def unowned_records(self) -> dict[str, dict[str, int]]:
+        rows = self._all(
+            "SELECT n.name, r.kind, count(*) FROM records r JOIN namespaces n "
+            "ON n.id=r.namespace_id WHERE r.builder='' GROUP BY n.name, r.kind"
+        )
+        out: dict[str, dict[str, int]] = {}
+        for name, kind, n in rows:
+            out.setdefault(name, {})[kind] = int(n)
+        return out
+
+    def adopt_records(self, namespace: str, kind: str, builder: str | None) -> int:
+        with self._write() as conn:
+            ns_id = self._ns_id(namespace)
+            if ns_id is None:
+                return 0
+            if builder is None:
+                cur = conn.execute(
+                    "DELETE FROM records WHERE namespace_id=%s AND kind=%s AND builder=''",
+                    (ns_id, kind),
+                )
+            else:
+                cur = conn.execute(
+                    "UPDATE records SET builder=%s WHERE namespace_id=%s AND kind=%s "
+                    "AND builder=''",
+                    (builder, ns_id, kind),
+                )
+            return int(cur.rowcount)
+
+    def _follow_provenance(
+        self,
+        conn: psycopg.Connection[Any],
+        ns_id: int,
+        affected: set[str],
+        removed: Sequence[RemovedEpisode],
+    ) -> None:
+        """After episodes went (or lost their old text): records whose every source is
+        gone go with them; others just lose those spans. What each builder lost goes into
+        the repair log, in this transaction, for it to re-derive its aggregates."""
+        ids = sorted(affected)
+        left = {
+            r[0]
+            for r in conn.execute(
+                "SELECT DISTINCT record_id FROM provenance WHERE namespace_id=%s "
+                "AND record_id = ANY(%s)",
+                (ns_id, ids),
+            ).fetchall()
+        }
+        gone = set(ids) - left
+        changed = set(left)
+        for rec_id in sorted(left):
+            self._resync_sources(conn, ns_id, rec_id)
+        if gone:
+            changed |= self._unlink(conn, ns_id, gone)
+        now = _now()
+        log: list[tuple[int, str, str, str, str | None, str]] = []
+        for rec_id, builder, kind, data in conn.execute(
+            "SELECT id, builder, kind, data FROM records WHERE namespace_id=%s "
+            "AND id = ANY(%s) ORDER BY id",
+            (ns_id, sorted(gone)),
+        ).fetchall():
+            tomb = json.dumps({"kind": kind, "record": json.loads(data)})
+            log.append((ns_id, builder, "dropped", rec_id, tomb, now))
+        conn.execute(
+            "DELETE FROM records WHERE namespace_id=%s AND id = ANY(%s)", (ns_id, sorted(gone))
+        )
+        for rec_id, builder, kind in conn.execute(
+            "SELECT id, builder, kind FROM records WHERE namespace_id=%s AND id = ANY(%s) "
+            "ORDER BY id",
+            (ns_id, sorted(changed - gone)),
+        ).fetchall():
+            log.append((ns_id, builder, "changed", rec_id, kind, now))
+        builders = {entry[1] for entry in log}
+        builders.update(
+            r[0]
+            for r in conn.execute(
+                "SELECT DISTINCT builder FROM records WHERE namespace_id=%s", (ns_id,)
+            ).fetchall()
+        )
+        for builder in sorted(builders):
+            for ep in removed:
+                log.append((ns_id, builder, "episode", ep.id, ep.model_dump_json(), now))
+        with conn.cursor() as cur:
+            cur.executemany(
+                "INSERT INTO repairs(namespace_id, builder, what, ref, data, created_at) "
+                "VALUES (%s,%s,%s,%s,%s,%s)",
+                log,
+            )
+
+    def pending_repairs(self, namespace: str, builder: str, limit: int = 10_000) -> Repairs:
+        rows = self._all(
+            "SELECT r.id, r.what, r.ref, r.data FROM repairs r JOIN namespaces n "
+            "ON n.id=r.namespace_id WHERE n.name=%s AND r.builder=%s ORDER BY r.id LIMIT %s",
+            (namespace, builder, limit),
+        )
+        out = Repairs()
+        for entry, what, ref, data in rows:
+            out.ids.append(int(entry))
+            if what == "episode":
+                out.episodes.append(RemovedEpisode.model_validate_json(data))
+            elif what == "changed":
+                out.changed[ref] = data
+            else:
+                tomb = json.loads(data)
+                model = DERIVED_KINDS.get(tomb["kind"])
+                if model is not None:
+                    rec = model.model_validate(tomb["record"])
+                    rec.builder = builder
+                    out.dropped.append(rec)
+        return out
+
+    def repair_backlog(self, namespace: str) -> dict[str, int]:
+        rows = self._all(
+            "SELECT r.builder, count(*) FROM repairs r JOIN namespaces n ON n.id=r.namespace_id "
+            "WHERE n.name=%s GROUP BY r.builder",
+            (namespace,),
+        )
+        return {b: int(n) for b, n in rows}
+
+    def clear_repairs(self, namespace: str, ids: Sequence[int]) -> None:
+        with self._write() as conn:
+            conn.execute(
+                "DELETE FROM repairs r USING namespaces n WHERE n.id=r.namespace_id "
+                "AND n.name=%s AND r.id = ANY(%s)",
+                (namespace, [int(i) for i in ids]),
+            )
+
+    @staticmethod
+    def _unlink(conn: psycopg.Connection[Any], ns_id: int, gone: set[str]) -> set[str]:
+        """Categories linked to records about to go drop them from ``child_ids`` and
+        ``parent_ids``, so the JSON stays in step with ``category_links`` (whose rows the
+        deletion cascades); returns the ids changed."""
+        ids = sorted(gone)
+        linked = {
+            r[0]
+            for r in conn.execute(
+                "SELECT parent_id FROM category_links WHERE namespace_id=%s AND child_id = ANY(%s) "
+                "UNION SELECT child_id FROM category_links WHERE namespace_id=%s "
+                "AND parent_id = ANY(%s)",
+                (ns_id, ids, ns_id, ids),
+            ).fetchall()
+        }
+        now = _now()
+        changed: set[str] = set()
+        for rec_id in sorted(linked - gone):
+            row = conn.execute(
+                "SELECT data FROM records WHERE namespace_id=%s AND id=%s AND kind='category'",
+                (ns_id, rec_id),
+            ).fetchone()
+            if row is None:
+                continue
+            data = json.loads(row[0])
+            for key in ("child_ids", "parent_ids"):
+                data[key] = [i for i in data.get(key, []) if i not in gone]
+            conn.execute(
+                "UPDATE records SET data=%s, updated_at=%s WHERE namespace_id=%s AND id=%s",
+                (json.dumps(data), now, ns_id, rec_id),
+            )
+            changed.add(rec_id)
+        return changed
+
+    @staticmethod
+    def _resync_sources(conn: psycopg.Connection[Any], ns_id: int, rec_id: str) -> None:
+        row = conn.execute(
+            "SELECT data FROM records WHERE namespace_id=%s AND id=%s", (ns_id, rec_id)
+        ).fetchone()
+        spans = conn.execute(
+            'SELECT e.external_id, p.start, p."end" FROM provenance p JOIN episodes e '
+            "ON e.namespace_id=p.namespace_id AND e.id=p.episode_id "
+            'WHERE p.namespace_id=%s AND p.record_id=%s ORDER BY p.episode_id, p.start, p."end"',
+            (ns_id, rec_id),
+        ).fetchall()
+        assert row is not None
+        data = json.loads(row[0])
+        data["sources"] = [{"episode": s[0], "start": s[1], "end": s[2]} for s in spans]
+        conn.execute(
+            "UPDATE records SET data=%s, updated_at=%s WHERE namespace_id=%s AND id=%s",
+            (json.dumps(data), _now(), ns_id, rec_id),
+        )

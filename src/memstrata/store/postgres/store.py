@@ -1,0 +1,426 @@
+"""The PostgreSQL store: the same contract as the SQLite one, for a shared server.
+
+This module holds the connection, migrations, namespaces, episodes and accounting; the
+rest of ``PostgresStore`` lives in mixins as on the SQLite side: ``search`` (embeddings,
+BM25 over postings, pgvector), ``records`` (derived records and provenance), ``builds``
+(the build queue), ``updates`` (episode updates and history) and ``service`` (jobs and
+API keys).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import threading
+from collections.abc import Callable, Sequence
+from importlib import resources
+from typing import Any
+
+import psycopg
+
+from memstrata.errors import StoreError
+from memstrata.llm.types import LLMCallRecord
+from memstrata.models import Episode
+from memstrata.store.base import (
+    AddReport,
+    DeleteReport,
+    EpisodeMeta,
+    NamespaceStats,
+    PreparedEpisode,
+    RemovedEpisode,
+    Store,
+    same_episode,
+)
+from memstrata.store.postgres.builds import BuildBookkeeping
+from memstrata.store.postgres.common import EP_COLS, Base, _now, connect, episode, translate
+from memstrata.store.postgres.records import DerivedRecords
+from memstrata.store.postgres.search import SearchPrimitives
+from memstrata.store.postgres.service import ServiceTables
+from memstrata.store.postgres.updates import EpisodeUpdates
+from memstrata.store.sqlite_common import _iso, _ts
+
+#: the advisory lock that serialises migrations of one database across processes
+MIGRATION_LOCK = 0x6D656D73  # "mems"
+
+
+def _migrations() -> list[tuple[int, str]]:
+    folder = resources.files("memstrata.store").joinpath("migrations/postgres")
+    out = []
+    for entry in folder.iterdir():
+        if entry.name.endswith(".sql"):
+            out.append((int(entry.name.split("_", 1)[0]), entry.read_text()))
+    return sorted(out)
+
+
+class PostgresStore(
+    ServiceTables,
+    BuildBookkeeping,
+    DerivedRecords,
+    SearchPrimitives,
+    EpisodeUpdates,
+    Base,
+    Store,
+):
+    """A memstrata database in PostgreSQL (``postgresql://user:pw@host:port/db``)."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self._lock = threading.RLock()
+        self._conn = connect(url)
+        try:
+            self._migrate()
+            self._conn.execute("SET hnsw.iterative_scan = strict_order")
+        except BaseException as exc:
+            self._conn.close()
+            if isinstance(exc, psycopg.Error):
+                raise translate(exc, url) from exc
+            raise
+
+    # schema -----------------------------------------------------------------------------
+    def _migrate(self) -> None:
+        """Apply what is missing, under an advisory lock so two first opens take turns;
+        the whole of it is one transaction, so a failure leaves nothing half-made."""
+        conn = self._conn
+        latest = _migrations()[-1][0]
+        if self._read_version() == latest:
+            return
+        with conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
+            current = self._read_version()
+            if current > latest:
+                raise StoreError(
+                    f"the PostgreSQL store has schema version {current}, newer than this "
+                    f"memstrata understands ({latest}); upgrade memstrata"
+                )
+            if current == latest:
+                return
+            if current == 0:
+                self._refuse_foreign()
+                self._create_vector_extension()
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS memstrata_meta (key text PRIMARY KEY, value text)"
+            )
+            for version, sql in _migrations():
+                if version > current:
+                    conn.execute(sql.encode())
+                    conn.execute(
+                        "INSERT INTO memstrata_meta VALUES ('schema_version', %s) "
+                        "ON CONFLICT (key) DO UPDATE SET value=EXCLUDED.value",
+                        (str(version),),
+                    )
+
+    def _read_version(self) -> int:
+        row = self._conn.execute("SELECT to_regclass('memstrata_meta')").fetchone()
+        if row is None or row[0] is None:
+            return 0
+        found = self._conn.execute(
+            "SELECT value FROM memstrata_meta WHERE key='schema_version'"
+        ).fetchone()
+        return int(found[0]) if found else 0
+
+    def _refuse_foreign(self) -> None:
+        """Leave other applications' schemas as they are."""
+        row = self._conn.execute(
+            "SELECT count(*) FROM pg_tables WHERE schemaname = current_schema() "
+            "AND tablename = ANY(%s)",
+            (["namespaces", "episodes", "records", "embeddings"],),
+        ).fetchone()
+        if row and row[0]:
+            raise StoreError(
+                f"{self.url.split('@')[-1]} already has tables of another application "
+                "(namespaces, episodes…) but no memstrata schema; use another database"
+            )
+
+    def _create_vector_extension(self) -> None:
+        conn = self._conn
+        if conn.execute("SELECT 1 FROM pg_extension WHERE extname='vector'").fetchone():
+            return
+        try:
+            with conn.transaction():
+                conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        except psycopg.Error as exc:
+            why = str(exc).strip().splitlines()[0]
+            raise StoreError(
+                "the PostgreSQL store needs the pgvector extension and could not create it "
+                f"({why}); install pgvector on the server, or have a superuser run "
+                "CREATE EXTENSION vector in this database"
+            ) from exc
+
+    def schema_version(self) -> int:
+        with self._lock:
+            return self._read_version()
+
+    # namespaces -------------------------------------------------------------------------
+    def namespaces(self) -> list[str]:
+        return [r[0] for r in self._all('SELECT name FROM namespaces ORDER BY name COLLATE "C"')]
+
+    def has_namespace(self, namespace: str) -> bool:
+        return self._ns_id(namespace) is not None
+
+    def delete_namespace(self, namespace: str) -> int:
+        with self._write() as conn:
+            ns_id = self._lock_ns(conn, namespace)
+            if ns_id is None:
+                return 0
+            (count,) = conn.execute(
+                "SELECT count(*) FROM episodes WHERE namespace_id=%s", (ns_id,)
+            ).fetchone() or (0,)
+            # children first: their own keys lead with the namespace, so each is one scan
+            for table in (
+                "job_episodes",
+                "build_progress",
+                "provenance",
+                "category_links",
+                "bm25_postings",
+                "episode_versions",
+                "records",
+                "episodes",
+            ):
+                conn.execute(f"DELETE FROM {table} WHERE namespace_id=%s", (ns_id,))
+            conn.execute("DELETE FROM namespaces WHERE id=%s", (ns_id,))
+            return int(count)
+
+    # episodes ---------------------------------------------------------------------------
+    def add_episodes(self, namespace: str, episodes: Sequence[PreparedEpisode]) -> AddReport:
+        report = AddReport()
+        if not episodes:
+            return report
+        with self._write() as conn:
+            ns_id = self._create_ns(conn, namespace)
+            row = conn.execute(
+                "SELECT COALESCE(MAX(seq), 0) FROM episodes WHERE namespace_id=%s", (ns_id,)
+            ).fetchone()
+            seq = int(row[0]) if row else 0
+            now = _now()
+            for ep in episodes:
+                added = conn.execute(
+                    "INSERT INTO episodes(namespace_id, external_id, text, speaker, role, "
+                    "occurred_at, occurred_ts, session, seq, metadata, content_hash, embed_hash, "
+                    "created_at) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s) "
+                    "ON CONFLICT (namespace_id, external_id) DO NOTHING RETURNING id",
+                    (
+                        ns_id,
+                        ep.external_id,
+                        ep.text,
+                        ep.speaker,
+                        ep.role,
+                        _iso(ep.occurred_at),
+                        _ts(ep.occurred_at),
+                        ep.session,
+                        seq + 1,
+                        json.dumps(ep.metadata, ensure_ascii=False) if ep.metadata else None,
+                        ep.content_hash,
+                        ep.embed_hash,
+                        now,
+                    ),
+                ).fetchone()
+                if added is None:
+                    old = self._stored_episode(ns_id, ep.external_id)
+                    same = old is not None and same_episode(ep, old)
+                    (report.existing if same else report.conflicts).append(ep.external_id)
+                    continue
+                seq += 1
+                self._index(conn, ns_id, int(added[0]), ep.index_text)
+                report.added.append(ep.external_id)
+        return report
+
+    def existing_ids(self, namespace: str, external_ids: Sequence[str]) -> set[str]:
+        if not external_ids:
+            return set()
+        rows = self._all(
+            "SELECT e.external_id FROM episodes e JOIN namespaces n ON n.id=e.namespace_id "
+            "WHERE n.name=%s AND e.external_id = ANY(%s)",
+            (namespace, list(external_ids)),
+        )
+        return {r[0] for r in rows}
+
+    def get_episodes(self, namespace: str, external_ids: Sequence[str]) -> list[Episode]:
+        rows = self._all(
+            f"SELECT {EP_COLS} FROM episodes e JOIN namespaces n ON n.id=e.namespace_id "
+            "WHERE n.name=%s AND e.external_id = ANY(%s)",
+            (namespace, list(external_ids)),
+        )
+        out = {ep.id: ep for ep in map(episode, rows)}
+        return [out[i] for i in external_ids if i in out]
+
+    def episodes_by_key(self, keys: Sequence[int]) -> dict[int, Episode]:
+        rows = self._all(
+            f"SELECT {EP_COLS} FROM episodes e JOIN namespaces n ON n.id=e.namespace_id "
+            "WHERE e.id = ANY(%s)",
+            ([int(k) for k in keys],),
+        )
+        return {int(row[0]): episode(row) for row in rows}
+
+    def episode_meta(self, keys: Sequence[int]) -> dict[int, EpisodeMeta]:
+        rows = self._all(
+            "SELECT id, session, seq, speaker, occurred_ts FROM episodes WHERE id = ANY(%s)",
+            ([int(k) for k in keys],),
+        )
+        return {int(r[0]): EpisodeMeta(int(r[0]), r[1], int(r[2]), r[3], r[4]) for r in rows}
+
+    def iter_episodes(self, namespace: str, after_key: int = 0, limit: int = 1000) -> list[Episode]:
+        rows = self._all(
+            f"SELECT {EP_COLS} FROM episodes e JOIN namespaces n ON n.id=e.namespace_id "
+            "WHERE n.name=%s AND e.id>%s ORDER BY e.id LIMIT %s",
+            (namespace, after_key, limit),
+        )
+        return [episode(r) for r in rows]
+
+    def speakers(self, namespace: str) -> list[str]:
+        rows = self._all(
+            "SELECT e.speaker FROM episodes e JOIN namespaces n ON n.id=e.namespace_id "
+            "WHERE n.name=%s AND e.speaker IS NOT NULL GROUP BY e.speaker "
+            'ORDER BY count(*) DESC, e.speaker COLLATE "C"',
+            (namespace,),
+        )
+        return [r[0] for r in rows]
+
+    def delete_episodes(self, namespace: str, external_ids: Sequence[str]) -> DeleteReport:
+        with self._write() as conn:
+            ns_id = self._lock_ns(conn, namespace)
+            if ns_id is None:
+                return DeleteReport(0, list(dict.fromkeys(external_ids)))
+            found: dict[str, int] = {}
+            removed: list[RemovedEpisode] = []
+            for ext, key, text, speaker, session, seq in conn.execute(
+                "SELECT external_id, id, text, speaker, session, seq FROM episodes "
+                "WHERE namespace_id=%s AND external_id = ANY(%s) ORDER BY id",
+                (ns_id, list(external_ids)),
+            ).fetchall():
+                found[ext] = key
+                removed.append(
+                    RemovedEpisode(
+                        id=ext, text=text, speaker=speaker, session=session, seq=seq, key=key
+                    )
+                )
+            keys = list(found.values())
+            missing = [i for i in dict.fromkeys(external_ids) if i not in found]
+            if not keys:
+                return DeleteReport(0, missing)
+            affected = {
+                r[0]
+                for r in conn.execute(
+                    "SELECT DISTINCT record_id FROM provenance WHERE namespace_id=%s "
+                    "AND episode_id = ANY(%s)",
+                    (ns_id, keys),
+                ).fetchall()
+            }
+            self._unindex(conn, ns_id, keys)
+            conn.execute(
+                "DELETE FROM episodes WHERE namespace_id=%s AND id = ANY(%s)", (ns_id, keys)
+            )
+            self._follow_provenance(conn, ns_id, affected, removed)
+            return DeleteReport(len(keys), missing)
+
+    # accounting and stats ---------------------------------------------------------------
+    def record_llm_call(self, record: LLMCallRecord) -> None:
+        with self._write() as conn:
+            conn.execute(
+                "INSERT INTO llm_calls(namespace, stage, backend, model, prompt_tokens, "
+                "completion_tokens, latency_ms, cached, ok, error, attempts, request_hash, "
+                "created_at, outcome, truncated, rejected, dropped) "
+                "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)",
+                (
+                    record.namespace,
+                    record.stage,
+                    record.backend,
+                    record.model,
+                    record.prompt_tokens,
+                    record.completion_tokens,
+                    record.latency_ms,
+                    int(record.cached),
+                    int(record.ok),
+                    record.error,
+                    record.attempts,
+                    record.request_hash,
+                    record.created_at.isoformat(),
+                    record.outcome,
+                    record.truncated,
+                    record.rejected,
+                    json.dumps(record.dropped, sort_keys=True) if record.dropped else None,
+                ),
+            )
+
+    def llm_usage(self, namespace: str | None = None) -> dict[str, dict[str, Any]]:
+        where, args = ("WHERE namespace=%s", (namespace,)) if namespace else ("", ())
+        rows = self._all(
+            "SELECT stage, count(*), sum(1-ok), sum(cached), sum(prompt_tokens), "
+            "sum(completion_tokens), sum(latency_ms), sum((outcome='kept')::int), "
+            "sum((outcome='repaired')::int), sum(truncated), sum(rejected) "
+            f"FROM llm_calls {where} GROUP BY stage",
+            args,
+        )
+        keys = ("failures", "cached", "prompt_tokens", "completion_tokens")
+        out: dict[str, dict[str, Any]] = {}
+        for r in rows:
+            entry: dict[str, Any] = {"calls": int(r[1])}
+            entry.update({k: int(v) for k, v in zip(keys, r[2:6], strict=True)})
+            entry["latency_ms"] = round(float(r[6]), 1)
+            entry.update(
+                {
+                    k: int(v)
+                    for k, v in zip(
+                        ("kept", "repaired", "truncated", "rejected"), r[7:], strict=True
+                    )
+                }
+            )
+            out[r[0]] = entry
+        return out
+
+    def stats(self, namespace: str | None = None) -> list[NamespaceStats]:
+        with self._lock:
+            names = [namespace] if namespace else self.namespaces()
+            out = []
+            for name in names:
+                ns_id = self._ns_id(name)
+                if ns_id is None:
+                    continue
+                episodes, embedded = self._one(
+                    "SELECT count(*), count(embed_hash) FROM episodes WHERE namespace_id=%s",
+                    (ns_id,),
+                )
+                records: dict[str, int] = {}
+                owned: dict[str, dict[str, int]] = {}
+                for builder, kind, n in self._all(
+                    "SELECT builder, kind, count(*) FROM records WHERE namespace_id=%s "
+                    "GROUP BY builder, kind ORDER BY builder, kind",
+                    (ns_id,),
+                ):
+                    records[kind] = records.get(kind, 0) + int(n)
+                    owned.setdefault(builder, {})[kind] = int(n)
+                out.append(
+                    NamespaceStats(
+                        namespace=name,
+                        episodes=int(episodes),
+                        records=records,
+                        records_by_builder=owned,
+                        embedded=int(embedded),
+                        builds=self._build_counts(ns_id),
+                        repairs=self.repair_backlog(name),
+                    )
+                )
+            return out
+
+    def size_bytes(self) -> int:
+        row = self._one("SELECT pg_database_size(current_database())")
+        return int(row[0])
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+
+def _guard(method: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(method)
+    def wrapper(self: PostgresStore, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except psycopg.Error as exc:
+            raise translate(exc, self.url) from exc
+
+    return wrapper
+
+
+# Every public method speaks StoreError, never a raw psycopg exception.
+for _name in [n for n in vars(Store) if not n.startswith("_")] + ["schema_version"]:
+    setattr(PostgresStore, _name, _guard(getattr(PostgresStore, _name)))
