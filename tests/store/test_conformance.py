@@ -8,6 +8,7 @@ calling it twice must give two independent store objects on the *same* data.
 from __future__ import annotations
 
 import hashlib
+import random
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
@@ -754,3 +755,112 @@ def test_schema_version_is_recorded_and_kept_on_reopen(open_backend) -> None:
     again = open_backend()  # must not re-run migrations over existing tables
     assert again.schema_version() == version
     assert again.get_episodes("ns", ["e1"])[0].text == "persisted"
+
+
+# BM25 parity between backends -------------------------------------------------------------
+_WORDS = (
+    "run running runs ran runner happiness happy happily relational relate generalization "
+    "general caresses caress ponies pony cats cat agreed agree plastered motoring sing "
+    "conflated troubled sized hopping tanned falling hissing fizzed failing filing sky skies "
+    "conditional valency digitizer radically differently analogously vietnamization operator "
+    "feudalism decisiveness hopefulness callousness formality sensitivity triplicate formative "
+    "formalize electricity electrical goodness revival allowance inference airliner adjustable "
+    "replacement adjustment dependent adoption communism activate effective bowdlerize "
+    "the a of and to in is was it for on with as at by I you she he we they "
+    "Lisbon Porto Vienna volcano ash piano garden tomatoes basil train chess bread crust"
+).split()
+_ODD = [
+    "Café",
+    "naïve",
+    "Ærøskøbing",
+    "Straße",
+    "ÉCOLE",
+    "Ünïcödé",
+    "Москва",
+    "東京",
+    "🙂",
+    "great🙂",
+    "e-mail",
+    "it's",
+    "3.14",
+    "v2",
+    "under_score",
+    "x₂",
+    "Ωmega",
+    "ﬁne",
+    "a\u0301b",
+]
+
+
+def _parity_corpus(rng: random.Random) -> list[PreparedEpisode]:
+    eps = []
+    for i in range(300):
+        n = rng.choice([1, 2, 3, 5, 8, 13, 30])
+        words = [rng.choice(_WORDS) for _ in range(n)]
+        if rng.random() < 0.3:
+            words.insert(rng.randrange(n + 1), rng.choice(_ODD))
+        if rng.random() < 0.2:
+            words = [w.upper() if rng.random() < 0.3 else w for w in words]
+        sep = rng.choice([" ", " ", ", ", "; ", " - ", "\n"])
+        speaker = rng.choice([None, "ana", "ben", "Ünï"])
+        eps.append(
+            prep(
+                f"p{i}",
+                sep.join(words) + rng.choice(["", ".", "!", "?"]),
+                speaker=speaker,
+                session=rng.choice(["s1", "s2", None]),
+            )
+        )
+    return eps
+
+
+def test_bm25_ranks_alike_on_both_backends(tmp_path: Path) -> None:
+    """The PostgreSQL store's BM25 gives the SQLite store's FTS5 order and scores: same
+    tokens (porter, unicode61, diacritics), same formula, same statistics."""
+    rng = random.Random(7)
+    eps = _parity_corpus(rng)
+    lite = open_store(tmp_path / "s.db")
+    pg = open_store(pgtest.database_url(tmp_path))
+    try:
+        for store in (lite, pg):
+            store.add_episodes("ns", eps)
+            store.delete_episodes("ns", ["p3", "p150"])  # totals follow deletions
+            store.add_episodes("ns", [prep("late", "late runner with hopeful goodness")])
+        ids = [e.external_id for e in eps] + ["late"]
+        names = [{v: k for k, v in keys_of(s, "ns", ids).items()} for s in (lite, pg)]
+        queries = [[rng.choice(_WORDS + _ODD) for _ in range(rng.randint(1, 4))] for _ in range(60)]
+        queries += [
+            ["running", "running"],
+            ["RUNS"],
+            ["cafe"],
+            ["naive"],
+            ["nowhere"],
+            ["the cat", "sky"],
+            ["hopping tanned"],
+            ["'", "*"],
+            ["the", "the", "a"],
+        ]
+        filters = [None, SearchFilters(speakers=["ana"]), SearchFilters(sessions=["s2"])]
+        compared = 0
+        for terms in queries:
+            for flt in filters:
+                for limit in (5, 400):
+                    got = [
+                        [(name[k], s) for k, s in store.bm25_episodes("ns", terms, limit, flt)]
+                        for store, name in zip((lite, pg), names, strict=True)
+                    ]
+                    want, have = got
+                    assert len(want) == len(have), terms
+                    for (wid, ws), (hid, hs) in zip(want, have, strict=True):
+                        assert hs == pytest.approx(ws, rel=1e-9, abs=1e-12), (terms, wid, hid)
+                    # the same order, ties aside (equal scores may come in either order)
+                    assert [round(s, 9) for _, s in want] == [round(s, 9) for _, s in have]
+                    full = limit == 400
+                    if full:
+                        assert {i for i, _ in want} == {i for i, _ in have}, terms
+                    compared += len(want)
+        assert compared > 5000
+    finally:
+        lite.close()
+        pg.close()
+        pgtest.drop(tmp_path)

@@ -79,35 +79,44 @@ class PostgresStore(
     # schema -----------------------------------------------------------------------------
     def _migrate(self) -> None:
         """Apply what is missing, under an advisory lock so two first opens take turns;
-        the whole of it is one transaction, so a failure leaves nothing half-made."""
+        the whole of it is one transaction, so a failure leaves nothing half-made.
+
+        The lock is a session lock taken before the transaction: a transaction begun
+        after another process's migration committed sees its tables (one begun before
+        would not, its catalog view being older than the wait)."""
         conn = self._conn
         latest = _migrations()[-1][0]
         if self._read_version() == latest:
             return
-        with conn.transaction():
-            conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
-            current = self._read_version()
-            if current > latest:
-                raise StoreError(
-                    f"the PostgreSQL store has schema version {current}, newer than this "
-                    f"memstrata understands ({latest}); upgrade memstrata"
-                )
-            if current == latest:
-                return
-            if current == 0:
-                self._refuse_foreign()
-                self._create_vector_extension()
-            conn.execute(
-                "CREATE TABLE IF NOT EXISTS memstrata_meta (key text PRIMARY KEY, value text)"
+        conn.execute("SELECT pg_advisory_lock(%s)", (MIGRATION_LOCK,))
+        try:
+            with conn.transaction():
+                self._migrate_locked(latest)
+        finally:
+            conn.execute("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK,))
+
+    def _migrate_locked(self, latest: int) -> None:
+        conn = self._conn
+        current = self._read_version()
+        if current > latest:
+            raise StoreError(
+                f"the PostgreSQL store has schema version {current}, newer than this "
+                f"memstrata understands ({latest}); upgrade memstrata"
             )
-            for version, sql in _migrations():
-                if version > current:
-                    conn.execute(sql.encode())
-                    conn.execute(
-                        "INSERT INTO memstrata_meta VALUES ('schema_version', %s) "
-                        "ON CONFLICT (key) DO UPDATE SET value=EXCLUDED.value",
-                        (str(version),),
-                    )
+        if current == latest:
+            return
+        if current == 0:
+            self._refuse_foreign()
+            self._create_vector_extension()
+        conn.execute("CREATE TABLE IF NOT EXISTS memstrata_meta (key text PRIMARY KEY, value text)")
+        for version, sql in _migrations():
+            if version > current:
+                conn.execute(sql.encode())
+                conn.execute(
+                    "INSERT INTO memstrata_meta VALUES ('schema_version', %s) "
+                    "ON CONFLICT (key) DO UPDATE SET value=EXCLUDED.value",
+                    (str(version),),
+                )
 
     def _read_version(self) -> int:
         row = self._conn.execute("SELECT to_regclass('memstrata_meta')").fetchone()
