@@ -542,6 +542,7 @@ from memstrata.cli import (  # noqa: E402, F401
     build,
     demo,
     edit,
+    pg,
     read,
     serve,
 )
