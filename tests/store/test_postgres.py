@@ -128,3 +128,33 @@ def test_a_closed_store_says_so(url: str) -> None:
     store.close()
     with pytest.raises(StoreError, match="closed"):
         store.namespaces()
+
+
+def test_memory_with_the_mnemis_recipe_over_postgres(url: str, embedder) -> None:
+    """End to end, the engine unchanged: add, build, search on a PostgreSQL store."""
+    import asyncio
+
+    from memstrata import AsyncMemory
+    from memstrata.config import Config
+
+    async def scenario() -> list[str]:
+        mem = await AsyncMemory.open(
+            config=Config.load(store=url, recipe="mnemis"), embedder=embedder
+        )
+        try:
+            said = [
+                ("ana", "Ana moved to Lisbon in 2021 and opened a bakery."),
+                ("ben", "Ben plays the piano every evening."),
+                ("ana", "Ana's bakery sells sourdough bread with a crunchy crust."),
+            ]
+            for i, (who, text) in enumerate(said):
+                await mem.add(text, id=f"e{i}", speaker=who, session="s1", namespace="demo")
+            await mem.build(namespace="demo")
+            stats = mem.store.stats("demo")[0]
+            assert stats.builds["mnemis"]["done"] == 3 and stats.records_by_builder["mnemis"]
+            found = await mem.search("Where does Ana live? Lisbon", namespace="demo")
+            return [h.id for h in found.hits if h.kind == "episode"]
+        finally:
+            await mem.close()
+
+    assert asyncio.run(scenario())[0] == "e0"
