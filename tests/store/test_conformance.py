@@ -864,3 +864,43 @@ def test_bm25_ranks_alike_on_both_backends(tmp_path: Path) -> None:
         lite.close()
         pg.close()
         pgtest.drop(tmp_path)
+
+
+# jobs and what is unbuilt -------------------------------------------------------------------
+def test_a_job_reads_its_state_from_the_build_marks(store: Store) -> None:
+    store.add_episodes("ns", [prep(f"j{i}", f"turn number {i}") for i in range(4)])
+    covered = store.add_job("ns", "job_a", "add", "mnemis", ["b1", "b2"], ["j0", "j1", "j2", "zz"])
+    assert covered == 3  # the absent id is left out
+    assert store.add_job("nowhere", "job_x", "add", "r", ["b1"], ["j0"]) == 0
+    job = store.job("job_a")
+    assert job is not None and (job.namespace, job.episodes, job.present) == ("ns", 3, 3)
+    assert job.marks == {b: {"done": 0, "failed": 0, "dead": 0} for b in ("b1", "b2")}
+    keys = keys_of(store, "ns", ["j0", "j1", "j2", "j3"])
+    store.write_records("ns", [], built=("b1", [keys["j0"], keys["j1"], keys["j3"]]))
+    store.mark_failed("ns", "b2", [(keys["j1"], "boom")], max_attempts=1, backoff_s=0)
+    store.mark_failed("ns", "b2", [(keys["j2"], "later")], max_attempts=3, backoff_s=60)
+    job = store.job("job_a")
+    assert job is not None
+    assert job.marks["b1"] == {"done": 2, "failed": 0, "dead": 0}  # j3 is not the job's
+    assert job.marks["b2"] == {"done": 0, "failed": 1, "dead": 1}
+    assert job.next_retry_at is not None and job.next_retry_at > 0
+    assert {(f.episode, f.status, f.error) for f in job.failures} == {
+        ("j1", "dead", "boom"),
+        ("j2", "failed", "later"),
+    }
+    assert store.unbuilt("ns", ["b1"], ["j0", "j1", "j2", "j3", "zz"]) == ["j2"]
+    assert store.unbuilt("ns", ["b1", "b2"], ["j3", "j0"]) == ["j3", "j0"]
+    assert store.unbuilt("other", ["b1"], ["j0"]) == []
+    store.delete_episodes("ns", ["j2"])
+    job = store.job("job_a")
+    assert job is not None and (job.episodes, job.present) == (3, 2)
+    assert store.job("job_unknown") is None
+    store.delete_namespace("ns")
+    assert store.job("job_a") is None
+
+
+def test_old_jobs_are_forgotten(store: Store) -> None:
+    store.add_episodes("ns", [prep("o1", "an old turn")])
+    assert store.add_job("ns", "job_old", "add", "r", ["b"], ["o1"]) == 1
+    store.add_job("ns", "job_new", "add", "r", ["b"], ["o1"], keep_s=-1.0)  # all older
+    assert store.job("job_old") is None
