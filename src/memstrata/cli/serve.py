@@ -55,7 +55,7 @@ def serve(
         from memstrata.service import create_app
 
         cfg = load_config(config, store=db, **{"build.mode": "queue"})
-        guarded = Path(db).exists() and _has_keys(db)
+        guarded = _has_keys(db)
         if not guarded and not _loopback(host):
             fail(
                 f"refusing to serve on {host!r}: without API keys the service is open to "
@@ -71,9 +71,12 @@ def serve(
 
 
 def _has_keys(db: str) -> bool:
+    """Whether the store holds a live key (a SQLite file not made yet holds none)."""
     from memstrata.service import keys
-    from memstrata.store import open_store
+    from memstrata.store import is_postgres, open_store
 
+    if not is_postgres(db) and not Path(db.removeprefix("sqlite:///")).exists():
+        return False
     store = open_store(db, create=False)
     try:
         return keys.live(store)
