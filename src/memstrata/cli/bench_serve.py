@@ -63,6 +63,12 @@ def bench_serve(
             show_default=False,
         ),
     ] = None,
+    http: Annotated[
+        str, typer.Option(help="The served HTTP parser (serve --http): auto or h11.")
+    ] = "auto",
+    loop: Annotated[
+        str, typer.Option(help="The served event loop (serve --loop): auto or asyncio.")
+    ] = "auto",
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the report as one JSON object instead.")
     ] = False,
@@ -107,7 +113,8 @@ def bench_serve(
             task = progress.add_task(name, total=total)
             return lambda n: progress.advance(task, n)
 
-        report = bs.run(settings, db=db, config=config, phases=phase)
+        server_args = ["--http", http, "--loop", loop]
+        report = bs.run(settings, db=db, config=config, phases=phase, server_args=server_args)
     if as_json:
         sys.stdout.write(json.dumps(report, indent=2) + "\n")
     else:

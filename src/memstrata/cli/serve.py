@@ -36,6 +36,14 @@ def serve(
             min=1,
         ),
     ] = 256,
+    http: Annotated[
+        str,
+        typer.Option(help="uvicorn's HTTP parser: auto (httptools when installed), h11."),
+    ] = "auto",
+    loop: Annotated[
+        str,
+        typer.Option(help="uvicorn's event loop: auto (uvloop when installed), asyncio."),
+    ] = "auto",
     config: ConfigOpt = None,
 ) -> None:
     """Serve a store over HTTP: the REST API under /v1 (OpenAPI at /openapi.json,
@@ -67,7 +75,7 @@ def serve(
         state = "API keys required" if guarded else "open to local clients: no API keys"
         err.print(f"serving {db} on http://{host}:{port}/v1 (docs: /docs); {state}", markup=False)
         app_ = create_app(cfg, workers=workers, max_inflight=max_inflight)
-        uvicorn.run(app_, host=host, port=port, log_level="info", proxy_headers=True)
+        uvicorn.run(app_, host=host, port=port, log_level="info", http=http, loop=loop)
 
 
 def _has_keys(db: str) -> bool:

@@ -103,7 +103,9 @@ class Server:
     """``memstrata serve`` as a child process; stopped (SIGTERM, then SIGKILL) on exit
     from the ``with`` block, an error's too."""
 
-    def __init__(self, db: Path, log: Path, config: Path | None = None) -> None:
+    def __init__(
+        self, db: Path, log: Path, config: Path | None = None, server_args: Sequence[str] = ()
+    ) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/v1"
         self.log = log
@@ -111,6 +113,7 @@ class Server:
         self.cmd += ["--port", str(self.port)]
         if config is not None:
             self.cmd += ["--config", str(config)]
+        self.cmd += list(server_args)
         self.proc: subprocess.Popen[bytes] | None = None
         self.returncode: int | None = None
 
@@ -470,9 +473,11 @@ def run(
     db: str | Path | None = None,
     config: Path | None = None,
     phases: Phases | None = None,
+    server_args: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Serve ``db`` (default: a fresh temporary store), run the three phases, stop the
-    server; the report. ``config``: the TOML file both the server and this process read."""
+    server; the report. ``config``: the TOML file both the server and this process read;
+    ``server_args``: more options of ``memstrata serve`` (``--http h11``, ...)."""
     if settings.queries < 1 or settings.clients < 1 or not 0 <= settings.add_share <= 1:
         raise MemstrataError(
             "the bench needs a client, a timed query and an add share between 0 and 1"
@@ -481,7 +486,7 @@ def run(
         path = Path(db) if db is not None else Path(tmp) / "serve.db"
         served: dict[str, Any] = {"store": str(path), "build.mode": "queue"}  # as `serve`
         cfg = Config.load(config, **served)
-        server = Server(path, Path(tmp) / "server.log", config)
+        server = Server(path, Path(tmp) / "server.log", config, server_args)
         with server:
             report = asyncio.run(_phases(server, cfg, settings, path, phases or _quiet))
         report["server_exit"] = server.returncode
