@@ -324,6 +324,8 @@ class Design:
     description: str = ""
     #: ``memstrata read``: the design's reader of one long document, if it has one
     reader: type[Reader] | None = None
+    #: pictures of its records for the explorer (memstrata.engine.views.DesignView)
+    views: Sequence[Any] = ()
 
 
 def elapsed(t0: float) -> float:

@@ -23,6 +23,7 @@ from pydantic import BaseModel, ValidationError
 from memstrata.engine.answer import GroundedAnswerer
 from memstrata.engine.contracts import Answerer, Builder, Design, Reader, Route
 from memstrata.engine.recipe import Recipe
+from memstrata.engine.views import DesignView
 from memstrata.errors import ConfigError
 
 ENTRY_POINT_GROUP = "memstrata.designs"
@@ -65,6 +66,7 @@ class Registry:
         self.recipes: dict[str, Recipe] = {}
         self.origin: dict[str, str] = {}
         self.errors: list[str] = []
+        self.views: dict[str, tuple[str, DesignView]] = {}  # name -> (design, view)
         for design in designs:
             self._add(design)
         for name, recipe in (extra_recipes or {}).items():
@@ -100,6 +102,10 @@ class Registry:
         _put(self.builders, design.builders, design.name)
         _put(self.routes, design.routes, design.name)
         _put(self.answerers, design.answerers, design.name)
+        for view in design.views:
+            if view.name in self.views:
+                raise ConfigError(f"design {design.name!r}: view {view.name!r} exists")
+            self.views[view.name] = (design.name, view)
         for recipe in design.recipes:
             if recipe.name in self.recipes:
                 raise ConfigError(f"design {design.name!r}: recipe {recipe.name!r} exists")

@@ -29,6 +29,7 @@ from memstrata.errors import NamespaceNotFoundError
 from memstrata.memory import AsyncMemory
 from memstrata.models import EpisodeIn
 from memstrata.service import keys
+from memstrata.service.explorer import install as install_explorer
 from memstrata.service.http import BodyLimit, Inflight, McpKeys, NotFound, error, install_errors
 from memstrata.store import SearchFilters
 from memstrata.store.base import ApiKey
@@ -350,6 +351,7 @@ def create_app(
             raise NotFound(f"no key {key_id}")
         return {"revoked": await asyncio.to_thread(mem().store.revoke_api_key, key_id)}
 
+    install_explorer(app, mem, caller, read)  # the web page at / and what only it needs
     return app
 
 

@@ -9,7 +9,8 @@ Where things are:
 * :mod:`.aggregate`: the heuristic tier's extractive Aggregate;
   :mod:`.prompts`: the llm tier's Aggregate prompt (appendix A.1.2);
 * :mod:`.route`: collapsed and traversal retrieval;
-* :mod:`.recipe`: ``memtree`` and ``memtree-traversal``; :mod:`.show`: ``memstrata show``.
+* :mod:`.recipe`: ``memtree`` and ``memtree-traversal``; :mod:`.show`: ``memstrata show``;
+  :mod:`.view`: the explorer's views.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from memstrata.designs.memtree.builder import MemTreeBuilder
 from memstrata.designs.memtree.recipe import RECIPES
 from memstrata.designs.memtree.route import MemTreeRoute
 from memstrata.designs.memtree.show import show
+from memstrata.designs.memtree.view import VIEWS
 from memstrata.engine.contracts import Design
 
 design = Design(
@@ -26,5 +28,6 @@ design = Design(
     routes=[MemTreeRoute],
     recipes=RECIPES,
     show=show,
+    views=VIEWS,
     description="Dynamic tree memory: online hierarchical aggregation, collapsed retrieval.",
 )

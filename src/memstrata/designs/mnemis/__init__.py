@@ -9,7 +9,8 @@ Where things are:
 * :mod:`.graph`: the graph held in memory; :mod:`.hierarchy`: the category layers;
 * :mod:`.global_selection`: System-2 Global Selection;
 * :mod:`.route`: the dual route and its fusion; :mod:`.prompts`: every prompt;
-* :mod:`.recipe`: the ``mnemis`` recipe; :mod:`.show`: ``memstrata show``.
+* :mod:`.recipe`: the ``mnemis`` recipe; :mod:`.show`: ``memstrata show``;
+  :mod:`.view`: the explorer's views.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from memstrata.designs.mnemis.builder import MnemisBuilder
 from memstrata.designs.mnemis.recipe import RECIPES
 from memstrata.designs.mnemis.route import MnemisRoute
 from memstrata.designs.mnemis.show import show
+from memstrata.designs.mnemis.view import VIEWS
 from memstrata.engine.contracts import Design
 
 design = Design(
@@ -26,5 +28,6 @@ design = Design(
     routes=[MnemisRoute],
     recipes=RECIPES,
     show=show,
+    views=VIEWS,
     description="Hierarchical graph memory with dual-route retrieval.",
 )

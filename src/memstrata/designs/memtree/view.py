@@ -1,0 +1,43 @@
+"""The explorer's view of MemTree: the tree by depth, each node with its summary."""
+
+from __future__ import annotations
+
+from memstrata.designs.memtree.tree import BUILDER
+from memstrata.engine.contracts import Context
+from memstrata.engine.views import DesignView, View, ViewNode, ViewQuery, short, tree
+from memstrata.models import TreeNode
+
+
+def render(ctx: Context, namespace: str, query: ViewQuery) -> View:
+    found = [
+        n
+        for n in ctx.store.get_records(namespace, "tree_node", builder=BUILDER)
+        if isinstance(n, TreeNode)
+    ]
+    parents = {n.parent_id for n in found}
+    nodes = [
+        ViewNode(
+            id=n.id,
+            label="root" if n.parent_id is None else short(n.content),
+            kind="tree_node",
+            text=n.content,
+            group=f"depth {n.depth}",
+            parent=n.parent_id,
+            depth=n.depth,
+            sources=n.sources,
+            details={"depth": str(n.depth), "role": "inner" if n.id in parents else "leaf"},
+        )
+        for n in sorted(found, key=lambda n: n.depth)
+    ]
+    return tree(TREE, BUILDER, nodes, query)
+
+
+TREE = DesignView(
+    name="memtree",
+    title="MemTree by depth",
+    layout="tree",
+    builder=BUILDER,
+    render=render,
+    description="The tree from the root down; inner nodes hold aggregated summaries.",
+)
+VIEWS = [TREE]
