@@ -3,7 +3,7 @@ and shows the store's records, search highlights the exact source characters, st
 text is shown as text, a read key sees no write buttons and no other tenant, and the
 page logs no console error. One store, one server and one browser for the module.
 
-Screenshots go to ``$MEMSTRATA_EXPLORER_SHOTS`` when set (``make explorer-shots``
+Screenshots go to ``$EXPLORER_SHOTS`` when set (``make explorer-shots``
 refreshes ``docs/explorer/``), else to a temporary folder.
 """
 
@@ -19,7 +19,7 @@ from typing import Any
 import httpx
 import pytest
 from selenium import webdriver
-from selenium.common.exceptions import NoSuchElementException
+from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.ui import WebDriverWait
@@ -29,7 +29,6 @@ from memstrata import Memory
 from memstrata.config import Config
 from memstrata.importers import jsonl
 from memstrata.service import keys
-
 
 pytestmark = pytest.mark.slow
 
@@ -92,23 +91,28 @@ def api(site: dict[str, Any], key: str) -> httpx.Client:
     )
 
 
+def until(browser: WebDriver, condition: Any) -> Any:
+    """``condition(browser)`` once true; an element replaced meanwhile is looked up again."""
+    ignored = (StaleElementReferenceException,)
+    return WebDriverWait(browser, WAIT_S, ignored_exceptions=ignored).until(condition)
+
+
 def wait(browser: WebDriver, css: str, count: int = 1) -> list[Any]:
     """The elements ``css`` finds, once there are at least ``count``."""
-    WebDriverWait(browser, WAIT_S).until(
-        lambda d: len(d.find_elements(By.CSS_SELECTOR, css)) >= count
-    )
+    until(browser, lambda d: len(d.find_elements(By.CSS_SELECTOR, css)) >= count)
     return browser.find_elements(By.CSS_SELECTOR, css)
 
 
 def wait_text(browser: WebDriver, css: str, text: str) -> Any:
-    WebDriverWait(browser, WAIT_S).until(
-        lambda d: any(text in e.text for e in d.find_elements(By.CSS_SELECTOR, css))
+    """The first element ``css`` finds whose text holds ``text``, once there is one."""
+    return until(
+        browser,
+        lambda d: next((e for e in d.find_elements(By.CSS_SELECTOR, css) if text in e.text), None),
     )
-    return next(e for e in browser.find_elements(By.CSS_SELECTOR, css) if text in e.text)
 
 
 def shot(browser: WebDriver, name: str, tmp_path: Path) -> None:
-    folder = Path(os.environ.get("MEMSTRATA_EXPLORER_SHOTS") or tmp_path)
+    folder = Path(os.environ.get("EXPLORER_SHOTS") or tmp_path)
     folder.mkdir(parents=True, exist_ok=True)
     browser.save_screenshot(str(folder / f"{name}.png"))
 
@@ -135,6 +139,14 @@ def go(browser: WebDriver, view: str) -> None:
     browser.execute_script("location.hash = arguments[0]", view)
 
 
+def signed_in(browser: WebDriver, site: dict[str, Any], key: str) -> None:
+    """The page open with ``key`` (signed in only when it is not already)."""
+    on_site = browser.current_url.startswith(site["base"])
+    held = on_site and browser.execute_script("return sessionStorage.getItem('memstrata.key')")
+    if held != key:
+        sign_in(browser, site, key, "namespaces")
+
+
 def test_asks_for_a_key_and_shows_the_namespace(
     browser: WebDriver, site: dict[str, Any], tmp_path: Path
 ) -> None:
@@ -154,14 +166,16 @@ def test_asks_for_a_key_and_shows_the_namespace(
 def test_episodes_filter_history_and_derived(
     browser: WebDriver, site: dict[str, Any], tmp_path: Path
 ) -> None:
+    signed_in(browser, site, site["write"])
     go(browser, "episodes")
     rows = wait(browser, ".episode", 25)
     assert rows[0].get_attribute("data-id") == "t01"
     speaker = browser.find_element(By.NAME, "speaker")
     speaker.send_keys("Tomas")
     browser.find_element(By.CSS_SELECTOR, "main form button[type=submit]").click()
-    WebDriverWait(browser, WAIT_S).until(
-        lambda d: d.find_element(By.CSS_SELECTOR, ".episode").get_attribute("data-id") == "t02"
+    until(
+        browser,
+        lambda d: d.find_element(By.CSS_SELECTOR, ".episode").get_attribute("data-id") == "t02",
     )
     rows = browser.find_elements(By.CSS_SELECTOR, ".episode")
     assert all("Tomas:" in r.text for r in rows)
@@ -176,6 +190,7 @@ def test_episodes_filter_history_and_derived(
 def test_stored_markup_is_shown_as_text_and_never_runs(
     browser: WebDriver, site: dict[str, Any]
 ) -> None:
+    signed_in(browser, site, site["write"])
     go(browser, "namespaces")
     go(browser, "episodes")
     wait(browser, ".episode", 25)
@@ -192,6 +207,7 @@ def test_stored_markup_is_shown_as_text_and_never_runs(
 def test_search_highlights_the_exact_source_characters(
     browser: WebDriver, site: dict[str, Any], tmp_path: Path
 ) -> None:
+    signed_in(browser, site, site["write"])
     query = "greyhound Pepper"
     with api(site, site["write"]) as client:
         want = client.post(
@@ -227,6 +243,7 @@ def test_search_highlights_the_exact_source_characters(
 def test_ask_shows_the_answer_or_the_abstention(
     browser: WebDriver, site: dict[str, Any], tmp_path: Path, question: str
 ) -> None:
+    signed_in(browser, site, site["write"])
     with api(site, site["write"]) as client:
         want = client.post("/namespaces/demo/ask", json={"question": question}).json()
     go(browser, "namespaces")
@@ -234,9 +251,7 @@ def test_ask_shows_the_answer_or_the_abstention(
     box = wait(browser, "input[name=question]")[0]
     box.send_keys(question)
     browser.find_element(By.CSS_SELECTOR, "#ask-form button").click()
-    WebDriverWait(browser, WAIT_S).until(
-        lambda d: d.find_element(By.ID, "answer").text not in ("", "Thinking…")
-    )
+    until(browser, lambda d: d.find_element(By.ID, "answer").text not in ("", "Thinking…"))
     answer = wait(browser, "#answer .answer-text")[0]
     assert answer.get_attribute("textContent") == want["text"]
     abstained = browser.find_elements(By.CSS_SELECTOR, "#answer .abstained")
@@ -251,19 +266,21 @@ def test_ask_shows_the_answer_or_the_abstention(
 
 def open_view(browser: WebDriver, name: str) -> None:
     wait(browser, f'#view-tabs button[data-view="{name}"]')[0].click()
-    WebDriverWait(browser, WAIT_S).until(
+    until(
+        browser,
         lambda d: (
             "active"
             in d.find_element(
                 By.CSS_SELECTOR, f'#view-tabs button[data-view="{name}"]'
             ).get_attribute("class")
-        )
+        ),
     )
 
 
 def test_design_views_show_the_records(
     browser: WebDriver, site: dict[str, Any], tmp_path: Path
 ) -> None:
+    signed_in(browser, site, site["write"])
     with api(site, site["write"]) as client:
         listed = client.get("/namespaces/demo/views").json()["views"]
         graph = client.get("/namespaces/demo/views/mnemis-graph", params={"limit": 150}).json()
@@ -328,6 +345,7 @@ def test_views_api_cuts_large_views(site: dict[str, Any]) -> None:
 def test_a_write_key_corrects_and_deletes_after_confirming(
     browser: WebDriver, site: dict[str, Any]
 ) -> None:
+    signed_in(browser, site, site["write"])
     with api(site, site["write"]) as client:
         client.post("/namespaces/demo/episodes", json={"episodes": [{"id": "zz", "text": "tmp"}]})
     go(browser, "namespaces")
@@ -351,8 +369,9 @@ def test_a_write_key_corrects_and_deletes_after_confirming(
         assert client.get("/namespaces/demo/episodes/t08").json()["text"].endswith("to the dog.")
     browser.find_element(By.NAME, "speaker").clear()
     browser.find_element(By.CSS_SELECTOR, "main form button[type=submit]").click()
-    WebDriverWait(browser, WAIT_S).until(
-        lambda d: d.find_element(By.CSS_SELECTOR, ".episode").get_attribute("data-id") == "t01"
+    until(
+        browser,
+        lambda d: d.find_element(By.CSS_SELECTOR, ".episode").get_attribute("data-id") == "t01",
     )
     page_until(browser, "zz")
     browser.find_element(By.CSS_SELECTOR, '.episode[data-id="zz"]').click()
@@ -380,3 +399,23 @@ def test_a_read_key_sees_no_write_buttons(
         browser.find_element(By.CSS_SELECTOR, "#episode-detail details.edit")
     assert browser.find_elements(By.ID, "update") == []
     assert browser.find_elements(By.ID, "delete") == []
+
+
+def test_the_other_designs_views_draw_their_records(
+    browser: WebDriver, site: dict[str, Any], tmp_path: Path
+) -> None:
+    signed_in(browser, site, site["write"])
+    go(browser, "namespaces")
+    go(browser, "designs")
+    with api(site, site["write"]) as client:
+        for name in ("mindgraph", "personalai", "higmem"):
+            want = client.get(f"/namespaces/demo/views/{name}", params={"limit": 150}).json()
+            assert want["nodes"], name
+            open_view(browser, name)
+            css = "#tree .node" if want["layout"] == "tree" else "svg.graph circle"
+            wait_text(browser, "#view-summary", want["title"])
+            assert len(wait(browser, css, len(want["nodes"]))) == len(want["nodes"])
+            if name == "personalai":
+                invalid = browser.find_elements(By.CSS_SELECTOR, "#edge-list .invalid")
+                assert len(invalid) == sum(e["invalid"] for e in want["edges"])
+            shot(browser, name, tmp_path)

@@ -9,7 +9,8 @@ Where things are:
 * :mod:`.events`: affiliation and extractive update, heuristic tier;
 * :mod:`.builder`: section 3.2, both tiers; :mod:`.prompts`: appendix C;
 * :mod:`.route`: section 3.3, both tiers; :mod:`.answer`: the final QA stage;
-* :mod:`.recipe`: ``higmem`` and ``higmem-turns``; :mod:`.show`: ``memstrata show``.
+* :mod:`.recipe`: ``higmem`` and ``higmem-turns``; :mod:`.show`: ``memstrata show``;
+  :mod:`.view`: the explorer.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from memstrata.designs.higmem.builder import HiGMemBuilder
 from memstrata.designs.higmem.recipe import RECIPES
 from memstrata.designs.higmem.route import GuidedRoute
 from memstrata.designs.higmem.show import show
+from memstrata.designs.higmem.view import VIEWS
 from memstrata.engine.contracts import Design
 
 design = Design(
@@ -28,5 +30,6 @@ design = Design(
     answerers=[HiGMemAnswerer],
     recipes=RECIPES,
     show=show,
+    views=VIEWS,
     description="Turn and event layers, event-guided retrieval, compact evidence sets.",
 )

@@ -12,7 +12,7 @@ Where things are: :mod:`.graph` (nodes, edges, the four operations and their
 validation), :mod:`.provenance` (quotes to spans), :mod:`.heuristic` (the LLM-free
 build), :mod:`.build` (the D.1 build loop), :mod:`.communities` (Leiden subgraphs and
 cached reports), :mod:`.answer` (the tool loop, evidence windows, compaction),
-:mod:`.prompts` (D.1-D.3 verbatim), :mod:`.recipe`, :mod:`.show`.
+:mod:`.prompts` (D.1-D.3 verbatim), :mod:`.recipe`, :mod:`.show`, :mod:`.view` (the explorer).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from memstrata.designs.mindgraph.reader import MindGraphReader
 from memstrata.designs.mindgraph.recipe import RECIPES
 from memstrata.designs.mindgraph.route import MindGraphRoute
 from memstrata.designs.mindgraph.show import show
+from memstrata.designs.mindgraph.view import VIEWS
 from memstrata.engine.contracts import Design
 
 design = Design(
@@ -30,6 +31,7 @@ design = Design(
     routes=[MindGraphRoute],
     recipes=RECIPES,
     show=show,
+    views=VIEWS,
     reader=MindGraphReader,
     description="Question-aware concept graph with provenance; tool-loop answers.",
 )

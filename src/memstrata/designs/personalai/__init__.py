@@ -12,7 +12,7 @@ Where things are:
   :mod:`.astar`, :mod:`.watercircles`, :mod:`.beam`: the retrievers;
 * :mod:`.route`: the query pipeline; :mod:`.answer`: the QA generator;
 * :mod:`.prompts`: every prompt and parser (appendices A-C);
-* :mod:`.recipe`: the recipes; :mod:`.show`: ``memstrata show``.
+* :mod:`.recipe`: the recipes; :mod:`.show`: ``memstrata show``; :mod:`.view`: the explorer.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from memstrata.designs.personalai.builder import PersonalAIBuilder
 from memstrata.designs.personalai.recipe import RECIPES
 from memstrata.designs.personalai.route import PersonalAIRoute
 from memstrata.designs.personalai.show import show
+from memstrata.designs.personalai.view import VIEWS
 from memstrata.engine.contracts import Design
 
 design = Design(
@@ -31,5 +32,6 @@ design = Design(
     answerers=[PersonalAIAnswerer],
     recipes=RECIPES,
     show=show,
+    views=VIEWS,
     description="Knowledge-graph memory with hyperedges; A*, WaterCircles, BeamSearch retrieval.",
 )

@@ -1,7 +1,7 @@
 // Designs: each design's own pictures of its records (GET .../views), drawn as a
 // graph or a tree, cut to a limit; a node's details, sources and neighbourhood.
 import { api, enc, ns, report } from "./app.js";
-import { clear, field, h, table } from "./dom.js";
+import { clear, field, h, pairs } from "./dom.js";
 import { colour, drawGraph } from "./draw.js";
 import { showSources } from "./search.js";
 
@@ -96,7 +96,7 @@ function showNode(panel, node, refocus) {
     h("p", {}, h("span", { class: "chip" }, node.kind), node.group ? h("span", { class: "chip" }, node.group) : null,
       node.invalid ? h("span", { class: "chip invalid" }, "superseded") : null),
     node.text ? h("div", { class: "text node-text" }, node.text) : null,
-    Object.keys(node.details).length ? table(["", ""], Object.entries(node.details).filter(([, v]) => v)) : null,
+    Object.keys(node.details).length ? pairs(Object.entries(node.details).filter(([, v]) => v)) : null,
     h("p", {}, h("button", { type: "button", id: "focus", onclick: () => refocus(node.id) },
       node.hidden_children ? `Expand (${node.hidden_children} more)` : "Centre here")),
   );

@@ -51,6 +51,11 @@ export function table(head, rows) {
   );
 }
 
+// Name/value rows, without a header.
+export function pairs(entries) {
+  return h("table", { class: "pairs" }, h("tbody", {}, entries.map(([k, v]) => h("tr", {}, h("th", {}, k), h("td", {}, v)))));
+}
+
 export function field(label, input) {
   return h("label", {}, `${label} `, input);
 }

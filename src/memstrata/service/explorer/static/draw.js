@@ -1,8 +1,6 @@
 // A small force-directed layout drawn as SVG: enough for the few hundred nodes a view
 // is cut to. Labels are SVG text nodes (textContent), never markup.
 const SVG = "http://www.w3.org/2000/svg";
-const W = 1000;
-const H = 560;
 
 function svg(tag, attrs = {}) {
   const el = document.createElementNS(SVG, tag);
@@ -16,14 +14,15 @@ export function colour(group) {
   return `hsl(${hash % 360} 55% 55%)`;
 }
 
-// Positions for `nodes` (ids) joined by `edges` ([a, b] index pairs).
-export function layout(count, edges, rounds = 250) {
+// Positions for `count` nodes joined by `edges` ([a, b] index pairs): repulsion between
+// all pairs, springs along edges, a pull to the centre so lone nodes stay near.
+export function layout(count, edges, rounds = 300) {
+  const ideal = 45;
   const pos = Array.from({ length: count }, (_, i) => {
-    const a = (2 * Math.PI * i) / Math.max(count, 1);
-    const r = 60 + 4 * Math.sqrt(i + 1) * 10;
-    return [W / 2 + r * Math.cos(a), H / 2 + r * Math.sin(a)];
+    const a = i * 2.39996; // golden angle: an even start without overlaps
+    const r = ideal * Math.sqrt(i + 1) * 0.8;
+    return [r * Math.cos(a), r * Math.sin(a)];
   });
-  const ideal = Math.max(30, Math.min(90, Math.sqrt((W * H) / Math.max(count, 1)) * 0.7));
   for (let round = 0; round < rounds; round++) {
     const move = pos.map(() => [0, 0]);
     for (let i = 0; i < count; i++) {
@@ -31,23 +30,24 @@ export function layout(count, edges, rounds = 250) {
         const dx = pos[i][0] - pos[j][0];
         const dy = pos[i][1] - pos[j][1];
         const d2 = Math.max(dx * dx + dy * dy, 1);
+        if (d2 > 16 * ideal * ideal) continue;
         const f = (ideal * ideal) / d2;
-        move[i][0] += dx * f * 0.5; move[i][1] += dy * f * 0.5;
-        move[j][0] -= dx * f * 0.5; move[j][1] -= dy * f * 0.5;
+        move[i][0] += dx * f; move[i][1] += dy * f;
+        move[j][0] -= dx * f; move[j][1] -= dy * f;
       }
     }
     for (const [a, b] of edges) {
       const dx = pos[a][0] - pos[b][0];
       const dy = pos[a][1] - pos[b][1];
       const d = Math.max(Math.sqrt(dx * dx + dy * dy), 1);
-      const f = (d - ideal) / d * 0.3;
+      const f = ((d - ideal) / d) * 0.4;
       move[a][0] -= dx * f; move[a][1] -= dy * f;
       move[b][0] += dx * f; move[b][1] += dy * f;
     }
-    const step = 8 * (1 - round / rounds) + 0.5;
+    const step = 10 * (1 - round / rounds) + 0.5;
     for (let i = 0; i < count; i++) {
-      move[i][0] += (W / 2 - pos[i][0]) * 0.01;
-      move[i][1] += (H / 2 - pos[i][1]) * 0.01;
+      move[i][0] -= pos[i][0] * 0.04;
+      move[i][1] -= pos[i][1] * 0.04;
       const len = Math.sqrt(move[i][0] ** 2 + move[i][1] ** 2) || 1;
       const s = Math.min(len, step) / len;
       pos[i][0] += move[i][0] * s;
@@ -64,8 +64,9 @@ export function drawGraph(view, pick) {
   const pos = layout(view.nodes.length, pairs);
   const xs = pos.map((p) => p[0]);
   const ys = pos.map((p) => p[1]);
-  const pad = 40;
-  const box = [Math.min(...xs, 0) - pad, Math.min(...ys, 0) - pad, Math.max(...xs, W) - Math.min(...xs, 0) + 2 * pad, Math.max(...ys, H) - Math.min(...ys, 0) + 2 * pad];
+  const pad = 50;
+  const [x0, y0] = [Math.min(...xs, 0) - pad, Math.min(...ys, 0) - pad];
+  const box = [x0, y0, Math.max(...xs, 0) + pad - x0, Math.max(...ys, 0) + pad - y0];
   const root = svg("svg", { class: "graph", viewBox: box.join(" "), role: "img" });
   view.edges.forEach((e, i) => {
     const [a, b] = pairs[i];
