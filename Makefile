@@ -20,7 +20,7 @@ LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON
 	-DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF
 LLAMA_WHEEL = $(firstword $(wildcard $(WHEELHOUSE)/llama_cpp_python-$(LLAMA_CPP_VERSION)-*.whl))
 
-.PHONY: demo test lint install install-test bench-locomo bench-scale clean
+.PHONY: demo test lint install install-test bench-locomo bench-scale explorer-shots clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -53,6 +53,10 @@ test: $(TEST_STAMP)
 lint: $(TEST_STAMP)
 	$(BIN)/ruff check src tests
 	$(BIN)/mypy
+
+# The explorer's screenshots in docs/explorer/, from its browser tests
+explorer-shots: $(TEST_STAMP)
+	EXPLORER_SHOTS=docs/explorer $(BIN)/python -m pytest -q tests/service/test_explorer.py
 
 # Benchmarks take a data path: make bench-locomo LOCOMO=../shared/data/locomo/locomo-dev.json
 LOCOMO ?= ../shared/data/locomo/locomo-dev.json

@@ -70,6 +70,11 @@ def test_wheel_installs_with_pip_and_runs_the_default_path_without_the_gguf_extr
         check=True,
         capture_output=True,
     )
+    # the explorer's page and scripts are package data: `memstrata serve` needs them
+    static = "memstrata/service/explorer/static"
+    assert {p.name for p in (site / static).iterdir()} == {
+        p.name for p in (ROOT / "src" / static).iterdir()
+    }
     env = {**subprocess_env, "PYTHONPATH": str(site)}  # the installed copy, not src/
     code = WITHOUT_GGUF + f"DB = {str(tmp_path / 'm.db')!r}\n" + textwrap.dedent(DEFAULT_PATH)
     out = _run(code, env)

@@ -52,6 +52,8 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         for recipe in RECIPES:
             memory.build("demo", recipe=recipe, tier="heuristic")
         store = memory._inner.store
+        (xss,) = store.get_episodes("demo", ["xss"])
+        store.mark_failed("demo", "higmem", [(xss.key, "the model timed out")], 5, 3600.0)
         write, _ = keys.make_key(store, ["demo"], "write", "explorer-write")
         read, _ = keys.make_key(store, ["demo"], "read", "explorer-read")
     config = Config.load(
@@ -112,9 +114,19 @@ def wait_text(browser: WebDriver, css: str, text: str) -> Any:
 
 
 def shot(browser: WebDriver, name: str, tmp_path: Path) -> None:
-    folder = Path(os.environ.get("EXPLORER_SHOTS") or tmp_path)
+    """A screenshot of the page; for the docs, reduced to a small palette PNG."""
+    docs = os.environ.get("EXPLORER_SHOTS")
+    folder = Path(docs or tmp_path)
     folder.mkdir(parents=True, exist_ok=True)
-    browser.save_screenshot(str(folder / f"{name}.png"))
+    path = folder / f"{name}.png"
+    browser.execute_script("window.scrollTo(0, 0)")
+    browser.save_screenshot(str(path))
+    if docs:
+        from PIL import Image  # Pillow comes with matplotlib
+
+        with Image.open(path) as image:
+            small = image.convert("RGB").quantize(colors=48)
+        small.save(path, optimize=True)
 
 
 def sign_in(browser: WebDriver, site: dict[str, Any], key: str, view: str) -> None:
@@ -157,9 +169,9 @@ def test_asks_for_a_key_and_shows_the_namespace(
     page = browser.find_element(By.ID, "main").text
     for design in RECIPES:
         assert design in page
-    assert "Failed enrichments (0)" in page
+    assert "Failed enrichments (1)" in page and "the model timed out" in page
     browser.find_element(By.ID, "retry").click()
-    assert "queued 0" in wait_text(browser, "#retried", "queued").text
+    assert "queued 1" in wait_text(browser, "#retried", "queued").text
     shot(browser, "namespaces", tmp_path)
 
 
@@ -238,14 +250,16 @@ def test_search_highlights_the_exact_source_characters(
 
 
 @pytest.mark.parametrize(
-    "question", ["What is the name of Tomas's dog?", "Which opera did Ines sing in Vienna?"]
+    ("question", "abstains"),
+    [("What is the name of Tomas's dog?", False), ("What is the boiling point of mercury?", True)],
 )
 def test_ask_shows_the_answer_or_the_abstention(
-    browser: WebDriver, site: dict[str, Any], tmp_path: Path, question: str
+    browser: WebDriver, site: dict[str, Any], tmp_path: Path, question: str, abstains: bool
 ) -> None:
     signed_in(browser, site, site["write"])
     with api(site, site["write"]) as client:
         want = client.post("/namespaces/demo/ask", json={"question": question}).json()
+    assert want["abstained"] == abstains
     go(browser, "namespaces")
     go(browser, "ask")
     box = wait(browser, "input[name=question]")[0]

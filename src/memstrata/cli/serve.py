@@ -73,7 +73,10 @@ def serve(
             )
             raise typer.Exit(2)
         state = "API keys required" if guarded else "open to local clients: no API keys"
-        err.print(f"serving {db} on http://{host}:{port}/v1 (docs: /docs); {state}", markup=False)
+        err.print(
+            f"serving {db} on http://{host}:{port}/v1 (explorer: /, docs: /docs); {state}",
+            markup=False,
+        )
         app_ = create_app(cfg, workers=workers, max_inflight=max_inflight)
         uvicorn.run(app_, host=host, port=port, log_level="info", http=http, loop=loop)
 

@@ -8,24 +8,24 @@ export async function render(main) {
   const row = stats.namespaces.find((s) => s.namespace === state.namespace);
   main.append(h("h2", {}, `Namespace ${state.namespace}`));
   if (!row) return;
+  const box = (title, content) => h("div", {}, h("h3", {}, title), content);
   main.append(
     table(["episodes", "embedded", "recipe", "build mode"], [[row.episodes, row.embedded, stats.recipe, stats.build_mode]]),
-    h("h3", {}, "Records per kind"),
-    table(["kind", "records"], Object.entries(row.records).map(([k, n]) => [k, n])),
-    h("h3", {}, "Records per design"),
-    table(
+  );
+  main.append(h("div", { class: "boxes" },
+    box("Records per kind", table(["kind", "records"], Object.entries(row.records).map(([k, n]) => [k, n]))),
+    box("Records per design", table(
       ["design (builder)", "records"],
       Object.entries(row.records_by_builder).map(([b, kinds]) => [
         b,
         Object.entries(kinds).map(([k, n]) => `${k}: ${n}`).join(", "),
       ]),
-    ),
-    h("h3", {}, "Build status"),
-    table(
+    )),
+    box("Build status", table(
       ["builder", "done", "queued", "failed", "dead", "repairs pending"],
       Object.entries(row.builds).map(([b, c]) => [b, c.done, c.queued, c.failed, c.dead, (row.repairs || {})[b] || 0]),
-    ),
-  );
+    )),
+  ));
   const failures = row.failures || [];
   main.append(h("h3", {}, `Failed enrichments (${failures.length})`));
   if (failures.length) {
