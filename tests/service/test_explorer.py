@@ -34,6 +34,11 @@ pytestmark = pytest.mark.slow
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 DRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
+# Maya's home changes: Mnemis marks the first fact superseded
+MOVES = [
+    {"id": "m1", "speaker": "Maya", "text": "I live in Porto these days.", "at": "2024-05-01"},
+    {"id": "m2", "speaker": "Maya", "text": "I moved to Lisbon last month.", "at": "2024-06-01"},
+]
 XSS = "Note to self: <script>window.__pwned=1</script> and <b>x</b> are just text."
 RECIPES = ("mnemis", "memtree", "mindgraph", "personalai", "higmem")
 WAIT_S = 20
@@ -47,7 +52,8 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     path = resources.files("memstrata.data").joinpath("sample_conversation.jsonl")
     turns = [item for _, item in jsonl.read(Path(str(path))) if isinstance(item, dict)]
     with Memory.open(db, **{"build.mode": "manual"}) as memory:
-        memory.add_many([*turns, {"id": "xss", "speaker": "Maya", "text": XSS}], namespace="demo")
+        xss = {"id": "xss", "speaker": "Maya", "text": XSS}
+        memory.add_many([*turns, *MOVES, xss], namespace="demo")
         memory.add_many([{"id": "o1", "text": "Another tenant's secret."}], namespace="other")
         for recipe in RECIPES:
             memory.build("demo", recipe=recipe, tier="heuristic")
@@ -308,7 +314,14 @@ def test_design_views_show_the_records(
     edges = browser.find_element(By.ID, "edge-list").text
     assert all(e["text"] in edges for e in graph["edges"])
     invalid = browser.find_elements(By.CSS_SELECTOR, "#edge-list .invalid")
-    assert len(invalid) == sum(e["invalid"] for e in graph["edges"])
+    assert len(invalid) == sum(e["invalid"] for e in graph["edges"]) == 1
+    assert "I live in Porto" in invalid[0].text and "superseded" in invalid[0].text
+    assert len(browser.find_elements(By.CSS_SELECTOR, "svg.graph line.invalid")) == 1
+    invalid[0].click()  # the fact's own sources, its characters highlighted
+    detail = wait_text(browser, "#node-detail", "superseded")
+    detail.find_element(By.CSS_SELECTOR, ".cite").click()
+    mark = wait(browser, '#node-detail [data-episode="m1"] mark')[0]
+    assert mark.get_attribute("textContent") == MOVES[0]["text"]
     browser.execute_script(
         "arguments[0].dispatchEvent(new MouseEvent('click', {bubbles: true}))", circles[0]
     )
@@ -336,6 +349,21 @@ def test_design_views_show_the_records(
         == deepest["text"]
     )
     shot(browser, "memtree", tmp_path)
+
+    # level of detail: the top level only, then one node's subtree
+    browser.find_element(By.NAME, "depth").send_keys("1")
+    browser.find_element(By.XPATH, "//button[text()='Redraw']").click()
+    top = [n for n in memtree["nodes"] if n["depth"] <= 1]
+    until(browser, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#tree .node")) == len(top))
+    parents = {n["parent"] for n in memtree["nodes"]}
+    branch = next(n for n in top if n["depth"] == 1 and n["id"] in parents)
+    below = [n for n in memtree["nodes"] if n["parent"] == branch["id"]]
+    wait(browser, f'#tree .node[data-id="{branch["id"]}"]')[0].click()
+    wait_text(browser, "#focus", f"Expand ({len(below)} more)").click()
+    wait_text(browser, "#view-summary", f"around {branch['id']}")
+    shown = {n.get_attribute("data-id") for n in wait(browser, "#tree .node", 1 + len(below))}
+    assert shown == {branch["id"], *(n["id"] for n in below)}
+    browser.find_element(By.NAME, "depth").clear()
 
 
 def test_views_api_cuts_large_views(site: dict[str, Any]) -> None:

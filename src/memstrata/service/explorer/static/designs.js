@@ -55,9 +55,12 @@ function draw(area, view, refocus) {
   const details = h("div", { class: "panel", id: "node-detail" }, h("p", { class: "muted" }, "Click a node."));
   const pick = (node) => showNode(details, node, refocus);
   if (view.layout === "graph") {
+    const names = new Map(view.nodes.map((n) => [n.id, n.label]));
     const edges = view.edges.map((e) => {
-      const names = new Map(view.nodes.map((n) => [n.id, n.label]));
-      return h("li", { class: e.invalid ? "edge invalid" : "edge" }, `${names.get(e.source)} → ${names.get(e.target)}: ${e.text || e.label}`, e.invalid ? h("span", { class: "chip" }, "superseded") : null);
+      const item = h("li", { class: e.invalid ? "edge invalid" : "edge" }, `${names.get(e.source)} → ${names.get(e.target)}: ${e.text || e.label}`,
+        e.invalid ? h("span", { class: "chip" }, "superseded") : null);
+      item.addEventListener("click", () => showEdge(details, e, names));
+      return item;
     });
     area.append(
       h("div", { class: "cols" }, drawGraph(view, pick), details),
@@ -100,11 +103,24 @@ function showNode(panel, node, refocus) {
     h("p", {}, h("button", { type: "button", id: "focus", onclick: () => refocus(node.id) },
       node.hidden_children ? `Expand (${node.hidden_children} more)` : "Centre here")),
   );
-  const episodes = [...new Set(node.sources.map((s) => s.episode))];
+  sources(panel, node.sources);
+}
+
+function showEdge(panel, edge, names) {
+  clear(panel).append(
+    h("h3", {}, `${names.get(edge.source)} → ${names.get(edge.target)}`),
+    h("p", {}, h("span", { class: "chip" }, edge.label || "edge"), edge.invalid ? h("span", { class: "chip invalid" }, "superseded") : null),
+    h("div", { class: edge.invalid ? "text invalid" : "text" }, edge.text),
+  );
+  sources(panel, edge.sources);
+}
+
+function sources(panel, spans) {
+  const episodes = [...new Set(spans.map((s) => s.episode))];
   const where = h("div", { class: "node-sources" });
   if (episodes.length) {
     panel.append(h("p", {}, "Sources: ", episodes.map((id) =>
-      h("button", { type: "button", class: "cite", onclick: () => showSources(where, [id], node.sources).catch(report) }, id))), where);
+      h("button", { type: "button", class: "cite", onclick: () => showSources(where, [id], spans).catch(report) }, id))), where);
   }
 }
 
