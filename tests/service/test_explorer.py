@@ -461,3 +461,20 @@ def test_the_other_designs_views_draw_their_records(
                 invalid = browser.find_elements(By.CSS_SELECTOR, "#edge-list .invalid")
                 assert len(invalid) == sum(e["invalid"] for e in want["edges"])
             shot(browser, name, tmp_path)
+
+
+def test_an_open_service_serves_the_page_under_its_policy(
+    served: tuple[httpx.Client, Path],
+) -> None:
+    """Without live keys the page needs none (whoami: admin over everything); the page
+    and its files come from the package, under a policy that allows only them."""
+    client, _ = served
+    assert client.get("/whoami").json() == {"scope": "admin", "namespaces": ["*"], "keys": False}
+    page = client.get("/../")
+    assert page.status_code == 200 and 'src="/explorer/app.js"' in page.text
+    policy = page.headers["content-security-policy"]
+    assert "script-src 'self'" in policy and "unsafe-inline" not in policy
+    script = client.get("/../explorer/app.js")
+    assert script.status_code == 200 and "javascript" in script.headers["content-type"]
+    assert client.get("/../explorer/nope.js").status_code == 404
+    assert "/" not in client.get("/../openapi.json").json()["paths"]
