@@ -87,3 +87,13 @@ def test_the_explorer_names_no_design() -> None:
     for path in EXPLORER.rglob("*"):
         if path.suffix in {".py", ".js", ".html", ".css"}:
             assert not words.findall(path.read_text()), path
+
+
+def test_the_explorer_never_parses_strings_as_markup() -> None:
+    """Stored text reaches the page as text nodes only (the browser tests check one
+    hostile episode; this keeps every script from growing an HTML sink)."""
+    sinks = re.compile(r"innerHTML|outerHTML|insertAdjacentHTML|document\.write|eval\(")
+    scripts = list((EXPLORER / "static").glob("*.js"))
+    assert scripts
+    for path in scripts:
+        assert not sinks.findall(path.read_text()), path
