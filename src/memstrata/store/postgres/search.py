@@ -57,6 +57,10 @@ def _phrase_hits(postings: dict[str, dict[int, list[int]]], phrase: list[str]) -
     return out
 
 
+#: the advisory lock under which a dimension's dense index is made
+INDEX_LOCK = 0x6D656D69  # "memi"
+
+
 class SearchPrimitives(Base):
     """Mixin of :class:`~memstrata.store.postgres.store.PostgresStore`."""
 
@@ -114,19 +118,31 @@ class SearchPrimitives(Base):
         if not items:
             return
         rows = [(model, h, len(v), _vec_text(v)) for h, v in items]
-        with self._write() as conn:
-            for dim in sorted({r[2] for r in rows}):
-                # made once per dimension; IF NOT EXISTS keeps concurrent first puts apart
-                conn.execute(
-                    f"CREATE INDEX IF NOT EXISTS embeddings_hnsw_{int(dim)} ON embeddings "
+        for dim in sorted({r[2] for r in rows}):
+            self._dense_index(dim)
+        with self._write() as conn, conn.cursor() as cur:
+            cur.executemany(
+                "INSERT INTO embeddings VALUES (%s,%s,%s,%s::halfvec) "
+                "ON CONFLICT (model, hash) DO NOTHING",
+                rows,
+            )
+
+    def _dense_index(self, dim: int) -> None:
+        """The HNSW index of one dimension, made by the first put of that dimension in a
+        transaction of its own, under an advisory lock. ``CREATE INDEX`` share-locks the
+        whole table even when the index exists: inside the put's transaction, two puts
+        would each hold that lock and wait for the other's to insert (a deadlock)."""
+        name = f"embeddings_hnsw_{int(dim)}"
+        with self._lock:
+            row = self._conn.execute("SELECT to_regclass(%s)", (name,)).fetchone()
+            if row is not None and row[0] is not None:
+                return
+            with self._conn.transaction():
+                self._conn.execute("SELECT pg_advisory_xact_lock(%s)", (INDEX_LOCK,))
+                self._conn.execute(
+                    f"CREATE INDEX IF NOT EXISTS {name} ON embeddings "
                     f"USING hnsw ((vec::halfvec({int(dim)})) halfvec_cosine_ops) "
                     f"WHERE dim = {int(dim)}"
-                )
-            with conn.cursor() as cur:
-                cur.executemany(
-                    "INSERT INTO embeddings VALUES (%s,%s,%s,%s::halfvec) "
-                    "ON CONFLICT (model, hash) DO NOTHING",
-                    rows,
                 )
 
     # retrieval primitives ---------------------------------------------------------------
