@@ -539,6 +539,7 @@ from memstrata.cli import (  # noqa: E402, F401
     bench_chaos,
     bench_faults,
     bench_qa,
+    bench_store,
     build,
     demo,
     edit,
