@@ -49,13 +49,24 @@ class Precomputed:
         self.known: dict[str, np.ndarray] = {}
         self.misses = 0
 
-    def warm(self, texts: Sequence[str], progress: Callable[[int], None] | None = None) -> None:
+    def warm(
+        self,
+        texts: Sequence[str],
+        progress: Callable[[int], None] | None = None,
+        keep: Path | None = None,
+    ) -> None:
+        """Embed the texts not known yet; saved to ``keep`` every 10,240 texts and at the
+        end, so an interrupted run resumes where it stopped."""
         todo = [t for t in dict.fromkeys(texts) if t not in self.known]
         for start in range(0, len(todo), 256):
             part = todo[start : start + 256]
             self.known.update(zip(part, self.inner.embed(part), strict=True))
             if progress is not None:
                 progress(len(part))
+            if keep is not None and (start // 256) % 40 == 39:
+                self.save(keep)
+        if keep is not None and todo:
+            self.save(keep)
 
     def save(self, path: Path) -> None:
         texts = list(self.known)
@@ -76,8 +87,8 @@ class Precomputed:
         if not missing:
             return np.stack([self.known[t] for t in texts]) if texts else self.inner.embed([])
         self.misses += len(missing)
-        fresh = dict(zip(missing, self.inner.embed(missing), strict=True))
-        return np.stack([self.known.get(t, fresh.get(t)) for t in texts])
+        fresh: dict[str, np.ndarray] = dict(zip(missing, self.inner.embed(missing), strict=True))
+        return np.stack([self.known[t] if t in self.known else fresh[t] for t in texts])
 
 
 def load_turns(data: Path | None, n: int, seed: int) -> list[dict[str, Any]]:
@@ -197,10 +208,8 @@ def run(
 
     t0 = time.perf_counter()
     before = len(pre.known)
-    pre.warm(texts, step("embedding", len(texts)))
+    pre.warm(texts, step("embedding", len(texts)), keep=cache)
     embed_s = time.perf_counter() - t0
-    if cache is not None and len(pre.known) > before:
-        pre.save(cache)
     report: dict[str, Any] = {
         "setup": {
             "episodes": len(turns),
