@@ -6,6 +6,7 @@ SQLite and on PostgreSQL."""
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -23,7 +24,7 @@ from memstrata.eval.faults import (
     conversation,
 )
 from memstrata.eval.invariants import check_store, design_problems, expected_lines
-from memstrata.memory import AsyncMemory
+from memstrata.memory import AsyncMemory, Memory
 
 LINES = conversation(30)
 MANUAL: dict[str, Any] = {"build.mode": "manual", "llm.kind": "none"}
@@ -63,3 +64,48 @@ def test_a_session_of_each_design(
             assert await design_problems(m, NS, [recipe]) == []
 
     asyncio.run(session())
+
+
+def test_a_lease_of_another_host_is_taken_over_once_it_expires(
+    store_at: Callable[[str], str], embedder: Embedder
+) -> None:
+    """A holder elsewhere cannot be asked whether it runs: its lease counts until
+    ``build.lease_s`` has passed without a renewal, then the build takes it over."""
+    with Memory.open(store_at("m"), embedder=embedder, recipe="memtree", **MANUAL) as m:
+        m.add_many(LINES[:8], namespace=NS)
+        other = "elsewhere:4242:stalled"
+        assert m.store.acquire_lease(NS, "memtree", other, 1.5)
+        assert m.store.lease_holder(NS, "memtree") == other
+        t0 = time.monotonic()
+        (report,) = m.build(NS)
+        assert time.monotonic() - t0 >= 1.4  # not before the lease ran out
+        assert (report.episodes, report.failed, report.errors) == (8, 0, [])
+        assert m.store.lease_holder(NS, "memtree") is None  # released when done
+
+
+def test_a_build_that_lost_its_lease_stops_writing(
+    store_at: Callable[[str], str], embedder: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The lease is renewed after each batch; when another process has taken it over
+    meanwhile (this one stalled past ``build.lease_s``), the build stops there."""
+    with Memory.open(
+        store_at("m"), embedder=embedder, recipe="memtree", **MANUAL, **{"build.batch_size": 4}
+    ) as m:
+        m.add_many(LINES[:12], namespace=NS)
+        store, other = m.store, "elsewhere:4242:new-holder"
+        acquire, calls = store.acquire_lease, []
+
+        def renew(namespace: str, builder: str, owner: str, ttl_s: float) -> bool:
+            calls.append(owner)
+            if len(calls) == 2:  # the first renewal: the lease expired and was taken
+                store.release_lease(namespace, builder, owner)
+                assert acquire(namespace, builder, other, 600)
+            return acquire(namespace, builder, owner, ttl_s)
+
+        monkeypatch.setattr(store, "acquire_lease", renew)
+        (report,) = m.build(NS)
+        assert report.episodes == 4 and report.stopped
+        assert report.errors == [f"lease lost to {other}: stopped after this batch"]
+        (stats,) = store.stats(NS)
+        assert stats.builds["memtree"]["done"] == 4  # nothing written after the loss
+        assert store.lease_holder(NS, "memtree") == other  # the new holder keeps it
