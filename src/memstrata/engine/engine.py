@@ -285,7 +285,8 @@ class Engine:
                     holder = await asyncio.to_thread(
                         self.store.lease_holder, namespace, builder.name
                     )
-                    report.errors.append(f"lease lost to {holder}: stopped after this batch")
+                    if holder is not None:  # else the namespace is gone: nothing to do
+                        report.errors.append(f"lease lost to {holder}: stopped after this batch")
                     report.stopped = lost = True
                     break
             # a lost lease leaves the finishing step to the new holder
