@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -39,3 +40,23 @@ def subprocess_env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMSTRATA_")}
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(SRC), env.get("PYTHONPATH")) if p)
     return env
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def store_at(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[[str], str]]:
+    """Where a test keeps its stores, once per backend, so the same test code runs on
+    SQLite (a file per name) and on PostgreSQL (a database per name on the session's
+    server, dropped afterwards; a server that cannot start fails the test, never skips)."""
+    import pgtest
+
+    made: list[Path] = []
+
+    def at(name: str = "m") -> str:
+        if request.param == "sqlite":
+            return str(tmp_path / f"{name}.db")
+        made.append(tmp_path / name)
+        return pgtest.database_url(made[-1])
+
+    yield at
+    for tag in made:
+        pgtest.drop(tag)

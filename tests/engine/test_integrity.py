@@ -6,7 +6,8 @@ namespace, then rebuilt, searched, deleted from and updated, as a user would.
 * after ``delete`` or ``update``, no record of any design holds the removed text, and
   each design's structural invariants still hold.
 
-One store is built once (heuristic tier, real MiniLM, real SQLite) and copied per test.
+One store is built once per backend (heuristic tier, real MiniLM, real SQLite and
+PostgreSQL) and copied per test.
 """
 
 from __future__ import annotations
@@ -14,13 +15,14 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
-import shutil
+from collections.abc import Iterator
 from importlib import resources
-from pathlib import Path
 from typing import Any
 
 import pytest
 
+import pgtest
+from memstrata.eval.sites import PostgresSite, Site, SQLiteSite
 from memstrata.memory import AsyncMemory
 from memstrata.models import DERIVED_KINDS, Derived
 from memstrata.retrieval.text import sentences
@@ -49,7 +51,7 @@ def turns() -> list[dict[str, Any]]:
     return rows[:10] + [gone, pet] + rows[10:20] + [moved] + rows[20:]
 
 
-def run(path: Path, embedder: Any, body: Any, **kw: Any) -> Any:
+def run(path: str, embedder: Any, body: Any, **kw: Any) -> Any:
     async def main() -> Any:
         async with AsyncMemory.open(
             path, embedder=embedder, namespace=NS, **{"build.mode": "manual"}, **kw
@@ -67,9 +69,16 @@ def snapshot(m: AsyncMemory, builder: str) -> dict[str, str]:
     return {r.id: r.model_dump_json() for r in records(m, builder)}
 
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> Path:
-    path = tmp_path_factory.mktemp("integrity") / "five.db"
+@pytest.fixture(scope="module", params=["sqlite", "postgres"])
+def built(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, embedder: Any
+) -> Iterator[tuple[str, Site]]:
+    """The store built once per backend, and where its copies go."""
+    folder = tmp_path_factory.mktemp("integrity")
+    site: Site = SQLiteSite(folder)
+    if request.param == "postgres":
+        site = PostgresSite(pgtest.local_server().url("postgres"), prefix="integrity")
+    path = site.new("five")
 
     async def build(m: AsyncMemory) -> None:
         await m.add_many(turns())
@@ -78,17 +87,22 @@ def built(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> Path:
             assert report.failed == 0 and report.episodes == len(turns())
 
     run(path, embedder, build)
-    return path
+    yield path, site
+    site.close()
+
+
+COPIES = itertools.count()
 
 
 @pytest.fixture
-def store_copy(built: Path, tmp_path: Path) -> Path:
-    path = tmp_path / "copy.db"
-    shutil.copy(built, path)
-    return path
+def store_copy(built: tuple[str, Site]) -> str:
+    """A copy of the built store for one test (a file copy, or a database made from it
+    as a template)."""
+    path, site = built
+    return site.new(f"copy{next(COPIES)}", path)
 
 
-def test_every_record_names_the_design_that_built_it(store_copy: Path, embedder) -> None:
+def test_every_record_names_the_design_that_built_it(store_copy: str, embedder) -> None:
     async def body(m: AsyncMemory) -> None:
         every = records(m)
         assert every and {r.builder for r in every} == set(DESIGNS)
@@ -107,7 +121,7 @@ def test_every_record_names_the_design_that_built_it(store_copy: Path, embedder)
 
 
 @pytest.mark.parametrize("design", DESIGNS)
-def test_a_route_reads_only_its_own_designs_records(store_copy: Path, embedder, design) -> None:
+def test_a_route_reads_only_its_own_designs_records(store_copy: str, embedder, design) -> None:
     async def body(m: AsyncMemory) -> None:
         owner = {r.id: r.builder for r in records(m)}
         for query in ("Where is the conference?", "What did Tomas say about Kafka?"):
@@ -122,7 +136,7 @@ def test_a_route_reads_only_its_own_designs_records(store_copy: Path, embedder, 
 
 @pytest.mark.parametrize(("rebuilt", "other"), list(itertools.permutations(DESIGNS, 2)))
 def test_rebuilding_one_design_leaves_anothers_records_identical(
-    store_copy: Path, embedder, rebuilt: str, other: str
+    store_copy: str, embedder, rebuilt: str, other: str
 ) -> None:
     async def body(m: AsyncMemory) -> None:
         theirs = snapshot(m, other)
@@ -159,7 +173,7 @@ async def _problems(m: AsyncMemory) -> dict[str, list[str]]:
     return out
 
 
-def test_delete_leaves_no_removed_text_in_any_design(store_copy: Path, embedder) -> None:
+def test_delete_leaves_no_removed_text_in_any_design(store_copy: str, embedder) -> None:
     async def body(m: AsyncMemory) -> None:
         assert _removed_text_left(m, GONE_WORDS, GONE_TEXT)  # every design quoted it
         before = await _problems(m)
@@ -178,7 +192,7 @@ def test_delete_leaves_no_removed_text_in_any_design(store_copy: Path, embedder)
     run(store_copy, embedder, body)
 
 
-def test_update_leaves_no_replaced_text_in_any_design(store_copy: Path, embedder) -> None:
+def test_update_leaves_no_replaced_text_in_any_design(store_copy: str, embedder) -> None:
     async def body(m: AsyncMemory) -> None:
         assert _removed_text_left(m, ("lancaster",), MOVED_OLD)
         await m.update(MOVED, MOVED_NEW)

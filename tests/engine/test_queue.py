@@ -18,7 +18,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -48,7 +48,7 @@ from memstrata.llm import LLMBackendError, LLMClient, LLMError, Message, Scripte
 from memstrata.llm.types import Completion
 from memstrata.memory import AsyncMemory, Memory
 from memstrata.models import Episode, Span, Thesis
-from memstrata.store import SQLiteStore, Store
+from memstrata.store import Store, open_store
 
 # synthetic conversations ----------------------------------------------------------------
 PEOPLE = (
@@ -149,12 +149,12 @@ def built_content(graph: Graph) -> tuple[dict[str, list[str]], dict[str, list[st
 
 # 1. queue mode --------------------------------------------------------------------------
 def test_queue_mode_commits_at_once_and_the_worker_folds_in_later(
-    tmp_path: Path, embedder: Embedder
+    store_at: Callable[[str], str], embedder: Embedder
 ) -> None:
     items = turns(24, seed=1, prefix="q")
     ids = [str(it["id"]) for it in items]
     with Memory.open(
-        tmp_path / "m.db", embedder=embedder, recipe="mnemis", **{"build.mode": "queue"}
+        store_at("m"), embedder=embedder, recipe="mnemis", **{"build.mode": "queue"}
     ) as m:
         report = m.add_many(items)
         assert report.added == ids
@@ -321,15 +321,19 @@ def phase(start: Snapshot, now: Snapshot) -> str:
     return "after the last batch"
 
 
-def worker_cmd(db: Path) -> list[str]:
-    return [sys.executable, "-m", "memstrata", "worker", "--db", str(db), "--recipe", "mnemis"]
+def worker_cmd(db: str) -> list[str]:
+    return [sys.executable, "-m", "memstrata", "worker", "--db", db, "--recipe", "mnemis"]
 
 
 @pytest.mark.slow
 def test_worker_killed_at_random_moments_loses_and_duplicates_nothing(
-    tmp_path: Path, embedder: Embedder, subprocess_env: dict[str, str]
+    tmp_path: Path,
+    store_at: Callable[[str], str],
+    embedder: Embedder,
+    subprocess_env: dict[str, str],
 ) -> None:
-    db = tmp_path / "m.db"
+    """Ten SIGKILLs of a worker process, on SQLite and on PostgreSQL."""
+    db = store_at("m")
     env = {**subprocess_env, "MEMSTRATA_BUILD__MODE": "queue", "MEMSTRATA_BUILD__BATCH_SIZE": "4"}
     rng = random.Random(20240611)
     # Chunk sizes are multiples of the batch size: the batches of the killed runs are then
@@ -429,7 +433,7 @@ def test_worker_killed_at_random_moments_loses_and_duplicates_nothing(
     )
     assert again.returncode == 0, again.stderr + again.stdout
     assert "worker: 0 episode(s) folded in, 0 failed" in again.stdout
-    store = SQLiteStore(db)
+    store = open_store(db)
     try:
         assert {ns: store.records_stamp(ns) for ns in added} == stamps
         assert [s.records for s in store.stats()] == [r["records"] for r in stats["namespaces"]]

@@ -2,13 +2,15 @@
 re-derivation, a busy lease defers the repair to its holder, an LLM that fails during a
 repair hands it to the heuristic tier, and records written before ownership are adopted.
 
-Real SQLite files and the real MiniLM; MemTree is the design under test (its aggregates
-quote every leaf beneath them), and any design would do.
+Real stores (SQLite and PostgreSQL; the last test is SQLite's own) and the real MiniLM;
+MemTree is the design under test (its aggregates quote every leaf beneath them), and any
+design would do.
 """
 
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +37,7 @@ TURNS = [
 DEEP = {"builders": [{"name": "memtree", "params": {"theta0": 0.0, "rate": 0.0}}]}
 
 
-def opened(path: Path, embedder: Any, **kw: Any) -> Memory:
+def opened(path: str | Path, embedder: Any, **kw: Any) -> Memory:
     recipe = {"routes": [{"name": "memtree"}], **DEEP, "fusion": {"order": "mixed"}}
     return Memory.open(
         path, embedder=embedder, namespace=NS, recipe="deep", recipes={"deep": recipe}, **kw
@@ -47,23 +49,27 @@ def quoting(m: Memory, word: str) -> list[str]:
     return [n.id for n in nodes if word in n.content]
 
 
-def test_a_repair_cut_short_by_a_crash_runs_before_the_next_build(tmp_path: Path, embedder) -> None:
-    with opened(tmp_path / "m.db", embedder) as m:
+def test_a_repair_cut_short_by_a_crash_runs_before_the_next_build(
+    store_at: Callable[[str], str], embedder
+) -> None:
+    with opened(store_at("m"), embedder) as m:
         m.add_many(TURNS)
         assert quoting(m, "Quillfeather")
         # the delete's transaction commits, then the process dies before the repair
         m.store.delete_episodes(NS, ["t2"])
         assert m.stats(NS)["namespaces"][0]["repairs"]["memtree"] >= 1
         assert quoting(m, "Quillfeather")  # the stale aggregate is still there
-    with opened(tmp_path / "m.db", embedder) as m:
+    with opened(store_at("m"), embedder) as m:
         (report,) = m.build()
         assert report.episodes == 0 and report.errors == []
         assert quoting(m, "Quillfeather") == []
         assert m.stats(NS)["namespaces"][0]["repairs"] == {}
 
 
-def test_a_busy_lease_defers_the_repair_to_its_holder(tmp_path: Path, embedder) -> None:
-    with opened(tmp_path / "m.db", embedder, **{"build.repair_wait_s": 0.2}) as m:
+def test_a_busy_lease_defers_the_repair_to_its_holder(
+    store_at: Callable[[str], str], embedder
+) -> None:
+    with opened(store_at("m"), embedder, **{"build.repair_wait_s": 0.2}) as m:
         m.add_many(TURNS)
         other = "elsewhere:1:abc"  # a process on another host, still alive
         assert m.store.acquire_lease(NS, "memtree", other, 60)
@@ -76,19 +82,19 @@ def test_a_busy_lease_defers_the_repair_to_its_holder(tmp_path: Path, embedder) 
 
 
 def test_an_llm_failing_during_a_repair_leaves_it_to_the_heuristic_tier(
-    tmp_path: Path, embedder, monkeypatch: pytest.MonkeyPatch
+    store_at: Callable[[str], str], embedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     backend = ScriptedBackend([RuntimeError("the model is down")] * 50)
 
     def scripted(config: Config, store: Store, namespace: str | None = None) -> LLMClient:
         return LLMClient(backend, max_retries=0)
 
-    with opened(tmp_path / "m.db", embedder) as m:
+    with opened(store_at("m"), embedder) as m:
         m.add_many(TURNS)  # no LLM yet: built inline on the heuristic tier
         # three leaves under the first one's parent: a repair has children to aggregate
         assert quoting(m, "Quillfeather")
     monkeypatch.setattr("memstrata.memory.make_llm", scripted)
-    with opened(tmp_path / "m.db", embedder) as m:
+    with opened(store_at("m"), embedder) as m:
         assert m.delete(["t2"]) == 1
         assert backend.requests  # the llm tier was tried first
         assert quoting(m, "Quillfeather") == []

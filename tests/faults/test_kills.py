@@ -81,7 +81,7 @@ def test_a_delete_killed_between_its_transaction_and_its_repairs(harness: Harnes
         ids = harness.delete_ids(random.Random(9))
         cmd = harness.cli(db, "delete", "-n", NS, "--yes", *(a for i in ids for a in ("--id", i)))
         trigger = Trigger("removal committed", probe=Probe(db).repairs, at=1)
-        killed, _ = kill_when(cmd, harness.env, trigger, db.with_suffix(".log"))
+        killed, _ = kill_when(cmd, harness.env, trigger, harness.log(db))
         assert killed
         backlog = store.repair_backlog(NS)
         assert backlog.get("mnemis"), backlog  # its repairs never ran

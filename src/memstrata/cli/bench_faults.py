@@ -15,7 +15,10 @@ from memstrata.cli.common import bench_app, err, errors, out, progress_bar
 @bench_app.command("faults")
 def bench_faults(
     runs: Annotated[
-        int, typer.Option(min=1, help="SIGKILLs per operation, each at a seeded random point.")
+        int,
+        typer.Option(
+            min=0, help="SIGKILLs per operation, each at a seeded random point (0: none)."
+        ),
     ] = 20,
     concurrency_seconds: Annotated[
         float,
@@ -42,11 +45,27 @@ def bench_faults(
     keep: Annotated[
         Path | None, typer.Option(help="Keep the stores and logs of every run here.")
     ] = None,
+    store: Annotated[
+        str,
+        typer.Option(
+            help="sqlite (files), or postgres: a local PostgreSQL server started for the run "
+            "(pip install 'memstrata[postgres]')."
+        ),
+    ] = "sqlite",
+    db: Annotated[
+        str | None,
+        typer.Option(
+            "--db",
+            help="A PostgreSQL server to run on instead (postgresql://USER:PW@HOST/DB; the "
+            "user must be allowed to create databases; each run gets its own, dropped after).",
+        ),
+    ] = None,
 ) -> None:
     """Kill real memstrata processes (SIGKILL) mid-work, finish the work, count the damage.
 
     Each operation (import of a JSONL conversation, build of each recipe, the queue
-    worker, update, delete) runs as its own process on a real SQLite store and is killed
+    worker, update, delete) runs as its own process on a real store (SQLite, or a
+    database of its own on PostgreSQL with --store postgres or --db URL) and is killed
     once it has made progress (episodes or done marks committed, the removal committed)
     or after a random delay. The same command is then run again, the recipes built, and
     the store checked: every episode present once with its content, no duplicated
@@ -64,6 +83,8 @@ def bench_faults(
     from memstrata.embed import MiniLMEmbedder
     from memstrata.eval import bench_faults as bf
     from memstrata.eval import faults
+    from memstrata.eval.sites import open_site
+    from memstrata.store import is_postgres
 
     wanted = [o.strip() for o in operations.split(",") if o.strip()] or list(faults.OPERATIONS)
     known = {*faults.OPERATIONS, *(f"build:{r}" for r in faults.RECIPES)}
@@ -75,9 +96,13 @@ def bench_faults(
             markup=False,
         )
         raise typer.Exit(2)
+    if store not in ("sqlite", "postgres") or (db is not None and not is_postgres(db)):
+        err.print("error: --store is sqlite or postgres; --db a postgresql:// URL", markup=False)
+        raise typer.Exit(2)
     with tempfile.TemporaryDirectory() as tmp, errors():
         workdir = keep or Path(tmp)
-        with progress_bar() as progress:
+        site = open_site(store, workdir, db=db, keep=keep is not None)
+        with site as where, progress_bar() as progress:
             task = progress.add_task("killing", total=runs * len(wanted))
             report = bf.run(
                 workdir,
@@ -89,6 +114,7 @@ def bench_faults(
                 seed=seed,
                 recipe=recipe,
                 progress=lambda n: progress.advance(task, n),
+                site=where,
             )
         jpath, mpath = bf.write(report, out_dir)
     sys.stdout.write(bf.markdown(report))

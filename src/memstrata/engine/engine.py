@@ -241,6 +241,7 @@ class Engine:
                 logger.warning("builder %s could not repair: %s", builder.name, exc)
                 report.errors.append(f"repair: {type(exc).__name__}: {exc}")
             after = 0
+            lost = False
             while True:
                 page = await asyncio.to_thread(
                     self.store.pending_episodes, namespace, builder.name, cfg.batch_size, after
@@ -275,10 +276,21 @@ class Engine:
                 report.episodes += len(page)
                 report.failed += len(failed)
                 ctx.advance(len(page))
-                await asyncio.to_thread(
+                if not await asyncio.to_thread(
                     self.store.acquire_lease, namespace, builder.name, self.owner, cfg.lease_s
-                )
-            due = report.episodes or (namespace, builder.name) not in self._finished
+                ):
+                    # Held past build.lease_s without a renewal (a stalled process, a
+                    # host that could not be checked): another one took the build over.
+                    # Going on would write what the new holder writes too.
+                    holder = await asyncio.to_thread(
+                        self.store.lease_holder, namespace, builder.name
+                    )
+                    if holder is not None:  # else the namespace is gone: nothing to do
+                        report.errors.append(f"lease lost to {holder}: stopped after this batch")
+                    report.stopped = lost = True
+                    break
+            # a lost lease leaves the finishing step to the new holder
+            due = not lost and (report.episodes or (namespace, builder.name) not in self._finished)
             if due and stop is not None and stop.is_set():
                 # The finishing step (possibly long: a first hierarchy) is left to the
                 # next drain, which runs it as this one is not marked finished.

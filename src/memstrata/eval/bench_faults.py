@@ -12,6 +12,7 @@ from typing import Any
 from memstrata.embed.base import Embedder
 from memstrata.eval import faults, faults_concurrency
 from memstrata.eval.report import write_report
+from memstrata.eval.sites import Site
 
 COLUMNS = ("kills", "recovered", "lost", "duplicates", "orphans", "invariant_failures")
 
@@ -27,13 +28,20 @@ def run(
     seed: int = 7,
     recipe: str = "mnemis",
     progress: Callable[[int], None] | None = None,
+    site: Site | None = None,
 ) -> dict[str, Any]:
-    """Every kill run, then (unless ``concurrency_seconds`` is 0) the concurrency run."""
-    harness = faults.Harness(workdir / "kills", os.environ, embedder, turns=turns, seed=seed)
-    harness.built()  # the uninterrupted reference, and the range of the random delays
-    kills = faults.kill_runs(harness, operations, runs, seed, progress)
+    """Every kill run (none when ``runs`` is 0), then (unless ``concurrency_seconds`` is
+    0) the concurrency run, on stores of ``site`` (default: SQLite files in ``workdir``)."""
+    harness = faults.Harness(
+        workdir / "kills", os.environ, embedder, turns=turns, seed=seed, site=site
+    )
+    kills: list[faults.KillRun] = []
+    if runs and operations:
+        harness.built()  # the uninterrupted reference, and the range of the random delays
+        kills = faults.kill_runs(harness, operations, runs, seed, progress)
     report: dict[str, Any] = {
         "setup": {
+            "store": harness.site.kind,
             "runs_per_operation": runs,
             "turns": harness.turns,
             "batch_size": int(harness.env["MEMSTRATA_BUILD__BATCH_SIZE"]),
@@ -52,6 +60,7 @@ def run(
             embedder,
             recipe=recipe,
             seconds=concurrency_seconds,
+            site=site,
         )
         report["concurrency"] = faults_concurrency.as_json(conc)
     return report
@@ -70,7 +79,8 @@ def markdown(report: dict[str, Any]) -> str:
     lines = [
         "# Crashes and concurrency",
         "",
-        f"SIGKILL at a random point, {setup['runs_per_operation']} run(s) per operation, on a "
+        f"Store: {setup.get('store', 'sqlite')}. SIGKILL at a random point, "
+        f"{setup['runs_per_operation']} run(s) per operation, on a "
         f"{setup['turns']}-turn conversation (batches of {setup['batch_size']}, seed "
         f"{setup['seed']}); then the work finished and the store checked. 'kills': the process "
         "was still running when killed (else it had finished first).",

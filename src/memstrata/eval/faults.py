@@ -1,9 +1,10 @@
 """``memstrata bench faults``: SIGKILL real ``memstrata`` processes mid-work, finish the
 work, and count what was lost, duplicated or left broken.
 
-Each operation runs as its own process on a real SQLite file, and is killed (SIGKILL, no
-clean-up of any kind) either once it has made observable progress (episodes committed,
-done marks written, the removal committed: the file is polled read-only) or after a
+Each operation runs as its own process on a real store (a SQLite file, or a database on a
+PostgreSQL server: :mod:`memstrata.eval.sites`), and is killed (SIGKILL, no clean-up of
+any kind) either once it has made observable progress (episodes committed, done marks
+written, the removal committed: the store is polled read-only) or after a
 seeded random delay (which also lands in start-up and schema creation). Then the work is
 finished the way a user would: the same command again (an import must report what is
 already there; a delete, the ids it no longer finds), then a build of each recipe.
@@ -20,9 +21,7 @@ import asyncio
 import json
 import os
 import random
-import shutil
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
@@ -35,6 +34,7 @@ from typing import Any
 from memstrata.embed.base import Embedder
 from memstrata.eval.bench_scale import synthetic_turns
 from memstrata.eval.invariants import Findings, check_store, design_problems, expected_lines
+from memstrata.eval.sites import Probe, Site, SQLiteSite
 from memstrata.memory import AsyncMemory
 from memstrata.opening import Opening
 
@@ -80,54 +80,6 @@ def hermetic_env(base: Mapping[str, str], batch_size: int) -> dict[str, str]:
         MEMSTRATA_BUILD__BATCH_SIZE=str(batch_size),
     )
     return env
-
-
-class Probe:
-    """Read-only counts from a store another process is writing (WAL readers never block
-    the writer); 0 while the file or its tables do not exist yet."""
-
-    def __init__(self, db: Path) -> None:
-        self.db = db
-
-    def _one(self, sql: str, *args: Any) -> int:
-        if not self.db.exists():
-            return 0
-        try:
-            conn = sqlite3.connect(f"file:{self.db}?mode=ro", uri=True, timeout=1)
-            try:
-                row = conn.execute(sql, args).fetchone()
-            finally:
-                conn.close()
-        except sqlite3.Error:
-            return 0
-        return int(row[0]) if row and row[0] is not None else 0
-
-    def episodes(self, namespace: str = NS) -> int:
-        return self._one(
-            "SELECT COUNT(*) FROM episodes e JOIN namespaces n ON n.id=e.namespace_id "
-            "WHERE n.name=?",
-            namespace,
-        )
-
-    def done(self, builder: str, namespace: str = NS) -> int:
-        return self._one(
-            "SELECT COUNT(*) FROM build_progress b JOIN namespaces n ON n.id=b.namespace_id "
-            "WHERE n.name=? AND b.builder=? AND b.status='done'",
-            namespace,
-            builder,
-        )
-
-    def repairs(self) -> int:
-        return self._one("SELECT COUNT(*) FROM repairs")
-
-    def has_text(self, episode: str, text: str, namespace: str = NS) -> int:
-        return self._one(
-            "SELECT COUNT(*) FROM episodes e JOIN namespaces n ON n.id=e.namespace_id "
-            "WHERE n.name=? AND e.external_id=? AND e.text=?",
-            namespace,
-            episode,
-            text,
-        )
 
 
 def removed(probe: Probe, total: int) -> int:
@@ -209,9 +161,11 @@ class Harness:
         turns: int = 120,
         batch_size: int = 8,
         seed: int = 7,
+        site: Site | None = None,
     ) -> None:
         self.dir = Path(workdir)
         self.dir.mkdir(parents=True, exist_ok=True)
+        self.site: Site = site or SQLiteSite(self.dir)
         self.env = hermetic_env(env, batch_size)
         self.embedder = embedder
         self.lines = conversation(turns, seed)
@@ -221,13 +175,14 @@ class Harness:
         self.data.write_text("".join(json.dumps(line) + "\n" for line in self.lines))
         self.seconds: dict[str, float] = {}  # uninterrupted wall time per operation
         self.reference: dict[str, dict[str, int]] = {}  # builder -> records per kind
-        self._imported: Path | None = None
-        self._built: Path | None = None
+        self._imported: str | None = None
+        self._built: str | None = None
         self._count = 0
+        self._probes: dict[str, Probe] = {}
 
     # processes ----------------------------------------------------------------------
-    def cli(self, db: Path, *args: str) -> list[str]:
-        return [sys.executable, "-m", "memstrata", *args[:1], "--db", str(db), *args[1:]]
+    def cli(self, db: str, *args: str) -> list[str]:
+        return [sys.executable, "-m", "memstrata", *args[:1], "--db", db, *args[1:]]
 
     def run(self, cmd: Sequence[str], env: Mapping[str, str] | None = None) -> tuple[int, str]:
         """Run to the end; (exit status, output)."""
@@ -243,42 +198,43 @@ class Harness:
             raise RuntimeError(f"{' '.join(cmd[3:])} failed ({status}): {output[-2000:]}")
         self.seconds[key] = time.monotonic() - t0
 
-    def fresh(self, name: str, template: Path | None = None) -> Path:
-        """A new store path (a copy of ``template`` if given) for one run."""
+    def fresh(self, name: str, template: str | None = None) -> str:
+        """A new store (a copy of ``template`` if given) for one run."""
         self._count += 1
-        db = self.dir / f"{self._count:04d}-{name.replace(':', '-')}.db"
-        if template is not None:
-            for suffix in ("", "-wal"):
-                src = Path(f"{template}{suffix}")
-                if src.exists():
-                    shutil.copy(src, f"{db}{suffix}")
-        return db
+        return self.site.new(f"{self._count:04d}-{name.replace(':', '-')}", template)
+
+    def log(self, db: str) -> Path:
+        """Where the output of a process on ``db`` goes."""
+        return self.dir / f"{db.rsplit('/', 1)[-1].removesuffix('.db')}.log"
+
+    def _probe(self, db: str) -> Probe:
+        """One probe (one connection) per store while it is being killed."""
+        return self._probes.setdefault(db, Probe(db, NS))
 
     # templates ----------------------------------------------------------------------
-    def imported(self) -> Path:
+    def imported(self) -> str:
         """A store with the conversation imported and nothing built."""
         if self._imported is None:
-            db = self.dir / "imported.db"
+            db = self.site.new("imported")
             self.timed("import", self.cli(db, "import", str(self.data), "-n", NS))
             self._imported = db
         return self._imported
 
-    def built(self) -> Path:
+    def built(self) -> str:
         """The imported store with every recipe built: the reference structures, and the
         starting point of updates and deletes."""
         if self._built is None:
-            db = self.dir / "built.db"
-            shutil.copy(self.imported(), db)
+            db = self.site.new("built", self.imported())
             for recipe in RECIPES:
                 self.timed(f"build:{recipe}", self.build_cmd(db, recipe))
             self._built = db
             self.reference = self.record_counts(db)
         return self._built
 
-    def build_cmd(self, db: Path, recipe: str) -> list[str]:
+    def build_cmd(self, db: str, recipe: str) -> list[str]:
         return self.cli(db, "build", "-n", NS, "--recipe", recipe, "--tier", "heuristic")
 
-    def record_counts(self, db: Path) -> dict[str, dict[str, int]]:
+    def record_counts(self, db: str) -> dict[str, dict[str, int]]:
         async def read() -> dict[str, dict[str, int]]:
             async with self.memory(db) as m:
                 (stats,) = await asyncio.to_thread(m.store.stats, NS)
@@ -286,7 +242,7 @@ class Harness:
 
         return asyncio.run(read())
 
-    def memory(self, db: Path) -> Opening[AsyncMemory]:
+    def memory(self, db: str) -> Opening[AsyncMemory]:
         return AsyncMemory.open(db, embedder=self.embedder, **QUIET)
 
     # one kill -----------------------------------------------------------------------
@@ -301,7 +257,7 @@ class Harness:
         if kind == "import":
             db = self.fresh(operation)
             cmd = self.cli(db, "import", str(self.data), "-n", NS, "--batch-size", "16")
-            probe: Callable[[], int] = Probe(db).episodes
+            probe: Callable[[], int] = self._probe(db).episodes
             at = rng.randint(1, self.turns - 1)
         elif kind in ("build", "worker"):
             recipe = recipe or BUILT[run % len(BUILT)]
@@ -310,7 +266,7 @@ class Harness:
             if kind == "worker":
                 cmd = self.cli(db, "worker", "--recipe", recipe)
             builder = recipe if recipe in BUILT else ""
-            probe = partial(Probe(db).done, builder)
+            probe = partial(self._probe(db).done, builder)
             by_delay = by_delay or not builder
             if mode == "progress" and not builder:
                 raise ValueError(f"{recipe} builds nothing: no progress to kill at")
@@ -318,12 +274,12 @@ class Harness:
         elif kind == "update":
             db = self.fresh(operation, self.built())
             cmd = self.cli(db, "update", "-n", NS, "--id", MOVED, MOVED_NEW)
-            probe, at = partial(Probe(db).has_text, MOVED, MOVED_NEW), 1
+            probe, at = partial(self._probe(db).has_text, MOVED, MOVED_NEW), 1
         elif kind == "delete":
             db = self.fresh(operation, self.built())
             ids = self.delete_ids(rng)
             cmd = self.cli(db, "delete", "-n", NS, "--yes", *(a for i in ids for a in ("--id", i)))
-            probe, at = partial(removed, Probe(db), self.turns), len(ids)
+            probe, at = partial(removed, self._probe(db), self.turns), len(ids)
         else:
             raise ValueError(f"unknown operation {operation!r}; known: {', '.join(OPERATIONS)}")
         if by_delay:
@@ -332,10 +288,11 @@ class Harness:
         else:
             trigger = Trigger(f"at progress {at}", probe=probe, at=at)
         result = KillRun(operation=operation, run=run, trigger=trigger.label)
-        result.killed, result.progress_at_kill = kill_when(
-            cmd, self.env, trigger, db.with_suffix(".log")
-        )
-        result.repairs_at_kill = Probe(db).repairs()
+        try:
+            result.killed, result.progress_at_kill = kill_when(cmd, self.env, trigger, self.log(db))
+            result.repairs_at_kill = self._probe(db).repairs()
+        finally:
+            self._probes.pop(db, Probe(db)).close()
         notes = self.finish(kind, recipe, db, cmd)
         findings, design = self.check(kind, recipe, db, cmd)
         result.recovered = not notes
@@ -356,13 +313,13 @@ class Harness:
             }
         return result
 
-    def duration(self, kind: str, recipe: str, cmd: Sequence[str], db: Path) -> float:
+    def duration(self, kind: str, recipe: str, cmd: Sequence[str], db: str) -> float:
         """Uninterrupted wall time of the operation, the range of a random delay (the
         update and delete are timed once, on a copy of ``db``)."""
         key = f"build:{recipe}" if kind == "worker" else (f"{kind}:{recipe}" if recipe else kind)
         if key not in self.seconds:
             copy = self.fresh(f"time-{kind}", db)
-            self.timed(key, [str(copy) if a == str(db) else a for a in cmd])
+            self.timed(key, [copy if a == db else a for a in cmd])
         return self.seconds[key]
 
     def delete_ids(self, rng: random.Random) -> list[str]:
@@ -370,11 +327,13 @@ class Harness:
         return [GONE, *rng.sample(others, 2)]
 
     # finishing the work -------------------------------------------------------------
-    def finish(self, kind: str, recipe: str, db: Path, cmd: Sequence[str]) -> list[str]:
+    def finish(self, kind: str, recipe: str, db: str, cmd: Sequence[str]) -> list[str]:
         """Do what a user does after the crash; what did not go as it should."""
         notes: list[str] = []
         if kind == "import":
-            before = Probe(db).episodes()
+            probe = Probe(db, NS)
+            before = probe.episodes()
+            probe.close()
             status, output = self.run(cmd)
             want = f"imported {self.turns - before} new episode(s), {before} already present"
             if status != 0 or want not in output:
@@ -402,7 +361,7 @@ class Harness:
         return notes
 
     def check(
-        self, kind: str, recipe: str, db: Path, cmd: Sequence[str]
+        self, kind: str, recipe: str, db: str, cmd: Sequence[str]
     ) -> tuple[Findings, list[str]]:
         """The invariants of the finished store, and the builders' own checks."""
         expected = dict(self.expected)

@@ -32,6 +32,7 @@ from memstrata.embed.base import Embedder
 from memstrata.eval.bench_scale import _clause, synthetic_queries
 from memstrata.eval.faults import NS, QUIET, conversation, hermetic_env
 from memstrata.eval.invariants import all_episodes, check_store, design_problems, expected_lines
+from memstrata.eval.sites import Site, SQLiteSite
 from memstrata.memory import AsyncMemory
 
 WRITERS = 4
@@ -103,9 +104,9 @@ def searcher(db: str, recipe: str, seconds: float, name: str) -> dict[str, Any]:
     return {"searches": done, "errors": errors}
 
 
-def _python(role: str, db: Path, recipe: str, seconds: float, name: str) -> list[str]:
+def _python(role: str, db: str, recipe: str, seconds: float, name: str) -> list[str]:
     module = "memstrata.eval.faults_concurrency"
-    return [sys.executable, "-m", module, role, str(db), recipe, str(seconds), name]
+    return [sys.executable, "-m", module, role, db, recipe, str(seconds), name]
 
 
 def _clean(stderr: str) -> bool:
@@ -120,11 +121,13 @@ def run(
     recipe: str = "mnemis",
     seconds: float = 10.0,
     batch_size: int = 8,
+    site: Site | None = None,
 ) -> ConcurrencyReport:
-    """Writers, workers and a searcher for ``seconds``, then a drain and the checks."""
+    """Writers, workers and a searcher for ``seconds``, then a drain and the checks, on
+    a new store of ``site`` (default: a SQLite file in ``workdir``)."""
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
-    db = workdir / "concurrency.db"
+    db = (site or SQLiteSite(workdir)).new("concurrency")
     child_env = {**hermetic_env(env, batch_size), "MEMSTRATA_BUILD__MODE": "queue"}
     seeded = conversation(SEED_TURNS + 2)
     report = ConcurrencyReport(recipe=recipe, seconds=seconds)
@@ -134,7 +137,7 @@ def run(
             await m.add_many(seeded, namespace=NS)
 
     asyncio.run(seed())
-    worker_cmd = [sys.executable, "-m", "memstrata", "worker", "--db", str(db)]
+    worker_cmd = [sys.executable, "-m", "memstrata", "worker", "--db", db]
     worker_cmd += ["--recipe", recipe]
     logs: dict[str, tuple[subprocess.Popen[str], Path, Path]] = {}
 

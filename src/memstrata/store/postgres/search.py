@@ -57,32 +57,50 @@ def _phrase_hits(postings: dict[str, dict[int, list[int]]], phrase: list[str]) -
     return out
 
 
+#: the advisory lock under which a dimension's dense index is made
+INDEX_LOCK = 0x6D656D69  # "memi"
+
+
 class SearchPrimitives(Base):
     """Mixin of :class:`~memstrata.store.postgres.store.PostgresStore`."""
 
     # the full-text index ----------------------------------------------------------------
-    @staticmethod
-    def _index(conn: psycopg.Connection[Any], ns_id: int, key: int, text: str) -> None:
+    @classmethod
+    def _index(cls, conn: psycopg.Connection[Any], ns_id: int, key: int, text: str) -> None:
         """Postings of one episode's index text, its length and the namespace's totals."""
-        terms = tokenize(text)
-        where: dict[str, list[int]] = {}
-        for pos, term in enumerate(terms):
-            where.setdefault(term, []).append(pos)
-        if where:
-            with conn.cursor() as cur:
-                cur.executemany(
-                    "INSERT INTO bm25_postings VALUES (%s,%s,%s,%s,%s)",
-                    [(ns_id, t, key, len(p), p) for t, p in where.items()],
-                )
-        conn.execute(
-            "UPDATE episodes SET index_len=%s WHERE namespace_id=%s AND id=%s",
-            (len(terms), ns_id, key),
-        )
-        conn.execute(
-            "INSERT INTO bm25_stats VALUES (%s, 1, %s) ON CONFLICT (namespace_id) DO UPDATE "
-            "SET docs=bm25_stats.docs+1, tokens=bm25_stats.tokens+EXCLUDED.tokens",
-            (ns_id, len(terms)),
-        )
+        cls._index_many(conn, ns_id, [(key, text)])
+
+    @staticmethod
+    def _index_many(
+        conn: psycopg.Connection[Any], ns_id: int, docs: Sequence[tuple[int, str]]
+    ) -> None:
+        """:meth:`_index` for a batch of episodes in three statements (postings by COPY):
+        a statement per posting made ingest five times slower."""
+        if not docs:
+            return
+        lengths: list[int] = []
+        with conn.cursor() as cur:
+            with cur.copy(
+                "COPY bm25_postings(namespace_id, term, episode_id, tf, positions) FROM STDIN"
+            ) as copy:
+                for key, text in docs:
+                    terms = tokenize(text)
+                    lengths.append(len(terms))
+                    where: dict[str, list[int]] = {}
+                    for pos, term in enumerate(terms):
+                        where.setdefault(term, []).append(pos)
+                    for term, places in where.items():
+                        copy.write_row((ns_id, term, key, len(places), places))
+            cur.execute(
+                "UPDATE episodes e SET index_len=d.len FROM unnest(%s::bigint[], %s::int[]) "
+                "AS d(id, len) WHERE e.namespace_id=%s AND e.id=d.id",
+                ([k for k, _ in docs], lengths, ns_id),
+            )
+            cur.execute(
+                "INSERT INTO bm25_stats VALUES (%s, %s, %s) ON CONFLICT (namespace_id) DO UPDATE "
+                "SET docs=bm25_stats.docs+EXCLUDED.docs, tokens=bm25_stats.tokens+EXCLUDED.tokens",
+                (ns_id, len(docs), sum(lengths)),
+            )
 
     @staticmethod
     def _unindex(conn: psycopg.Connection[Any], ns_id: int, keys: list[int]) -> None:
@@ -114,19 +132,31 @@ class SearchPrimitives(Base):
         if not items:
             return
         rows = [(model, h, len(v), _vec_text(v)) for h, v in items]
-        with self._write() as conn:
-            for dim in sorted({r[2] for r in rows}):
-                # made once per dimension; IF NOT EXISTS keeps concurrent first puts apart
-                conn.execute(
-                    f"CREATE INDEX IF NOT EXISTS embeddings_hnsw_{int(dim)} ON embeddings "
+        for dim in sorted({r[2] for r in rows}):
+            self._dense_index(dim)
+        with self._write() as conn, conn.cursor() as cur:
+            cur.executemany(
+                "INSERT INTO embeddings VALUES (%s,%s,%s,%s::halfvec) "
+                "ON CONFLICT (model, hash) DO NOTHING",
+                rows,
+            )
+
+    def _dense_index(self, dim: int) -> None:
+        """The HNSW index of one dimension, made by the first put of that dimension in a
+        transaction of its own, under an advisory lock. ``CREATE INDEX`` share-locks the
+        whole table even when the index exists: inside the put's transaction, two puts
+        would each hold that lock and wait for the other's to insert (a deadlock)."""
+        name = f"embeddings_hnsw_{int(dim)}"
+        with self._lock:
+            row = self._conn.execute("SELECT to_regclass(%s)", (name,)).fetchone()
+            if row is not None and row[0] is not None:
+                return
+            with self._conn.transaction():
+                self._conn.execute("SELECT pg_advisory_xact_lock(%s)", (INDEX_LOCK,))
+                self._conn.execute(
+                    f"CREATE INDEX IF NOT EXISTS {name} ON embeddings "
                     f"USING hnsw ((vec::halfvec({int(dim)})) halfvec_cosine_ops) "
                     f"WHERE dim = {int(dim)}"
-                )
-            with conn.cursor() as cur:
-                cur.executemany(
-                    "INSERT INTO embeddings VALUES (%s,%s,%s,%s::halfvec) "
-                    "ON CONFLICT (model, hash) DO NOTHING",
-                    rows,
                 )
 
     # retrieval primitives ---------------------------------------------------------------

@@ -201,6 +201,7 @@ class PostgresStore(
             ).fetchone()
             seq = int(row[0]) if row else 0
             now = _now()
+            fresh: list[tuple[int, str]] = []
             for ep in episodes:
                 added = conn.execute(
                     "INSERT INTO episodes(namespace_id, external_id, text, speaker, role, "
@@ -229,8 +230,9 @@ class PostgresStore(
                     (report.existing if same else report.conflicts).append(ep.external_id)
                     continue
                 seq += 1
-                self._index(conn, ns_id, int(added[0]), ep.index_text)
+                fresh.append((int(added[0]), ep.index_text))
                 report.added.append(ep.external_id)
+            self._index_many(conn, ns_id, fresh)
         return report
 
     def existing_ids(self, namespace: str, external_ids: Sequence[str]) -> set[str]:
