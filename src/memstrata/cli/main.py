@@ -540,6 +540,7 @@ from memstrata.cli import (  # noqa: E402, F401
     bench_faults,
     bench_qa,
     build,
+    copy,
     demo,
     edit,
     pg,
