@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
-from memstrata.cli.common import ConfigOpt, app, err, errors, load_config, out
+from memstrata.cli.common import ConfigOpt, app, err, errors, load_config, out, progress_bar
 from memstrata.config import Config
 from memstrata.errors import InvalidInputError
 from memstrata.store import is_postgres, open_store
@@ -88,7 +88,7 @@ def copy(
         cfg = load_config(config)
         if _same_store(source, target):
             raise InvalidInputError("--from and --to name the same store")
-        differences = asyncio.run(_copy(cfg, source, target, namespaces, verify, resume))
+        differences = _copy(cfg, source, target, namespaces, verify, resume)
     if differences:
         for line in differences[:50]:
             err.print(Text.assemble(("differs: ", "red"), line))
@@ -105,7 +105,7 @@ def _same_store(a: str, b: str) -> bool:
     )
 
 
-async def _copy(
+def _copy(
     cfg: Config,
     source_url: str,
     target_url: str,
@@ -116,26 +116,34 @@ async def _copy(
     from memstrata import copying
     from memstrata.factory import shared_default_embedder
 
-    source = await asyncio.to_thread(open_store, source_url, create=False)
+    # In this thread, not a worker's: Ctrl-C then stops the copy at once (the namespace
+    # being written is rolled back).
+    source = open_store(source_url, create=False)
     try:
-        target = await asyncio.to_thread(open_store, target_url)
+        target = open_store(target_url)
     except BaseException:
         source.close()
         raise
     try:
-        todo, skipped = await asyncio.to_thread(copying.plan, source, target, names, resume=resume)
+        todo, skipped = copying.plan(source, target, names, resume=resume)
         for name in skipped:
             err.print(f"{name}: already copied, skipped")
 
-        def done(name: str, dump: NamespaceDump, seconds: float) -> None:
-            err.print(
-                f"{name}: {len(dump.episodes)} episode(s), {len(dump.versions)} version(s), "
-                f"{len(dump.records)} record(s), {len(dump.marks)} mark(s) ({seconds:.1f} s)"
-            )
+        with progress_bar() as progress:
+            # what a Ctrl-C summary counts as committed: whole namespaces
+            task = progress.add_task("namespaces", total=len(todo))
 
-        report = await asyncio.to_thread(
-            copying.copy_store, source, target, todo, with_globals=names is None, on_namespace=done
-        )
+            def done(name: str, dump: NamespaceDump, seconds: float) -> None:
+                progress.advance(task)
+                err.print(
+                    f"{name}: {len(dump.episodes)} episode(s), {len(dump.versions)} "
+                    f"version(s), {len(dump.records)} record(s), {len(dump.marks)} mark(s) "
+                    f"({seconds:.1f} s)"
+                )
+
+            report = copying.copy_store(
+                source, target, todo, with_globals=names is None, on_namespace=done
+            )
         out.print(
             f"copied {len(report.namespaces)} namespace(s), {report.episodes} episode(s), "
             f"{report.records} record(s), {report.embeddings} cached embedding(s), "
@@ -146,11 +154,13 @@ async def _copy(
         checked = todo + skipped
         differences: list[str] = []
         for name in checked:
-            differences += await asyncio.to_thread(copying.dump_differences, source, target, name)
+            differences += copying.dump_differences(source, target, name)
         if names is None:
-            differences += await asyncio.to_thread(copying.global_differences, source, target)
+            differences += copying.global_differences(source, target)
         embedder = shared_default_embedder(cfg)
-        runs, searched = await copying.search_differences(source, target, checked, cfg, embedder)
+        runs, searched = asyncio.run(
+            copying.search_differences(source, target, checked, cfg, embedder)
+        )
         differences += searched
         if not differences:
             out.print(
