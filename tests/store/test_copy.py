@@ -6,6 +6,7 @@ namespaces only, and the CLI refuses a target holding a namespace of the source.
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 import subprocess
 import sys
 from datetime import UTC, datetime
@@ -170,9 +171,11 @@ def test_sqlite_to_postgres_to_sqlite_keeps_everything(
         assert_same(a, c, embedder)
         assert a.episode_history("ns-memtree", "e3") == c.episode_history("ns-memtree", "e3")
         # a copy is as good as the original: show, then update and delete with repairs
-        results = []
-        for path_or_url in (source, tmp_path / "back.db"):
-            results.append(asyncio.run(_use(path_or_url, embedder)))
+        # (on a byte copy of the original, which other tests share)
+        src, dst = sqlite3.connect(source), sqlite3.connect(tmp_path / "orig.db")
+        src.backup(dst)
+        src.close(), dst.close()
+        results = [asyncio.run(_use(tmp_path / name, embedder)) for name in ("orig.db", "back.db")]
         assert results[0] == results[1]
     finally:
         a.close(), b.close(), c.close()
@@ -242,6 +245,15 @@ def test_a_copy_that_fails_mid_way_leaves_whole_namespaces(
         assert_same(a, b, embedder)
     finally:
         a.close(), b.close()
+
+
+def test_sqlite_to_sqlite(source: Path, tmp_path: Path, embedder: Any) -> None:
+    a, d = open_store(source), open_store(tmp_path / "d.db")
+    try:
+        copy_all(a, d)
+        assert_same(a, d, embedder)
+    finally:
+        a.close(), d.close()
 
 
 def test_sqlite_import_failing_mid_way_writes_nothing(
