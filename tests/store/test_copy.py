@@ -136,6 +136,12 @@ def assert_same(a: Store, b: Store, embedder: Any) -> None:
     assert [(k.prefix, k.scope, k.revoked_at) for k in a.api_keys()] == [
         (k.prefix, k.scope, k.revoked_at) for k in b.api_keys()
     ]
+    for name in a.namespaces():  # the full-text index was rebuilt: same BM25 scores
+        for terms in (["bakery"], ["piano", "clara", "hospital"], ["ana"]):
+            hits = [s.bm25_episodes(name, terms, 20) for s in (a, b)]
+            ids = [s.episodes_by_key([k for k, _ in h]) for s, h in zip((a, b), hits, strict=True)]
+            got = [[(e[k].id, round(v, 9)) for k, v in h] for e, h in zip(ids, hits, strict=True)]
+            assert got[0] == got[1] and got[0]
     runs, differ = asyncio.run(
         copying.search_differences(a, b, a.namespaces(), Config.load(), embedder)
     )
