@@ -13,6 +13,7 @@ import typer
 from memstrata.cli.common import ConfigOpt, bench_app, err, errors, load_config, out, progress_bar
 from memstrata.engine.engine import check_tier
 from memstrata.memory import AsyncMemory
+from memstrata.store import store_target
 
 DEFAULT_CACHE = Path("~/.cache/memstrata/bench")
 
@@ -55,6 +56,16 @@ def bench_qa(
     no_cache: Annotated[
         bool, typer.Option("--no-cache", help="Fresh temporary store, no result cache.")
     ] = False,
+    db: Annotated[
+        str | None,
+        typer.Option(
+            "--db",
+            help="Run in this store instead of a cached SQLite file: a path, or a "
+            "postgresql:// URL (`memstrata pg start` makes a local server). Its namespaces "
+            "are the samples' ids; data already there with other content is a conflict.",
+            show_default=False,
+        ),
+    ] = None,
     config: ConfigOpt = None,
 ) -> None:
     """Every recipe side by side on one QA set: retrieval (R@K, P@K, evidence set,
@@ -77,8 +88,11 @@ def bench_qa(
             cfg = cfg.model_copy(update={"retrieval": retrieval})
         judges = parse_judges(judge)
         cache_root = Path(tmp) if no_cache else cache_dir.expanduser()
-        store = cache_root / "stores" / f"{qb.store_key(cfg, fmt, file_hash(file))}.db"
-        store.parent.mkdir(parents=True, exist_ok=True)
+        store: str | Path = cache_root / "stores" / f"{qb.store_key(cfg, fmt, file_hash(file))}.db"
+        if db is not None:
+            store = store_target(db)
+        else:
+            Path(store).parent.mkdir(parents=True, exist_ok=True)
         cache = None if no_cache else ResultCache(cache_root / "results.sqlite")
 
         async def run() -> dict[str, Any]:

@@ -133,6 +133,8 @@ RESUME = {
     "build": "re-run the same command to continue: builds are resumable "
     "(only what is not built yet is processed)",
     "worker": "run the worker again to continue: the queue is kept in the store",
+    "copy": "re-run the same command with --resume: each namespace is copied whole or not at "
+    "all, and those finished are skipped",
 }
 
 

@@ -542,6 +542,7 @@ from memstrata.cli import (  # noqa: E402, F401
     bench_serve,
     bench_store,
     build,
+    copy,
     demo,
     edit,
     pg,

@@ -12,7 +12,7 @@ import unicodedata
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
@@ -21,6 +21,10 @@ from pydantic import BaseModel, Field
 from memstrata.errors import InvalidInputError
 from memstrata.llm.types import LLMCallRecord
 from memstrata.models import Derived, Episode, JSONDict
+from memstrata.store.reports import ApiKey, BuildFailure, JobRecord, NamespaceStats
+
+if TYPE_CHECKING:
+    from memstrata.store.dump import GlobalDump, NamespaceDump
 
 
 def check_namespace(name: object) -> str:
@@ -202,75 +206,6 @@ class EpisodeMeta(NamedTuple):
     seq: int
     speaker: str | None
     occurred_ts: float | None
-
-
-class ApiKey(BaseModel):
-    """An API key of the service, as stored: never the key itself, only its prefix."""
-
-    id: int
-    prefix: str
-    namespaces: list[str] = Field(description='the namespaces it reaches; ["*"]: all')
-    scope: Literal["read", "write", "admin"]
-    label: str | None = None
-    created_at: str
-    revoked_at: str | None = None
-
-    def reaches(self, namespace: str) -> bool:
-        return "*" in self.namespaces or namespace in self.namespaces
-
-    def allows(self, scope: str) -> bool:
-        """read < write < admin: each scope includes the ones before it."""
-        order = ("read", "write", "admin")
-        return order.index(self.scope) >= order.index(scope)
-
-
-class NamespaceStats(BaseModel):
-    namespace: str
-    episodes: int
-    records: dict[str, int] = Field(default_factory=dict, description="records per kind")
-    records_by_builder: dict[str, dict[str, int]] = Field(
-        default_factory=dict, description="per builder (the design that owns them): per kind"
-    )
-    embedded: int = 0
-    builds: dict[str, dict[str, int]] = Field(
-        default_factory=dict,
-        description="per builder: episodes done, failed (to be retried) and dead (gave up)",
-    )
-    repairs: dict[str, int] = Field(
-        default_factory=dict,
-        description="per builder: removals whose aggregates are not re-derived yet",
-    )
-
-
-class BuildFailure(NamedTuple):
-    """An episode a builder could not fold in, and why."""
-
-    episode: str
-    builder: str
-    status: str  # "failed": retried after retry_at; "dead": attempts used up
-    attempts: int
-    error: str
-    retry_at: float | None
-
-
-class JobRecord(BaseModel):
-    """A job as the store sees it: what it covers, and the marks of its episodes now.
-
-    ``marks`` counts, per builder of the job, its episodes (those still stored) by mark:
-    ``done``, ``failed`` (to be tried again at ``next_retry_at``) and ``dead`` (attempts
-    used up); episodes without a mark are still queued."""
-
-    id: str
-    namespace: str
-    kind: str
-    recipe: str
-    builders: list[str]
-    episodes: int = Field(description="episodes covered when the job was made")
-    present: int = Field(description="of them, still stored")
-    created_at: str
-    marks: dict[str, dict[str, int]] = Field(default_factory=dict)
-    next_retry_at: float | None = None
-    failures: list[BuildFailure] = Field(default_factory=list)
 
 
 ScoredKeys = list[tuple[int, float]]
@@ -575,6 +510,35 @@ class Store(ABC):
 
     @abstractmethod
     def size_bytes(self) -> int: ...
+
+    # moving a store (memstrata copy) --------------------------------------------------------
+    # A namespace travels as a NamespaceDump: rows in the source's order, episodes named by
+    # external id (keys are each store's own). The import is one transaction.
+    @abstractmethod
+    def export_namespace(self, namespace: str) -> NamespaceDump:
+        """Everything of the namespace (raises :class:`StoreError` if there is none)."""
+
+    @abstractmethod
+    def import_namespace(self, dump: NamespaceDump) -> None:
+        """Write a namespace from a dump, all or nothing: new keys in the dump's order,
+        ``seq``, timestamps, hashes, marks and logs as they were. A namespace of that name
+        already here is refused with a :class:`StoreError` and nothing is written."""
+
+    @abstractmethod
+    def export_globals(self) -> GlobalDump:
+        """API keys (with their digests) and LLM calls of no current namespace."""
+
+    @abstractmethod
+    def import_globals(self, dump: GlobalDump) -> tuple[int, int]:
+        """Add the keys whose digest is not here and the calls not here already (same
+        namespace, stage, request hash and time); (keys, calls) added. Safe to repeat."""
+
+    @abstractmethod
+    def iter_embeddings(
+        self, after: tuple[str, bytes] | None = None, limit: int = 1000
+    ) -> list[tuple[str, bytes, NDArray[np.float32]]]:
+        """The embedding cache in (model, hash) order, from after ``after``: (model, hash,
+        vector) as the store keeps it (float16 values, as float32)."""
 
     @abstractmethod
     def close(self) -> None: ...

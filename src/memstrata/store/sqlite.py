@@ -3,8 +3,9 @@
 This module holds the connection, migrations, namespaces, episodes and accounting. The rest
 of ``SQLiteStore`` lives in mixins, one responsibility each, to keep modules small:
 ``sqlite_search`` (embedding cache, BM25, the vector index and why it is exact),
-``sqlite_records`` (derived records and provenance), ``sqlite_builds`` (build queue) and
-``sqlite_updates`` (episode updates and their history).
+``sqlite_records`` (derived records and provenance), ``sqlite_builds`` (build queue),
+``sqlite_updates`` (episode updates and their history) and ``sqlite_transfer`` (a
+namespace out as a dump and in, for ``memstrata copy``).
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from memstrata.store.sqlite_jobs import Jobs
 from memstrata.store.sqlite_keys import ApiKeys
 from memstrata.store.sqlite_records import DerivedRecords
 from memstrata.store.sqlite_search import SearchPrimitives, _VectorIndex
+from memstrata.store.sqlite_transfer import Transfer
 from memstrata.store.sqlite_updates import EpisodeUpdates
 
 BUSY_TIMEOUT_MS = 30_000
@@ -56,7 +58,14 @@ def _migrations() -> list[tuple[int, str]]:
 
 
 class SQLiteStore(
-    ApiKeys, Jobs, BuildBookkeeping, DerivedRecords, SearchPrimitives, EpisodeUpdates, Store
+    Transfer,
+    ApiKeys,
+    Jobs,
+    BuildBookkeeping,
+    DerivedRecords,
+    SearchPrimitives,
+    EpisodeUpdates,
+    Store,
 ):
     """A memstrata database in one SQLite file (``:memory:`` works for throwaway use)."""
 

@@ -32,6 +32,7 @@ from memstrata.llm.base import LLMClient
 from memstrata.llm.types import LLMError, MemoryUsageSink
 from memstrata.memory import AsyncMemory
 from memstrata.retrieval.context import count_tokens, fit_to_budget
+from memstrata.store import is_postgres
 
 HARNESS_VERSION = 1  # part of every result-cache key: bump when a row's content changes
 EVIDENCE_K = 10
@@ -92,8 +93,12 @@ class Runner:
         llm = memory.llm
         self.model = llm.backend.model if llm is not None else None
         self.judge_model = judge_llm.backend.model if judge_llm is not None else None
+        # Rows made on PostgreSQL are kept apart from SQLite ones (a parity run compares
+        # them); SQLite rows keep the key they had before the key named the backend.
+        backend = {"store": "postgresql"} if is_postgres(memory.store.url) else {}
         self.config_key = digest(
             {
+                **backend,
                 "embedder": memory.embedder.model_id,
                 "llm": cfg.llm.model_dump(mode="json", exclude={"api_key", "cache_dir"}),
                 "budgets": cfg.budgets.model_dump(),

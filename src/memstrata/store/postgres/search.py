@@ -8,9 +8,13 @@ term is a phrase, as in the SQLite store's ``"a" OR "b"`` query; a term that is 
 (what the engine sends) is scored inside PostgreSQL, a term of several words is matched by
 positions and scored here.
 
-Dense search runs in PostgreSQL with pgvector: cosine distance over ``halfvec`` (the
-float16 the SQLite store keeps), with an HNSW index per dimension; iterative index scans
-(``hnsw.iterative_scan``) keep a filtered query from coming back short.
+Dense search runs in PostgreSQL with pgvector: an HNSW index per dimension (cosine over
+``halfvec``, the float16 the SQLite store keeps) finds candidates, iterative index scans
+(``hnsw.iterative_scan``) keep a filtered query from coming back short, and the
+candidates are ranked by the SQLite store's score: the inner product of the float32 query
+with the stored vector. Ranking by the index's own distance cast the query to half
+precision and normalised both sides; the cosines moved by up to 3e-5 and near-ties in
+the dense ranking flipped (LoCoMo dev: see docs/postgres.md).
 """
 
 from __future__ import annotations
@@ -31,6 +35,9 @@ from memstrata.store.sqlite_common import _ts
 
 K1 = 1.2
 B = 0.75
+#: candidates fetched beyond ``limit`` from the index before exact scoring, so that an
+#: episode the index's half-precision cosine puts just below the cut still competes
+RESCORE_MARGIN = 20
 
 
 def _vec_text(vector: NDArray[np.float32]) -> str:
@@ -300,14 +307,19 @@ class SearchPrimitives(Base):
             dim = int(queries.shape[1])
             where, args = self._filter_sql(filters)
             out: list[ScoredKeys] = []
+            fetch = limit + max(RESCORE_MARGIN, limit // 2)
             for query in queries:
                 vec = _vec_text(query)
+                # The HNSW index (cosine, half precision) picks candidates; they are then
+                # scored as the SQLite store scores: the float32 query's inner product
+                # with the stored float16 vector (the halfvec->vector cast is exact).
                 rows = self._all(
-                    f"SELECT e.id, 1 - (v.vec::halfvec({dim}) <=> %s::halfvec({dim})) "
-                    "FROM episodes e JOIN embeddings v ON v.model=%s AND v.hash=e.embed_hash "
-                    f"AND v.dim={dim} WHERE e.namespace_id=%s{where} "
-                    f"ORDER BY v.vec::halfvec({dim}) <=> %s::halfvec({dim}), e.id LIMIT %s",
-                    (vec, model, ns_id, *args, vec, limit),
+                    f"SELECT id, -(vec::vector({dim}) <#> %s::vector({dim})) AS score FROM "
+                    "(SELECT e.id, v.vec FROM episodes e JOIN embeddings v ON v.model=%s "
+                    f"AND v.hash=e.embed_hash AND v.dim={dim} WHERE e.namespace_id=%s{where} "
+                    f"ORDER BY v.vec::halfvec({dim}) <=> %s::halfvec({dim}), e.id LIMIT %s) c "
+                    "ORDER BY score DESC, id LIMIT %s",
+                    (vec, model, ns_id, *args, vec, fetch, limit),
                 )
                 out.append([(int(k), float(s)) for k, s in rows if s is not None])
             return out

@@ -3,8 +3,8 @@
 This module holds the connection, migrations, namespaces, episodes and accounting; the
 rest of ``PostgresStore`` lives in mixins as on the SQLite side: ``search`` (embeddings,
 BM25 over postings, pgvector), ``records`` (derived records and provenance), ``builds``
-(the build queue), ``updates`` (episode updates and history) and ``service`` (jobs and
-API keys).
+(the build queue), ``updates`` (episode updates and history), ``service`` (jobs and
+API keys) and ``transfer`` (a namespace out as a dump and in, for ``memstrata copy``).
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from memstrata.store.postgres.common import EP_COLS, Base, _now, connect, episod
 from memstrata.store.postgres.records import DerivedRecords
 from memstrata.store.postgres.search import SearchPrimitives
 from memstrata.store.postgres.service import ServiceTables
+from memstrata.store.postgres.transfer import Transfer
 from memstrata.store.postgres.updates import EpisodeUpdates
 from memstrata.store.sqlite_common import _iso, _ts
 
@@ -53,6 +54,7 @@ def _migrations() -> list[tuple[int, str]]:
 
 
 class PostgresStore(
+    Transfer,
     ServiceTables,
     BuildBookkeeping,
     DerivedRecords,

@@ -1,0 +1,78 @@
+"""What the store reports about itself and the service: namespace statistics, build
+failures, jobs and API keys (kept apart from :mod:`.base` so that module stays readable;
+:mod:`.base` re-exports them)."""
+
+from __future__ import annotations
+
+from typing import Literal, NamedTuple
+
+from pydantic import BaseModel, Field
+
+
+class ApiKey(BaseModel):
+    """An API key of the service, as stored: never the key itself, only its prefix."""
+
+    id: int
+    prefix: str
+    namespaces: list[str] = Field(description='the namespaces it reaches; ["*"]: all')
+    scope: Literal["read", "write", "admin"]
+    label: str | None = None
+    created_at: str
+    revoked_at: str | None = None
+
+    def reaches(self, namespace: str) -> bool:
+        return "*" in self.namespaces or namespace in self.namespaces
+
+    def allows(self, scope: str) -> bool:
+        """read < write < admin: each scope includes the ones before it."""
+        order = ("read", "write", "admin")
+        return order.index(self.scope) >= order.index(scope)
+
+
+class NamespaceStats(BaseModel):
+    namespace: str
+    episodes: int
+    records: dict[str, int] = Field(default_factory=dict, description="records per kind")
+    records_by_builder: dict[str, dict[str, int]] = Field(
+        default_factory=dict, description="per builder (the design that owns them): per kind"
+    )
+    embedded: int = 0
+    builds: dict[str, dict[str, int]] = Field(
+        default_factory=dict,
+        description="per builder: episodes done, failed (to be retried) and dead (gave up)",
+    )
+    repairs: dict[str, int] = Field(
+        default_factory=dict,
+        description="per builder: removals whose aggregates are not re-derived yet",
+    )
+
+
+class BuildFailure(NamedTuple):
+    """An episode a builder could not fold in, and why."""
+
+    episode: str
+    builder: str
+    status: str  # "failed": retried after retry_at; "dead": attempts used up
+    attempts: int
+    error: str
+    retry_at: float | None
+
+
+class JobRecord(BaseModel):
+    """A job as the store sees it: what it covers, and the marks of its episodes now.
+
+    ``marks`` counts, per builder of the job, its episodes (those still stored) by mark:
+    ``done``, ``failed`` (to be tried again at ``next_retry_at``) and ``dead`` (attempts
+    used up); episodes without a mark are still queued."""
+
+    id: str
+    namespace: str
+    kind: str
+    recipe: str
+    builders: list[str]
+    episodes: int = Field(description="episodes covered when the job was made")
+    present: int = Field(description="of them, still stored")
+    created_at: str
+    marks: dict[str, dict[str, int]] = Field(default_factory=dict)
+    next_retry_at: float | None = None
+    failures: list[BuildFailure] = Field(default_factory=list)
