@@ -1,9 +1,26 @@
 // Designs: each design's own pictures of its records (GET .../views), drawn as a
 // graph or a tree, cut to a limit; a node's details, sources and neighbourhood.
+// "#designs/VIEW?limit=N&depth=D&focus=ID" opens one view directly (a link to share,
+// and what benchmarks load); the page sets performance marks "view-fetched" and
+// "view-drawn" (after the next paint) and #view-area[data-drawn] once it is shown.
 import { api, enc, ns, report } from "./app.js";
 import { clear, field, h, pairs } from "./dom.js";
 import { colour, drawGraph } from "./draw.js";
 import { showSources } from "./search.js";
+
+const DEFAULT_LIMIT = 150;
+const MAX_LIMIT = 5000;
+
+// The view and query a "#designs/VIEW?..." link names.
+function linked() {
+  const [path, search] = location.hash.slice(1).split("?");
+  return [decodeURIComponent(path.split("/")[1] || ""), new URLSearchParams(search || "")];
+}
+
+// Resolves once the browser has laid out and painted what was just added.
+function painted() {
+  return new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 0)));
+}
 
 export async function render(main) {
   const { views } = await api(ns("/views"));
@@ -13,21 +30,28 @@ export async function render(main) {
     return;
   }
   const tabs = h("div", { class: "toolbar", id: "view-tabs" });
-  const limit = h("input", { name: "limit", type: "number", min: 1, max: 2000, value: 150, size: 5 });
-  const depth = h("input", { name: "depth", type: "number", min: 0, max: 64, value: "", size: 3, placeholder: "all" });
+  const [wanted, params] = linked();
+  const limit = h("input", { name: "limit", type: "number", min: 1, max: MAX_LIMIT, value: params.get("limit") || DEFAULT_LIMIT, size: 5 });
+  const depth = h("input", { name: "depth", type: "number", min: 0, max: 64, value: params.get("depth") || "", size: 3, placeholder: "all" });
   const area = h("div", { id: "view-area" });
-  let current = views[0];
-  let focus = null;
+  let current = views.find((v) => v.name === wanted) || views[0];
+  let focus = params.get("focus");
   const load = async () => {
     const query = { limit: limit.value };
     if (focus) query.focus = focus;
     if (depth.value !== "") query.depth = depth.value;
+    delete area.dataset.drawn;
     const view = await api(ns(`/views/${enc(current.name)}`), { query });
+    performance.mark("view-fetched", { detail: current.name });
     tabs.querySelectorAll("button").forEach((b) => b.classList.toggle("active", b.dataset.view === current.name));
+    history.replaceState(null, "", `#designs/${enc(current.name)}?${new URLSearchParams(query)}`);
     draw(clear(area), view, (id) => {
       focus = id;
       load().catch(report);
     });
+    await painted();
+    area.dataset.drawn = current.name;
+    performance.mark("view-drawn", { detail: current.name });
   };
   for (const v of views) {
     tabs.append(h("button", { type: "button", "data-view": v.name, title: v.description, onclick: () => {
