@@ -13,7 +13,7 @@ from __future__ import annotations
 import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
     from selenium.webdriver.remote.webdriver import WebDriver
@@ -43,7 +43,8 @@ def chromium(width: int = 1280, height: int = 900) -> Iterator[WebDriver]:
 
 def console_errors(browser: WebDriver) -> list[str]:
     """The console's errors since the last call (reading the log empties it)."""
-    return [e["message"] for e in browser.get_log("browser") if e["level"] == "SEVERE"]
+    log = cast(Any, browser).get_log("browser")  # Chromium's, not in WebDriver's stubs
+    return [e["message"] for e in log if e["level"] == "SEVERE"]
 
 
 def until(browser: WebDriver, condition: Any, timeout: float = WAIT_S) -> Any:
