@@ -10,6 +10,9 @@ import { showSources } from "./search.js";
 
 const DEFAULT_LIMIT = 150;
 const MAX_LIMIT = 5000;
+// edges listed under a graph, at most (all are drawn): ten thousand list items cost a
+// second to lay out and nobody reads them
+const EDGE_LIST = 500;
 
 // The view and query a "#designs/VIEW?..." link names.
 function linked() {
@@ -80,7 +83,7 @@ function draw(area, view, refocus) {
   const pick = (node) => showNode(details, node, refocus);
   if (view.layout === "graph") {
     const names = new Map(view.nodes.map((n) => [n.id, n.label]));
-    const edges = view.edges.map((e) => {
+    const edges = view.edges.slice(0, EDGE_LIST).map((e) => {
       const item = h("li", { class: e.invalid ? "edge invalid" : "edge" }, `${names.get(e.source)} → ${names.get(e.target)}: ${e.text || e.label}`,
         e.invalid ? h("span", { class: "chip" }, "superseded") : null);
       item.addEventListener("click", () => showEdge(details, e, names));
@@ -90,6 +93,7 @@ function draw(area, view, refocus) {
       h("div", { class: "cols" }, drawGraph(view, pick), details),
       h("h3", {}, "Edges"),
       h("ul", { id: "edge-list" }, edges),
+      view.edges.length > EDGE_LIST ? h("p", { class: "muted", id: "edges-unlisted" }, `${view.edges.length - EDGE_LIST} more edges drawn, not listed (focus a node to list its own).`) : null,
     );
   } else {
     area.append(h("div", { class: "cols" }, h("div", { class: "panel tree", id: "tree" }, treeList(view, pick)), details));
