@@ -10,7 +10,6 @@ refreshes ``docs/explorer/``), else to a temporary folder.
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
@@ -18,22 +17,19 @@ from typing import Any
 
 import httpx
 import pytest
-from selenium import webdriver
-from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
+from selenium.common.exceptions import NoSuchElementException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
-from selenium.webdriver.support.ui import WebDriverWait
 from service_helpers import serving
 
 from memstrata import Memory
 from memstrata.config import Config
+from memstrata.eval.browser import chromium, console_errors, go, until, wait, wait_text
 from memstrata.importers import jsonl
 from memstrata.service import keys
 
 pytestmark = pytest.mark.slow
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-DRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
 # Maya's home changes: Mnemis marks the first fact superseded
 MOVES = [
     {"id": "m1", "speaker": "Maya", "text": "I live in Porto these days.", "at": "2024-05-01"},
@@ -41,7 +37,6 @@ MOVES = [
 ]
 XSS = "Note to self: <script>window.__pwned=1</script> and <b>x</b> are just text."
 RECIPES = ("mnemis", "memtree", "mindgraph", "personalai", "higmem")
-WAIT_S = 20
 
 
 @pytest.fixture(scope="module")
@@ -72,50 +67,20 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[WebDriver]:
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1280,900"):
-        options.add_argument(arg)
-    options.add_argument("--disable-dev-shm-usage")
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(options=options, service=webdriver.ChromeService(DRIVER))
-    try:
+    with chromium() as driver:
         yield driver
-    finally:
-        driver.quit()
 
 
 @pytest.fixture(autouse=True)
 def no_console_errors(browser: WebDriver) -> Iterator[None]:
     """Every test ends with no error in the page's console."""
     yield
-    errors = [e["message"] for e in browser.get_log("browser") if e["level"] == "SEVERE"]
-    assert errors == []
+    assert console_errors(browser) == []
 
 
 def api(site: dict[str, Any], key: str) -> httpx.Client:
     return httpx.Client(
         base_url=f"{site['base']}/v1", headers={"Authorization": f"Bearer {key}"}, timeout=60
-    )
-
-
-def until(browser: WebDriver, condition: Any) -> Any:
-    """``condition(browser)`` once true; an element replaced meanwhile is looked up again."""
-    ignored = (StaleElementReferenceException,)
-    return WebDriverWait(browser, WAIT_S, ignored_exceptions=ignored).until(condition)
-
-
-def wait(browser: WebDriver, css: str, count: int = 1) -> list[Any]:
-    """The elements ``css`` finds, once there are at least ``count``."""
-    until(browser, lambda d: len(d.find_elements(By.CSS_SELECTOR, css)) >= count)
-    return browser.find_elements(By.CSS_SELECTOR, css)
-
-
-def wait_text(browser: WebDriver, css: str, text: str) -> Any:
-    """The first element ``css`` finds whose text holds ``text``, once there is one."""
-    return until(
-        browser,
-        lambda d: next((e for e in d.find_elements(By.CSS_SELECTOR, css) if text in e.text), None),
     )
 
 
@@ -151,10 +116,6 @@ def page_until(browser: WebDriver, episode: str) -> None:
         shown = len(browser.find_elements(By.CSS_SELECTOR, ".episode"))
         browser.find_element(By.ID, "more").click()
         wait(browser, ".episode", shown + 1)
-
-
-def go(browser: WebDriver, view: str) -> None:
-    browser.execute_script("location.hash = arguments[0]", view)
 
 
 def signed_in(browser: WebDriver, site: dict[str, Any], key: str) -> None:

@@ -537,6 +537,7 @@ def showload_config(
 from memstrata.cli import (  # noqa: E402, F401
     bench,
     bench_chaos,
+    bench_explorer,
     bench_faults,
     bench_qa,
     bench_serve,

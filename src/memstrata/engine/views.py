@@ -21,7 +21,7 @@ from memstrata.models import Span
 if TYPE_CHECKING:
     from memstrata.engine.contracts import Context
 
-MAX_LIMIT = 2000
+MAX_LIMIT = 5000
 #: edges drawn per node kept, at most (a hub's hundreds of facts would hide the rest)
 EDGES_PER_NODE = 4
 Layout = Literal["graph", "tree"]

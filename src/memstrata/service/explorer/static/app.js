@@ -96,6 +96,11 @@ export async function show() {
   }
   try {
     await view.render(main);
+    // what benchmarks and tests wait for: this view has rendered (time from navigation)
+    if (main.isConnected) {
+      main.dataset.ready = name;
+      performance.mark("view-ready", { detail: name });
+    }
   } catch (error) {
     report(error);
   }

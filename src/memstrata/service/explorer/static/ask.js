@@ -14,6 +14,7 @@ export async function render(main) {
     const body = { question: question.value };
     if (recipe.value) body.recipe = recipe.value;
     clear(out).append(h("p", { class: "muted" }, "Thinking…"));
+    performance.mark("ask-start");
     const answer = await api(ns("/ask"), { method: "POST", body });
     clear(out);
     if (answer.abstained) {
@@ -26,6 +27,7 @@ export async function render(main) {
       h("p", {}, "Sources: ", answer.sources.length ? "" : h("span", { class: "muted" }, "none"),
         answer.sources.map((id) => h("button", { type: "button", class: "cite", onclick: () => showSources(cited, [id], spans).catch(report) }, id))),
     );
+    performance.mark("ask-done");
   };
   main.append(
     h("h2", {}, "Ask"),

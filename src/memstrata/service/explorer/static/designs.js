@@ -1,9 +1,29 @@
 // Designs: each design's own pictures of its records (GET .../views), drawn as a
 // graph or a tree, cut to a limit; a node's details, sources and neighbourhood.
+// "#designs/VIEW?limit=N&depth=D&focus=ID" opens one view directly (a link to share,
+// and what benchmarks load); the page sets performance marks "view-fetched" and
+// "view-drawn" (after the next paint) and #view-area[data-drawn] once it is shown.
 import { api, enc, ns, report } from "./app.js";
 import { clear, field, h, pairs } from "./dom.js";
 import { colour, drawGraph } from "./draw.js";
 import { showSources } from "./search.js";
+
+const DEFAULT_LIMIT = 150;
+const MAX_LIMIT = 5000;
+// edges listed under a graph, at most (all are drawn): ten thousand list items cost a
+// second to lay out and nobody reads them
+const EDGE_LIST = 500;
+
+// The view and query a "#designs/VIEW?..." link names.
+function linked() {
+  const [path, search] = location.hash.slice(1).split("?");
+  return [decodeURIComponent(path.split("/")[1] || ""), new URLSearchParams(search || "")];
+}
+
+// Resolves once the browser has laid out and painted what was just added.
+function painted() {
+  return new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 0)));
+}
 
 export async function render(main) {
   const { views } = await api(ns("/views"));
@@ -13,21 +33,28 @@ export async function render(main) {
     return;
   }
   const tabs = h("div", { class: "toolbar", id: "view-tabs" });
-  const limit = h("input", { name: "limit", type: "number", min: 1, max: 2000, value: 150, size: 5 });
-  const depth = h("input", { name: "depth", type: "number", min: 0, max: 64, value: "", size: 3, placeholder: "all" });
+  const [wanted, params] = linked();
+  const limit = h("input", { name: "limit", type: "number", min: 1, max: MAX_LIMIT, value: params.get("limit") || DEFAULT_LIMIT, size: 5 });
+  const depth = h("input", { name: "depth", type: "number", min: 0, max: 64, value: params.get("depth") || "", size: 3, placeholder: "all" });
   const area = h("div", { id: "view-area" });
-  let current = views[0];
-  let focus = null;
+  let current = views.find((v) => v.name === wanted) || views[0];
+  let focus = params.get("focus");
   const load = async () => {
     const query = { limit: limit.value };
     if (focus) query.focus = focus;
     if (depth.value !== "") query.depth = depth.value;
+    delete area.dataset.drawn;
     const view = await api(ns(`/views/${enc(current.name)}`), { query });
+    performance.mark("view-fetched", { detail: current.name });
     tabs.querySelectorAll("button").forEach((b) => b.classList.toggle("active", b.dataset.view === current.name));
+    history.replaceState(null, "", `#designs/${enc(current.name)}?${new URLSearchParams(query)}`);
     draw(clear(area), view, (id) => {
       focus = id;
       load().catch(report);
     });
+    await painted();
+    area.dataset.drawn = current.name;
+    performance.mark("view-drawn", { detail: current.name });
   };
   for (const v of views) {
     tabs.append(h("button", { type: "button", "data-view": v.name, title: v.description, onclick: () => {
@@ -56,7 +83,7 @@ function draw(area, view, refocus) {
   const pick = (node) => showNode(details, node, refocus);
   if (view.layout === "graph") {
     const names = new Map(view.nodes.map((n) => [n.id, n.label]));
-    const edges = view.edges.map((e) => {
+    const edges = view.edges.slice(0, EDGE_LIST).map((e) => {
       const item = h("li", { class: e.invalid ? "edge invalid" : "edge" }, `${names.get(e.source)} → ${names.get(e.target)}: ${e.text || e.label}`,
         e.invalid ? h("span", { class: "chip" }, "superseded") : null);
       item.addEventListener("click", () => showEdge(details, e, names));
@@ -66,6 +93,7 @@ function draw(area, view, refocus) {
       h("div", { class: "cols" }, drawGraph(view, pick), details),
       h("h3", {}, "Edges"),
       h("ul", { id: "edge-list" }, edges),
+      view.edges.length > EDGE_LIST ? h("p", { class: "muted", id: "edges-unlisted" }, `${view.edges.length - EDGE_LIST} more edges drawn, not listed (focus a node to list its own).`) : null,
     );
   } else {
     area.append(h("div", { class: "cols" }, h("div", { class: "panel tree", id: "tree" }, treeList(view, pick)), details));

@@ -15,11 +15,13 @@ export async function render(main) {
     if (!query.value.trim()) return;
     const body = { query: query.value, k: Number(k.value) || 8 };
     if (recipe.value) body.recipe = recipe.value;
+    performance.mark("search-start");
     const result = await api(ns("/search"), { method: "POST", body });
     clear(hits).append(
       h("p", { class: "muted" }, `${result.hits.length} hit(s)` + (result.pending ? `, ${result.pending} episode(s) not built yet` : "")),
     );
     result.hits.forEach((hit, i) => hits.append(card(hit, i, sources)));
+    performance.mark("search-done");
   };
   main.append(
     h("h2", {}, "Search"),
