@@ -158,3 +158,28 @@ def test_memory_with_the_mnemis_recipe_over_postgres(url: str, embedder) -> None
             await mem.close()
 
     assert asyncio.run(scenario())[0] == "e0"
+
+
+def test_the_cli_says_each_fault_in_one_line_and_exits_2(url: str) -> None:
+    """What a user of `--db postgresql://...` sees: unreachable, wrong password, newer
+    schema; one line on stderr, exit status 2, the password never shown."""
+    import subprocess
+    import sys
+
+    store = open_store(url)
+    store.close()
+    with psycopg.connect(url) as conn:
+        conn.execute("UPDATE memstrata_meta SET value='99' WHERE key='schema_version'")
+    cases = {
+        "postgresql://me:secret@127.0.0.1:1/x": "no PostgreSQL server answers",
+        url.replace(pgtest.local_server().password, "secret"): "user name or password",
+        url: "newer",
+    }
+    for target, said in cases.items():
+        run = subprocess.run(
+            [sys.executable, "-m", "memstrata", "stats", "--db", target],
+            capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert run.returncode == 2, run.stderr
+        lines = [line for line in run.stderr.splitlines() if line.strip()]
+        assert len(lines) == 1 and said in lines[0] and "secret" not in run.stderr, lines
