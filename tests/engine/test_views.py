@@ -97,3 +97,51 @@ def test_the_explorer_never_parses_strings_as_markup() -> None:
     assert scripts
     for path in scripts:
         assert not sinks.findall(path.read_text()), path
+
+
+def test_mindgraph_colours_its_concepts_by_community(tmp_path: Path, embedder) -> None:
+    """With communities computed (cached per graph hash), each concept's group is its
+    community's title in the partition that covers today's nodes; without them, its
+    node type."""
+    import asyncio
+
+    from memstrata import AsyncMemory
+    from memstrata.designs.mindgraph.view import render
+    from memstrata.models import Community
+
+    async def run() -> None:
+        mem = await AsyncMemory.open(tmp_path / "m.db", embedder=embedder, recipe="mindgraph")
+        try:
+            await mem.add_many(
+                [
+                    "Maya moved to Lisbon in 2021 and works at a bakery.",
+                    "Tomas adopted a greyhound called Pepper from the shelter.",
+                ]
+            )
+            ctx = mem.engine.context("default")
+            before = render(ctx, "default", ViewQuery(limit=100))
+            assert before.nodes and before.legend["colour"].startswith("node type")
+            assert all(n.group == n.kind for n in before.nodes)
+            ids = [n.id for n in before.nodes]
+            assert len(ids) >= 3
+            partition = [
+                Community(
+                    namespace="default", level=0, member_ids=ids[:1], title="Maya", graph="g2"
+                ),
+                Community(
+                    namespace="default", level=1, member_ids=ids[1:], title="Rest", graph="g2"
+                ),
+                Community(
+                    namespace="default", level=0, member_ids=ids[:2], title="Old", graph="g1"
+                ),
+            ]
+            mem.store.put_records("default", partition, owner="mindgraph")
+            after = render(ctx, "default", ViewQuery(limit=100))
+            groups = {n.id: n.group for n in after.nodes}
+            assert after.legend["colour"] == "community"
+            assert groups[ids[0]] == "Maya"  # the partition covering today's nodes wins
+            assert all(groups[i] == "Rest" for i in ids[1:])
+        finally:
+            await mem.close()
+
+    asyncio.run(run())
