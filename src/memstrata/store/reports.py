@@ -4,7 +4,9 @@ failures, jobs and API keys (kept apart from :mod:`.base` so that module stays r
 
 from __future__ import annotations
 
-from typing import Literal, NamedTuple
+import json
+from collections.abc import Sequence
+from typing import Any, ClassVar, Literal, NamedTuple
 
 from pydantic import BaseModel, Field
 
@@ -19,6 +21,22 @@ class ApiKey(BaseModel):
     label: str | None = None
     created_at: str
     revoked_at: str | None = None
+
+    #: the columns :meth:`from_row` reads, in its order (both stores' ``api_keys`` table)
+    COLUMNS: ClassVar[str] = "id, prefix, namespaces, scope, label, created_at, revoked_at"
+
+    @classmethod
+    def from_row(cls, row: Sequence[Any]) -> ApiKey:
+        """A key from a row of :attr:`COLUMNS` (``namespaces`` stored as a JSON list)."""
+        return cls(
+            id=row[0],
+            prefix=row[1],
+            namespaces=json.loads(row[2]),
+            scope=row[3],
+            label=row[4],
+            created_at=row[5],
+            revoked_at=row[6],
+        )
 
     def reaches(self, namespace: str) -> bool:
         return "*" in self.namespaces or namespace in self.namespaces

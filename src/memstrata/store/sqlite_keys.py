@@ -7,12 +7,10 @@ import sqlite3
 import threading
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from memstrata.store.base import ApiKey
 from memstrata.store.sqlite_common import _now
-
-_COLS = "id, prefix, namespaces, scope, label, created_at, revoked_at"
 
 
 class ApiKeys:
@@ -34,21 +32,23 @@ class ApiKeys:
                 (digest, prefix, json.dumps(list(namespaces)), scope, label, _now()),
             )
             row = conn.execute(
-                f"SELECT {_COLS} FROM api_keys WHERE id=?", (cur.lastrowid,)
+                f"SELECT {ApiKey.COLUMNS} FROM api_keys WHERE id=?", (cur.lastrowid,)
             ).fetchone()
-        return _key(row)
+        return ApiKey.from_row(row)
 
     def api_key(self, digest: str) -> ApiKey | None:
         with self._lock:
             row = self._conn.execute(
-                f"SELECT {_COLS} FROM api_keys WHERE hash=?", (digest,)
+                f"SELECT {ApiKey.COLUMNS} FROM api_keys WHERE hash=?", (digest,)
             ).fetchone()
-        return _key(row) if row else None
+        return ApiKey.from_row(row) if row else None
 
     def api_keys(self) -> list[ApiKey]:
         with self._lock:
-            rows = self._conn.execute(f"SELECT {_COLS} FROM api_keys ORDER BY id").fetchall()
-        return [_key(r) for r in rows]
+            rows = self._conn.execute(
+                f"SELECT {ApiKey.COLUMNS} FROM api_keys ORDER BY id"
+            ).fetchall()
+        return [ApiKey.from_row(r) for r in rows]
 
     def revoke_api_key(self, key_id: int) -> bool:
         with self._write() as conn:
@@ -57,15 +57,3 @@ class ApiKeys:
                 (_now(), key_id),
             )
             return cur.rowcount > 0
-
-
-def _key(row: Sequence[Any]) -> ApiKey:
-    return ApiKey(
-        id=row[0],
-        prefix=row[1],
-        namespaces=json.loads(row[2]),
-        scope=row[3],
-        label=row[4],
-        created_at=row[5],
-        revoked_at=row[6],
-    )

@@ -6,25 +6,10 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
-from typing import Any
 
 from memstrata.store.base import ApiKey, BuildFailure, JobRecord
 from memstrata.store.postgres.common import Base, _now
 from memstrata.store.sqlite_jobs import FAILURES_SHOWN
-
-_KEY_COLS = "id, prefix, namespaces, scope, label, created_at, revoked_at"
-
-
-def _key(row: Sequence[Any]) -> ApiKey:
-    return ApiKey(
-        id=row[0],
-        prefix=row[1],
-        namespaces=json.loads(row[2]),
-        scope=row[3],
-        label=row[4],
-        created_at=row[5],
-        revoked_at=row[6],
-    )
 
 
 class ServiceTables(Base):
@@ -130,18 +115,21 @@ class ServiceTables(Base):
         with self._write() as conn:
             row = conn.execute(
                 "INSERT INTO api_keys(hash, prefix, namespaces, scope, label, created_at) "
-                f"VALUES (%s,%s,%s,%s,%s,%s) RETURNING {_KEY_COLS}",
+                f"VALUES (%s,%s,%s,%s,%s,%s) RETURNING {ApiKey.COLUMNS}",
                 (digest, prefix, json.dumps(list(namespaces)), scope, label, _now()),
             ).fetchone()
         assert row is not None
-        return _key(row)
+        return ApiKey.from_row(row)
 
     def api_key(self, digest: str) -> ApiKey | None:
-        row = self._one(f"SELECT {_KEY_COLS} FROM api_keys WHERE hash=%s", (digest,))
-        return _key(row) if row else None
+        row = self._one(f"SELECT {ApiKey.COLUMNS} FROM api_keys WHERE hash=%s", (digest,))
+        return ApiKey.from_row(row) if row else None
 
     def api_keys(self) -> list[ApiKey]:
-        return [_key(r) for r in self._all(f"SELECT {_KEY_COLS} FROM api_keys ORDER BY id")]
+        return [
+            ApiKey.from_row(r)
+            for r in self._all(f"SELECT {ApiKey.COLUMNS} FROM api_keys ORDER BY id")
+        ]
 
     def revoke_api_key(self, key_id: int) -> bool:
         with self._write() as conn:
