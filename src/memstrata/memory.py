@@ -23,6 +23,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from memstrata.blas import limit_blas_threads
 from memstrata.config import Config
 from memstrata.embed.base import Embedder
 from memstrata.engine import Answer, BuildReport, Engine, Reading, Registry, ShowNode, WorkerReport
@@ -106,12 +107,11 @@ class AsyncMemory(EpisodeWriter):
     ) -> AsyncMemory:
         if config is None:
             cfg = Config.load(**overrides)
-        elif overrides:
-            cfg = config.with_overrides(**overrides)
         else:
-            cfg = config
+            cfg = config.with_overrides(**overrides) if overrides else config
         if path_or_url is not None:
             cfg = cfg.model_copy(update={"store": str(path_or_url)})
+        limit_blas_threads()
         store = await asyncio.to_thread(open_store, cfg.store)
         try:
             if embedder is None:

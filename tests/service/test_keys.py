@@ -122,3 +122,55 @@ def test_keys_commands(tmp_path: Path) -> None:
     assert again.returncode == 1 and "no live key" in again.stderr
     bad = run("create", "-n", "me", "--scope", "root")
     assert bad.returncode == 2 and "unknown scope" in bad.stderr
+
+
+def test_a_key_check_waits_for_a_busy_store_and_decides_alike(tmp_path: Path) -> None:
+    """The check reads at once while the store is free and goes off the event loop while
+    a writer holds it: the same decisions either way, and a busy store never lets a
+    request through unchecked."""
+    import asyncio
+    import threading
+
+    import pytest
+
+    store = open_store(tmp_path / "k.db")
+    try:
+        assert asyncio.run(keys.check(store, {}, "write")) is None  # no key yet: open
+        read = keys.make_key(store, ["a"], "read")[0]
+        held, release = threading.Event(), threading.Event()
+
+        def hold() -> None:
+            with store._write():  # type: ignore[attr-defined]
+                held.set()
+                release.wait(10)
+
+        async def decisions() -> list[str]:
+            out = []
+            bearer = {"authorization": f"Bearer {read}"}  # as the server's headers read
+            for headers, scope in (({}, "read"), (bearer, "read"), (bearer, "write")):
+                try:
+                    key = await keys.check(store, headers, scope)
+                    out.append(f"ok {key.scope if key else None}")
+                except (keys.Unauthorized, keys.Forbidden) as exc:
+                    out.append(type(exc).__name__)
+            return out
+
+        free = asyncio.run(decisions())
+        holder = threading.Thread(target=hold)
+        holder.start()
+        assert held.wait(10)
+
+        async def while_busy() -> list[str]:
+            task = asyncio.create_task(decisions())
+            await asyncio.sleep(0.2)
+            assert not task.done()  # waiting for the writer, off the loop
+            release.set()
+            return await task
+
+        busy = asyncio.run(while_busy())
+        holder.join()
+        assert free == busy == ["Unauthorized", "ok read", "Forbidden"]
+        with pytest.raises(keys.Unauthorized):
+            asyncio.run(keys.check(store, {"x-api-key": "msk_wrong"}, "read"))
+    finally:
+        store.close()

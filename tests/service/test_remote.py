@@ -46,6 +46,11 @@ def test_the_verbs_of_memory_over_the_service(served: tuple[httpx.Client, Path])
         with pytest.raises(NamespaceNotFoundError) as info:
             memory.search("x", namespace="a b%c")
         assert info.value.namespace == "a b%c"
+        odd = "team/a b?c#d%2F"  # every character that means something in a URL
+        assert memory.add("Odd names travel whole.", id="x/1?", namespace=odd) == "x/1?"
+        assert memory.namespaces() == ["me", odd]
+        assert [e.id for e in memory.get(["x/1?"], namespace=odd)] == ["x/1?"]
+        assert memory.delete(["x/1?", "y%2F"], namespace=odd).missing == ["y%2F"]
         with pytest.raises(InvalidInputError):
             memory.add("   ")
 
@@ -69,3 +74,12 @@ def test_the_async_client_and_keys(served: tuple[httpx.Client, Path]) -> None:
                 await memory.namespaces()
 
     asyncio.run(session())
+
+
+def test_an_unreachable_service_is_a_store_error() -> None:
+    from memstrata.errors import StoreError
+    from memstrata.eval.bench_serve import free_port
+
+    with RemoteMemory(f"http://127.0.0.1:{free_port()}", timeout=5) as memory:
+        with pytest.raises(StoreError, match="cannot reach the service"):
+            memory.search("anything")

@@ -904,3 +904,34 @@ def test_old_jobs_are_forgotten(store: Store) -> None:
     assert store.add_job("ns", "job_old", "add", "r", ["b"], ["o1"]) == 1
     store.add_job("ns", "job_new", "add", "r", ["b"], ["o1"], keep_s=-1.0)  # all older
     assert store.job("job_old") is None
+
+
+def test_read_at_once_answers_or_says_it_would_wait(store: Store) -> None:
+    """An embedded store reads on the caller's thread while its connection is free and
+    says it would wait while another thread holds it; a networked one always says so."""
+    import threading
+
+    from memstrata.store.base import WOULD_WAIT
+
+    store.add_episodes("ns", [prep("r1", "a turn")])
+    answer = store.read_at_once(store.namespaces)
+    if type(store).__name__ != "SQLiteStore":
+        assert answer is WOULD_WAIT
+        return
+    assert answer == ["ns"]
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with store._write():  # type: ignore[attr-defined]
+            held.set()
+            release.wait(10)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        assert held.wait(10)
+        assert store.read_at_once(store.namespaces) is WOULD_WAIT
+    finally:
+        release.set()
+        holder.join()
+    assert store.read_at_once(store.namespaces) == ["ns"]

@@ -49,10 +49,10 @@ def bench_serve(
         int,
         typer.Option(
             min=1,
-            help="Queries timed one at a time, each over REST and in-process (after 10 "
-            "warm-up queries).",
+            help="Queries timed one at a time, each four ways (after 10 warm-up queries); "
+            "a multiple of 24 gives each order of the four sides equally often.",
         ),
-    ] = 200,
+    ] = 480,
     db: Annotated[
         Path | None,
         typer.Option(
@@ -86,13 +86,15 @@ def bench_serve(
     file is read directly: every add answered 2xx must be stored exactly once
     (adds_visible, missing, duplicates).
 
-    3. Sequential: --queries queries one at a time, each three ways: over REST through
-    httpx.AsyncClient (as RemoteMemory calls it), through AsyncMemory in this process on
-    the same file, and over REST on a plain socket (no client library); the order cycles
-    through every permutation, so drift and warm caches favour no side. p50/p95 of each,
-    overhead = p50 REST - p50 in-process, and its parts timed beside: a bare round trip
-    (GET /v1/health, through httpx and over a plain socket), the key check every request
-    makes, encoding the result as the endpoint does, decoding it in the client.
+    3. Sequential: --queries queries one at a time, each four ways: over REST through
+    AsyncRemoteMemory (the service's own client, a SearchResult back), through
+    AsyncMemory in this process on the same file, over REST on a plain socket (no client
+    library) and over REST through httpx.AsyncClient; the order cycles through every
+    permutation, so drift and warm caches favour no side. p50/p95 of each, overhead =
+    p50 REST - p50 in-process with a bootstrap 95 % interval over the queries, and its
+    parts timed beside: a bare round trip (GET /v1/health, through the client and over a
+    plain socket), the key check every request makes, encoding the result as the
+    endpoint does, decoding it in the client.
 
     The server and the bench share this machine's cores: the load figures include the
     clients' own work. Exits 1 if an acknowledged add is missing or stored twice, or if
@@ -163,21 +165,28 @@ def show(report: dict[str, Any]) -> None:
         title=Text(f"Sequential: REST against in-process, after {over['warmup']} warm-up"),
     )  # fmt: skip
     for label, key in (
-        ("REST, httpx.AsyncClient, decoded JSON", "rest"),
+        ("REST, AsyncRemoteMemory (aiohttp), SearchResult", "rest"),
         ("in-process AsyncMemory", "inprocess"),
-        ("REST, plain socket (no httpx), decoded JSON", "rest_bare"),
+        ("REST, plain socket (no client library), decoded JSON", "rest_bare"),
+        ("REST, httpx.AsyncClient, decoded JSON", "rest_httpx"),
     ):
         row = over[key]
         table.add_row(label, str(row["count"]), f"{row['p50_ms']:.2f}", f"{row['p95_ms']:.2f}")
     table.add_section()
-    table.add_row("overhead (p50 REST - p50 in-process)", "", f"{over['overhead_ms']:.2f}", "")
+    low, high = over["overhead_ci95_ms"]
+    table.add_row(
+        "overhead (p50 REST - p50 in-process)",
+        "",
+        f"{over['overhead_ms']:.2f}",
+        f"95 % interval {low:.2f} to {high:.2f}",
+    )
     out.print(table)
     parts = over["parts_p50_ms"]
     out.print(
         "parts of the overhead (p50 ms): a bare round trip (GET /v1/health) "
-        f"{parts['roundtrip']:.2f} through httpx, {over['roundtrip_bare_p50_ms']:.2f} over a "
+        f"{parts['roundtrip']:.2f} through the client, {over['roundtrip_bare_p50_ms']:.2f} over a "
         f"plain socket; the key check {parts['key_check']:.2f}; encoding the result "
-        f"{parts['encode']:.2f}; decoding it {parts['decode']:.2f}; sum with httpx "
+        f"{parts['encode']:.2f}; decoding it {parts['decode']:.2f}; sum "
         f"{over['parts_sum_ms']:.2f}; response body {over['body_bytes_p50']} bytes"
     )
     if not bs.clean_exit(report["server_exit"]):

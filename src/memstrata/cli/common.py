@@ -26,6 +26,7 @@ from rich.progress import (
 from rich.table import Table
 from rich.text import Text
 
+from memstrata.blas import limit_blas_threads
 from memstrata.config import Config
 from memstrata.engine import FusionSpec, ShowNode
 from memstrata.errors import MemstrataError
@@ -119,6 +120,7 @@ def _top_level(
     ] = 2.0,
 ) -> None:
     settings.command = ctx.invoked_subcommand
+    limit_blas_threads()
     settings.progress_every = progress_every
 
 

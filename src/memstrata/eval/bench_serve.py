@@ -12,13 +12,14 @@ Three phases on the same store, in one run:
   from the call to its body read; a client takes no new request once the time bound is
   past. Then the store file is read directly: every add answered 2xx must be stored
   exactly once;
-* overhead: Q queries one at a time, each over REST with httpx (as ``RemoteMemory``
-  calls it), in this process (an ``AsyncMemory`` on the same file, called as the
-  endpoint calls it) and over REST on a plain socket (no client library), in every
-  order in turn so that drift and warm caches favour no side, after a warm-up. Beside
-  them, the parts of the difference: a bare round trip (``GET /v1/health``, through
-  httpx and over the socket), the key check every namespace route makes first, encoding
-  the result as the endpoint does, and decoding it in the client.
+* overhead: Q queries one at a time, each over REST with ``AsyncRemoteMemory`` (the
+  service's own client: a ``SearchResult`` back, as in-process), in this process (an
+  ``AsyncMemory`` on the same file, called as the endpoint calls it), over REST on a
+  plain socket (no client library) and over REST through ``httpx.AsyncClient``, in
+  every order in turn so that drift and warm caches favour no side, after a warm-up.
+  Beside them, the parts of the difference: a bare round trip (``GET /v1/health``,
+  through the client and over the socket), the key check every namespace route makes
+  first, encoding the result as the endpoint does, and decoding it in the client.
 """
 
 from __future__ import annotations
@@ -53,15 +54,18 @@ from memstrata.eval.bench_scale import synthetic_queries, synthetic_turns
 from memstrata.eval.metrics import percentile
 from memstrata.memory import AsyncMemory
 from memstrata.models import SearchResult
+from memstrata.service.remote import AsyncRemoteMemory
 from memstrata.store import open_store
 
 NAMESPACE = "bench-serve"
 SEED_BATCH = 250
 READY_S = 180.0  # the server imports FastAPI, the MCP SDK and opens the store
-TIMEOUT = httpx.Timeout(120.0)
+TIMEOUT_S = 120.0
+TIMEOUT = httpx.Timeout(TIMEOUT_S)
 
-#: the searches compared: over REST with httpx, in this process, over REST on a plain socket
-SIDES = ("rest", "inprocess", "rest_bare")
+#: the searches compared: over REST with RemoteMemory's client, in this process, over REST
+#: on a plain socket, over REST through httpx.AsyncClient
+SIDES = ("rest", "inprocess", "rest_bare", "rest_httpx")
 #: the parts of the REST overhead timed beside them (see ``_overhead``)
 PARTS = ("roundtrip", "key_check", "encode", "decode")
 
@@ -76,7 +80,7 @@ class Settings:
     seconds: float = 300.0
     add_share: float = 0.3
     seed_episodes: int = 2000
-    queries: int = 200
+    queries: int = 480
     warmup: int = 10
     k: int = 10
     namespace: str = NAMESPACE
@@ -203,6 +207,24 @@ class Verb:
             "errors": sum(self.errors.values()),
             "errors_by_status": dict(sorted(self.errors.items())),
         }
+
+
+def bootstrap_ci(
+    a: Sequence[float], b: Sequence[float], *, seed: int, rounds: int = 2000
+) -> list[float]:
+    """95 % interval of ``median(a) - median(b)``, resampling the queries (one query's
+    times on both sides stay together): how far the overhead figure may move with
+    another draw of queries on this machine."""
+    rng = random.Random(seed)
+    n = len(a)
+    if n < 2:
+        return [0.0, 0.0]
+    diffs = []
+    for _ in range(rounds):
+        pick = [rng.randrange(n) for _ in range(n)]
+        diffs.append(statistics.median(a[i] for i in pick) - statistics.median(b[i] for i in pick))
+    diffs.sort()
+    return [round(diffs[int(0.025 * rounds)], 2), round(diffs[int(0.975 * rounds) - 1], 2)]
 
 
 def _jsonable(turn: dict[str, Any]) -> dict[str, Any]:
@@ -349,6 +371,7 @@ def encode(result: SearchResult) -> bytes:
 
 
 async def _overhead(
+    remote: AsyncRemoteMemory,
     http: httpx.AsyncClient,
     raw: RawHttp,
     memory: AsyncMemory,
@@ -359,29 +382,31 @@ async def _overhead(
     from memstrata.service import keys
 
     path = f"/namespaces/{s.namespace}/search"
-    times: dict[str, list[float]] = {
-        k: [] for k in ("rest", "inprocess", "rest_bare", *PARTS, "roundtrip_bare")
-    }
+    times: dict[str, list[float]] = {k: [] for k in (*SIDES, *PARTS, "roundtrip_bare")}
     sizes: list[int] = []
 
-    async def over_rest(q: str) -> bytes:
-        r = await http.post(path, json={"query": q, "k": s.k})
-        if r.status_code != 200:
-            raise MemstrataError(f"search over REST failed: HTTP {r.status_code} {r.text[:500]}")
-        r.json()  # a caller of the API gets the decoded result, as one in-process does
-        return r.content
+    async def over_rest(q: str) -> SearchResult:
+        return await remote.search(q, namespace=s.namespace, k=s.k)
 
     async def in_process(q: str) -> SearchResult:
         return await memory.search(q, namespace=s.namespace, k=s.k)
 
-    async def over_socket(q: str) -> Any:
-        body = json.dumps({"query": q, "k": s.k}).encode()
-        return json.loads(await raw.request("POST", f"/v1{path}", body))
+    async def over_socket(q: str) -> bytes:
+        body = await raw.request("POST", f"/v1{path}", json.dumps({"query": q, "k": s.k}).encode())
+        json.loads(body)  # a caller of the API gets the decoded result
+        return body
+
+    async def over_httpx(q: str) -> Any:
+        r = await http.post(path, json={"query": q, "k": s.k})
+        if r.status_code != 200:
+            raise MemstrataError(f"search over REST failed: HTTP {r.status_code} {r.text[:500]}")
+        return r.json()
 
     sides: dict[str, Callable[[str], Awaitable[Any]]] = {
         "rest": over_rest,
         "inprocess": in_process,
         "rest_bare": over_socket,
+        "rest_httpx": over_httpx,
     }
     # every order of the three in turn: each side runs first, second and last equally
     # often, and before each other side as often as after it
@@ -396,14 +421,14 @@ async def _overhead(
     for q in queries[: s.warmup]:  # the model loaded, the index and the stemmer warm
         for side in sides.values():
             await side(q)
-        await http.get("/health")
+        await remote._call("GET", "/health")
         await raw.request("GET", "/v1/health")
     for i, q in enumerate(queries[s.warmup :]):
         got = {name: await timed(name, sides[name](q)) for name in orders[i % len(orders)]}
-        body: bytes = got["rest"]
+        body: bytes = got["rest_bare"]
         sizes.append(len(body))
         # what the difference is made of, each timed on its own
-        await timed("roundtrip", http.get("/health"))
+        await timed("roundtrip", remote._call("GET", "/health"))
         await timed("roundtrip_bare", raw.request("GET", "/v1/health"))
         await timed("key_check", keys.check(memory.store, {}, "read"))
         t0 = time.perf_counter()
@@ -414,11 +439,14 @@ async def _overhead(
         times["decode"].append(1000 * (time.perf_counter() - t1))
         tick(1)
     p50 = {name: round(statistics.median(ms), 2) for name, ms in times.items()}
+    paired = [a - b for a, b in zip(times["rest"], times["inprocess"], strict=True)]
     return {
         "queries": len(times["rest"]),
         "warmup": s.warmup,
         **{name: {"count": len(times[name]), **summary(times[name])} for name in SIDES},
         "overhead_ms": round(p50["rest"] - p50["inprocess"], 2),
+        "overhead_ci95_ms": bootstrap_ci(times["rest"], times["inprocess"], seed=s.seed),
+        "overhead_paired_p50_ms": round(statistics.median(paired), 2),
         "parts_p50_ms": {name: p50[name] for name in PARTS},
         "parts_sum_ms": round(sum(p50[name] for name in PARTS), 2),
         "roundtrip_bare_p50_ms": p50["roundtrip_bare"],
@@ -454,10 +482,11 @@ async def _phases(
     try:
         async with (
             AsyncMemory.open(config=cfg) as memory,
+            AsyncRemoteMemory(server.url.removesuffix("/v1"), timeout=TIMEOUT_S) as remote,
             httpx.AsyncClient(base_url=server.url, timeout=TIMEOUT, trust_env=False) as http,
         ):
             tick = phases("sequential", s.queries)
-            overhead = await _overhead(http, raw, memory, s, timed_queries, tick)
+            overhead = await _overhead(remote, http, raw, memory, s, timed_queries, tick)
     finally:
         await raw.close()
     return {

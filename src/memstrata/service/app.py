@@ -19,15 +19,16 @@ from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from fastapi import Depends, FastAPI, Query, Request
-from fastapi.responses import StreamingResponse
+from fastapi.responses import Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from memstrata import jobs
 from memstrata.config import Config
+from memstrata.engine import Answer
 from memstrata.engine.worker import run_worker
 from memstrata.errors import NamespaceNotFoundError
 from memstrata.memory import AsyncMemory
-from memstrata.models import EpisodeIn
+from memstrata.models import EpisodeIn, SearchResult
 from memstrata.service import keys
 from memstrata.service.explorer import install as install_explorer
 from memstrata.service.http import BodyLimit, Inflight, McpKeys, NotFound, error, install_errors
@@ -250,16 +251,16 @@ def create_app(
     async def delete_namespace(namespace: str) -> dict[str, Any]:
         return {"deleted": int(await mem().delete(namespace=namespace))}
 
-    @app.post(NS + "/search", tags=["reading"], dependencies=[read])
-    async def search(namespace: str, body: SearchBody) -> dict[str, Any]:
+    @app.post(NS + "/search", tags=["reading"], dependencies=[read], response_model=SearchResult)
+    async def search(namespace: str, body: SearchBody) -> Response:
         """Best hits with the episodes they rest on, and the context they render to."""
         result = await mem().search(
             body.query, namespace=namespace, k=body.k, recipe=body.recipe, filters=body.filters
         )
-        return result.model_dump(mode="json")
+        return _json(result)
 
-    @app.post(NS + "/ask", tags=["reading"], dependencies=[read])
-    async def ask(namespace: str, body: AskBody) -> dict[str, Any]:
+    @app.post(NS + "/ask", tags=["reading"], dependencies=[read], response_model=Answer)
+    async def ask(namespace: str, body: AskBody) -> Response:
         """An answer citing episode ids, or ``abstained`` when memory does not hold it."""
         answer = await mem().ask(
             body.question,
@@ -268,7 +269,7 @@ def create_app(
             recipe=body.recipe,
             filters=body.filters,
         )
-        return answer.model_dump(mode="json")
+        return _json(answer)
 
     @app.get(NS + "/show/{name}", tags=["reading"], dependencies=[read])
     async def show(namespace: str, name: str) -> dict[str, Any]:
@@ -353,6 +354,13 @@ def create_app(
 
     install_explorer(app, mem, caller, read)  # the web page at / and what only it needs
     return app
+
+
+def _json(model: BaseModel) -> Response:
+    """A model as the response body, written once by pydantic: the hot reading routes
+    skip the dump, re-validation and re-encoding a returned dict goes through (their
+    ``response_model`` still documents the shape)."""
+    return Response(model.model_dump_json(), media_type="application/json")
 
 
 def _job(job: jobs.JobStatus | None) -> dict[str, Any] | None:

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 
 from memstrata.errors import InvalidInputError, MemstrataError
 from memstrata.store import Store
-from memstrata.store.base import ApiKey, check_namespace
+from memstrata.store.base import WOULD_WAIT, ApiKey, check_namespace
 
 SCOPES = ("read", "write", "admin")
 PREFIX = "msk_"
@@ -62,13 +62,21 @@ class Forbidden(MemstrataError):
 async def check(store: Store, headers: Mapping[str, str], scope: str) -> ApiKey | None:
     """The key the request carries, if keys are in use (None while none is live: the
     open, loopback-only mode); ``Unauthorized`` without a valid live key, ``Forbidden``
-    when its scope is short. The store is read off the event loop."""
+    when its scope is short. The store is read at once when it can answer without
+    waiting, off the event loop otherwise."""
     text = presented(headers.get("authorization"), headers.get("x-api-key"))
-    key = await asyncio.to_thread(store.api_key, digest(text)) if text else None
+    found = store.read_at_once(lambda: _decide(store, text, scope))
+    if found is WOULD_WAIT:
+        return await asyncio.to_thread(_decide, store, text, scope)
+    return found
+
+
+def _decide(store: Store, text: str | None, scope: str) -> ApiKey | None:
+    key = store.api_key(digest(text)) if text else None
     if key is not None and key.revoked_at is None:  # one read on the usual path
         if not key.allows(scope):
             raise Forbidden(f"this key's scope is {key.scope!r}; this needs {scope!r}")
         return key
-    if not await asyncio.to_thread(live, store):
+    if not live(store):
         return None
     raise Unauthorized("a valid API key is required (Authorization: Bearer KEY)")

@@ -11,11 +11,13 @@ core; :class:`RemoteMemory` runs it on its own event loop.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine, Iterable, Mapping
+import json as _json
+from collections.abc import Coroutine, Iterable, Mapping, Sequence
 from typing import Any
 from urllib.parse import quote, unquote
 
-import httpx
+import aiohttp
+from yarl import URL
 
 from memstrata.engine import Answer, BuildReport, ShowNode
 from memstrata.errors import (
@@ -34,7 +36,13 @@ from memstrata.store.base import DeleteReport, EpisodeVersion
 
 
 class AsyncRemoteMemory:
-    """The service at ``url`` (``http://host:port``), as ``key`` sees it."""
+    """The service at ``url`` (``http://host:port``), as ``key`` sees it.
+
+    Requests go through one aiohttp session with keep-alive connections, made on the
+    first call (a session belongs to the event loop it was made on). aiohttp rather
+    than httpx, and without reading proxy settings from the environment at each request
+    (which cost 1 to 1.6 ms a call here): the client's own work is most of what REST
+    adds to a search (docs/service.md, Load). Point ``url`` at a proxy to go through it."""
 
     def __init__(
         self,
@@ -43,13 +51,12 @@ class AsyncRemoteMemory:
         *,
         namespace: str = "default",
         timeout: float = 60.0,
-        transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
-        headers = {"Authorization": f"Bearer {key}"} if key else {}
         self.namespace = namespace
-        self._http = httpx.AsyncClient(
-            base_url=url.rstrip("/") + "/v1", headers=headers, timeout=timeout, transport=transport
-        )
+        self.base_url = url.rstrip("/") + "/v1"
+        self._headers = {"Authorization": f"Bearer {key}"} if key else {}
+        self._timeout = aiohttp.ClientTimeout(total=timeout)
+        self._session: aiohttp.ClientSession | None = None
 
     async def __aenter__(self) -> AsyncRemoteMemory:
         return self
@@ -58,20 +65,38 @@ class AsyncRemoteMemory:
         await self.close()
 
     async def close(self) -> None:
-        await self._http.aclose()
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
 
     def _path(self, namespace: str | None, *rest: str) -> str:
         parts = (namespace or self.namespace, *rest)
         return "/namespaces/" + "/".join(quote(p, safe="") for p in parts)
 
-    async def _call(self, method: str, path: str, **kw: Any) -> Any:
+    async def _call(
+        self,
+        method: str,
+        path: str,
+        *,
+        json: Any = None,
+        params: Mapping[str, Sequence[str]] | None = None,
+    ) -> Any:
+        if self._session is None:
+            self._session = aiohttp.ClientSession(
+                headers=self._headers, timeout=self._timeout
+            )
+        query = [(name, v) for name, values in (params or {}).items() for v in values]
+        url = URL(self.base_url + path, encoded=True)  # the path is quoted already
         try:
-            response = await self._http.request(method, path, **kw)
-        except httpx.TransportError as exc:
-            raise StoreError(f"cannot reach the service at {self._http.base_url}: {exc}") from exc
-        if response.status_code >= 400:
-            raise _error(response)
-        return response.json()
+            async with self._session.request(
+                method, url.with_query(query) if query else url, json=json
+            ) as response:
+                status, body = response.status, await response.read()
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            raise StoreError(f"cannot reach the service at {self.base_url}: {exc!r}") from exc
+        if status >= 400:
+            raise _error(status, body, path)
+        return _json.loads(body)
 
     # writing ----------------------------------------------------------------------------
     async def add(self, text: str, *, namespace: str | None = None, **fields: Any) -> str:
@@ -123,7 +148,8 @@ class AsyncRemoteMemory:
         if ids is None:
             data = await self._call("DELETE", self._path(namespace))
             return DeleteReport(data["deleted"])
-        data = await self._call("DELETE", self._path(namespace, "episodes"), params={"id": ids})
+        path = self._path(namespace, "episodes")
+        data = await self._call("DELETE", path, params={"id": ids})
         return DeleteReport(data["deleted"], data["missing"])
 
     # reading ----------------------------------------------------------------------------
@@ -249,18 +275,18 @@ _ERRORS: dict[str, type[MemstrataError]] = {
 }
 
 
-def _error(response: httpx.Response) -> MemstrataError:
+def _error(status: int, body: bytes, path: str) -> MemstrataError:
     """The exception the service's JSON error stands for."""
     try:
-        body = response.json()["error"]
-        code, message = str(body["code"]), str(body["message"])
+        error = _json.loads(body)["error"]
+        code, message = str(error["code"]), str(error["message"])
     except (ValueError, KeyError, TypeError):
-        return StoreError(f"the service answered {response.status_code}: {response.text[:200]}")
+        text = body[:200].decode("utf-8", "replace")
+        return StoreError(f"the service answered {status}: {text}")
     if code == "namespace_not_found":
-        raw = response.url.raw_path.decode("ascii").split("/namespaces/", 1)[-1]
-        return NamespaceNotFoundError(unquote(raw.split("/", 1)[0].split("?", 1)[0]))
+        return NamespaceNotFoundError(unquote(path.split("/namespaces/", 1)[-1].split("/", 1)[0]))
     if code == "conflict":
-        return ConflictError(list(body.get("ids", [])), "")
+        return ConflictError(list(error.get("ids", [])), "")
     return _ERRORS.get(code, MemstrataError)(message)
 
 

@@ -10,9 +10,10 @@ from __future__ import annotations
 import json
 import unicodedata
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, NamedTuple
+from enum import Enum
+from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -22,6 +23,17 @@ from memstrata.errors import InvalidInputError
 from memstrata.llm.types import LLMCallRecord
 from memstrata.models import Derived, Episode, JSONDict
 from memstrata.store.reports import ApiKey, BuildFailure, JobRecord, NamespaceStats
+
+T = TypeVar("T")
+
+
+class WouldWait(Enum):
+    """The answer of :meth:`Store.read_at_once` when the read would have to wait."""
+
+    WOULD_WAIT = "would wait"
+
+
+WOULD_WAIT: Final[Literal[WouldWait.WOULD_WAIT]] = WouldWait.WOULD_WAIT
 
 if TYPE_CHECKING:
     from memstrata.store.dump import GlobalDump, NamespaceDump
@@ -496,6 +508,13 @@ class Store(ABC):
     @abstractmethod
     def revoke_api_key(self, key_id: int) -> bool:
         """Revoke a key; False if there is no such live key."""
+
+    def read_at_once(self, read: Callable[[], T]) -> T | WouldWait:
+        """``read()`` on the caller's thread if that cannot wait (on a lock or the
+        network); ``WOULD_WAIT`` otherwise, and the caller runs it off its event loop.
+        A request's key check is a few microseconds of reading, which a thread hop
+        would multiply; a store that can never promise it answers WOULD_WAIT."""
+        return WOULD_WAIT
 
     # accounting and stats ---------------------------------------------------------------
     @abstractmethod

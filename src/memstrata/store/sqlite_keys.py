@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
-from memstrata.store.base import ApiKey
+from memstrata.store.base import WOULD_WAIT, ApiKey, WouldWait
 from memstrata.store.sqlite_common import _now
+
+T = TypeVar("T")
 
 
 class ApiKeys:
@@ -49,6 +51,16 @@ class ApiKeys:
                 f"SELECT {ApiKey.COLUMNS} FROM api_keys ORDER BY id"
             ).fetchall()
         return [ApiKey.from_row(r) for r in rows]
+
+    def read_at_once(self, read: Callable[[], T]) -> T | WouldWait:
+        """At once while no other thread holds the connection: a read in WAL mode does
+        not wait for writers of other processes."""
+        if not self._lock.acquire(blocking=False):
+            return WOULD_WAIT
+        try:
+            return read()
+        finally:
+            self._lock.release()
 
     def revoke_api_key(self, key_id: int) -> bool:
         with self._write() as conn:
