@@ -5,27 +5,26 @@ explicit update that keeps the old version in their history; everything
 else is *derived* and points back to episodes through :class:`Span` provenance, so that
 any hit can be traced to source text and deleting an episode removes what rested on it.
 
-The derived records cover the five structures memstrata builds:
-
-* Mnemis: :class:`Entity`, :class:`Fact` (edges with a validity window), :class:`Category`
-  (layered, many-to-many parents).
-* PersonalAI: :class:`Entity` (object nodes), :class:`Fact` (simple relations),
-  :class:`Thesis` (propositions linking several entities).
-* HiGMem: :class:`TurnNote` (a turn's analysed metadata, one per turn) and :class:`Event`
-  (a summary and a fact sheet over several turns).
-* MemTree: :class:`TreeNode`.
-* MindGraph: :class:`ConceptNode`, :class:`ConceptEdge`, :class:`Community`.
+Two kinds are shared by several designs and live here: :class:`Entity` and :class:`Fact`
+(a graph's nodes and its edges with a validity window). Every other kind is declared by
+the design that builds it, in its own package (``records.py``), with
+:func:`register_kind`; the stores and the engine read any kind through
+:func:`record_kind` and name none. A record class states what the integrity checks need
+to know of it (``links``, ``parent_field``, :meth:`Derived.natural_keys`, ...) so that
+they too work for a kind they have never heard of.
 """
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable, Sequence
 from datetime import datetime
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 JSONDict = dict[str, Any]
+D = TypeVar("D", bound="Derived")
 
 
 def new_id() -> str:
@@ -96,9 +95,29 @@ class Derived(BaseModel):
     created_at: datetime | None = None
     updated_at: datetime | None = None
 
+    #: the fields that name other records or episodes, each with the kinds it may name
+    #: ("a|b", or "episode"): the integrity checks follow them
+    links: ClassVar[tuple[tuple[str, str], ...]] = ()
+    #: a field naming the record above (a tree's ``parent_id``): a record then also rests
+    #: on the records beneath it, not only on its own sources
+    parent_field: ClassVar[str | None] = None
+    #: a many-to-many ``(children, parents)`` pair of list fields the store keeps in a
+    #: link table and in step when a linked record goes (a hierarchy's categories)
+    link_fields: ClassVar[tuple[str, str] | None] = None
+
     def search_text(self) -> str:
         """What text search (BM25 and embeddings) sees of the record."""
         return ""
+
+    def is_root(self) -> bool:
+        """A record that may rest on nothing (an empty tree's root)."""
+        return False
+
+    @classmethod
+    def natural_keys(cls, records: Sequence[Derived]) -> Iterable[tuple[str, Any]]:
+        """``(name, key)`` for each of ``records`` of this kind (one builder's, all
+        kinds given for lookups): two records of a sound build never share a key."""
+        return ()
 
 
 class Entity(Derived):
@@ -113,6 +132,10 @@ class Entity(Derived):
 
     def search_text(self) -> str:
         return f"{self.name}: {self.summary}" if self.summary else self.name
+
+    @classmethod
+    def natural_keys(cls, records: Sequence[Derived]) -> Iterable[tuple[str, Any]]:
+        return (("entity", r.name.casefold()) for r in records if isinstance(r, cls))
 
 
 class Fact(Derived):
@@ -135,188 +158,61 @@ class Fact(Derived):
         default_factory=list, description="ids of the records that superseded it"
     )
 
+    links: ClassVar[tuple[tuple[str, str], ...]] = (
+        ("subject_id", "entity"),
+        ("object_id", "entity"),
+        ("entity_ids", "entity"),
+        ("replaced_by", "fact"),
+    )
+
     def search_text(self) -> str:
         return self.fact
 
-
-class Thesis(Derived):
-    """A proposition over several entities (PersonalAI thesis node, a hyperedge).
-
-    Like a fact, a superseded thesis keeps its row, with ``invalid_at`` and its successors.
-    """
-
-    kind: ClassVar[str] = "thesis"
-    text: str
-    entity_ids: list[str] = Field(default_factory=list)
-    invalid_at: datetime | None = None
-    replaced_by: list[str] = Field(default_factory=list)
-
-    def search_text(self) -> str:
-        return self.text
-
-
-class Category(Derived):
-    """A node of the category hierarchy. Layer 1 groups entities; layer i groups layer i-1.
-
-    ``parent_ids`` is many-to-many: a child may sit under several categories.
-    """
-
-    kind: ClassVar[str] = "category"
-    name: str
-    layer: int = Field(ge=1)
-    summary: str = Field(default="", description="what its members share, like an entity's")
-    tags: list[str] = Field(default_factory=list)
-    child_ids: list[str] = Field(default_factory=list)
-    parent_ids: list[str] = Field(default_factory=list)
-
-    def search_text(self) -> str:
-        if self.summary:
-            return f"{self.name}: {self.summary}"
-        return f"{self.name}: {', '.join(self.tags)}" if self.tags else self.name
-
-
-class EventFact(BaseModel):
-    """One line of an event's fact sheet: a short fact, when it happened if known, and
-    the turns (episode ids) it came from."""
-
-    text: str
-    when: str | None = None
-    turns: list[str] = Field(default_factory=list)
-
-
-class Event(Derived):
-    """A HiGMem event: a summary and a fact sheet (a timeline) over the turns it links.
-
-    ``turn_ids`` are the linked turns in the order they joined; ``sources`` holds one span
-    per linked turn, so a deleted turn drops out of the event's provenance. A fact given
-    as a plain string is read as a fact without date or links.
-    """
-
-    kind: ClassVar[str] = "event"
-    summary: str
-    facts: list[EventFact] = Field(default_factory=list)
-    turn_ids: list[str] = Field(default_factory=list)
-
-    @field_validator("facts", mode="before")
     @classmethod
-    def _plain_facts(cls, value: Any) -> Any:
-        if isinstance(value, list):
-            return [{"text": v} if isinstance(v, str) else v for v in value]
-        return value
-
-    def search_text(self) -> str:
-        return self.summary
-
-
-class TurnNote(Derived):
-    """A HiGMem turn node's metadata, derived from one turn (its only source) read in the
-    window of the turns before it: the episode itself is never changed.
-
-    ``dates`` are the relative or absolute date phrases of the turn resolved against the
-    turn's time (``{"phrase": ..., "date": "YYYY-MM-DD"}``); ``timestamp`` is the turn's
-    own time (ISO), or the date the turn is about when the analysis says so.
-    """
-
-    kind: ClassVar[str] = "turn_note"
-    turn_id: str
-    keywords: list[str] = Field(default_factory=list)
-    tags: list[str] = Field(default_factory=list)
-    context: str = ""
-    timestamp: str | None = None
-    dates: list[dict[str, str]] = Field(default_factory=list)
-
-    def search_text(self) -> str:
-        parts = [", ".join(self.keywords), self.context]
-        return " | ".join(p for p in parts if p)
+    def natural_keys(cls, records: Sequence[Derived]) -> Iterable[tuple[str, Any]]:
+        names = {r.id: r.name.casefold() for r in records if isinstance(r, Entity)}
+        for r in records:
+            if isinstance(r, cls):
+                ends = (names.get(r.subject_id, r.subject_id), names.get(r.object_id, r.object_id))
+                cited = tuple(sorted({s.episode for s in r.sources}))
+                yield "fact", (ends, r.relation, r.fact.casefold(), cited)
 
 
-class TreeNode(Derived):
-    """A MemTree node: aggregated content at a depth, with its parent (None for the root)."""
-
-    kind: ClassVar[str] = "tree_node"
-    parent_id: str | None = None
-    depth: int = Field(default=0, ge=0)
-    content: str = ""
-
-    def search_text(self) -> str:
-        return self.content
+#: every record kind known in this process, by name: the core's, and each design's once
+#: its package is imported (see :func:`record_kind`)
+DERIVED_KINDS: dict[str, type[Derived]] = {}
 
 
-class ConceptNode(Derived):
-    """A MindGraph concept; its sources are the spans of the verbatim quotes it came from.
-
-    ``label`` is the node's readable id within its graph, ``description`` its content;
-    ``graph`` names the graph it belongs to ("" for a namespace's own graph)."""
-
-    kind: ClassVar[str] = "concept_node"
-    label: str
-    description: str = ""
-    node_type: str = "concept"
-    chunk: int = 0
-    graph: str = ""
-
-    def search_text(self) -> str:
-        return f"{self.label}: {self.description}" if self.description else self.label
+def register_kind(cls: type[D]) -> type[D]:
+    """Declare a record kind (a class decorator): the stores read records of that kind
+    back as this class. A design declares its own kinds in its package; two classes may
+    not claim one name."""
+    if not cls.kind:
+        raise TypeError(f"{cls.__name__} has no kind")
+    known = DERIVED_KINDS.get(cls.kind)
+    if known is not None and known is not cls:
+        raise TypeError(f"record kind {cls.kind!r} is {known.__qualname__} already")
+    DERIVED_KINDS[cls.kind] = cls
+    return cls
 
 
-class ConceptEdge(Derived):
-    """A typed relation between two concept nodes, with its own provenance."""
+def load_kinds() -> dict[str, type[Derived]]:
+    """Every kind, the designs' included: imports the built-in designs and the installed
+    design plug-ins, which register their kinds as they load."""
+    from memstrata.engine.registry import load_designs
 
-    kind: ClassVar[str] = "concept_edge"
-    source_id: str
-    target_id: str
-    relation: str = ""
-    chunk: int = 0
-    graph: str = ""
-
-    def search_text(self) -> str:
-        return self.relation
+    load_designs()
+    return DERIVED_KINDS
 
 
-class Community(Derived):
-    """A group of concept nodes (Leiden community) and its cached report."""
-
-    kind: ClassVar[str] = "community"
-    level: int = 0
-    member_ids: list[str] = Field(default_factory=list)
-    report: str = ""
-    graph: str = Field(default="", description="hash of the graph it was computed for")
-    title: str = ""
-    rating: float = 0.0
-    findings: list[str] = Field(default_factory=list)
-
-    def search_text(self) -> str:
-        return self.report
+def record_kind(kind: str) -> type[Derived] | None:
+    """The class of a kind's records (loading the designs on the first unknown name);
+    None if no design declares it."""
+    return DERIVED_KINDS.get(kind) or load_kinds().get(kind)
 
 
-DERIVED_KINDS: dict[str, type[Derived]] = {
-    cls.kind: cls
-    for cls in (
-        Entity,
-        Fact,
-        Thesis,
-        Category,
-        Event,
-        TurnNote,
-        TreeNode,
-        ConceptNode,
-        ConceptEdge,
-        Community,
-    )
-}
-
-HitKind = Literal[
-    "episode",
-    "entity",
-    "fact",
-    "thesis",
-    "category",
-    "event",
-    "turn_note",
-    "tree_node",
-    "concept_node",
-    "community",
-]
+register_kind(Entity)
+register_kind(Fact)
 
 
 class Hit(BaseModel):

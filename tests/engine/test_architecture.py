@@ -29,12 +29,26 @@ def test_there_are_designs_to_check() -> None:
 
 def test_generic_code_names_no_design() -> None:
     """Reading the list of built-ins (``memstrata.designs.BUILTIN``) is allowed."""
-    generic = [PKG / "memory.py", PKG / "facade.py"]
-    for folder in ("cli", "engine", "eval", "store", "retrieval", "llm", "embed"):
+    generic = [PKG / "memory.py", PKG / "facade.py", PKG / "models.py"]
+    for folder in ("cli", "engine", "eval", "store", "retrieval", "llm", "embed", "service"):
         generic += sorted((PKG / folder).rglob("*.py"))
     for path in generic:
         named = {m for m in imports(path) if m.split(".")[1:3] in [["designs", d] for d in DESIGNS]}
         assert not named, f"{path.relative_to(PKG)} imports {sorted(named)}"
+
+
+def test_the_store_and_the_core_models_name_no_design_kind() -> None:
+    """A design's record kinds are its own: no string of the store's or the core models'
+    code names one (they read any kind through ``record_kind``)."""
+    from memstrata.engine.registry import Registry, _builtin_designs
+
+    kinds = set(Registry(_builtin_designs()).kinds)
+    assert {"tree_node", "category", "thesis"} <= kinds
+    for path in [PKG / "models.py", *sorted((PKG / "store").rglob("*.py"))]:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                named = {k for k in kinds if f"'{k}'" in node.value or node.value == k}
+                assert not named, f"{path.relative_to(PKG)} names the kind(s) {sorted(named)}"
 
 
 def test_no_design_imports_another() -> None:

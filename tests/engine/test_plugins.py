@@ -172,7 +172,7 @@ def test_installed_plugin_through_the_cli(
         run(env, tmp_path, "build", "--db", db, "--recipe", "tiny", "--json").stdout
     )
     assert report["builder"] == "keywords" and report["episodes"] == 3
-    assert report["failed"] == 0 and report["counts"] == {"thesis": 3}
+    assert report["failed"] == 0 and report["counts"] == {"keyword_set": 3}
 
     found = run(
         env,
@@ -185,7 +185,7 @@ def test_installed_plugin_through_the_cli(
     assert line["pending"] == 0
     hits = line["hits"]
     assert hits[0] == {
-        "kind": "thesis",
+        "kind": "keyword_set",
         "text": THESES["1"],
         "score": pytest.approx(2.0 / 61, abs=1e-6),  # weight 2 at rank 1, rrf_k 60
         "sources": ["1"],
@@ -206,12 +206,12 @@ def test_installed_plugin_through_the_api(
     with Memory.open(tmp_path / "m.db", embedder=embedder, recipe="tiny") as m:
         m.add_many(ROWS)  # inline mode: the plug-in's builder runs inside add_many
         ns = m.stats()["namespaces"][0]
-        assert ns["records"] == {"thesis": 3}
+        assert ns["records"] == {"keyword_set": 3}
         assert ns["builds"]["keywords"]["done"] == 3
 
         r = m.search("who is learning to fly?", recipe="tiny", k=2, max_tokens=None)
         assert r.pending == 0
-        assert [h.kind for h in r.hits] == ["thesis", "episode", "episode"]
+        assert [h.kind for h in r.hits] == ["keyword_set", "episode", "episode"]
         thesis = r.hits[0]
         assert thesis.text == THESES["2"] and thesis.sources == ["2"]
         assert thesis.ranks == {"keywords": 1} and thesis.spans[0].end == len(ROWS[1]["text"])
@@ -222,7 +222,7 @@ def test_installed_plugin_through_the_api(
 
         answer = m.ask("Who is learning to fly?")
         assert answer.extractive and not answer.abstained
-        assert "2" in answer.sources and any(h.kind == "thesis" for h in answer.hits)
+        assert "2" in answer.sources and any(h.kind == "keyword_set" for h in answer.hits)
 
         (node,) = m.show("biscuit")
         assert node.text == "keyword biscuit"

@@ -31,6 +31,7 @@ from memstrata.designs import system1
 from memstrata.designs.mnemis.builder import MnemisBuilder
 from memstrata.designs.mnemis.graph import Graph
 from memstrata.designs.mnemis.hierarchy import hierarchy_problems
+from memstrata.designs.personalai.records import Thesis
 from memstrata.embed.base import Embedder
 from memstrata.engine import (
     Builder,
@@ -47,7 +48,7 @@ from memstrata.engine import (
 from memstrata.llm import LLMBackendError, LLMClient, LLMError, Message, ScriptedBackend
 from memstrata.llm.types import Completion
 from memstrata.memory import AsyncMemory, Memory
-from memstrata.models import Episode, Span, Thesis
+from memstrata.models import Episode, Span
 from memstrata.store import Store, open_store
 
 # synthetic conversations ----------------------------------------------------------------

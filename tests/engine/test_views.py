@@ -106,8 +106,8 @@ def test_mindgraph_colours_its_concepts_by_community(tmp_path: Path, embedder) -
     import asyncio
 
     from memstrata import AsyncMemory
+    from memstrata.designs.mindgraph.records import Community
     from memstrata.designs.mindgraph.view import render
-    from memstrata.models import Community
 
     async def run() -> None:
         mem = await AsyncMemory.open(tmp_path / "m.db", embedder=embedder, recipe="mindgraph")

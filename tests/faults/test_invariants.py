@@ -10,9 +10,10 @@ from typing import Any
 import pytest
 from invariants import assert_sound, builder_records, check_store, expected_lines
 
+from memstrata.designs.memtree.records import TreeNode
 from memstrata.eval.faults import NS, conversation
 from memstrata.memory import Memory
-from memstrata.models import Entity, Fact, Span, TreeNode
+from memstrata.models import Entity, Fact, Span
 from memstrata.store import SQLiteStore
 
 LINES = conversation(30)

@@ -80,6 +80,8 @@ def test_an_unreachable_service_is_a_store_error() -> None:
     from memstrata.errors import StoreError
     from memstrata.eval.bench_serve import free_port
 
-    with RemoteMemory(f"http://127.0.0.1:{free_port()}", timeout=5) as memory:
-        with pytest.raises(StoreError, match="cannot reach the service"):
-            memory.search("anything")
+    with (
+        RemoteMemory(f"http://127.0.0.1:{free_port()}", timeout=5) as memory,
+        pytest.raises(StoreError, match="cannot reach the service"),
+    ):
+        memory.search("anything")

@@ -18,7 +18,8 @@ from pathlib import Path
 
 from test_conformance import prep
 
-from memstrata.models import Entity, Episode, Span, Thesis
+from memstrata.designs.personalai.records import Thesis
+from memstrata.models import Entity, Episode, Span
 from memstrata.store import SQLiteStore, Store
 
 HOST = socket.gethostname()

@@ -18,23 +18,14 @@ import numpy as np
 import pytest
 
 import pgtest
+from memstrata.designs.higmem.records import Event, TurnNote
+from memstrata.designs.memtree.records import TreeNode
+from memstrata.designs.mindgraph.records import Community, ConceptEdge, ConceptNode
+from memstrata.designs.mnemis.records import Category
+from memstrata.designs.personalai.records import Thesis
 from memstrata.errors import StoreError
 from memstrata.llm.types import LLMCallRecord
-from memstrata.models import (
-    DERIVED_KINDS,
-    Category,
-    Community,
-    ConceptEdge,
-    ConceptNode,
-    Derived,
-    Entity,
-    Event,
-    Fact,
-    Span,
-    Thesis,
-    TreeNode,
-    TurnNote,
-)
+from memstrata.models import DERIVED_KINDS, Derived, Entity, Fact, Span
 from memstrata.retrieval import documents
 from memstrata.store import PreparedEpisode, SearchFilters, Store, open_store
 

@@ -3,13 +3,15 @@ reports, run on every backend of ``test_conformance.BACKENDS`` (plus an SQLite u
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
 from test_conformance import add_embedded, corpus_eps, dense, keys_of, prep
 
-from memstrata.models import Category, Entity, Episode, Fact, Span
+from memstrata.designs.mnemis.records import Category
+from memstrata.models import Entity, Episode, Fact, Span
 from memstrata.store import SQLiteStore, Store
 from memstrata.store.base import DeleteReport, same_episode
 from memstrata.store.sqlite import _migrations, _split_sql
@@ -250,3 +252,51 @@ def test_records_of_a_version_3_file_have_no_owner_until_adopted(tmp_path: Path)
     assert store.unowned_records() == {}
     assert [r.builder for r in store.get_records("ns", "entity", builder="x")] == ["x"]
     store.close()
+
+
+def test_a_version_7_file_keeps_its_hierarchy_links_as_record_links(tmp_path: Path) -> None:
+    """v8 drops the per-kind tables and renames the hierarchy's link table: links written
+    by v7 still cascade when a child goes."""
+    path = tmp_path / "v7.db"
+    old_store(path, 7)
+    conn = sqlite3.connect(path)
+    conn.execute("INSERT INTO namespaces(name, created_at) VALUES ('ns', '2024-01-01')")
+    conn.execute("CREATE VIRTUAL TABLE fts_1 USING fts5(body)")
+    for key, text in ((1, "Ana"), (2, "Ben")):
+        conn.execute(
+            "INSERT INTO episodes(namespace_id, external_id, text, seq, content_hash, "
+            "created_at) VALUES (1, ?, ?, ?, ?, '2024-01-01')",
+            (f"e{key}", text, key, bytes([key])),
+        )
+    for rid, kind, data, episode in (
+        ("a", "entity", {"id": "a", "namespace": "ns", "name": "Ana"}, 1),
+        ("b", "entity", {"id": "b", "namespace": "ns", "name": "Ben"}, 2),
+        ("c", "category", {"id": "c", "namespace": "ns", "name": "people", "layer": 1,
+                           "child_ids": ["a", "b"]}, 2),
+    ):  # fmt: skip
+        conn.execute(
+            "INSERT INTO records(id, namespace_id, kind, data, created_at, updated_at, builder) "
+            "VALUES (?,1,?,?,'2024-01-01','2024-01-01','mnemis')",
+            (rid, kind, json.dumps(data)),
+        )
+        conn.execute("INSERT INTO provenance VALUES (?,?,0,3)", (rid, episode))
+    conn.executemany("INSERT INTO category_links VALUES ('c', ?)", [("a",), ("b",)])
+    conn.commit()
+    conn.close()
+
+    store = SQLiteStore(path)
+    try:
+        assert store.schema_version() == 8
+        tables = {
+            r[0] for r in store._conn.execute("SELECT name FROM sqlite_master WHERE type='table'")
+        }
+        assert "record_links" in tables
+        assert not tables & {"category_links", "entities", "facts", "categories", "tree_nodes"}
+        assert store.delete_episodes("ns", ["e1"]) == 1  # Ana's entity rests on it alone
+        assert [r.id for r in store.get_records("ns", "entity", builder="mnemis")] == ["b"]
+        (cat,) = store.get_records("ns", "category", builder="mnemis")
+        assert isinstance(cat, Category) and cat.child_ids == ["b"]
+        links = store._conn.execute("SELECT parent_id, child_id FROM record_links").fetchall()
+        assert links == [("c", "b")]
+    finally:
+        store.close()

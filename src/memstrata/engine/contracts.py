@@ -31,7 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from memstrata.embed.base import Embedder
 from memstrata.llm.base import LLMClient
-from memstrata.models import Episode, Hit
+from memstrata.models import Derived, Episode, Hit
 from memstrata.store.base import Repairs, SearchFilters, Store
 
 Tier = Literal["heuristic", "llm"]
@@ -326,6 +326,9 @@ class Design:
     reader: type[Reader] | None = None
     #: pictures of its records for the explorer (memstrata.engine.views.DesignView)
     views: Sequence[Any] = ()
+    #: the record kinds it builds beyond the core's Entity and Fact: the stores read them
+    #: back by their ``kind`` once the design is loaded
+    records: Sequence[type[Derived]] = ()
 
 
 def elapsed(t0: float) -> float:

@@ -12,6 +12,7 @@ configured recipe may replace a design's recipe of the same name.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import logging
 from collections.abc import Mapping, Sequence
@@ -25,6 +26,7 @@ from memstrata.engine.contracts import Answerer, Builder, Design, Reader, Route
 from memstrata.engine.recipe import Recipe
 from memstrata.engine.views import DesignView
 from memstrata.errors import ConfigError
+from memstrata.models import DERIVED_KINDS, Derived, register_kind
 
 ENTRY_POINT_GROUP = "memstrata.designs"
 logger = logging.getLogger("memstrata.engine")
@@ -53,6 +55,13 @@ def _plugin_designs() -> tuple[list[Design], list[str]]:
     return designs, errors
 
 
+@functools.cache
+def load_designs() -> Registry:
+    """The built-in and installed designs, loaded once per process: what declares the
+    designs' record kinds to the stores (see :func:`memstrata.models.record_kind`)."""
+    return Registry.load()
+
+
 class Registry:
     """Every registered design's parts and recipes, by name."""
 
@@ -67,6 +76,7 @@ class Registry:
         self.origin: dict[str, str] = {}
         self.errors: list[str] = []
         self.views: dict[str, tuple[str, DesignView]] = {}  # name -> (design, view)
+        self.kinds: dict[str, type[Derived]] = {}  # record kinds the designs declare
         for design in designs:
             self._add(design)
         for name, recipe in (extra_recipes or {}).items():
@@ -74,6 +84,8 @@ class Registry:
             self.origin[name] = "config"
         for name, recipe in self.recipes.items():
             self._check(name, recipe)
+        for cls in self.kinds.values():  # a registry that holds together: its kinds count
+            register_kind(cls)
 
     @classmethod
     def load(cls, extra_recipes: Mapping[str, Recipe] | None = None) -> Registry:
@@ -102,6 +114,16 @@ class Registry:
         _put(self.builders, design.builders, design.name)
         _put(self.routes, design.routes, design.name)
         _put(self.answerers, design.answerers, design.name)
+        for cls in design.records:
+            known = self.kinds.get(cls.kind) or DERIVED_KINDS.get(cls.kind)
+            if not cls.kind:
+                raise ConfigError(f"design {design.name!r}: {cls.__qualname__} has no kind")
+            if known is not None and known is not cls:
+                raise ConfigError(
+                    f"design {design.name!r}: record kind {cls.kind!r} is "
+                    f"{known.__qualname__} already"
+                )
+            self.kinds[cls.kind] = cls
         for view in design.views:
             if view.name in self.views:
                 raise ConfigError(f"design {design.name!r}: view {view.name!r} exists")

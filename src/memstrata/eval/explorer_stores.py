@@ -20,7 +20,7 @@ from typing import Any
 from memstrata import Memory
 from memstrata.errors import InvalidInputError
 from memstrata.eval import locomo
-from memstrata.models import Category, Derived, Entity, Fact, Span
+from memstrata.models import Derived, Entity, Fact, Span, record_kind
 
 #: the built-in recipes that build structures (the others only index episodes)
 RECIPES = ("mnemis", "personalai", "higmem", "memtree", "mindgraph")
@@ -161,23 +161,28 @@ def synthetic_mnemis(db: Path, entities: int, namespace: str, seed: int = 5) -> 
 
 
 def _categories(namespace: str, children: list[Derived], layer: int, size: int) -> list[Derived]:
-    """Categories of ``size`` consecutive children each; a child's parent ids are set."""
+    """Categories of ``size`` consecutive children each; a child's parent ids are set.
+    (Mnemis's kind, read through the registry as any code outside the design does.)"""
+    category = record_kind("category")
+    assert category is not None, "the mnemis design is not installed"
     out: list[Derived] = []
     for n, at in enumerate(range(0, len(children), size)):
         group = children[at : at + size]
         cid = f"cat-{layer}-{n:04d}"
         for child in group:
-            if isinstance(child, Category):
-                child.parent_ids.append(cid)
+            if isinstance(child, category):
+                getattr(child, "parent_ids").append(cid)  # noqa: B009
         out.append(
-            Category(
-                id=cid,
-                namespace=namespace,
-                name=f"group {layer}.{n}",
-                layer=layer,
-                summary=f"{len(group)} people who met",
-                child_ids=[c.id for c in group],
-                sources=list(group[0].sources[:1]),
+            category.model_validate(
+                {
+                    "id": cid,
+                    "namespace": namespace,
+                    "name": f"group {layer}.{n}",
+                    "layer": layer,
+                    "summary": f"{len(group)} people who met",
+                    "child_ids": [c.id for c in group],
+                    "sources": list(group[0].sources[:1]),
+                }
             )
         )
     return out

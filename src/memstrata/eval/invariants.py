@@ -25,21 +25,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from memstrata.models import (
-    DERIVED_KINDS,
-    Category,
-    Community,
-    ConceptEdge,
-    ConceptNode,
-    Derived,
-    Entity,
-    Episode,
-    Event,
-    Fact,
-    Thesis,
-    TreeNode,
-    TurnNote,
-)
+from memstrata.models import Derived, Episode, load_kinds
 from memstrata.store.base import Store
 
 if TYPE_CHECKING:
@@ -90,9 +76,7 @@ def all_episodes(store: Store, namespace: str) -> list[Episode]:
 
 
 def builder_records(store: Store, namespace: str, builder: str) -> list[Derived]:
-    return [
-        r for kind in DERIVED_KINDS for r in store.get_records(namespace, kind, builder=builder)
-    ]
+    return [r for kind in load_kinds() for r in store.get_records(namespace, kind, builder=builder)]
 
 
 def check_episodes(
@@ -114,24 +98,6 @@ def check_episodes(
                 if key in want and want[key] != getattr(ep, key):
                     findings.altered.append(f"episode {ep.id}: {key} differs from the input")
     return stored
-
-
-# the ids a record names, by kind: (field, kind it must be, or "episode")
-LINKS: dict[type[Derived], tuple[tuple[str, str], ...]] = {
-    Fact: (
-        ("subject_id", "entity"),
-        ("object_id", "entity"),
-        ("entity_ids", "entity"),
-        ("replaced_by", "fact"),
-    ),
-    Thesis: (("entity_ids", "entity"), ("replaced_by", "thesis")),
-    Category: (("child_ids", "category|entity"), ("parent_ids", "category")),
-    Event: (("turn_ids", "episode"),),
-    TurnNote: (("turn_id", "episode"),),
-    TreeNode: (("parent_id", "tree_node"),),
-    ConceptEdge: (("source_id", "concept_node"), ("target_id", "concept_node")),
-    Community: (("member_ids", "concept_node"),),
-}
 
 
 def _linked(record: Derived, name: str) -> list[str]:
@@ -163,7 +129,7 @@ def check_records(
                     f"{builder} {rec.kind} {rec.id} cites {span.episode}"
                     f"[{span.start}:{span.end}], outside its text"
                 )
-        for name, kinds in LINKS.get(type(rec), ()):
+        for name, kinds in type(rec).links:
             for ref in _linked(rec, name):
                 if kinds == "episode":
                     ok = ref in texts
@@ -179,12 +145,15 @@ def check_records(
 
 
 def _orphans(builder: str, records: Sequence[Derived], texts: Mapping[str, str]) -> list[str]:
-    """Records resting on no existing episode. A tree node rests on its own sources or
-    on any node beneath it; the root of an empty tree on nothing, which is fine."""
+    """Records resting on no existing episode. A record of a kind with a ``parent_field``
+    (a tree's node) rests on its own sources or on any record beneath it; a root
+    (``is_root``: an empty tree's) on nothing, which is fine."""
     children: dict[str, list[str]] = {}
     for rec in records:
-        if isinstance(rec, TreeNode) and rec.parent_id is not None:
-            children.setdefault(rec.parent_id, []).append(rec.id)
+        field_name = type(rec).parent_field
+        parent = getattr(rec, field_name) if field_name else None
+        if parent is not None:
+            children.setdefault(parent, []).append(rec.id)
     by_id = {r.id: r for r in records}
     grounded: dict[str, bool] = {}
 
@@ -200,8 +169,8 @@ def _orphans(builder: str, records: Sequence[Derived], texts: Mapping[str, str])
 
     out = []
     for rec in records:
-        if isinstance(rec, TreeNode) and rec.parent_id is None and rec.depth == 0:
-            continue  # the root: an aggregate of nothing until the first leaf
+        if rec.is_root():
+            continue
         if not rests(rec.id):
             out.append(f"{builder} {rec.kind} {rec.id} rests on no existing episode")
     return out
@@ -214,33 +183,10 @@ def _content(rec: Derived) -> str:
 
 
 def _natural_keys(records: Sequence[Derived]) -> Iterable[tuple[str, Any]]:
-    """(kind, key) pairs that are unique in a sound build of each built-in design."""
-    parents = {r.parent_id for r in records if isinstance(r, TreeNode) and r.parent_id}
-    names = {r.id: r.name.casefold() for r in records if isinstance(r, Entity)}
-    labels = {r.id: (r.graph, r.label.casefold()) for r in records if isinstance(r, ConceptNode)}
-    for r in records:
-        if isinstance(r, Entity):
-            yield "entity", r.name.casefold()
-        elif isinstance(r, Fact):
-            ends = (names.get(r.subject_id, r.subject_id), names.get(r.object_id, r.object_id))
-            cited = tuple(sorted({s.episode for s in r.sources}))
-            yield "fact", (ends, r.relation, r.fact.casefold(), cited)
-        elif isinstance(r, Thesis):
-            yield "thesis", (r.text.casefold(), tuple(sorted({s.episode for s in r.sources})))
-        elif isinstance(r, Category):
-            yield "category", (r.layer, tuple(sorted(r.child_ids)))
-        elif isinstance(r, TurnNote):
-            yield "turn_note", r.turn_id
-        elif isinstance(r, Event):
-            yield "event", tuple(sorted(r.turn_ids))
-        elif isinstance(r, TreeNode) and r.id not in parents and r.parent_id is not None:
-            # a leaf: one per episode folded in
-            yield "tree_leaf", tuple(sorted({s.episode for s in r.sources}))
-        elif isinstance(r, ConceptNode):
-            yield "concept_node", (r.graph, r.node_type, r.label.casefold())
-        elif isinstance(r, ConceptEdge):
-            pair = (labels.get(r.source_id, r.source_id), labels.get(r.target_id, r.target_id))
-            yield "concept_edge", (r.graph, pair, r.relation)
+    """(name, key) pairs that are unique in a sound build: each kind states its own
+    (:meth:`~memstrata.models.Derived.natural_keys`)."""
+    for cls in dict.fromkeys(type(r) for r in records):
+        yield from cls.natural_keys(records)
 
 
 def _duplicates(builder: str, records: Sequence[Derived]) -> list[str]:

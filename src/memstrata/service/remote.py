@@ -82,9 +82,7 @@ class AsyncRemoteMemory:
         params: Mapping[str, Sequence[str]] | None = None,
     ) -> Any:
         if self._session is None:
-            self._session = aiohttp.ClientSession(
-                headers=self._headers, timeout=self._timeout
-            )
+            self._session = aiohttp.ClientSession(headers=self._headers, timeout=self._timeout)
         query = [(name, v) for name, values in (params or {}).items() for v in values]
         url = URL(self.base_url + path, encoded=True)  # the path is quoted already
         try:

@@ -15,8 +15,9 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
 
 from memstrata.errors import StoreError
-from memstrata.models import DERIVED_KINDS, Category, ConceptEdge, Derived, Entity, Fact, TreeNode
+from memstrata.models import Derived, load_kinds, record_kind
 from memstrata.store.base import RemovedEpisode, Repairs
+from memstrata.store.links import children, without
 from memstrata.store.sqlite_common import _chunks, _iso, _now
 
 
@@ -109,7 +110,7 @@ class DerivedRecords:
                     "data=excluded.data, updated_at=excluded.updated_at",
                     (rec.id, ns_id, rec.kind, data, created, now, owner),
                 )
-                self._put_kind_columns(conn, rec)
+                self._put_links(conn, rec)
                 conn.execute("DELETE FROM provenance WHERE record_id=?", (rec.id,))
                 for span in rec.sources:
                     row = conn.execute(
@@ -125,18 +126,18 @@ class DerivedRecords:
                         "INSERT OR IGNORE INTO provenance VALUES (?,?,?,?)",
                         (rec.id, row[0], span.start, span.end),
                     )
-            if conn.execute("PRAGMA foreign_key_check(category_links)").fetchone():
+            if conn.execute("PRAGMA foreign_key_check(record_links)").fetchone():
                 missing = sorted(
                     r[0]
                     for r in conn.execute(
-                        "SELECT DISTINCT child_id FROM category_links WHERE child_id NOT IN "
+                        "SELECT DISTINCT child_id FROM record_links WHERE child_id NOT IN "
                         "(SELECT id FROM records) UNION SELECT DISTINCT parent_id FROM "
-                        "category_links WHERE parent_id NOT IN (SELECT id FROM records)"
+                        "record_links WHERE parent_id NOT IN (SELECT id FROM records)"
                     )
                 )
                 raise StoreError(
-                    f"category links name records that do not exist: {missing[:5]}; write "
-                    "children before or together with their categories"
+                    f"record links name records that do not exist: {missing[:5]}; write "
+                    "children before or together with the records that link them"
                 )
 
     def records_stamp(self, namespace: str) -> tuple[int, str]:
@@ -151,31 +152,15 @@ class DerivedRecords:
             return (int(row[0]), str(row[1]))
 
     @staticmethod
-    def _put_kind_columns(conn: sqlite3.Connection, rec: Derived) -> None:
-        if isinstance(rec, Entity):
-            conn.execute("INSERT OR REPLACE INTO entities VALUES (?,?)", (rec.id, rec.name))
-        elif isinstance(rec, Fact):
-            conn.execute(
-                "INSERT OR REPLACE INTO facts VALUES (?,?,?,?,?)",
-                (rec.id, rec.subject_id, rec.object_id, _iso(rec.valid_at), _iso(rec.invalid_at)),
-            )
-        elif isinstance(rec, Category):
-            conn.execute("INSERT OR REPLACE INTO categories VALUES (?,?)", (rec.id, rec.layer))
-            conn.execute("DELETE FROM category_links WHERE parent_id=?", (rec.id,))
-            conn.executemany(
-                "INSERT OR IGNORE INTO category_links VALUES (?,?)",
-                [(rec.id, child) for child in rec.child_ids],
-            )
-        elif isinstance(rec, TreeNode):
-            conn.execute(
-                "INSERT OR REPLACE INTO tree_nodes VALUES (?,?,?)",
-                (rec.id, rec.parent_id, rec.depth),
-            )
-        elif isinstance(rec, ConceptEdge):
-            conn.execute(
-                "INSERT OR REPLACE INTO concept_edges VALUES (?,?,?)",
-                (rec.id, rec.source_id, rec.target_id),
-            )
+    def _put_links(conn: sqlite3.Connection, rec: Derived) -> None:
+        """The record's links (a kind with ``link_fields``), replacing its earlier ones."""
+        if type(rec).link_fields is None:
+            return
+        conn.execute("DELETE FROM record_links WHERE parent_id=?", (rec.id,))
+        conn.executemany(
+            "INSERT OR IGNORE INTO record_links VALUES (?,?)",
+            [(rec.id, child) for child in children(rec)],
+        )
 
     def get_records(
         self,
@@ -185,9 +170,9 @@ class DerivedRecords:
         *,
         builder: str | None,
     ) -> list[Derived]:
-        model = DERIVED_KINDS.get(kind)
+        model = record_kind(kind)
         if model is None:
-            raise StoreError(f"unknown record kind {kind!r}; known: {sorted(DERIVED_KINDS)}")
+            raise StoreError(f"unknown record kind {kind!r}; known: {sorted(load_kinds())}")
         owned, args = ("", ()) if builder is None else (" AND builder=?", (builder,))
         with self._lock:
             ns_id = self._ns_id(namespace)
@@ -320,7 +305,7 @@ class DerivedRecords:
                 out.changed[ref] = data
             else:
                 tomb = json.loads(data)
-                model = DERIVED_KINDS.get(tomb["kind"])
+                model = record_kind(tomb["kind"])
                 if model is not None:
                     rec = model.model_validate(tomb["record"])
                     rec.builder = builder
@@ -347,35 +332,28 @@ class DerivedRecords:
 
     @staticmethod
     def _unlink(conn: sqlite3.Connection, gone: set[str]) -> set[str]:
-        """Categories linked to records about to go drop them from ``child_ids`` and
-        ``parent_ids``, so the JSON stays in step with ``category_links`` (whose rows the
-        deletion cascades) and no reader meets a dangling id. Returns the ids changed."""
+        """Records linked to records about to go drop them from their link fields, so the
+        JSON stays in step with ``record_links`` (whose rows the deletion cascades) and no
+        reader meets a dangling id. Returns the ids changed."""
         linked: set[str] = set()
         for chunk in _chunks(sorted(gone), 500):
             marks = ",".join("?" * len(chunk))
             linked.update(
                 r[0]
                 for r in conn.execute(
-                    f"SELECT parent_id FROM category_links WHERE child_id IN ({marks}) "
-                    f"UNION SELECT child_id FROM category_links WHERE parent_id IN ({marks})",
+                    f"SELECT parent_id FROM record_links WHERE child_id IN ({marks}) "
+                    f"UNION SELECT child_id FROM record_links WHERE parent_id IN ({marks})",
                     (*chunk, *chunk),
                 )
             )
         now = _now()
         changed: set[str] = set()
         for rec_id in sorted(linked - gone):
-            row = conn.execute(
-                "SELECT data FROM records WHERE id=? AND kind='category'", (rec_id,)
-            ).fetchone()
-            if row is None:
+            row = conn.execute("SELECT kind, data FROM records WHERE id=?", (rec_id,)).fetchone()
+            data = None if row is None else without(row[0], row[1], gone)
+            if data is None:
                 continue
-            data = json.loads(row[0])
-            for key in ("child_ids", "parent_ids"):
-                data[key] = [i for i in data.get(key, []) if i not in gone]
-            conn.execute(
-                "UPDATE records SET data=?, updated_at=? WHERE id=?",
-                (json.dumps(data), now, rec_id),
-            )
+            conn.execute("UPDATE records SET data=?, updated_at=? WHERE id=?", (data, now, rec_id))
             changed.add(rec_id)
         return changed
 

@@ -17,7 +17,6 @@ import numpy as np
 from numpy.typing import NDArray
 
 from memstrata.errors import StoreError
-from memstrata.models import DERIVED_KINDS, Derived
 from memstrata.store.base import check_namespace
 from memstrata.store.dump import (
     CallRow,
@@ -56,8 +55,6 @@ class Transfer:
         def _write(self) -> AbstractContextManager[sqlite3.Connection]: ...
         def _ns_id(self, namespace: str, create: bool = False) -> int | None: ...
         def mark_written(self, namespace: str) -> None: ...
-        @staticmethod
-        def _put_kind_columns(conn: sqlite3.Connection, rec: Derived) -> None: ...
 
     @contextmanager
     def _snapshot(self) -> Iterator[sqlite3.Connection]:
@@ -106,7 +103,7 @@ class Transfer:
             dump.links = [
                 (r[0], r[1])
                 for r in conn.execute(
-                    "SELECT l.parent_id, l.child_id FROM category_links l JOIN records r "
+                    "SELECT l.parent_id, l.child_id FROM record_links l JOIN records r "
                     "ON r.id=l.parent_id WHERE r.namespace_id=? ORDER BY 1, 2",
                     (ns_id,),
                 )
@@ -234,10 +231,7 @@ class Transfer:
                 "builder) VALUES (?,?,?,?,?,?,?)",
                 (rec.id, ns_id, rec.kind, rec.data, rec.created_at, rec.updated_at, rec.builder),
             )
-            model = DERIVED_KINDS.get(rec.kind)
-            if model is not None:  # the per-kind columns (and the links of a category)
-                self._put_kind_columns(conn, model.model_validate_json(rec.data))
-        conn.executemany("INSERT OR IGNORE INTO category_links VALUES (?,?)", dump.links)
+        conn.executemany("INSERT OR IGNORE INTO record_links VALUES (?,?)", dump.links)
         conn.executemany(
             "INSERT INTO provenance VALUES (?,?,?,?)",
             [(rid, key_of(key, ep), start, end) for rid, ep, start, end in dump.provenance],

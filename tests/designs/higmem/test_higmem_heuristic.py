@@ -16,6 +16,7 @@ from memstrata.cli.main import app
 from memstrata.designs.higmem.builder import HiGMemBuilder, HiGMemParams
 from memstrata.designs.higmem.layer import Layers, layer_problems
 from memstrata.designs.higmem.notes import analyse, resolve_dates
+from memstrata.designs.higmem.records import TurnNote
 from memstrata.designs.higmem.route import (
     Candidate,
     GuidedParams,
@@ -28,7 +29,7 @@ from memstrata.designs.higmem.route import (
 from memstrata.engine.contracts import Context
 from memstrata.eval.metrics import evidence_set_metrics
 from memstrata.memory import Memory
-from memstrata.models import Episode, TurnNote
+from memstrata.models import Episode
 from memstrata.retrieval.system1 import parse_period
 from memstrata.retrieval.text import stem, stems
 

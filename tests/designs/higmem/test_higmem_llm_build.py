@@ -10,8 +10,8 @@ from higmem_helpers import NS, ByFamily, add_turns, analysis_reply, llm_ctx
 
 from memstrata.designs.higmem.builder import HiGMemBuilder, HiGMemParams, layer_cache
 from memstrata.designs.higmem.layer import Layers, layer_problems
+from memstrata.designs.higmem.records import Event, TurnNote
 from memstrata.llm.fence import unfence
-from memstrata.models import Event, TurnNote
 
 TURNS = [
     ("s1", "Ana" if i % 2 == 0 else "Ben", f"Turn number {i} about hiking trips.") for i in range(8)

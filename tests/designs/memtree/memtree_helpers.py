@@ -7,8 +7,9 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from memstrata.designs.memtree.records import TreeNode
 from memstrata.designs.memtree.tree import Tree
-from memstrata.models import Episode, Span, TreeNode
+from memstrata.models import Episode, Span
 from memstrata.store import PreparedEpisode, SQLiteStore
 
 NS = "t"

@@ -10,8 +10,9 @@ import pytest
 
 from memstrata.designs.mindgraph.communities import ReportCache, partition
 from memstrata.designs.mindgraph.graph import ConceptGraph, Edge, Node
+from memstrata.designs.mindgraph.records import Community
 from memstrata.llm import LLMClient, ScriptedBackend
-from memstrata.models import Community, Span
+from memstrata.models import Span
 from memstrata.store import SQLiteStore
 
 

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from memstrata.designs.mindgraph.reader import load_graph
+from memstrata.designs.mindgraph.records import ConceptNode
 from memstrata.engine.contracts import Context
 from memstrata.memory import Memory
-from memstrata.models import ConceptNode
 from memstrata.reading import document_namespace
 
 pytestmark = pytest.mark.slow

@@ -11,13 +11,13 @@ from pathlib import Path
 
 from memstrata.config import Config
 from memstrata.designs.mindgraph.builder import MindGraphBuilder
+from memstrata.designs.mindgraph.records import ConceptEdge, ConceptNode
 from memstrata.engine.contracts import Context
 from memstrata.importers import jsonl
 from memstrata.ingest import prepare_episode
 from memstrata.llm import LLMClient, MemoryUsageSink, ScriptedBackend
 from memstrata.llm.types import Message
 from memstrata.memory import Memory
-from memstrata.models import ConceptEdge, ConceptNode
 
 
 def sample() -> list[dict]:

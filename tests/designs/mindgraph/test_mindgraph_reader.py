@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 from memstrata.cli.main import app
 from memstrata.config import Config
 from memstrata.designs.mindgraph.reader import MindGraphReader, ReaderParams, load_graph
+from memstrata.designs.mindgraph.records import Community
 from memstrata.engine.contracts import Context
 from memstrata.errors import ConfigError, InvalidInputError
 from memstrata.ingest import prepare_episode
@@ -23,7 +24,6 @@ from memstrata.llm import LLMClient, MemoryUsageSink, ScriptedBackend
 from memstrata.llm.fence import unfence
 from memstrata.llm.types import Message
 from memstrata.memory import Memory
-from memstrata.models import Community
 from memstrata.reading import document_namespace
 from memstrata.retrieval.chunking import chunk_spans
 from memstrata.retrieval.context import count_tokens

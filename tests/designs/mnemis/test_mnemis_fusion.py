@@ -14,11 +14,12 @@ from memstrata.config import Config
 from memstrata.designs.mnemis.global_selection import SelectionParams, select_heuristic
 from memstrata.designs.mnemis.graph import SPEAKER_CATEGORY, Graph
 from memstrata.designs.mnemis.hierarchy import Hierarchy
+from memstrata.designs.mnemis.records import Category
 from memstrata.designs.mnemis.route import EpisodeUnion, MnemisRoute
 from memstrata.llm import LLMClient
 from memstrata.llm.scripted import ScriptedBackend
 from memstrata.memory import Memory
-from memstrata.models import Category, Entity, Span
+from memstrata.models import Entity, Span
 from memstrata.store import SQLiteStore, Store
 from memstrata.store.base import SearchFilters
 

@@ -10,10 +10,11 @@ from memstrata.designs.mnemis.global_selection import select_llm
 from memstrata.designs.mnemis.graph import Graph
 from memstrata.designs.mnemis.hierarchy import Hierarchy, HierarchyParams
 from memstrata.designs.mnemis.prompts import category_grouper, node_selector
+from memstrata.designs.mnemis.records import Category
 from memstrata.llm import LLMClient
 from memstrata.llm.fence import unfence
 from memstrata.llm.scripted import ScriptedBackend
-from memstrata.models import Category, Entity, Episode, Span
+from memstrata.models import Entity, Episode, Span
 from memstrata.store import PreparedEpisode, SQLiteStore
 
 

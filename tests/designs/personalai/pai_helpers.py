@@ -8,9 +8,10 @@ from collections.abc import Sequence
 import numpy as np
 
 from memstrata.designs.personalai.graph import OBJECT, PAGraph, Topology, name_key
+from memstrata.designs.personalai.records import Thesis
 from memstrata.designs.personalai.retrieve import Query
 from memstrata.embed.base import Embedder
-from memstrata.models import Entity, Fact, Span, Thesis
+from memstrata.models import Entity, Fact, Span
 from memstrata.store import PreparedEpisode, SQLiteStore
 
 NS = "t"

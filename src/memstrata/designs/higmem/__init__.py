@@ -18,6 +18,7 @@ from __future__ import annotations
 from memstrata.designs.higmem.answer import HiGMemAnswerer
 from memstrata.designs.higmem.builder import HiGMemBuilder
 from memstrata.designs.higmem.recipe import RECIPES
+from memstrata.designs.higmem.records import Event, TurnNote
 from memstrata.designs.higmem.route import GuidedRoute
 from memstrata.designs.higmem.show import show
 from memstrata.designs.higmem.view import VIEWS
@@ -31,5 +32,6 @@ design = Design(
     recipes=RECIPES,
     show=show,
     views=VIEWS,
+    records=(Event, TurnNote),
     description="Turn and event layers, event-guided retrieval, compact evidence sets.",
 )

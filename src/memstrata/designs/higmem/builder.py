@@ -25,11 +25,12 @@ from memstrata.designs.higmem import events as ev_rules
 from memstrata.designs.higmem import prompts
 from memstrata.designs.higmem.layer import BUILDER, LayerCache, Layers, layer_problems
 from memstrata.designs.higmem.notes import analyse, note_text, turn_body
+from memstrata.designs.higmem.records import Event, EventFact, TurnNote
 from memstrata.engine.contracts import Builder, Context, StepResult
 from memstrata.engine.removal import following, leaked, removed_terms
 from memstrata.errors import ConfigError
 from memstrata.llm.base import LLMClient
-from memstrata.models import Episode, Event, EventFact, Span, TurnNote
+from memstrata.models import Episode, Span
 from memstrata.retrieval import documents
 from memstrata.retrieval.text import content_terms
 from memstrata.store.base import Repairs

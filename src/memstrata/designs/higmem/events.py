@@ -31,7 +31,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from memstrata.designs.higmem.layer import Layers, Vec
-from memstrata.models import Episode, EventFact, TurnNote
+from memstrata.designs.higmem.records import EventFact, TurnNote
+from memstrata.models import Episode
 from memstrata.retrieval.text import content_terms, sentences
 
 SUMMARY_SENTENCES = 2

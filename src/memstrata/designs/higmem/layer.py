@@ -17,9 +17,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from memstrata.designs.higmem.notes import turn_body
+from memstrata.designs.higmem.records import Event, TurnNote
 from memstrata.embed.base import Embedder
 from memstrata.embed.cache import embed_cached
-from memstrata.models import Derived, Episode, Event, Span, TurnNote
+from memstrata.models import Derived, Episode, Span
 from memstrata.retrieval.text import stems
 from memstrata.store.base import Store
 

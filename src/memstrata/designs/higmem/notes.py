@@ -20,7 +20,8 @@ from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
-from memstrata.models import Episode, Span, TurnNote
+from memstrata.designs.higmem.records import TurnNote
+from memstrata.models import Episode, Span
 from memstrata.retrieval.documents import caption_of
 from memstrata.retrieval.text import content_terms, sentences, words
 

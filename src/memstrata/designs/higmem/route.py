@@ -27,10 +27,11 @@ from memstrata.designs.higmem import prompts
 from memstrata.designs.higmem.builder import BUILDER, layer_cache, stamp
 from memstrata.designs.higmem.layer import Layers, unit
 from memstrata.designs.higmem.notes import turn_body
+from memstrata.designs.higmem.records import TurnNote
 from memstrata.embed.cache import embed_cached
 from memstrata.engine.contracts import Context, Route
 from memstrata.llm.base import LLMClient
-from memstrata.models import Episode, Hit, Span, TurnNote
+from memstrata.models import Episode, Hit, Span
 from memstrata.retrieval import documents
 from memstrata.retrieval.system1 import (
     DEFAULT_SYSTEM1,

@@ -4,9 +4,9 @@ turns it links (with each turn's keywords)."""
 from __future__ import annotations
 
 from memstrata.designs.higmem.layer import BUILDER
+from memstrata.designs.higmem.records import Event, TurnNote
 from memstrata.engine.contracts import Context
 from memstrata.engine.views import DesignView, View, ViewNode, ViewQuery, short, tree
-from memstrata.models import Event, TurnNote
 
 
 def render(ctx: Context, namespace: str, query: ViewQuery) -> View:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from memstrata.designs.memtree.builder import MemTreeBuilder
 from memstrata.designs.memtree.recipe import RECIPES
+from memstrata.designs.memtree.records import TreeNode
 from memstrata.designs.memtree.route import MemTreeRoute
 from memstrata.designs.memtree.show import show
 from memstrata.designs.memtree.view import VIEWS
@@ -29,5 +30,6 @@ design = Design(
     recipes=RECIPES,
     show=show,
     views=VIEWS,
+    records=(TreeNode,),
     description="Dynamic tree memory: online hierarchical aggregation, collapsed retrieval.",
 )

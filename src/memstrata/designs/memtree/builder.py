@@ -26,10 +26,11 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from memstrata.designs.memtree.aggregate import extractive_aggregate
+from memstrata.designs.memtree.records import TreeNode
 from memstrata.designs.memtree.tree import BUILDER, Tree, TreeCache, Vec, tree_problems
 from memstrata.engine.contracts import Builder, Context, StepResult
 from memstrata.errors import ConfigError
-from memstrata.models import Episode, Span, TreeNode
+from memstrata.models import Episode, Span
 from memstrata.retrieval.chunking import chunk_spans
 from memstrata.store.base import Repairs
 

@@ -22,9 +22,10 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 from numpy.typing import NDArray
 
+from memstrata.designs.memtree.records import TreeNode
 from memstrata.embed.base import Embedder
 from memstrata.embed.cache import embed_cached
-from memstrata.models import Derived, Span, TreeNode
+from memstrata.models import Derived, Span
 from memstrata.store.base import Store
 
 #: the builder that owns the records this design reads and writes

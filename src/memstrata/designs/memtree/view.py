@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from memstrata.designs.memtree.records import TreeNode
 from memstrata.designs.memtree.tree import BUILDER
 from memstrata.engine.contracts import Context
 from memstrata.engine.views import DesignView, View, ViewNode, ViewQuery, short, tree
-from memstrata.models import TreeNode
 
 
 def render(ctx: Context, namespace: str, query: ViewQuery) -> View:

@@ -20,6 +20,7 @@ from __future__ import annotations
 from memstrata.designs.mindgraph.builder import MindGraphBuilder
 from memstrata.designs.mindgraph.reader import MindGraphReader
 from memstrata.designs.mindgraph.recipe import RECIPES
+from memstrata.designs.mindgraph.records import Community, ConceptEdge, ConceptNode
 from memstrata.designs.mindgraph.route import MindGraphRoute
 from memstrata.designs.mindgraph.show import show
 from memstrata.designs.mindgraph.view import VIEWS
@@ -32,6 +33,7 @@ design = Design(
     recipes=RECIPES,
     show=show,
     views=VIEWS,
+    records=(ConceptNode, ConceptEdge, Community),
     reader=MindGraphReader,
     description="Question-aware concept graph with provenance; tool-loop answers.",
 )

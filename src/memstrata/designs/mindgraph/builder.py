@@ -31,10 +31,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from memstrata.designs.mindgraph.build import build_llm
 from memstrata.designs.mindgraph.graph import BUILDER, ConceptGraph, Node, snake
 from memstrata.designs.mindgraph.heuristic import episode_parts
+from memstrata.designs.mindgraph.records import ConceptEdge, ConceptNode
 from memstrata.designs.mindgraph.repair import repair_records
 from memstrata.engine.contracts import Builder, Context, StepResult
 from memstrata.errors import ConfigError
-from memstrata.models import ConceptEdge, ConceptNode, Derived, Episode, Span
+from memstrata.models import Derived, Episode, Span
 from memstrata.retrieval.text import content_terms
 from memstrata.store.base import Repairs
 

@@ -27,9 +27,10 @@ from typing import TYPE_CHECKING
 
 from memstrata.designs.mindgraph import prompts
 from memstrata.designs.mindgraph.graph import BUILDER, ConceptGraph
+from memstrata.designs.mindgraph.records import Community
 from memstrata.llm.base import LLMClient
 from memstrata.llm.types import LLMError
-from memstrata.models import Community, Span
+from memstrata.models import Span
 from memstrata.store.base import Store
 
 if TYPE_CHECKING:

@@ -28,11 +28,12 @@ from memstrata.designs.mindgraph.build import build_llm
 from memstrata.designs.mindgraph.communities import ReportCache
 from memstrata.designs.mindgraph.graph import BUILDER, ConceptGraph, Edge, Node
 from memstrata.designs.mindgraph.heuristic import Sentence, parse, question_graph
+from memstrata.designs.mindgraph.records import ConceptEdge, ConceptNode
 from memstrata.embed.cache import embed_cached
 from memstrata.engine.contracts import Context, Reader, Reading
 from memstrata.errors import ConfigError
 from memstrata.llm.types import LLMError, MemoryUsageSink
-from memstrata.models import ConceptEdge, ConceptNode, Episode, Span
+from memstrata.models import Episode, Span
 from memstrata.retrieval.chunking import chunk_spans
 
 HEADER = "graph"

@@ -17,8 +17,9 @@ Here, on both tiers (no LLM call):
 from __future__ import annotations
 
 from memstrata.designs.mindgraph.graph import BUILDER
+from memstrata.designs.mindgraph.records import Community, ConceptEdge, ConceptNode
 from memstrata.engine.removal import episodes_by_id, leaked, removed_terms, said_by
-from memstrata.models import Community, ConceptEdge, ConceptNode, Derived
+from memstrata.models import Derived
 from memstrata.retrieval.text import content_terms
 from memstrata.store.base import Repairs, Store
 

@@ -26,9 +26,10 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from memstrata.designs.mindgraph.builder import BUILDER
+from memstrata.designs.mindgraph.records import ConceptEdge, ConceptNode
 from memstrata.embed.cache import embed_cached
 from memstrata.engine.contracts import Context, Route
-from memstrata.models import ConceptEdge, ConceptNode, Hit
+from memstrata.models import Hit
 from memstrata.retrieval import documents
 from memstrata.retrieval.fusion import rrf
 from memstrata.retrieval.record_index import RecordIndex

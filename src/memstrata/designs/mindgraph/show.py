@@ -4,8 +4,8 @@ an entity by name) with its edges."""
 from __future__ import annotations
 
 from memstrata.designs.mindgraph.graph import BUILDER, snake
+from memstrata.designs.mindgraph.records import ConceptEdge, ConceptNode
 from memstrata.engine.contracts import Context, ShowNode
-from memstrata.models import ConceptEdge, ConceptNode
 
 WIDTH = 100
 

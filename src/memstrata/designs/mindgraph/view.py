@@ -8,9 +8,9 @@ one behind, so the view takes the partition that covers most of today's nodes.""
 from __future__ import annotations
 
 from memstrata.designs.mindgraph.graph import BUILDER
+from memstrata.designs.mindgraph.records import Community, ConceptEdge, ConceptNode
 from memstrata.engine.contracts import Context
 from memstrata.engine.views import DesignView, View, ViewEdge, ViewNode, ViewQuery, graph
-from memstrata.models import Community, ConceptEdge, ConceptNode
 
 
 def render(ctx: Context, namespace: str, query: ViewQuery) -> View:

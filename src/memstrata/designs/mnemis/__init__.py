@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from memstrata.designs.mnemis.builder import MnemisBuilder
 from memstrata.designs.mnemis.recipe import RECIPES
+from memstrata.designs.mnemis.records import Category
 from memstrata.designs.mnemis.route import MnemisRoute
 from memstrata.designs.mnemis.show import show
 from memstrata.designs.mnemis.view import VIEWS
@@ -29,5 +30,6 @@ design = Design(
     recipes=RECIPES,
     show=show,
     views=VIEWS,
+    records=(Category,),
     description="Hierarchical graph memory with dual-route retrieval.",
 )

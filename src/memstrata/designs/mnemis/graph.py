@@ -14,9 +14,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from memstrata.designs.mnemis.extract import name_key
+from memstrata.designs.mnemis.records import Category
 from memstrata.embed.base import Embedder
 from memstrata.embed.cache import embed_cached
-from memstrata.models import Category, Derived, Entity, Fact, Span
+from memstrata.models import Derived, Entity, Fact, Span
 from memstrata.retrieval.text import content_terms
 from memstrata.store.base import Store
 

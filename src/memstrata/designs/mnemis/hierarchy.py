@@ -35,7 +35,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from memstrata.designs.mnemis.graph import SPEAKER_CATEGORY, Graph
-from memstrata.models import Category, Span
+from memstrata.designs.mnemis.records import Category
+from memstrata.models import Span
 from memstrata.retrieval.record_index import matvec
 from memstrata.retrieval.text import content_terms
 

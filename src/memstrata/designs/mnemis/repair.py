@@ -25,8 +25,9 @@ from __future__ import annotations
 from memstrata.designs.mnemis.base_graph import BaseGraphParams, _speaker_line
 from memstrata.designs.mnemis.graph import SPEAKER_CATEGORY, Graph
 from memstrata.designs.mnemis.hierarchy import Hierarchy, _merge_sources
+from memstrata.designs.mnemis.records import Category
 from memstrata.engine.removal import episodes_by_id, leaked, removed_terms, said_by
-from memstrata.models import Category, Entity, Episode
+from memstrata.models import Entity, Episode
 from memstrata.retrieval.text import content_terms, sentences
 from memstrata.store.base import Repairs
 

@@ -4,9 +4,10 @@ the category tree over the entities."""
 from __future__ import annotations
 
 from memstrata.designs.mnemis.graph import BUILDER
+from memstrata.designs.mnemis.records import Category
 from memstrata.engine.contracts import Context
 from memstrata.engine.views import DesignView, View, ViewEdge, ViewNode, ViewQuery, graph, tree
-from memstrata.models import Category, Entity, Fact
+from memstrata.models import Entity, Fact
 
 
 def _entities(ctx: Context, namespace: str) -> list[Entity]:

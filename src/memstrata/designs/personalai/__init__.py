@@ -20,6 +20,7 @@ from __future__ import annotations
 from memstrata.designs.personalai.answer import PersonalAIAnswerer
 from memstrata.designs.personalai.builder import PersonalAIBuilder
 from memstrata.designs.personalai.recipe import RECIPES
+from memstrata.designs.personalai.records import Thesis
 from memstrata.designs.personalai.route import PersonalAIRoute
 from memstrata.designs.personalai.show import show
 from memstrata.designs.personalai.view import VIEWS
@@ -33,5 +34,6 @@ design = Design(
     recipes=RECIPES,
     show=show,
     views=VIEWS,
+    records=(Thesis,),
     description="Knowledge-graph memory with hyperedges; A*, WaterCircles, BeamSearch retrieval.",
 )

@@ -25,9 +25,10 @@ import numpy as np
 import rustworkx as rx
 from numpy.typing import NDArray
 
+from memstrata.designs.personalai.records import Thesis
 from memstrata.embed.base import Embedder
 from memstrata.embed.cache import embed_cached
-from memstrata.models import Derived, Entity, Fact, Thesis
+from memstrata.models import Derived, Entity, Fact
 from memstrata.retrieval import documents
 from memstrata.retrieval.text import content_terms
 from memstrata.store.base import Store

@@ -36,9 +36,10 @@ from memstrata.designs.personalai.prompts import (
     replace_theses,
     replace_triplets,
 )
+from memstrata.designs.personalai.records import Thesis
 from memstrata.llm.base import LLMClient
 from memstrata.llm.types import LLMError
-from memstrata.models import Entity, Episode, Fact, Span, Thesis
+from memstrata.models import Entity, Episode, Fact, Span
 
 STAGE = "personalai."
 

@@ -15,8 +15,9 @@ tiers (no LLM call: what is left is re-derived from the remaining sources):
 from __future__ import annotations
 
 from memstrata.designs.personalai.graph import PAGraph
+from memstrata.designs.personalai.records import Thesis
 from memstrata.engine.removal import episodes_by_id, leaked, removed_terms, said_by
-from memstrata.models import Fact, Thesis
+from memstrata.models import Fact
 from memstrata.retrieval.text import content_terms
 from memstrata.store.base import Repairs
 

@@ -5,9 +5,10 @@ triplets and theses are marked."""
 from __future__ import annotations
 
 from memstrata.designs.personalai.graph import BUILDER
+from memstrata.designs.personalai.records import Thesis
 from memstrata.engine.contracts import Context
 from memstrata.engine.views import DesignView, View, ViewEdge, ViewNode, ViewQuery, graph, short
-from memstrata.models import Entity, Fact, Thesis
+from memstrata.models import Entity, Fact
 
 
 def render(ctx: Context, namespace: str, query: ViewQuery) -> View:

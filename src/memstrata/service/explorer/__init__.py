@@ -20,7 +20,7 @@ from fastapi.staticfiles import StaticFiles
 
 from memstrata.engine.views import MAX_LIMIT, ViewQuery
 from memstrata.memory import AsyncMemory
-from memstrata.models import DERIVED_KINDS
+from memstrata.models import load_kinds
 from memstrata.service import keys
 from memstrata.service.http import NotFound
 from memstrata.store.base import ApiKey
@@ -105,7 +105,7 @@ def install(app: FastAPI, mem: Callable[[], AsyncMemory], caller: Caller, read: 
 
 def _derived(memory: AsyncMemory, namespace: str, episode: str) -> list[dict[str, Any]]:
     out = []
-    for kind in DERIVED_KINDS:
+    for kind in load_kinds():
         for rec in memory.store.get_records(namespace, kind, builder=None):
             spans = [s for s in rec.sources if s.episode == episode]
             if spans:

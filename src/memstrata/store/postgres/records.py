@@ -1,9 +1,9 @@
 """The PostgreSQL store's derived records: writes with provenance and links, reads,
 cascades and the repair log (as ``sqlite_records`` does for SQLite).
 
-Records keep their full JSON in ``records.data``. Unlike the SQLite schema there are no
-per-kind column tables (entities, facts, …): nothing reads them. ``category_links`` stays,
-for the cascade that keeps categories' child lists free of dangling ids.
+Records keep their full JSON in ``records.data``; ``record_links`` holds the links a
+record kind declares (``Derived.link_fields``), for the cascade that keeps their lists
+free of dangling ids.
 """
 
 from __future__ import annotations
@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING, Any
 import psycopg
 
 from memstrata.errors import StoreError
-from memstrata.models import DERIVED_KINDS, Category, Derived
+from memstrata.models import Derived, load_kinds, record_kind
 from memstrata.store.base import RemovedEpisode, Repairs
+from memstrata.store.links import children, without
 from memstrata.store.postgres.common import Base, _now
 from memstrata.store.sqlite_common import _iso
 
@@ -140,30 +141,30 @@ class DerivedRecords(Base):
                 "VALUES (%s,%s,%s,%s,%s)",
                 [(ns_id, *span) for span in sorted(spans)],
             )
-            categories = [r for r in records if isinstance(r, Category)]
-            if categories:
+            linking = [r for r in records if type(r).link_fields is not None]
+            if linking:
                 cur.execute(
-                    "DELETE FROM category_links WHERE namespace_id=%s AND parent_id = ANY(%s)",
-                    (ns_id, [c.id for c in categories]),
+                    "DELETE FROM record_links WHERE namespace_id=%s AND parent_id = ANY(%s)",
+                    (ns_id, [r.id for r in linking]),
                 )
-                links = {(c.id, child) for c in categories for child in c.child_ids}
+                links = {(r.id, child) for r in linking for child in children(r)}
                 cur.executemany(
-                    "INSERT INTO category_links VALUES (%s,%s,%s)",
+                    "INSERT INTO record_links VALUES (%s,%s,%s)",
                     [(ns_id, *link) for link in sorted(links)],
                 )
-                children = sorted({child for _, child in links})
+                named = sorted({child for _, child in links})
                 found = {
                     r[0]
                     for r in cur.execute(
                         "SELECT id FROM records WHERE namespace_id=%s AND id = ANY(%s)",
-                        (ns_id, children),
+                        (ns_id, named),
                     ).fetchall()
                 }
-                missing = [c for c in children if c not in found]
+                missing = [c for c in named if c not in found]
                 if missing:
                     raise StoreError(
-                        f"category links name records that do not exist: {missing[:5]}; write "
-                        "children before or together with their categories"
+                        f"record links name records that do not exist: {missing[:5]}; write "
+                        "children before or together with the records that link them"
                     )
 
     def records_stamp(self, namespace: str) -> tuple[int, str]:
@@ -182,9 +183,9 @@ class DerivedRecords(Base):
         *,
         builder: str | None,
     ) -> list[Derived]:
-        model = DERIVED_KINDS.get(kind)
+        model = record_kind(kind)
         if model is None:
-            raise StoreError(f"unknown record kind {kind!r}; known: {sorted(DERIVED_KINDS)}")
+            raise StoreError(f"unknown record kind {kind!r}; known: {sorted(load_kinds())}")
         sql = (
             "SELECT r.data, r.builder FROM records r JOIN namespaces n ON n.id=r.namespace_id "
             "WHERE n.name=%s AND r.kind=%s"
@@ -307,7 +308,7 @@ class DerivedRecords(Base):
                 out.changed[ref] = data
             else:
                 tomb = json.loads(data)
-                model = DERIVED_KINDS.get(tomb["kind"])
+                model = record_kind(tomb["kind"])
                 if model is not None:
                     rec = model.model_validate(tomb["record"])
                     rec.builder = builder
@@ -332,15 +333,15 @@ class DerivedRecords(Base):
 
     @staticmethod
     def _unlink(conn: psycopg.Connection[Any], ns_id: int, gone: set[str]) -> set[str]:
-        """Categories linked to records about to go drop them from ``child_ids`` and
-        ``parent_ids``, so the JSON stays in step with ``category_links`` (whose rows the
-        deletion cascades); returns the ids changed."""
+        """Records linked to records about to go drop them from their link fields, so the
+        JSON stays in step with ``record_links`` (whose rows the deletion cascades);
+        returns the ids changed."""
         ids = sorted(gone)
         linked = {
             r[0]
             for r in conn.execute(
-                "SELECT parent_id FROM category_links WHERE namespace_id=%s AND child_id = ANY(%s) "
-                "UNION SELECT child_id FROM category_links WHERE namespace_id=%s "
+                "SELECT parent_id FROM record_links WHERE namespace_id=%s AND child_id = ANY(%s) "
+                "UNION SELECT child_id FROM record_links WHERE namespace_id=%s "
                 "AND parent_id = ANY(%s)",
                 (ns_id, ids, ns_id, ids),
             ).fetchall()
@@ -349,17 +350,14 @@ class DerivedRecords(Base):
         changed: set[str] = set()
         for rec_id in sorted(linked - gone):
             row = conn.execute(
-                "SELECT data FROM records WHERE namespace_id=%s AND id=%s AND kind='category'",
-                (ns_id, rec_id),
+                "SELECT kind, data FROM records WHERE namespace_id=%s AND id=%s", (ns_id, rec_id)
             ).fetchone()
-            if row is None:
+            data = None if row is None else without(row[0], row[1], gone)
+            if data is None:
                 continue
-            data = json.loads(row[0])
-            for key in ("child_ids", "parent_ids"):
-                data[key] = [i for i in data.get(key, []) if i not in gone]
             conn.execute(
                 "UPDATE records SET data=%s, updated_at=%s WHERE namespace_id=%s AND id=%s",
-                (json.dumps(data), now, ns_id, rec_id),
+                (data, now, ns_id, rec_id),
             )
             changed.add(rec_id)
         return changed

@@ -181,7 +181,7 @@ class PostgresStore(
                 "job_episodes",
                 "build_progress",
                 "provenance",
-                "category_links",
+                "record_links",
                 "bm25_postings",
                 "episode_versions",
                 "records",

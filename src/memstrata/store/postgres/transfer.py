@@ -81,7 +81,7 @@ class Transfer(Base):
             dump.links = [
                 (r[0], r[1])
                 for r in conn.execute(
-                    "SELECT parent_id, child_id FROM category_links WHERE namespace_id=%s "
+                    "SELECT parent_id, child_id FROM record_links WHERE namespace_id=%s "
                     'ORDER BY parent_id COLLATE "C", child_id COLLATE "C"',
                     (ns,),
                 ).fetchall()
@@ -205,7 +205,7 @@ class Transfer(Base):
                 [(ns, *values(r)) for r in dump.records],
             )
             cur.executemany(
-                "INSERT INTO category_links VALUES (%s,%s,%s)", [(ns, *link) for link in dump.links]
+                "INSERT INTO record_links VALUES (%s,%s,%s)", [(ns, *link) for link in dump.links]
             )
             cur.executemany(
                 'INSERT INTO provenance(namespace_id, record_id, episode_id, start, "end") '

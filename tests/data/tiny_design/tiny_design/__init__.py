@@ -1,9 +1,9 @@
 """A tiny third-party memstrata design, installed as a wheel by ``tests/engine/test_plugins.py``.
 
-It uses only the engine's contracts: the ``keywords`` builder writes, per episode, one
-:class:`~memstrata.models.Thesis` made of the episode's three longest words; the
-``keywords`` route returns the theses sharing a word with the query; ``show WORD`` lists
-the theses holding a word; the ``tiny`` recipe fuses the route with System-1.
+It uses only the engine's contracts and declares its own record kind: the ``keywords``
+builder writes, per episode, one :class:`KeywordSet` made of the episode's three longest
+words; the ``keywords`` route returns the sets sharing a word with the query; ``show
+WORD`` lists the sets holding a word; the ``tiny`` recipe fuses the route with System-1.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Sequence
+from typing import ClassVar
 
 from memstrata.engine import (
     Builder,
@@ -24,31 +25,40 @@ from memstrata.engine import (
     ShowNode,
     StepResult,
 )
-from memstrata.models import Episode, Hit, Span, Thesis
+from memstrata.models import Derived, Episode, Hit, Span
 from memstrata.store import SearchFilters
 
 NAME = "keywords"
+
+
+class KeywordSet(Derived):
+    """An episode's three longest words."""
+
+    kind: ClassVar[str] = "keyword_set"
+    text: str
+
+    def search_text(self) -> str:
+        return self.text
 
 
 def words(text: str) -> list[str]:
     return re.findall(r"[a-z]+", text.lower())
 
 
-def theses(ctx: Context, namespace: str) -> list[Thesis]:
-    return [
-        r for r in ctx.store.get_records(namespace, "thesis", builder=NAME) if isinstance(r, Thesis)
-    ]
+def theses(ctx: Context, namespace: str) -> list[KeywordSet]:
+    found = ctx.store.get_records(namespace, KeywordSet.kind, builder=NAME)
+    return [r for r in found if isinstance(r, KeywordSet)]
 
 
 class KeywordsBuilder(Builder):
     """One thesis per episode: its three longest words, citing the whole episode."""
 
     name = NAME
-    kinds = ("thesis",)
+    kinds = (KeywordSet.kind,)
 
     async def update(self, ctx: Context, namespace: str, episodes: Sequence[Episode]) -> StepResult:
         records = [
-            Thesis(
+            KeywordSet(
                 namespace=namespace,
                 text=" ".join(sorted(words(ep.text), key=len, reverse=True)[:3]),
                 sources=[Span(episode=ep.id, start=0, end=len(ep.text))],
@@ -83,7 +93,7 @@ class KeywordsRoute(Route):
             out.append(
                 [
                     Hit(
-                        kind="thesis",
+                        kind=KeywordSet.kind,
                         id=t.id,
                         text=t.text,
                         score=float(n),
@@ -114,12 +124,15 @@ design = Design(
     recipes=[
         Recipe(
             name="tiny",
-            description="Longest-word theses, fused with System-1 over episodes.",
+            description="Longest-word sets, fused with System-1 over episodes.",
             builders=[BuilderSpec(name=NAME)],
             routes=[RouteSpec(name=NAME, weight=2.0), RouteSpec(name="system1", weight=1.0)],
-            fusion=FusionSpec(kind_order=["thesis", "episode"], budgets={"thesis": 1}),
+            fusion=FusionSpec(
+                kind_order=[KeywordSet.kind, "episode"], budgets={KeywordSet.kind: 1}
+            ),
         )
     ],
     show=show,
     description="A tiny plug-in design for the tests.",
+    records=[KeywordSet],
 )
