@@ -47,11 +47,13 @@ install-test: $(TEST_STAMP)
 demo: $(STAMP)
 	$(BIN)/memstrata demo
 
+# Two processes (pytest-xdist), each test file whole in one of them: the suite is mostly
+# end-to-end runs that wait on a model, a server or a child process
 test: $(TEST_STAMP)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n 2 --dist loadfile
 
 lint: $(TEST_STAMP)
-	$(BIN)/ruff check src tests
+	$(BIN)/ruff check src tests studies
 	$(BIN)/mypy
 
 # The explorer's screenshots in docs/explorer/, from its browser tests

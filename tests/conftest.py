@@ -13,6 +13,16 @@ from memstrata.embed import MiniLMEmbedder
 SRC = Path(__file__).resolve().parents[1] / "src"
 
 
+#: the longest files of the suite (end-to-end runs through the local GGUF model): collected
+#: first, so that with ``-n`` (Makefile) they start at once and the other worker takes the
+#: rest beside them, rather than two of them meeting at the end
+FIRST = ("_gguf.py", "test_llm_server.py")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    items.sort(key=lambda item: not item.path.name.endswith(FIRST))  # stable: files stay whole
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """Stop the PostgreSQL server of the session, if a test started one."""
     import pgtest

@@ -6,8 +6,8 @@ import asyncio
 from pathlib import Path
 
 import pytest
+from studies.mnemis_system2 import ceiling as bench_selection
 
-from memstrata.designs.mnemis import ceiling as bench_selection
 from memstrata.memory import AsyncMemory
 
 DATA = Path(__file__).parents[2] / "data" / "tiny_locomo.json"

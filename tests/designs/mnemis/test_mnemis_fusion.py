@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from studies.mnemis_system2.ceiling import recorded_unions
 
 from memstrata.config import Config
 from memstrata.designs.mnemis.global_selection import SelectionParams, select_heuristic
@@ -264,15 +265,14 @@ def _reply_in_context(tmp_path: Path, embedder, reply: str) -> tuple[int, int, E
         for i, (speaker, text, session) in enumerate(chat):
             m.add(text, id=f"t{i}", speaker=speaker, session=session)
         m.build(recipe="mnemis")
-        route = _route(m, "context_only")
 
         def rank(recipe: str) -> int:
             r = m.search(QUERY, recipe=recipe, k=10, max_tokens=None)
             return [h.id for h in r.hits if h.kind == "episode"].index("t1")
 
-        route.trace = []
-        with_context = rank("context_only")
-        (union,) = route.trace
+        with recorded_unions() as seen:
+            with_context = rank("context_only")
+        (union,) = seen
         return with_context, rank("neither"), union
 
 
@@ -341,10 +341,9 @@ def test_a_turn_is_read_in_its_session(tmp_path: Path, embedder) -> None:
         unions = {}
         ranked = {}
         for recipe in ("with_session", "without_session", "window2"):
-            route = _route(m, recipe)
-            route.trace = []
-            r = m.search(SESSION_QUERY, recipe=recipe, k=10, max_tokens=None)
-            (unions[recipe],) = route.trace
+            with recorded_unions() as seen:
+                r = m.search(SESSION_QUERY, recipe=recipe, k=10, max_tokens=None)
+            (unions[recipe],) = seen
             episodes = [h.id for h in r.hits if h.kind == "episode"]
             ranked[recipe] = episodes
     session = unions["with_session"].session

@@ -6,8 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from memstrata.designs.mnemis.learned_bound import (
+from studies.mnemis_system2.learned_bound import (
     FEATURES,
     EpisodeSpace,
     Example,
@@ -15,6 +14,7 @@ from memstrata.designs.mnemis.learned_bound import (
     features,
     leave_one_group_out,
 )
+
 from memstrata.designs.mnemis.route import EpisodeUnion
 from memstrata.memory import Memory
 

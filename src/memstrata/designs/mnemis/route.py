@@ -162,7 +162,6 @@ class MnemisRoute(Route[MnemisParams]):
         super().__init__(params)
         self._indexes: dict[str, _Indexes] = {}
         #: when a list, every search appends each query's :class:`EpisodeUnion` to it
-        self.trace: list[EpisodeUnion] | None = None
 
     async def search(
         self,
@@ -297,8 +296,6 @@ class _Search:
         in_context = self._in_context(qvec, episodes) if p.context_weight else []
         in_session = self._in_session(graph.namespace, terms, episodes) if p.session_weight else []
         fused = EpisodeUnion(query, s1_ids, fact_eps, s2_eps, ent_eps, in_context, in_session)
-        if self.route.trace is not None:
-            self.route.trace.append(fused)
         ep_scores = rrf(
             fused.rankings(),
             k=p.rrf_k,

@@ -1,6 +1,6 @@
 """What a *learned* stand-in reranker could make of the Mnemis episode union.
 
-The ceiling benchmark (:mod:`memstrata.designs.mnemis.ceiling`) bounds System-2 with a
+The ceiling benchmark (:mod:`studies.mnemis_system2.ceiling`) bounds System-2 with a
 perfect reranker. This module gives the realistic bound for a reranker built from the
 signals the library has offline: for every member of a query's episode union it computes
 

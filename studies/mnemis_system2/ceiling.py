@@ -1,6 +1,6 @@
 """How much System-2 *could* add to Mnemis's Recall@10, on a LoCoMo file::
 
-    python -m memstrata.designs.mnemis.ceiling FILE [--recipe mnemis,...] [--config C]
+    python -m studies.mnemis_system2.ceiling FILE [--recipe mnemis,...] [--config C]
         [--db PATH] [--out DIR]
 
 
@@ -26,11 +26,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import dataclasses
 import statistics
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -38,11 +39,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from memstrata.config import Config
-from memstrata.designs.mnemis import learned_bound
 from memstrata.designs.mnemis.global_selection import select_heuristic
 from memstrata.designs.mnemis.graph import Graph
 from memstrata.designs.mnemis.hierarchy import Hierarchy
-from memstrata.designs.mnemis.route import MnemisRoute
+from memstrata.designs.mnemis.route import EpisodeUnion, MnemisRoute
 from memstrata.errors import MemstrataError
 from memstrata.eval import locomo
 from memstrata.eval.bench_locomo import OVERALL, import_conversations, ranked_sources
@@ -50,6 +50,7 @@ from memstrata.eval.qa.report import table
 from memstrata.eval.report import write_report
 from memstrata.memory import AsyncMemory
 from memstrata.retrieval.text import content_terms
+from studies.mnemis_system2 import learned_bound
 
 K = 10
 SYSTEM1 = "mnemis-no-s2"
@@ -59,6 +60,25 @@ BM25_DEPTH = 500
 
 def _recall(found: set[str], gold: list[str]) -> float:
     return len(found & set(gold)) / len(set(gold))
+
+
+@contextlib.contextmanager
+def recorded_unions() -> Iterator[list[EpisodeUnion]]:
+    """Every episode union the Mnemis route fuses while the block runs, in order: the
+    route ranks each query's union once (``EpisodeUnion.rankings``), so the study listens
+    there instead of the route keeping a hook for it."""
+    seen: list[EpisodeUnion] = []
+    original = EpisodeUnion.rankings
+
+    def recording(self: EpisodeUnion) -> list[list[str]]:
+        seen.append(self)
+        return original(self)
+
+    EpisodeUnion.rankings = recording  # type: ignore[method-assign]
+    try:
+        yield seen
+    finally:
+        EpisodeUnion.rankings = original  # type: ignore[method-assign]
 
 
 def _route(memory: AsyncMemory, recipe: str) -> MnemisRoute:
@@ -91,12 +111,8 @@ async def run(
         rows: list[_Row] = []
         examples: list[learned_bound.Example] = []
         for smp in samples:
-            route.trace = []
-            try:
+            with recorded_unions() as unions:
                 fused = await ranked_sources(memory, recipe, smp.conv, K)
-                unions = route.trace
-            finally:
-                route.trace = None
             if len(unions) != len(smp.conv.questions):
                 raise ValueError(f"recipe {recipe!r} searched more than its mnemis route")
             fused_of = {
@@ -225,7 +241,7 @@ def write(report: dict[str, Any], out_dir: str | Path) -> tuple[Path, Path]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m memstrata.designs.mnemis.ceiling",
+        prog="python -m studies.mnemis_system2.ceiling",
         description="System-2's reach, its ceiling under a perfect reranker, and the fused "
         "Recall@10 of each recipe (heuristic tier), per LoCoMo category.",
     )
