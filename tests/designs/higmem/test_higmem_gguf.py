@@ -1,5 +1,6 @@
-"""The HiGMem ``llm`` tier through the real bundled GGUF model, end to end: four turns
-analysed and affiliated with the appendix C prompts, then a guided search and an answer.
+"""The HiGMem ``llm`` tier through the real bundled GGUF model, end to end: five turns
+analysed and affiliated with the appendix C prompts, a guided search and an answer, then
+a delete repaired through the model.
 A small model writes poor metadata; what is checked is that every stage runs, is
 counted, and leaves valid layers whose records rest on the turns."""
 
@@ -16,41 +17,13 @@ from memstrata.memory import Memory
 pytestmark = pytest.mark.slow
 
 
-def test_llm_tier_builds_and_retrieves_with_the_gguf_model(
+def test_llm_tier_builds_retrieves_and_repairs_with_the_gguf_model(
     tmp_path: Path, embedder, sample
 ) -> None:
-    with Memory.open(
-        tmp_path / "m.db",
-        embedder=embedder,
-        llm={"kind": "gguf"},
-        recipe="higmem",
-        **{"build.mode": "manual"},
-    ) as m:
-        m.add_many(sample[:4])
-        (report,) = m.build(tier="llm")
-        assert report.tier == "llm" and report.episodes == 4
-        lay = Layers.load(m.store, embedder, "default")
-        assert layer_problems(lay) == []
-        assert len(lay.notes) == 4 - report.failed >= 3
-        assert lay.events and all(ev.summary.strip() for ev in lay.events.values())
-        linked = {t for ev in lay.events.values() for t in ev.turn_ids}
-        assert linked == set(lay.notes)
-        usage = m.stats()["llm"]
-        assert usage["higmem.turn_analysis"]["calls"] >= 4
-        assert usage["higmem.affiliation"]["calls"] >= 2  # turns after the first
-        answer = m.ask("Where is the conference?")  # guided search, then the answer prompt
-        assert answer.text and answer.hits and len(answer.hits) <= 10
-        assert all(h.sources and h.kind == "episode" for h in answer.hits)
-        usage = m.stats()["llm"]
-        for stage in ("higmem.query_keywords", "higmem.filter", "higmem.answer"):
-            assert usage[stage]["calls"] == 1
-        assert usage["higmem.event_prediction"]["calls"] <= 1
-
-
-def test_a_delete_is_repaired_through_the_gguf_model(tmp_path: Path, embedder, sample) -> None:
-    """After a delete, the turns that read the removed one in their window are analysed
-    again by the model, the layers stay valid, and no note or event keeps a word that
-    only the removed turn had."""
+    """One build of five turns (a build is most of the time this takes), then a guided
+    search with its answer, then a delete: the turns that read the removed one in their
+    window are analysed again by the model, the layers stay valid, and no note or event
+    keeps a word that only the removed turn had."""
     with Memory.open(
         tmp_path / "m.db",
         embedder=embedder,
@@ -61,9 +34,26 @@ def test_a_delete_is_repaired_through_the_gguf_model(tmp_path: Path, embedder, s
         turns = sample[:5]
         m.add_many(turns)
         (report,) = m.build(tier="llm")
-        assert report.failed == 0
+        assert report.tier == "llm" and report.episodes == 5 and report.failed == 0
+        lay = Layers.load(m.store, embedder, "default")
+        assert layer_problems(lay) == []
+        assert len(lay.notes) == 5
+        assert lay.events and all(ev.summary.strip() for ev in lay.events.values())
+        linked = {t for ev in lay.events.values() for t in ev.turn_ids}
+        assert linked == set(lay.notes)
+        usage = m.stats()["llm"]
+        assert usage["higmem.turn_analysis"]["calls"] >= 5
+        assert usage["higmem.affiliation"]["calls"] >= 2  # turns after the first
+        answer = m.ask("Where is the conference?")  # guided search, then the answer prompt
+        assert answer.text and answer.hits and len(answer.hits) <= 10
+        assert all(h.sources and h.kind == "episode" for h in answer.hits)
+        usage = m.stats()["llm"]
+        for stage in ("higmem.query_keywords", "higmem.filter", "higmem.answer"):
+            assert usage[stage]["calls"] == 1
+        assert usage["higmem.event_prediction"]["calls"] <= 1
+
         gone = turns[1]["id"]
-        asked = m.stats()["llm"]["higmem.turn_analysis"]["calls"]
+        asked = usage["higmem.turn_analysis"]["calls"]
         assert m.delete([gone]) == 1
         lay = Layers.load(m.store, embedder, "default")
         assert layer_problems(lay) == [] and gone not in lay.notes
