@@ -170,6 +170,24 @@ def by_prompt(answers: list[Any]) -> Any:
     return step
 
 
+def test_subgraph_summary_refuses_an_id_out_of_range(store, embedder) -> None:
+    """A negative id is no subgraph (Python would read it from the end), nor is one past
+    the last or one that is not a number: each gets an error, never another's report."""
+    answer: list[Any] = [
+        {"tool": "subgraph_summary", "arguments": {"mode": "detail", "subgraph_id": sid}}
+        for sid in (-1, 99, "first")
+    ]
+    answer.append({"tool": "final", "arguments": {"answer": "300 meters", "confidence": "low"}})
+    backend = ScriptedBackend([by_prompt(answer)] * 100)
+    ctx, ns, doc = llm_ctx(store, embedder, backend)
+    r = asyncio.run(MindGraphReader(ReaderParams(chunk_tokens=40)).read(ctx, ns, doc, Q))
+    assert r.answer == "300 meters" and r.details["tool_calls"]["subgraph_summary"] == 3
+    last = [unfence(m.content) for m in backend.requests[-1].messages]
+    for sid in ("-1", "99", "'first'"):
+        assert any(f"error: no subgraph {sid}" in m for m in last), sid
+    assert not any("It dives to 300 meters." in m for m in last)  # no report was given
+
+
 def test_llm_read_builds_per_chunk_then_runs_the_tool_loop(store, embedder) -> None:
     params = ReaderParams(chunk_tokens=40)
     chunks = chunk_spans(DOC, 40)

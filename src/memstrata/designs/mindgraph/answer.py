@@ -198,9 +198,12 @@ async def tool_loop(
         if call.arguments.get("mode") == "detail":
             sid = call.arguments.get("subgraph_id")
             try:
-                return subs[int(sid)].detail()  # type: ignore[arg-type]
-            except (TypeError, ValueError, IndexError):
+                at = int(sid)  # type: ignore[arg-type]
+            except (TypeError, ValueError):
+                at = -1
+            if not 0 <= at < len(subs):  # a negative id is no subgraph, not one from the end
                 return f"error: no subgraph {sid!r}; ids are 0 to {len(subs) - 1}"
+            return subs[at].detail()
         head = "subgraph_id | title | impact_rating | n_nodes"
         return "\n".join([head, *(s.index_line() for s in subs)])
 
