@@ -57,11 +57,25 @@ def test_parsers_read_the_papers_line_formats() -> None:
     qa = parse("[Chain of thoughts]: nothing fits. [Answer]: <NotEnoughtInfo>", QAAnswer)
     assert qa.abstained and qa.chain_of_thoughts == "nothing fits."
     assert parse('{"answer": "Lisbon"}', QAAnswer).answer == "Lisbon"
+    # the final answer, not an "answer:" inside the reasoning
+    reasoned = parse(
+        "[Chain of thoughts]: The first answer: Porto, is from 2019. Later she moved.\n"
+        "[Answer]: Lisbon",
+        QAAnswer,
+    )
+    assert reasoned.answer == "Lisbon" and "Porto" in reasoned.chain_of_thoughts
+    untagged = parse("Reasoning: my answer: maybe Porto?\nAnswer: Lisbon", QAAnswer)
+    assert untagged.answer == "Lisbon"
 
 
 @pytest.mark.parametrize(
     ("text", "model"),
-    [("no triplets here", Triplets), ("just words", Replacements), ("", QAAnswer)],
+    [
+        ("no triplets here", Triplets),
+        ("just words", Replacements),
+        ("", QAAnswer),
+        ("[Chain of thoughts]: unsure. [Answer]:", QAAnswer),
+    ],
 )
 def test_unreadable_answers_raise(text, model) -> None:
     with pytest.raises(LLMOutputError):

@@ -297,12 +297,20 @@ def _entities_lines(text: str) -> dict[str, object]:
     return {"entities": parts}
 
 
+_ANSWER_TAG = re.compile(r"\[answer\]\s*:", re.IGNORECASE)
+_ANSWER_LINE = re.compile(r"(?:^|\n)[ \t*#]*(?:final\s+)?answer\s*:", re.IGNORECASE)
+
+
 def _qa_lines(text: str) -> dict[str, object]:
-    m = re.search(r"\[?answer\]?\s*:\s*(.+)", text, re.IGNORECASE | re.DOTALL)
-    if not m:
-        raise ValueError("no [Answer]:")
-    cot = re.search(r"chain of thoughts\]?\s*:\s*(.*?)\[?answer\]?\s*:", text, re.I | re.S)
-    return {"chain_of_thoughts": cot.group(1).strip() if cot else "", "answer": m.group(1).strip()}
+    """The answer after the *last* ``[Answer]:`` (or, without the tag, the last line that
+    starts with "Answer:"): the reasoning before it may say "answer:" too."""
+    marks = list(_ANSWER_TAG.finditer(text)) or list(_ANSWER_LINE.finditer(text))
+    answer = text[marks[-1].end() :].strip() if marks else ""
+    if not answer:
+        raise ValueError("no [Answer]: with an answer after it")
+    head = text[: marks[-1].start()]
+    cot = re.search(r"chain of thoughts\]?\s*:\s*(.*)", head, re.IGNORECASE | re.DOTALL)
+    return {"chain_of_thoughts": cot.group(1).strip() if cot else "", "answer": answer}
 
 
 def _literal_list(text: str) -> list[str]:
