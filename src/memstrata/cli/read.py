@@ -43,6 +43,31 @@ def read(
     graph_only: Annotated[
         bool, typer.Option("--graph-only", help="Build (or load) the graph and print it.")
     ] = False,
+    chunk_tokens: Annotated[
+        int | None,
+        typer.Option(
+            min=16,
+            help="Build chunk size in tokens (default: the reader's, cut to the model's "
+            "context window when the model states one).",
+        ),
+    ] = None,
+    llm: Annotated[
+        str | None,
+        typer.Option(
+            "--llm",
+            help="The LLM for this read: none, gguf (the bundled local model, or "
+            "--llm-model-path) or openai (--llm-base-url, --llm-model). Default: configured.",
+        ),
+    ] = None,
+    llm_model: Annotated[
+        str | None, typer.Option(help="The model name an OpenAI-compatible server serves.")
+    ] = None,
+    llm_base_url: Annotated[
+        str | None, typer.Option(help="An OpenAI-compatible server, e.g. http://127.0.0.1:8080/v1.")
+    ] = None,
+    llm_model_path: Annotated[
+        Path | None, typer.Option(help="A GGUF model file (for --llm gguf).", dir_okay=False)
+    ] = None,
     as_json: Annotated[
         bool,
         typer.Option(
@@ -63,14 +88,21 @@ def read(
     with errors(as_json=as_json):
         if not question.strip() and not graph_only:
             raise InvalidInputError("give --question (or --graph-only)")
-        cfg = load_config(config)
+        llm_options = {
+            "llm.kind": llm,
+            "llm.model": llm_model,
+            "llm.base_url": llm_base_url,
+            "llm.model_path": None if llm_model_path is None else str(llm_model_path),
+        }
+        cfg = load_config(config, **{k: v for k, v in llm_options.items() if v is not None})
+        params = None if chunk_tokens is None else {"chunk_tokens": chunk_tokens}
         raw = file.read_bytes()
 
         async def run() -> Reading:
             memory = await open_memory(cfg, db, create=True)
             try:
                 return await memory.read(
-                    raw, question, design=design, tier=tier, graph_only=graph_only
+                    raw, question, design=design, tier=tier, graph_only=graph_only, params=params
                 )
             finally:
                 await memory.close()

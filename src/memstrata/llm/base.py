@@ -55,6 +55,13 @@ _MAX_ERROR_CHARS = 500
 _MAX_ECHO_CHARS = 2000
 
 
+def context_tokens(backend: object) -> int | None:
+    """The backend's context window in tokens, when it knows it (a GGUF model does; a
+    server behind an HTTP API does not say): a backend states it as ``context_tokens``."""
+    value = getattr(backend, "context_tokens", None)
+    return value if isinstance(value, int) and value > 0 else None
+
+
 @runtime_checkable
 class LLMBackend(Protocol):
     """A chat model. ``json_schema`` asks for output constrained to that schema."""

@@ -16,7 +16,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from typing import Any
 
-from memstrata.llm.base import LLMBackend
+from memstrata.llm.base import LLMBackend, context_tokens
 from memstrata.llm.types import Completion, LLMBackendError, Message
 
 #: every fault, in the order the random choice sees them
@@ -71,6 +71,7 @@ class ChaosBackend:
             raise ValueError(f"chaos rate must be within [0, 1], got {rate}")
         self.inner = inner
         self.model = inner.model
+        self.context_tokens = context_tokens(inner)
         self.seed = seed
         self.rate = rate
         self.faults = check_faults(faults)

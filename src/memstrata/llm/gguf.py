@@ -57,6 +57,8 @@ class GGUFBackend:
         self.model_path = path
         self.model = path.stem
         self.n_ctx = n_ctx
+        #: the model's context window in tokens, for parts that size their prompts to it
+        self.context_tokens = n_ctx
         self.n_threads = n_threads  # None: llama.cpp's default, half the cores
         self.seed = seed
         self._llama: Any = None

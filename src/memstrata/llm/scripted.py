@@ -39,9 +39,11 @@ class ScriptedBackend:
         name: str = "scripted",
         model: str = "scripted",
         native_tools: bool = False,
+        context_tokens: int | None = None,
     ) -> None:
         self.name = name
         self.model = model
+        self.context_tokens = context_tokens  # a model's window, as a GGUF backend has one
         #: with ``native_tools`` a step is an OpenAI-style message (``{"content",
         #: "tool_calls"}``) and tool rounds take the native path; else the JSON protocol
         self.supports_tools = native_tools

@@ -114,6 +114,31 @@ def test_cli_read_json_shape(tmp_path: Path) -> None:
     assert res.exit_code == 2 and "--question" in res.stderr
     plain = runner.invoke(app, ["read", str(doc), "-q", Q, "--db", db])
     assert plain.exit_code == 0 and "300 meters" in plain.stdout and "compaction" in plain.stdout
+    # the build's chunk size and the LLM are options of the command
+    small = runner.invoke(
+        app,
+        ["read", str(doc), "-q", Q, "--db", db, "--json", "--chunk-tokens", "64", "--llm", "none"],
+    )
+    assert small.exit_code == 0, small.output
+    graph = json.loads(small.stdout)["graph"]
+    assert graph["chunk_tokens"] == 64 and graph["chunks"] == len(chunk_spans(DOC, 64)) > 1
+    bad = runner.invoke(app, ["read", str(doc), "-q", Q, "--db", db, "--llm", "oracle"])
+    assert bad.exit_code == 2 and "oracle" in bad.stderr
+    llm_tier = runner.invoke(app, ["read", str(doc), "-q", Q, "--db", db, "--tier", "llm"])
+    assert llm_tier.exit_code == 2 and "llm.kind" in llm_tier.stderr  # none configured
+
+
+def test_the_build_chunk_follows_the_models_context_window(store, embedder) -> None:
+    """8,192 tokens (the paper's) unless the model states a smaller window: then half of
+    what the build reply leaves, never more than asked."""
+    backend = ScriptedBackend([build_reply] * 100, context_tokens=4096)
+    ctx, _, _ = llm_ctx(store, embedder, backend)
+    assert MindGraphReader(ReaderParams()).chunk_tokens(ctx) == (4096 - 2048) // 2
+    assert MindGraphReader(ReaderParams(chunk_tokens=40)).chunk_tokens(ctx) == 40
+    unknown, _, _ = llm_ctx(store, embedder, ScriptedBackend([build_reply] * 100))
+    assert MindGraphReader(ReaderParams()).chunk_tokens(unknown) == 8192
+    tiny = ScriptedBackend([], context_tokens=1024)
+    assert MindGraphReader(ReaderParams()).chunk_tokens(llm_ctx(store, embedder, tiny)[0]) == 64
 
 
 # llm tier, scripted -------------------------------------------------------------------------

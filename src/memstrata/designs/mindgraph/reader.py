@@ -32,11 +32,16 @@ from memstrata.designs.mindgraph.records import ConceptEdge, ConceptNode
 from memstrata.embed.cache import embed_cached
 from memstrata.engine.contracts import Context, Reader, Reading
 from memstrata.errors import ConfigError
+from memstrata.llm.base import context_tokens
 from memstrata.llm.types import LLMError, MemoryUsageSink
 from memstrata.models import Episode, Span
 from memstrata.retrieval.chunking import chunk_spans
 
 HEADER = "graph"
+
+
+#: the smallest chunk a model's window cuts the build chunk to
+MIN_CHUNK = 64
 
 
 class ReaderParams(BaseModel):
@@ -70,7 +75,7 @@ class MindGraphReader(Reader[ReaderParams]):
         model = ctx.llm.backend.model if ctx.llm is not None else ""
         p = self.params
         heuristic = [p.max_claims, p.context, p.dense_sentences, ctx.embedder.model_id]
-        build = [p.chunk_tokens] + (heuristic if ctx.llm is None else [])
+        build = [self.chunk_tokens(ctx)] + (heuristic if ctx.llm is None else [])
         raw = json.dumps([question.strip(), ctx.tier, model, build])
         return hashlib.sha256(raw.encode("utf-8")).hexdigest()[:24]
 
@@ -118,6 +123,7 @@ class MindGraphReader(Reader[ReaderParams]):
                 )
             await asyncio.to_thread(save_graph, ctx, namespace, key, document.id, graph, failed)
         counts = {**graph.counts(), "cached": cached, "key": key}
+        counts["chunk_tokens"] = self.chunk_tokens(ctx)
         spans = {
             n.id: [Span(episode=document.id, start=n.start, end=n.end)]
             for n in graph.nodes.values()
@@ -160,11 +166,24 @@ class MindGraphReader(Reader[ReaderParams]):
             details={"tier": ctx.tier, **out.details},
         )
 
+    def chunk_tokens(self, ctx: Context) -> int:
+        """The build's chunk size: ``chunk_tokens`` (the paper's 8,192), cut to what the
+        model's context window holds when the model states one. A build prompt holds
+        the instructions, the graph so far and the chunk, and the reply needs
+        ``build_max_tokens``: the chunk gets half of what the reply leaves (the bundled
+        GGUF model's 4,096 tokens give chunks of 1,024)."""
+        p = self.params
+        window = context_tokens(ctx.llm.backend) if ctx.llm is not None else None
+        if window is None:
+            return p.chunk_tokens
+        return min(p.chunk_tokens, max(MIN_CHUNK, (window - p.build_max_tokens) // 2))
+
     def _chunks(self, ctx: Context, document: Episode) -> list[tuple[int, int]]:
         cache = ctx.state("mindgraph.chunks", dict)
-        key = (document.namespace, document.text.__hash__(), self.params.chunk_tokens)
+        size = self.chunk_tokens(ctx)
+        key = (document.namespace, document.text.__hash__(), size)
         if key not in cache:
-            cache[key] = chunk_spans(document.text, self.params.chunk_tokens)
+            cache[key] = chunk_spans(document.text, size)
         found: list[tuple[int, int]] = cache[key]
         return found
 
