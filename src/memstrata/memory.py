@@ -196,14 +196,7 @@ class AsyncMemory(EpisodeWriter):
                 prepared.append(prepare_episode(item, self.config))
             except InvalidInputError as exc:
                 raise InvalidInputError(f"item {i}: {exc}") from exc
-        total = AddReport()
-        for start in range(0, len(prepared), batch_size):
-            batch = prepared[start : start + batch_size]
-            report = await asyncio.to_thread(self._write_batch, ns, batch, replace)
-            for field in ("added", "existing", "conflicts", "updated"):
-                getattr(total, field).extend(getattr(report, field))
-            if progress:
-                progress(len(batch))
+        total = await self._write_batches(ns, prepared, batch_size, replace, progress)
         await (self._after_removal(ns) if total.updated else self._fold_in(ns))
         return total
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final
 
@@ -177,6 +177,54 @@ class EpisodeWriter:
             hashes = ensure_embedded(self.store, self.embedder, texts)
             for p, h in zip(items, hashes, strict=True):
                 p.embed_hash = h
+
+    async def _write_batches(
+        self,
+        namespace: str,
+        prepared: list[PreparedEpisode],
+        batch_size: int,
+        replace: bool,
+        progress: Callable[[int], None] | None,
+    ) -> AddReport:
+        """Write batch by batch (each one transaction), embedding up to two batches ahead
+        of the writes: the embedder's workers never wait for a commit, nor for the last
+        slow batch of the one before."""
+        total = AddReport()
+        batches = [prepared[s : s + batch_size] for s in range(0, len(prepared), batch_size)]
+        ahead = [asyncio.create_task(self._embed_ahead(namespace, b)) for b in batches[:2]]
+        try:
+            for i, batch in enumerate(batches):
+                await ahead[i]
+                if i + 2 < len(batches):
+                    ahead.append(asyncio.create_task(self._embed_ahead(namespace, batches[i + 2])))
+                report = await asyncio.to_thread(self._write_batch, namespace, batch, replace)
+                for field in ("added", "existing", "conflicts", "updated"):
+                    getattr(total, field).extend(getattr(report, field))
+                if progress:
+                    progress(len(batch))
+        finally:
+            # A failed batch stops the call; embeddings still running finish first (they
+            # only fill the cache), so nothing touches the store after this returns.
+            await asyncio.gather(*ahead, return_exceptions=True)
+        return total
+
+    async def _embed_ahead(self, namespace: str, batch: list[PreparedEpisode]) -> None:
+        """Fill the embedding cache for the items of ``batch`` that a write will store
+        (new ids, or stored with other content), before the write needs them."""
+
+        def run() -> None:
+            stored = {
+                e.id: e for e in self.store.get_episodes(namespace, [p.external_id for p in batch])
+            }
+            self._embed(
+                [
+                    p
+                    for p in batch
+                    if (old := stored.get(p.external_id)) is None or not same_episode(p, old)
+                ]
+            )
+
+        await asyncio.to_thread(run)
 
     def _write_batch(
         self, namespace: str, batch: list[PreparedEpisode], replace: bool = False

