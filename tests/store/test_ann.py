@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -31,27 +32,22 @@ def _episodes(n: int = N, seed: int = 7, prefix: str = "e"):
     ]
 
 
-_VECTORS: dict[int, list] = {}
+_VECTORS: dict[bytes, np.ndarray] = {}
 
 
-def _add(store: SQLiteStore, embedder, eps, seed: int) -> None:
-    """As ``add_embedded``, with each seed's vectors made once per test module."""
-    if seed not in _VECTORS:
-        _VECTORS[seed] = [
-            (e.embed_hash, v)
-            for e, v in zip(
-                eps,
-                embedder.embed([documents.embed_text(e.text, e.speaker, {}) for e in eps]),
-                strict=True,
-            )
-        ]
-    store.put_embeddings(embedder.model_id, _VECTORS[seed])
+def _add(store: SQLiteStore, embedder, eps) -> None:
+    """As ``add_embedded``, with each text's vector made once per test module."""
+    todo = [e for e in eps if e.embed_hash not in _VECTORS]
+    if todo:
+        texts = [documents.embed_text(e.text, e.speaker, {}) for e in todo]
+        _VECTORS.update(zip((e.embed_hash for e in todo), embedder.embed(texts), strict=True))
+    store.put_embeddings(embedder.model_id, [(e.embed_hash, _VECTORS[e.embed_hash]) for e in eps])
     store.add_episodes("ns", eps)
 
 
 def _filled(path: Path, embedder, seed: int = 7) -> SQLiteStore:
     store = SQLiteStore(path, ann_threshold=THRESHOLD)
-    _add(store, embedder, _episodes(N, seed), seed)
+    _add(store, embedder, _episodes(N, seed))
     return store
 
 
@@ -59,6 +55,15 @@ def _with_graph(store: SQLiteStore, model: str) -> dict[str, int | bool]:
     store.vector_index_info("ns", model)  # the first search past the threshold starts a build
     store.wait_for_vector_indexes()
     return store.vector_index_info("ns", model)
+
+
+@pytest.fixture
+def built(tmp_path: Path, embedder) -> Iterator[SQLiteStore]:
+    """A store of N episodes at ``tmp_path / "m.db"`` whose graph is built."""
+    store = _filled(tmp_path / "m.db", embedder)
+    _with_graph(store, embedder.model_id)
+    yield store
+    store.close()
 
 
 @pytest.fixture
@@ -121,60 +126,50 @@ def test_reopening_takes_the_file_without_a_build(tmp_path: Path, embedder, quer
         again.close()
 
 
-def test_new_updated_and_deleted_episodes_stay_exact(tmp_path: Path, embedder, queries) -> None:
-    path = tmp_path / "m.db"
-    store = _filled(path, embedder)
-    model = embedder.model_id
-    try:
-        _with_graph(store, model)
-        # another connection (as another process would) adds, updates and deletes
-        other = SQLiteStore(path, ann_threshold=EXACT)
-        fresh = [prep("new-volcano", "The volcano erupted over the harbour.", embed=True)]
-        add_embedded(other, embedder, "ns", fresh)
-        target = store.dense_episodes("ns", model, queries[:1], 1)[0][0][0]
-        gone_id = other.episodes_by_key([target])[target].id
-        other.delete_episodes("ns", [gone_id])
-        text = "Grace repaired the telescope on the roof at night."
-        changed = prep("e5", text, embed=True)
-        vector = embedder.embed([documents.embed_text(text, None, {})])[0]
-        other.put_embeddings(model, [(changed.embed_hash, vector)])
-        assert other.update_episodes("ns", [changed]).updated == ["e5"]
-        other.close()
+def test_new_updated_and_deleted_episodes_stay_exact(
+    built: SQLiteStore, tmp_path: Path, embedder, queries
+) -> None:
+    store, path, model = built, tmp_path / "m.db", embedder.model_id
+    # another connection (as another process would) adds, updates and deletes
+    other = SQLiteStore(path, ann_threshold=EXACT)
+    fresh = [prep("new-volcano", "The volcano erupted over the harbour.", embed=True)]
+    add_embedded(other, embedder, "ns", fresh)
+    target = store.dense_episodes("ns", model, queries[:1], 1)[0][0][0]
+    gone_id = other.episodes_by_key([target])[target].id
+    other.delete_episodes("ns", [gone_id])
+    text = "Grace repaired the telescope on the roof at night."
+    changed = prep("e5", text, embed=True)
+    vector = embedder.embed([documents.embed_text(text, None, {})])[0]
+    other.put_embeddings(model, [(changed.embed_hash, vector)])
+    assert other.update_episodes("ns", [changed]).updated == ["e5"]
+    other.close()
 
-        info = store.vector_index_info("ns", model)
-        assert info["graph"] == N and info["exact"] == 2 and info["outdated"] == 1
-        keys = keys_of(store, "ns", ["new-volcano", "e5"])
-        hits = store.dense_episodes("ns", model, embedder.embed(["volcano harbour"]), 3)[0]
-        assert hits[0][0] == keys["new-volcano"]
-        q = embedder.embed(["Grace repaired the telescope on the roof at night."])
-        hits = store.dense_episodes("ns", model, q, 3)[0]
-        assert hits[0][0] == keys["e5"] and hits[0][1] == pytest.approx(1.0, abs=2e-3)
-        assert all(k != target for k, _ in store.dense_episodes("ns", model, queries, 50)[0])
-        overlap, have = _same_as_exact(store, path, model, queries, 10)
+    info = store.vector_index_info("ns", model)
+    assert info["graph"] == N and info["exact"] == 2 and info["outdated"] == 1
+    keys = keys_of(store, "ns", ["new-volcano", "e5"])
+    hits = store.dense_episodes("ns", model, embedder.embed(["volcano harbour"]), 3)[0]
+    assert hits[0][0] == keys["new-volcano"]
+    q = embedder.embed(["Grace repaired the telescope on the roof at night."])
+    hits = store.dense_episodes("ns", model, q, 3)[0]
+    assert hits[0][0] == keys["e5"] and hits[0][1] == pytest.approx(1.0, abs=2e-3)
+    assert all(k != target for k, _ in store.dense_episodes("ns", model, queries, 50)[0])
+    overlap, have = _same_as_exact(store, path, model, queries, 10)
+    assert overlap >= 0.98
+    assert not any(k == target for hits in have for k, _ in hits)
+
+
+def test_filters_narrow_and_wide(built: SQLiteStore, tmp_path: Path, embedder, queries) -> None:
+    store, path, model = built, tmp_path / "m.db", embedder.model_id
+    for flt in (SearchFilters(sessions=["s3"]), SearchFilters(speakers=["Ana", "Ben"])):
+        overlap, have = _same_as_exact(store, path, model, queries, 10, flt)
         assert overlap >= 0.98
-        assert not any(k == target for hits in have for k, _ in hits)
-    finally:
-        store.close()
-
-
-def test_filters_narrow_and_wide(tmp_path: Path, embedder, queries) -> None:
-    path = tmp_path / "m.db"
-    store = _filled(path, embedder)
-    model = embedder.model_id
-    try:
-        _with_graph(store, model)
-        for flt in (SearchFilters(sessions=["s3"]), SearchFilters(speakers=["Ana", "Ben"])):
-            overlap, have = _same_as_exact(store, path, model, queries, 10, flt)
-            assert overlap >= 0.98
-            allowed = {
-                e.key
-                for e in store.iter_episodes("ns", limit=N)
-                if e.session in (flt.sessions or [e.session])
-                and e.speaker in (flt.speakers or [e.speaker])
-            }
-            assert all(k in allowed for hits in have for k, _ in hits)
-    finally:
-        store.close()
+        allowed = {
+            e.key
+            for e in store.iter_episodes("ns", limit=N)
+            if e.session in (flt.sessions or [e.session])
+            and e.speaker in (flt.speakers or [e.speaker])
+        }
+        assert all(k in allowed for hits in have for k, _ in hits)
 
 
 def test_a_growing_delta_is_folded_into_a_new_file(
@@ -298,3 +293,44 @@ def test_bm25_leaves_out_the_commonest_terms_past_its_budget(tmp_path: Path) -> 
         assert len(store.bm25_episodes("ns", ["heron", "kingfisher"], 200)) == 92  # k1 has both
     finally:
         store.close()
+
+
+def test_a_build_that_cannot_write_leaves_exact_search_and_is_not_retried(
+    tmp_path: Path, embedder, queries, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "m.db"
+    Path(str(path) + "-ann").write_text("a file where the folder should be")
+    store = _filled(path, embedder)
+    model = embedder.model_id
+    try:
+        with caplog.at_level(logging.ERROR, logger="memstrata.store.sqlite_search"):
+            info = _with_graph(store, model)
+        assert info == {"graph": 0, "exact": N, "outdated": 0, "building": False}
+        assert "failed" in caplog.text
+        _add(store, embedder, _episodes(20, seed=5, prefix="late"))
+        overlap, _ = _same_as_exact(store, path, model, queries, 10)
+        assert overlap == 1.0 and store.ann_builds == 1  # exact, and no second attempt
+    finally:
+        store.close()
+
+
+def test_a_graph_another_process_built_is_taken_not_built_again(
+    tmp_path: Path, embedder, queries
+) -> None:
+    path = tmp_path / "m.db"
+    eps = _episodes()
+    builder = SQLiteStore(path, ann_threshold=THRESHOLD)
+    reader = SQLiteStore(path, ann_threshold=THRESHOLD)
+    try:
+        _add(builder, embedder, eps[:150])
+        assert reader.vector_index_info("ns", embedder.model_id)["exact"] == 150
+        _add(builder, embedder, eps[150:])
+        _with_graph(builder, embedder.model_id)
+        info = reader.vector_index_info("ns", embedder.model_id)  # past the threshold now
+        assert info == {"graph": N, "exact": 0, "outdated": 0, "building": False}
+        assert reader.ann_builds == 0 and builder.ann_builds == 1
+        overlap, _ = _same_as_exact(reader, path, embedder.model_id, queries, 10)
+        assert overlap >= 0.98
+    finally:
+        builder.close()
+        reader.close()

@@ -188,17 +188,25 @@ class LLMClient:
         max_tokens: int = 1024,
         temperature: float = 0.0,
         repairs: Salvage | None = None,
+        fallback: Callable[[str], T] | None = None,
     ) -> T:
         """Ask for JSON matching ``response_model`` and return the validated instance.
 
         ``repairs``, when given, receives what was cut or dropped from the reply used, for
-        a design that counts rejected items itself."""
+        a design that counts rejected items itself. ``fallback`` reads a reply that is not
+        JSON the design's own way (raising ``LLMOutputError`` if it cannot either): a
+        model that answers "nothing to replace" in words has answered."""
         schema = bounded_json_schema(response_model)
         tally = _Tally()
 
         def parse(text: str) -> T:
             tally.salvage = Salvage()  # only the reply that is used counts
-            return parse_structured(text, response_model, tally.salvage)
+            try:
+                return parse_structured(text, response_model, tally.salvage)
+            except LLMOutputError:
+                if fallback is None:
+                    raise
+                return fallback(text)
 
         value = await self._call(
             messages, schema, parse, stage, max_tokens, temperature, tally=tally

@@ -62,6 +62,7 @@ class _VectorIndex:
     looked_for_file: bool = False
     job: threading.Thread | None = None
     built: AnnIndex | None = None  # a finished background build, not adopted yet
+    build_failed: bool = False
 
     def reset(self) -> None:
         self.keys = np.zeros(0, dtype=np.int64)
@@ -428,11 +429,16 @@ class SearchPrimitives:
     def _maybe_build_graph(self, ns_id: int, model: str, index: _VectorIndex) -> None:
         """Start a background build of the graph (or of a graph with the delta folded in)
         when the namespace has grown enough; searches go on meanwhile."""
-        if self._ann_folder is None or index.job is not None:
+        if self._ann_folder is None or index.job is not None or index.build_failed:
             return
         ann = index.ann
         if ann is None and len(index.keys) < self._ann_threshold:
             return
+        if ann is None:
+            self._open_graph(ns_id, model, index)  # another process may have built it
+            if index.ann is not None:
+                self._refresh_delta(ns_id, model, index)
+                return
         if ann is not None and len(index.keys) < max(DELTA_FOLD_MIN, len(ann) // 20):
             return
         folder, keys, matrix = self._ann_folder, index.keys, index.matrix
@@ -447,8 +453,13 @@ class SearchPrimitives:
                     graph = AnnIndex.extend(ann.manifest_path, dirty, keys, matrix)
                 AnnIndex.save(graph, folder, ns_id, model, max_key=max_key, revision=revision)
                 index.built = AnnIndex.load(folder, ns_id, model)
-            except Exception:  # a failed build leaves exact search; logged, tried again
-                logger.exception("building the vector index of namespace %d failed", ns_id)
+            except Exception:  # exact search goes on; not tried again by this connection
+                index.build_failed = True
+                logger.exception(
+                    "building the vector index of namespace %d failed; its searches stay "
+                    "exact until the store is opened again",
+                    ns_id,
+                )
 
         index.job = threading.Thread(target=work, name=f"ann-ns{ns_id}", daemon=True)
         index.job.start()

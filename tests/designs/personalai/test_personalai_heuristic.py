@@ -10,6 +10,7 @@ import pytest
 from memstrata.designs.personalai.builder import graph_cache
 from memstrata.designs.personalai.extract import extract, name_mentions
 from memstrata.designs.personalai.graph import PAGraph
+from memstrata.designs.personalai.memorize import one_at_a_time
 from memstrata.designs.personalai.route import heuristic_entities
 from memstrata.errors import ConfigError
 from memstrata.memory import Memory
@@ -198,3 +199,22 @@ def test_rebuild_drops_only_its_own_records(tmp_path: Path, embedder) -> None:
         assert not set(after.objects) & set(before.objects)  # new records
         kept = {e.id for e in m.store.get_records("default", "entity", builder=None)}
         assert {e.id for e in mnemis_entities} <= kept
+
+
+def test_heuristic_replaces_only_relations_that_hold_one_object(tmp_path: Path, embedder) -> None:
+    """'Visited Rome' does not retire 'visited Paris'; 'works at Globex' retires 'works at
+    Acme'."""
+    with Memory.open(tmp_path / "m.db", embedder=embedder, recipe="personalai") as m:
+        m.add("Maya visited Paris.", id="a")
+        m.add("Maya works at Acme.", id="b")
+        m.add("Maya visited Rome.", id="c")
+        m.add("Maya works at Globex.", id="d")
+        graph = PAGraph.load(m.store, embedder, "default")
+        facts = {f.fact: f for f in graph.triplets.values()}
+        assert facts["Maya visited Paris"].invalid_at is None
+        assert facts["Maya visited Rome"].invalid_at is None
+        assert facts["Maya works at Acme"].replaced_by == [facts["Maya works at Globex"].id]
+    for relation in ("lives in", "now lives in", "works for", "is married to", "is in"):
+        assert one_at_a_time(relation), relation
+    for relation in ("visited", "likes", "met", "has", "is a", "lives near", "works with"):
+        assert not one_at_a_time(relation), relation

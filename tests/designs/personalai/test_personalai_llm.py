@@ -21,6 +21,8 @@ from memstrata.designs.personalai.prompts import (
     Theses,
     Triplets,
     parse,
+    replace_theses,
+    replace_triplets,
 )
 from memstrata.designs.personalai.route import PersonalAIParams, PersonalAIRoute
 from memstrata.engine.contracts import Context
@@ -71,7 +73,7 @@ def test_parsers_read_the_papers_line_formats() -> None:
 @pytest.mark.parametrize(
     ("text", "model"),
     [
-        ("no triplets here", Triplets),
+        ("Maya and Acme, I suppose", Triplets),
         ("just words", Replacements),
         ("", QAAnswer),
         ("[Chain of thoughts]: unsure. [Answer]:", QAAnswer),
@@ -120,10 +122,10 @@ def _responder(replace: str | dict, fmt: str):
     return answer
 
 
-def _build(store, embedder, backend, output: str, texts: dict[str, str]):
+def _build(store, embedder, backend, output: str, texts: dict[str, str], **params):
     add_episodes(store, texts)
     ctx = Context(store, embedder, LLMClient(backend, max_retries=0), tier="llm")
-    builder = PersonalAIBuilder(MemorizeParams(output=output))  # type: ignore[arg-type]
+    builder = PersonalAIBuilder(MemorizeParams(output=output, **params))  # type: ignore[arg-type]
     eps = store.get_episodes(NS, list(texts))
     for ep in eps:
         ep.occurred_at = datetime(2024, 1 + eps.index(ep), 1, tzinfo=UTC)
@@ -274,3 +276,94 @@ def test_a_failed_replacement_keeps_the_extraction_and_is_retried(store, embedde
     (new,) = [f for f in graph.triplets.values() if f.fact == "Maya works at Globex"]
     assert old.invalid_at is not None and old.replaced_by == [new.id]
     assert len(new.sources) == 1  # the same span, not repeated
+
+
+@pytest.mark.parametrize("output", ["json", "lines"])
+@pytest.mark.parametrize("table", [replace_theses, replace_triplets])
+def test_replacement_prompts_carry_every_kind_of_the_papers_examples(table, output) -> None:
+    """Tables 7 and 8: the locker example, nothing to replace, several replaced by one,
+    two "do not replace" cases, the repeated warning; each example's reply written in the
+    format the prompt asks for."""
+    (system, user), model = table(["a"], ["b"], output)
+    text = system.content
+    assert model is Replacements
+    for part in (
+        "locker",
+        "Room T",
+        "Nothing to replace here.",
+        "Several can be replaced by one",
+        "apple has been grilled" if table is replace_theses else "apple, has been, grilled",
+        "art class",
+        "When unsure, keep the existing",
+        "Once more: do not replace",
+        "needs its replacement among the new",
+        "no descriptions",
+    ):
+        assert part in text, part
+    assert ("sneakers" in text) == (table is replace_theses)  # Table 7's own rule
+    if output == "json":
+        assert text.count('{"replacements": []}') == 3 and '"outdated": "' in text
+    elif table is replace_theses:
+        assert text.count("Replacing: []") == 3
+        assert '"broom is in inventory <- kitchen contains broom"' in text
+    else:
+        assert "[[kitchen, contains, broom -> broom, is in, inventory], " in text
+    assert user.content.endswith("Replacing:")
+
+
+def test_replies_name_items_loosely_and_nothing_said_in_words_is_an_answer(store, embedder) -> None:
+    """Case, punctuation, quotes and a trailing period do not hide an item; "No
+    replacements are needed." (not JSON) is an empty answer, not a failed episode."""
+    replace = {
+        "theses": "No replacements are needed.",
+        "triplets": json.dumps(
+            {
+                "replacements": [
+                    {"outdated": "maya, WORKS AT, acme.", "new": '"Maya works at Globex"'}
+                ]
+            }
+        ),
+    }
+    backend = ScriptedBackend([_responder(replace, "json")] * 6)
+    ctx, result = _build(store, embedder, backend, "json", {"e1": EP1, "e2": EP2})
+    assert result.failed == {}
+    graph = graph_cache(ctx).get(NS)
+    old_f = next(f for f in graph.triplets.values() if f.fact == "Maya works at Acme")
+    new_f = next(f for f in graph.triplets.values() if f.fact == "Maya works at Globex")
+    assert old_f.replaced_by == [new_f.id]
+    assert all(t.invalid_at is None for t in graph.theses.values())  # "no replacements"
+    for said in ("Nothing to replace here.", "none", "There are no outdated triplets."):
+        assert parse(said, Replacements).replacements == []
+    with pytest.raises(LLMOutputError):
+        parse("Maya moved, I think", Replacements)
+
+
+def test_the_existing_items_shown_are_the_closest_to_the_new_ones(store, embedder) -> None:
+    """With room for one existing triplet, the prompt shows the one that shares the most
+    words with a new triplet, not the first met."""
+    first = "Maya likes green tea. Maya works at Acme."
+
+    def answer(messages: list[Message]) -> str:
+        user = messages[-1].content
+        if "[Extracted thesises]" in user:
+            return json.dumps({"theses": []})
+        if "[Extracted Triplets]" in user:
+            rows = (
+                [("Maya", "works at", "Globex")]
+                if EP2 in user
+                else [("Maya", "likes", "green tea"), ("Maya", "works at", "Acme")]
+            )
+            keys = ("subject", "relation", "object")
+            return json.dumps({"triplets": [dict(zip(keys, r, strict=True)) for r in rows]})
+        return json.dumps({"replacements": []})
+
+    backend = ScriptedBackend([answer] * 6)
+    _, result = _build(store, embedder, backend, "json", {"e1": first, "e2": EP2}, max_existing=1)
+    assert result.failed == {}
+    shown = [
+        r.messages[-1].content
+        for r in backend.requests
+        if "Existing triplets" in r.messages[-1].content
+    ]
+    assert len(shown) == 1
+    assert "Maya, works at, Acme" in shown[0] and "green tea" not in shown[0]

@@ -56,6 +56,12 @@ def text_key(text: str) -> str:
     return " ".join(text.casefold().split())
 
 
+def reply_key(text: str) -> str:
+    """How a model's reply names an item it was shown: case, punctuation, quotes and a
+    trailing period do not count ("Maya, works at, Acme." is "maya works at acme")."""
+    return " ".join(re.findall(r"\w+", text.casefold()))
+
+
 def node_type(key: str) -> NodeType:
     return PREFIX[key[0]]
 

@@ -18,13 +18,14 @@ graph, and stays in the store as history.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import datetime
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from memstrata.designs.personalai.extract import extract
-from memstrata.designs.personalai.graph import OBJECT, PAGraph, name_key, text_key
+from memstrata.designs.personalai.graph import OBJECT, PAGraph, name_key, reply_key, text_key
 from memstrata.designs.personalai.prompts import (
     Output,
     Replacements,
@@ -61,6 +62,26 @@ class MemorizeParams(BaseModel):
 def _find(text: str, needle: str) -> tuple[int, int] | None:
     m = re.search(re.escape(needle.strip()), text, re.IGNORECASE)
     return (m.start(), m.end()) if m else None
+
+
+# Relations whose subject holds one object at a time: a new object means the old one no
+# longer holds ("lives in Lisbon", then "lives in Porto"). Anything else may hold many
+# objects at once (visited, likes, met, has, is a ...), so the heuristic tier never
+# retires a triplet of those; the llm tier asks the model (appendix B).
+_ONE_AT_A_TIME = re.compile(
+    r"(?:(?:now|currently|still) )?(?:"
+    r"lives? (?:in|at|on)|living (?:in|at)|resides? (?:in|at)|stays? (?:in|at)|"
+    r"works? (?:at|for|as)|working (?:at|for|as)|studies at|is studying at|"
+    r"is (?:located|based|staying|living) (?:in|at)|is in|is at|"
+    r"is married to|is engaged to|is dating|was born (?:in|on)|is aged|age"
+    r")"
+)
+
+
+def one_at_a_time(relation: str) -> bool:
+    """Whether ``relation`` (lower case, single spaces) says its subject holds one object
+    at a time."""
+    return _ONE_AT_A_TIME.fullmatch(relation) is not None
 
 
 def triplet_line(graph: PAGraph, f: Fact) -> str:
@@ -152,10 +173,13 @@ class Memorizer:
                     self._same_relation(fact, ep)
 
     def _same_relation(self, new: Fact, ep: Episode) -> None:
-        """Heuristic rule: an earlier episode's triplet with the same subject and relation
-        and another object is replaced by ``new``."""
+        """Heuristic rule: an earlier episode's triplet with the same subject and the same
+        single-valued relation (:func:`one_at_a_time`) and another object is replaced by
+        ``new``. "Visited Rome" leaves "visited Paris" standing."""
         g = self.graph
         rel = text_key(new.relation)
+        if not one_at_a_time(rel):
+            return
         for fid in list(g.triplets_of.get(new.subject_id, ())):
             old = g.triplets[fid]
             if (
@@ -216,21 +240,22 @@ class Memorizer:
         if p.replace_outdated:
             await self._outdated(llm, ep, before, new_theses, new_facts)
 
-    def neighbourhood(self, seeds: set[str], depth: int) -> tuple[list[str], list[str]]:
+    def neighbourhood(self, seeds: set[str], depth: int) -> tuple[dict[str, int], dict[str, int]]:
         """Triplet and thesis ids met by a breadth-first walk of ``depth`` hops from the
-        object ids ``seeds``, over simple relations and thesis hyperedges, nearest first."""
+        object ids ``seeds``, over simple relations and thesis hyperedges, each with the
+        hop it was met at (1 for the seeds' own)."""
         g = self.graph
-        seen, frontier = set(seeds), list(seeds)
-        facts: dict[str, None] = {}
-        theses: dict[str, None] = {}
-        for _ in range(depth):
+        seen, frontier = set(seeds), sorted(seeds)
+        facts: dict[str, int] = {}
+        theses: dict[str, int] = {}
+        for hop in range(1, depth + 1):
             nxt: list[str] = []
             for oid in frontier:
                 for fid in g.triplets_of.get(oid, ()):
                     f = g.triplets[fid]
                     if f.invalid_at is not None:
                         continue
-                    facts.setdefault(fid, None)
+                    facts.setdefault(fid, hop)
                     other = f.object_id if f.subject_id == oid else f.subject_id
                     if other not in seen:
                         seen.add(other)
@@ -239,13 +264,13 @@ class Memorizer:
                     th = g.theses[tid]
                     if th.invalid_at is not None:
                         continue
-                    theses.setdefault(tid, None)
+                    theses.setdefault(tid, hop)
                     for other in th.entity_ids:
                         if other not in seen:
                             seen.add(other)
                             nxt.append(other)
             frontier = nxt
-        return list(facts), list(theses)
+        return facts, theses
 
     async def _outdated(
         self,
@@ -261,8 +286,26 @@ class Memorizer:
             e for f in new_facts for e in (f.subject_id, f.object_id)
         }
         facts, theses = self.neighbourhood(seeds & before, p.bfs_depth)
-        old_facts = [g.triplets[f] for f in facts if f not in fresh][: p.max_existing]
-        old_theses = [g.theses[t] for t in theses if t not in fresh][: p.max_existing]
+        new_words = [set(reply_key(triplet_line(g, f)).split()) for f in new_facts] + [
+            set(reply_key(t.text).split()) for t in new_theses
+        ]
+
+        def closest(ids: dict[str, int], label: Callable[[str], str]) -> list[str]:
+            """Nearest in the walk first, then the most words shared with a new item:
+            the cut at ``max_existing`` keeps what the new items most likely replace."""
+
+            def shared(i: str) -> int:
+                words = set(reply_key(label(i)).split())
+                return max((len(words & w) for w in new_words), default=0)
+
+            return sorted((i for i in ids if i not in fresh), key=lambda i: (ids[i], -shared(i), i))
+
+        old_facts = [
+            g.triplets[f] for f in closest(facts, lambda f: triplet_line(g, g.triplets[f]))
+        ][: p.max_existing]
+        old_theses = [g.theses[t] for t in closest(theses, lambda t: g.theses[t].text)][
+            : p.max_existing
+        ]
         if old_theses and new_theses:
             await self._replace(llm, "theses", old_theses, new_theses, ep)
         if old_facts and new_facts:
@@ -281,8 +324,8 @@ class Memorizer:
         def label(r: Thesis | Fact) -> str:
             return r.text if isinstance(r, Thesis) else triplet_line(g, r)
 
-        old_by = {text_key(label(r)): r for r in old}
-        new_by = {text_key(label(r)): r for r in new}
+        old_by = {reply_key(label(r)): r for r in old}
+        new_by = {reply_key(label(r)): r for r in new}
         make = replace_theses if what == "theses" else replace_triplets
         prompt = make([label(r) for r in old], [label(r) for r in new], p.output)
         stage = STAGE + f"replace_{what}"
@@ -292,7 +335,7 @@ class Memorizer:
             self.stage_errors.append(f"{stage}: {type(exc).__name__}: {exc}")
             return
         for rep in answer.replacements:
-            was, now = old_by.get(text_key(rep.outdated)), new_by.get(text_key(rep.new))
+            was, now = old_by.get(reply_key(rep.outdated)), new_by.get(reply_key(rep.new))
             if was is not None and now is not None and was.invalid_at is None:
                 g.retire(was, now.id, ep.occurred_at or ep.created_at)
                 self.replaced += 1

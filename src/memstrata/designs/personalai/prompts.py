@@ -134,57 +134,151 @@ def extract_triplets(text: str, output: Output = "json") -> Prompt:
 
 
 # appendix B --------------------------------------------------------------------------
-_REPLACE = (
-    "You will be provided with a list of existing {what} and a list of new {what}. Some "
-    "existing {what} may be replaced with one of the new {what} when the world changed, "
-    'e.g. "{ex_old}" replaced by "{ex_new}". Replace only when an existing item holds '
-    "redundant or conflicting information about the same aspect of an entity; items that "
-    "give distinct or complementary information must stay. If unsure, keep the existing "
-    "item. Every replaced item needs its replacement among the new {what}. Generate only "
-    "the list of replacements, no descriptions."
-)
+# Tables 7 and 8 carry the same instructions and the same five examples, for theses
+# (plain statements) and for triplets ("subject, relation, object"). Each example is
+# (existing, new, replacements as (outdated, new) pairs, why); the replies are written in
+# the format the prompt asks for, so the examples teach the format too.
+_Item = tuple[str, tuple[str, str, str]]  # the same fact as a thesis and as a triplet
+
+
+def _fact(thesis: str, subject: str, relation: str, obj: str) -> _Item:
+    return thesis, (subject, relation, obj)
+
+
+_LOCKER = _fact("Golden locker is open", "Golden locker", "state", "open")
+_WEST = _fact("Room K is west of Room I", "Room K", "is west of", "Room I")
+_EXIT_K = _fact("Room K has exit to east", "Room K", "has exit", "east")
+_NORTH = _fact("Room T is north of Room N", "Room T", "is north of", "Room N")
+_EXIT_T = _fact("Room T has exit to south", "Room T", "has exit", "south")
+_BROOM_K = _fact("kitchen contains broom", "kitchen", "contains", "broom")
+_BROOM_F = _fact("broom is on floor", "broom", "is on", "floor")
+_BROOM_I = _fact("broom is in inventory", "broom", "is in", "inventory")
+_IN_LOCKER = _fact("item is in locker", "item", "is in", "locker")
+_IN_INVENTORY = _fact("item is in inventory", "item", "is in", "inventory")
+_EXAMPLES: list[tuple[list[_Item], list[_Item], list[tuple[_Item, _Item]], str]] = [
+    ([_LOCKER, _WEST, _EXIT_K], [_NORTH, _EXIT_T], [], "Nothing to replace here."),
+    (
+        [_BROOM_K, _BROOM_F],
+        [_BROOM_I],
+        [(_BROOM_K, _BROOM_I), (_BROOM_F, _BROOM_I)],
+        "Several can be replaced by one: the broom moved from the kitchen floor to the "
+        "player's inventory.",
+    ),
+    (
+        [
+            _fact("apple needs to be cooked", "apple", "needs to be", "cooked"),
+            _fact("knife is used for cutting", "knife", "is used for", "cutting"),
+            _fact("apple has been sliced", "apple", "has been", "sliced"),
+        ],
+        [
+            _fact("apple is on table", "apple", "is on", "table"),
+            _fact("kitchen contains knife", "kitchen", "contains", "knife"),
+            _fact("apple has been grilled", "apple", "has been", "grilled"),
+        ],
+        [],
+        "Nothing to replace here: these describe different properties of the items.",
+    ),
+    (
+        [_fact("brush is used for painting", "brush", "is used for", "painting")],
+        [_fact("brush is in art class", "brush", "is in", "art class")],
+        [],
+        "Nothing to replace here: these describe different properties of the brush.",
+    ),
+]
+
+
+def _item(item: _Item, what: str) -> str:
+    return ", ".join(item[1]) if what == "triplets" else item[0]
+
+
+def _reply(pairs: list[tuple[_Item, _Item]], what: str, output: Output) -> str:
+    if output == "json":
+        rows = [{"outdated": _item(o, what), "new": _item(n, what)} for o, n in pairs]
+        return json.dumps({"replacements": rows})
+    if what == "triplets":
+        return "[" + "".join(f"[{_item(o, what)} -> {_item(n, what)}], " for o, n in pairs) + "]"
+    return "[" + "; ".join(f'"{_item(n, what)} <- {_item(o, what)}"' for o, n in pairs) + "]"
+
+
+def _replace_system(what: str, output: Output) -> str:
+    one = what[:-2] if what == "thesises" else what[:-1]
+    shape = ' Triplets are written "subject, relation, object".' if what == "triplets" else ""
+    lines = [
+        f"You will be given a list of existing {what} and a list of new {what}.{shape} "
+        f"They are facts about a world that changes over time, so an existing {one} may be "
+        f"made outdated by one of the new {what}. For example, once an item is taken from "
+        f'a locker, the existing {one} "{_item(_IN_LOCKER, what)}" is replaced by the new '
+        f'{one} "{_item(_IN_INVENTORY, what)}".'
+    ]
+    for n, (old, new, pairs, why) in enumerate(_EXAMPLES):
+        if n == 2:
+            lines.append(
+                f"Replace a {one} only when it holds redundant or conflicting information "
+                "about the same aspect of an entity. Keep it when it gives distinct or "
+                f"complementary information compared to the new {what}: compare the "
+                "relations, properties and contexts they describe, and replace only when "
+                "these align. When they concern different aspects or attributes, do not "
+                f"replace. Replace only on semantic duplication between an existing {one} "
+                f"and a new {one}. When unsure, keep the existing {one}."
+            )
+        lines.append(
+            f"Example. Existing {what}: "
+            + json.dumps([_item(i, what) for i in old])
+            + f". New {what}: "
+            + json.dumps([_item(i, what) for i in new])
+            + f". Replacing: {_reply(pairs, what, output)}. {why}"
+        )
+    lines.append(
+        f"Once more: do not replace {what} that carry a different kind of information "
+        f"about the entities. Leaving a {one} in place is better than losing one that "
+        f"holds important information, so never mark a {one} as replaced when you are not "
+        f"sure. An existing {one} that semantically duplicates a new one is replaced by "
+        f"it; {what} about different things are not. Every {one} you replace needs its "
+        f"replacement among the new {what}; without a clear one, keep it."
+    )
+    if what == "thesises":
+        lines.append(
+            "A replacement must describe the same properties as the thesis it replaces, "
+            "with more recent information. Keep an existing thesis that holds unique or "
+            'current information: never replace "running is done with sneakers" with '
+            '"sneakers located at store".'
+        )
+    lines.append("Generate only the list of replacements, no descriptions.")
+    return " ".join(lines)
+
+
+_REPLACE_LINES = {
+    "thesises": ' Replacing must be generated strictly in the format: ["new_thesis_1 <- '
+    'outdated_thesis_1"; "new_thesis_2 <- outdated_thesis_2";], [] if nothing, with no '
+    "descriptions.",
+    "triplets": " Replacing must be generated strictly in the format: [[outdated_triplet_1 "
+    "-> actual_triplet_1], [outdated_triplet_2 -> actual_triplet_2],], [] if nothing, with "
+    "no descriptions.",
+}
+
+
+def _replace(what: str, existing: list[str], new: list[str], output: Output) -> Prompt:
+    tail = _REPLACE_LINES[what] if output == "lines" else _json_tail(Replacements)
+    shown = (
+        (json.dumps(existing), json.dumps(new))
+        if what == "thesises"
+        else ("; ".join(existing), "; ".join(new))
+    )
+    user = f"Existing {what}: {fence(shown[0])}. New {what}: {fence(shown[1])}. Replacing:"
+    return [
+        Message(role="system", content=noted(_replace_system(what, output) + tail)),
+        Message(role="user", content=user),
+    ], Replacements
 
 
 def replace_theses(existing: list[str], new: list[str], output: Output = "json") -> Prompt:
     """Table 7: which existing theses the new ones make outdated."""
-    system = _REPLACE.format(
-        what="thesises", ex_old="item is in locker", ex_new="item is in inventory"
-    )
-    tail = (
-        ' Replacing must be generated strictly in the format: ["new_thesis_1 <- '
-        'outdated_thesis_1"; "new_thesis_2 <- outdated_thesis_2";]; [] if nothing.'
-        if output == "lines"
-        else _json_tail(Replacements)
-    )
-    user = (
-        f"Existing thesises: {fence(json.dumps(existing))}. "
-        f"New thesises: {fence(json.dumps(new))}. Replacing:"
-    )
-    return [
-        Message(role="system", content=noted(system + tail)),
-        Message(role="user", content=user),
-    ], Replacements
+    return _replace("thesises", existing, new, output)
 
 
 def replace_triplets(existing: list[str], new: list[str], output: Output = "json") -> Prompt:
     """Table 8: which existing triplets ("subject, relation, object") the new ones replace."""
-    system = _REPLACE.format(
-        what="triplets", ex_old="item, is in, locker", ex_new="item, is in, inventory"
-    )
-    tail = (
-        " Replacing must be generated strictly in the format: [[outdated_triplet_1 -> "
-        "actual_triplet_1], [outdated_triplet_2 -> actual_triplet_2],]; [] if nothing."
-        if output == "lines"
-        else _json_tail(Replacements)
-    )
-    user = (
-        f"Existing triplets: {fence('; '.join(existing))}. "
-        f"New triplets: {fence('; '.join(new))}. Replacing:"
-    )
-    return [
-        Message(role="system", content=noted(system + tail)),
-        Message(role="user", content=user),
-    ], Replacements
+    return _replace("triplets", existing, new, output)
 
 
 # appendix C --------------------------------------------------------------------------
@@ -282,10 +376,27 @@ def _replacements_lines(text: str) -> dict[str, object]:
     return {"replacements": out}
 
 
+_NONE = re.compile(
+    r"\s*(\[\s*\]|$|[\"'*]*(nothing|none|no|there (are|is) no)\b[^\[\]{}<>]*$)", re.IGNORECASE
+)
+
+
 def _says_none(text: str) -> bool:
-    """An empty answer: nothing, or an empty list with or without a remark after it
-    ("[]. Nothing to replace here.", as the paper's examples answer)."""
-    return re.match(r"\s*(\[\s*\]|$)", text) is not None
+    """An empty answer: nothing, an empty list with or without a remark after it
+    ("[]. Nothing to replace here.", as the paper's examples answer), or a sentence
+    that says there is nothing ("No replacements needed.") and holds no list."""
+    return _NONE.match(text) is not None
+
+
+def _nothing(text: str, model: type[M]) -> M:
+    """A reply that is not JSON but says there is nothing: the empty answer."""
+    if not _says_none(text):
+        raise LLMOutputError(f"cannot read a {model.__name__} answer: not JSON")
+    return model()
+
+
+#: answers that may be empty, and so may say so in words
+_MAY_BE_EMPTY = frozenset({"Replacements", "Theses", "Triplets"})
 
 
 def _entities_lines(text: str) -> dict[str, object]:
@@ -336,7 +447,14 @@ async def ask(
     """One call in the chosen format; the answer parsed into ``model``."""
     messages, _ = prompt
     if output == "json":
-        answer = await llm.structured(messages, model, stage=stage, max_tokens=max_tokens)
+        empty = model.__name__ in _MAY_BE_EMPTY
+        answer = await llm.structured(
+            messages,
+            model,
+            stage=stage,
+            max_tokens=max_tokens,
+            fallback=(lambda text: _nothing(text, model)) if empty else None,
+        )
         assert isinstance(answer, model)
         return answer
     answer = await llm.read(
