@@ -16,7 +16,7 @@ import re
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from memstrata.engine.contracts import Answer, Answerer, Context
+from memstrata.engine.contracts import Answer, Answerer, Context, QuestionInfo
 from memstrata.engine.extractive import MIN_SUPPORT, SPEAKER_GAP, extract_answer
 from memstrata.engine.prompts import NO_ANSWER, GroundedReply, grounded_answer
 from memstrata.llm.types import LLMError, MemoryUsageSink
@@ -44,7 +44,14 @@ class GroundedAnswerer(Answerer[GroundedParams]):
     name = "grounded"
     Params = GroundedParams
 
-    async def answer(self, ctx: Context, namespace: str, question: str, hits: list[Hit]) -> Answer:
+    async def answer(
+        self,
+        ctx: Context,
+        namespace: str,
+        question: str,
+        hits: list[Hit],
+        about: QuestionInfo | None = None,
+    ) -> Answer:
         p = self.params
         if ctx.llm is None:
             return await asyncio.to_thread(self._extractive, ctx, namespace, question, hits)

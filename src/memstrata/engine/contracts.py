@@ -237,6 +237,15 @@ class Answer(BaseModel):
     hits: list[Hit] = Field(default_factory=list, description="what the answer was given")
 
 
+class QuestionInfo(BaseModel):
+    """What an evaluation knows of a question beyond its words: the data set's category
+    ("temporal", "adversarial", ...) and, for an adversarial question, the plausible
+    answer the data set offers as a trap. An answerer may use it; ``ask`` never has it."""
+
+    category: str | None = None
+    candidate: str | None = None
+
+
 class Answerer(ABC, Generic[P]):
     """The answer stage of a recipe."""
 
@@ -248,7 +257,12 @@ class Answerer(ABC, Generic[P]):
 
     @abstractmethod
     async def answer(
-        self, ctx: Context, namespace: str, question: str, hits: list[Hit]
+        self,
+        ctx: Context,
+        namespace: str,
+        question: str,
+        hits: list[Hit],
+        about: QuestionInfo | None = None,
     ) -> Answer: ...
 
 

@@ -33,6 +33,7 @@ from memstrata.engine.contracts import (
     Builder,
     BuildReport,
     Context,
+    QuestionInfo,
     Route,
     ShowNode,
     Tier,
@@ -535,9 +536,16 @@ class Engine:
             out.append(cut(merged, spec.fusion, k))
         return out
 
-    async def answer(self, namespace: str, question: str, hits: list[Hit], recipe: str) -> Answer:
+    async def answer(
+        self,
+        namespace: str,
+        question: str,
+        hits: list[Hit],
+        recipe: str,
+        about: QuestionInfo | None = None,
+    ) -> Answer:
         answerer = self.registry.answerer(self.recipe(recipe).answerer)
-        return await answerer.answer(self.context(namespace), namespace, question, hits)
+        return await answerer.answer(self.context(namespace), namespace, question, hits, about)
 
 
 def _reorder(llm: LLMClient) -> Callable[[str, str, list[str]], Any]:

@@ -10,8 +10,9 @@ from higmem_helpers import NS, ByFamily, add_turns, analysis_reply, llm_ctx
 
 from memstrata.designs.higmem.answer import HiGMemAnswerer, question_kind
 from memstrata.designs.higmem.builder import HiGMemBuilder
-from memstrata.designs.higmem.prompts import NOT_MENTIONED
+from memstrata.designs.higmem.prompts import NOT_MENTIONED, affiliation
 from memstrata.designs.higmem.route import GuidedParams, GuidedRoute
+from memstrata.engine.contracts import QuestionInfo
 from memstrata.llm.fence import unfence
 
 TURNS = [
@@ -145,3 +146,32 @@ def test_the_answerer_is_category_aware(store, embedder) -> None:
 
 def Context_heuristic(ctx):  # type: ignore[no-untyped-def]
     return ctx.with_tier("heuristic", None)
+
+
+def test_what_an_evaluation_knows_picks_the_branch(store, embedder) -> None:
+    """The data set's category reaches the answerer (bench qa passes it): adversarial with
+    its trap answer, temporal for a question that does not start with "when"."""
+    built(store, embedder)
+    backend = ByFamily({"answer": lambda m: {"answer": NOT_MENTIONED}})
+    ctx = llm_ctx(store, embedder, backend)
+    hits = asyncio.run(
+        GuidedRoute(GuidedParams(use_events=False, k_turn=2)).search(
+            Context_heuristic(ctx), NS, [QUESTION], 10
+        )
+    )[0]
+    trap = QuestionInfo(category="adversarial", candidate="a Prius")
+    adv = asyncio.run(HiGMemAnswerer().answer(ctx, NS, "What car does Sam drive?", hits, trap))
+    assert adv.abstained
+    assert "'a Prius'" in backend.asked["answer"][-1][0].content
+    dated = QuestionInfo(category="temporal")
+    asyncio.run(HiGMemAnswerer().answer(ctx, NS, "Evan got his car on which day?", hits, dated))
+    assert "dialogue timeline" in backend.asked["answer"][-1][0].content
+    asyncio.run(HiGMemAnswerer().answer(ctx, NS, "Evan got his car on which day?", hits))
+    assert "exact words" in backend.asked["answer"][-1][0].content  # no category: read off
+
+
+def test_the_affiliation_prompt_and_schema_state_max_join() -> None:
+    for join in (1, 2, 3):
+        (system, _), model = affiliation("a turn", [("E1", "an event", True)], join)
+        assert f"at most {join})" in system.content
+        assert model.model_json_schema()["properties"]["events"]["maxItems"] == join

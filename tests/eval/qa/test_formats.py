@@ -45,7 +45,8 @@ def test_locomo_reader_names_categories_and_marks_adversarial() -> None:
     assert [q.category for q in qa][:2] == ["single-hop", "temporal"]
     adversarial = qa[3]
     assert adversarial.abstain and adversarial.answer is None
-    assert adversarial.category == "adversarial"
+    assert adversarial.category == "adversarial" and adversarial.candidate == "glaze"
+    assert all(q.candidate is None for q in qa if q is not adversarial)
     assert qa[2].evidence == ["D1:3", "D1:1"] and qa[2].evidence_sessions == ["session_1"]
 
 
@@ -92,7 +93,13 @@ def qaset() -> list[dict[str, Any]]:
             ],
             "qa": [
                 {"question": "What spreads?", "evidence": ["p2"], "answer": "mint"},
-                {"question": "Who won?", "evidence": [], "abstain": True, "category": "trap"},
+                {
+                    "question": "Who won?",
+                    "evidence": [],
+                    "abstain": True,
+                    "category": "trap",
+                    "candidate": "Basil",
+                },
             ],
         }
     ]
@@ -104,6 +111,7 @@ def test_qaset_reader() -> None:
     assert [q.id for q in s.qa] == ["doc:q0", "doc:q1"]
     assert s.qa[0].evidence == ["p2"] and s.qa[0].category == "all"
     assert s.qa[1].abstain and s.qa[1].answer is None and s.qa[1].category == "trap"
+    assert s.qa[1].candidate == "Basil" and s.qa[0].candidate is None
 
 
 @pytest.mark.parametrize(

@@ -6,8 +6,10 @@ long ago) is answered with a date inferred from the dialogue timeline; an *adver
 one, when the caller gives the distractor answer, chooses between it and "Not mentioned in
 the conversation"; any other gets a short phrase in the turns' own words, with "Not
 mentioned in the conversation" as the way to abstain. ``ask`` has no category, so the
-kind is read off the question (:func:`question_kind`); :meth:`HiGMemAnswerer.answer_as`
-takes it explicitly.
+kind is read off the question (:func:`question_kind`); an evaluation passes the data
+set's category and, for an adversarial question, its trap answer
+(:class:`~memstrata.engine.contracts.QuestionInfo`, ``bench qa`` does);
+:meth:`HiGMemAnswerer.answer_as` takes the kind explicitly.
 
 Without an LLM: a temporal question gets the engine's extract of its best sentence
 headed by the date that turn is about (its resolved date phrase, else the turn's own
@@ -25,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from memstrata.designs.higmem import prompts
 from memstrata.designs.higmem.builder import layer_cache
 from memstrata.engine.answer import GroundedAnswerer, GroundedParams
-from memstrata.engine.contracts import Answer, Answerer, Context
+from memstrata.engine.contracts import Answer, Answerer, Context, QuestionInfo
 from memstrata.engine.extractive import extract_answer
 from memstrata.llm.types import MemoryUsageSink
 from memstrata.models import Hit
@@ -52,8 +54,22 @@ class HiGMemAnswerer(Answerer[HiGMemAnswerParams]):
     name = "higmem"
     Params = HiGMemAnswerParams
 
-    async def answer(self, ctx: Context, namespace: str, question: str, hits: list[Hit]) -> Answer:
-        return await self.answer_as(ctx, namespace, question, hits, question_kind(question))
+    async def answer(
+        self,
+        ctx: Context,
+        namespace: str,
+        question: str,
+        hits: list[Hit],
+        about: QuestionInfo | None = None,
+    ) -> Answer:
+        kind = question_kind(question)
+        if about is not None and about.category == "temporal":
+            kind = "temporal"
+        elif about is not None and about.category == "adversarial" and about.candidate:
+            return await self.answer_as(
+                ctx, namespace, question, hits, "adversarial", about.candidate
+            )
+        return await self.answer_as(ctx, namespace, question, hits, kind)
 
     async def answer_as(
         self,

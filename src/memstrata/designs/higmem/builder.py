@@ -264,7 +264,7 @@ class HiGMemBuilder(Builder[HiGMemParams]):
             latest = "; ".join(f.text for f in event.facts[-2:])
             shown.append((sid, f"{event.summary} | latest: {latest}"[:400], eid in recent))
         turn = stamp(ep) + (f" (keywords: {', '.join(note.keywords)})" if note.keywords else "")
-        messages, model = prompts.affiliation(turn, shown)
+        messages, model = prompts.affiliation(turn, shown, self.params.max_join)
         reply = await llm.structured(
             messages,
             model,

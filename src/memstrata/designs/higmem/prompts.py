@@ -16,10 +16,11 @@ the reply models are bounded so a grammar-constrained model closes its JSON.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, create_model
 
 from memstrata.llm.fence import fence, noted
 from memstrata.llm.types import Message
@@ -66,6 +67,17 @@ class TurnAnalysis(BaseModel):
 
 class Affiliation(BaseModel):
     events: list[Id] = Field(default_factory=list, max_length=4)
+
+
+@functools.cache
+def affiliation_model(max_join: int) -> type[Affiliation]:
+    """The affiliation answer for a builder that joins a turn to ``max_join`` events at
+    most: the schema states the bound the prompt states."""
+    return create_model(
+        f"Affiliation{max_join}",
+        __base__=Affiliation,
+        events=(list[Id], Field(default_factory=list, max_length=max(1, max_join))),
+    )
 
 
 class SheetLine(BaseModel):
@@ -122,14 +134,17 @@ def turn_analysis(window: Sequence[str], turn: str) -> Prompt:
     return _msgs(system, user), (TurnAnalysis)
 
 
-def affiliation(turn: str, candidates: Sequence[tuple[str, str, bool]]) -> Prompt:
-    """``candidates``: (short id, summary and latest facts, is recent) per event."""
+def affiliation(
+    turn: str, candidates: Sequence[tuple[str, str, bool]], max_join: int = 2
+) -> Prompt:
+    """``candidates``: (short id, summary and latest facts, is recent) per event;
+    ``max_join``: the events a turn may join (the builder's bound, stated to the model)."""
     system = (
         "You organise a conversation memory into events: an event is one situation, plan "
         "or topic (a trip, a new job, a hobby, a family matter), with the turns that talk "
         "about it. Decide which of the candidate events the new turn belongs to.\n"
         "- Choose every event the turn adds to or continues (usually one, at most "
-        "three). Events marked (recent) were discussed just before the turn.\n"
+        f"{max_join}). Events marked (recent) were discussed just before the turn.\n"
         "- A turn that only reacts (thanks, praise, a greeting) belongs to the recent "
         "event it reacts to.\n"
         f'- If the turn starts a new subject, answer ["{NEW_EVENT}"].\n'
@@ -139,7 +154,7 @@ def affiliation(turn: str, candidates: Sequence[tuple[str, str, bool]]) -> Promp
         f"{cid}{' (recent)' if recent else ''}: {text}" for cid, text, recent in candidates
     )
     user = f"Candidate events:\n{fence(listed)}\n\nNew turn:\n{fence(turn)}"
-    return _msgs(system, user), (Affiliation)
+    return _msgs(system, user), affiliation_model(max_join)
 
 
 def event_refresh(summary: str, turns: Sequence[tuple[str, str]]) -> Prompt:

@@ -14,7 +14,7 @@ import asyncio
 from pydantic import BaseModel, ConfigDict, Field
 
 from memstrata.designs.personalai.prompts import NOT_ENOUGH, Output, QAAnswer, ask, qa
-from memstrata.engine.contracts import Answer, Answerer, Context
+from memstrata.engine.contracts import Answer, Answerer, Context, QuestionInfo
 from memstrata.engine.extractive import extract_answer
 from memstrata.llm.types import MemoryUsageSink
 from memstrata.models import Hit
@@ -40,7 +40,14 @@ class PersonalAIAnswerer(Answerer[QAParams]):
     name = "personalai-qa"
     Params = QAParams
 
-    async def answer(self, ctx: Context, namespace: str, question: str, hits: list[Hit]) -> Answer:
+    async def answer(
+        self,
+        ctx: Context,
+        namespace: str,
+        question: str,
+        hits: list[Hit],
+        about: QuestionInfo | None = None,
+    ) -> Answer:
         p = self.params
         shown = contexts(hits, p)
         if ctx.llm is None:

@@ -98,6 +98,8 @@ def to_qaset(samples: list[Sample]) -> list[dict[str, Any]]:
                 item["category"] = q.category
             if q.abstain:
                 item["abstain"] = True
+            if q.candidate is not None:
+                item["candidate"] = q.candidate
             qa.append(item)
         out.append({"sample_id": s.id, "turns": turns, "qa": qa})
     return out

@@ -58,6 +58,9 @@ class QA:
     evidence: list[str] = field(default_factory=list)
     evidence_sessions: list[str] = field(default_factory=list)
     abstain: bool = False
+    #: an adversarial question's trap: the plausible answer the data set offers, which
+    #: the conversation does not support (LoCoMo's ``adversarial_answer``)
+    candidate: str | None = None
 
 
 @dataclass
@@ -121,6 +124,7 @@ def from_locomo(path: str | Path) -> list[Sample]:
                 evidence=list(q.evidence),
                 evidence_sessions=_distinct(sessions.get(e) for e in q.evidence),
                 abstain=q.category == 5,
+                candidate=(q.answer or None) if q.category == 5 else None,
             )
             for q in conv.questions
         ]
@@ -284,6 +288,7 @@ def _qaset_qa(
         evidence=ev,
         evidence_sessions=_distinct(sessions.get(e) for e in ev),
         abstain=bool(rec.get("abstain", False)),
+        candidate=_opt_str(rec.get("candidate")),
     )
 
 

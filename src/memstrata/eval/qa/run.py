@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memstrata import __version__
+from memstrata.engine.contracts import QuestionInfo
 from memstrata.eval.qa import cost, metrics_answer, metrics_retrieval
 from memstrata.eval.qa.formats import QA, Sample
 from memstrata.eval.qa.judge import judge
@@ -234,7 +235,8 @@ class Runner:
         """Answer and judge one question into ``row``; returns the cost rows it made."""
         before, t0 = self._usage(ns), time.perf_counter()
         try:
-            answer = await self.memory.engine.answer(ns, q.question, hits, recipe)
+            about = QuestionInfo(category=q.category, candidate=q.candidate)
+            answer = await self.memory.engine.answer(ns, q.question, hits, recipe, about)
         except LLMError as exc:
             row["answer_error"] = f"{type(exc).__name__}: {exc}"[:300]
             return [self._cost(recipe, ns, "answer", before, t0)]
