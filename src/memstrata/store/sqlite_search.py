@@ -146,7 +146,7 @@ class SearchPrimitives:
     def bm25_episodes(
         self, namespace: str, terms: Sequence[str], limit: int, filters: SearchFilters | None = None
     ) -> ScoredKeys:
-        terms = list(dict.fromkeys(t for t in terms if t))
+        terms = [t for t in terms if t]  # a repeated term counts twice, as in FTS5
         if not terms or limit <= 0:
             return []
         where, args = self._filter_sql(filters)
