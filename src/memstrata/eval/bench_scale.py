@@ -163,7 +163,7 @@ def real_turns(data: Sequence[tuple[str, str]], n: int) -> tuple[list[dict[str, 
         speaker = turn.speaker if copy == 0 else names[(copy - 1) % len(names)]
         out.append(
             {
-                "id": f"v{copy}-{sample_safe(turn.id)}-{t}",
+                "id": f"v{copy}-{t}",
                 "text": turn.text,
                 "speaker": speaker,
                 "session": f"c{copy}-{turn.session or 'none'}",
@@ -173,20 +173,8 @@ def real_turns(data: Sequence[tuple[str, str]], n: int) -> tuple[list[dict[str, 
     return out, questions
 
 
-def sample_safe(text: str) -> str:
-    return "".join(c if c.isalnum() else "_" for c in text)
-
-
 def _dir_bytes(path: Path) -> int:
     return sum(p.stat().st_size for p in path.iterdir()) if path.exists() else 0
-
-
-def _db_bytes(path: str) -> int:
-    return sum(
-        Path(path + suffix).stat().st_size
-        for suffix in ("", "-wal")
-        if Path(path + suffix).exists()
-    )
 
 
 async def _run(
@@ -253,11 +241,11 @@ async def _run(
             row["index"] = info
             await memory.search_many(queries[:8], namespace=NS, k=10)  # warm
             row["search"] = await _timings(memory, store, queries, qvecs)
+            row["bytes_per_episode"] = round(store.size_bytes() / size, 1)
         finally:
             await memory.close()
         row["vs_exact"] = await _against_exact(path, embedder, queries, qvecs)
         row["open"] = await _open_time(path, embedder, queries[0])
-        row["bytes_per_episode"] = round(_db_bytes(path) / size, 1)
         row["index_bytes_per_episode"] = round(_dir_bytes(Path(path + "-ann")) / size, 1)
         report["sizes"].append(row)
         have = size

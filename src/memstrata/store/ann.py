@@ -211,14 +211,6 @@ class AnnIndex:
         counts = np.atleast_1d(np.asarray(getattr(found, "counts", keys.shape[1])))
         return [keys[i, : counts[i]].astype(np.int64) for i in range(len(queries))]
 
-    def vectors(self, keys: NDArray[np.int64]) -> NDArray[np.float32]:
-        """The vectors held for ``keys`` (all of which the index holds), as float32."""
-        if not len(keys):
-            return np.zeros((0, self.manifest.dim), dtype=np.float32)
-        got = self._index.get(keys.astype(np.uint64))  # type: ignore[attr-defined]
-        rows = got if isinstance(got, tuple) else list(got)
-        return np.stack([np.asarray(r, dtype=np.float32) for r in rows])
-
     def vectors_of(self, keys: NDArray[np.int64]) -> tuple[NDArray[np.int64], NDArray[np.float32]]:
         """The ``keys`` the index holds, and their vectors."""
         if not len(keys):

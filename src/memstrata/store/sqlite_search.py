@@ -178,7 +178,12 @@ class SearchPrimitives:
         measures how little)."""
         if self.bm25_budget is None or len(terms) < 2:
             return terms
-        cost = {t: sum(self._doc_freq(ns_id, tok) for tok in tokenize(t)) for t in terms}
+        version = self._conn.execute("PRAGMA data_version").fetchone()[0]
+        seen, known = self._doc_freqs.get(ns_id, (None, {}))
+        if seen != version:  # another connection wrote: counts are read again
+            known = {}
+            self._doc_freqs[ns_id] = (version, known)
+        cost = {t: sum(self._doc_freq(ns_id, tok, known) for tok in tokenize(t)) for t in terms}
         if sum(cost.values()) <= self.bm25_budget:
             return terms
         kept: set[str] = set()
@@ -190,14 +195,9 @@ class SearchPrimitives:
             total += cost[term]
         return [t for t in terms if t in kept]
 
-    def _doc_freq(self, ns_id: int, token: str) -> int:
-        """Documents of the namespace holding ``token`` (FTS5's vocabulary, cached until
-        the namespace is written)."""
-        version = self._conn.execute("PRAGMA data_version").fetchone()[0]
-        seen, known = self._doc_freqs.get(ns_id, (None, {}))
-        if seen != version:
-            known = {}
-            self._doc_freqs[ns_id] = (version, known)
+    def _doc_freq(self, ns_id: int, token: str, known: dict[str, int]) -> int:
+        """Documents of the namespace holding ``token`` (FTS5's vocabulary), kept in
+        ``known`` until the namespace is written."""
         if token not in known:
             vocab = f"temp.{_fts(ns_id)}_vocab"
             try:
@@ -277,10 +277,11 @@ class SearchPrimitives:
                 if len(keys) >= limit or fetch >= len(ann):
                     break
                 fetch *= 4
-            found = _scored(keys, ann.vectors(keys) @ q, limit)
-            merged = _merge(found, delta, limit * 2)
-            live = set(self._live_keys(ns_id, np.array([k for k, _ in merged], np.int64)).tolist())
-            out.append([(k, v) for k, v in merged if k in live][:limit])
+            held, vectors = ann.vectors_of(keys)  # every key the graph returned it holds
+            found = _scored(held, vectors @ q, limit)
+            # the graph's keys were checked above; the delta may hold deleted episodes
+            live = set(self._live_keys(ns_id, np.array([k for k, _ in delta], np.int64)).tolist())
+            out.append(_merge(found, [(k, v) for k, v in delta if k in live], limit))
         return out
 
     def _live_keys(self, ns_id: int, keys: NDArray[np.int64]) -> NDArray[np.int64]:
@@ -420,7 +421,8 @@ class SearchPrimitives:
             if row is None:
                 continue  # deleted or updated since: nothing to compare
             stored = np.frombuffer(row[0], dtype=np.float16).astype(np.float32)
-            if not np.array_equal(stored, ann.vectors(np.array([key], np.int64))[0]):
+            held, vectors = ann.vectors_of(np.array([key], np.int64))
+            if not len(held) or not np.array_equal(stored, vectors[0]):
                 raise AnnFileError(f"its vector of episode {key} is not the store's")
             checked += 1
         if sample and not checked:
