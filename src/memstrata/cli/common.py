@@ -369,7 +369,13 @@ def kind_budgets(fusion: FusionSpec, k: int, hits: list[Any]) -> str | None:
     kinds = list(dict.fromkeys([*fusion.kind_order, *fusion.budgets, *(h.kind for h in hits)]))
     if len(kinds) < 2:
         return None
-    shown = ", ".join(f"{kind} {fusion.limit(kind, k)}" for kind in kinds)
+
+    def budget(kind: str) -> str:
+        if fusion.budgets.get(kind) == "routes":
+            return "as the routes size it"
+        return str(fusion.limit(kind, k))
+
+    shown = ", ".join(f"{kind} {budget(kind)}" for kind in kinds)
     return f"-k {k} returns at most: {shown} (the recipe's fusion.budgets, times k)"
 
 

@@ -21,6 +21,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+#: The limit of a kind whose budget is "routes": no cut.
+UNSIZED = 1 << 31
+
 
 class _Spec(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -47,20 +50,25 @@ class FusionSpec(_Spec):
 
     Per kind, each route's ranking enters a weighted reciprocal rank fusion; duplicates
     (same kind and id) merge their sources. ``budgets`` caps each kind at a multiple of
-    the search's ``k`` (a kind not named gets ``k``); kinds come out in the order of
+    the search's ``k`` (a kind not named gets ``k``; the budget ``"routes"`` leaves the
+    kind as the routes sized it, for a route whose evidence set has its own size); kinds
+    come out in the order of
     ``kind_order``, then in order of first appearance. ``reranker = "llm"`` lets the
     configured LLM reorder each kind's fused window (twice its budget) before the cut;
     on the heuristic tier it is skipped.
     """
 
     rrf_k: int = Field(default=60, ge=1)
-    budgets: dict[str, float] = Field(default_factory=dict)
+    budgets: dict[str, float | Literal["routes"]] = Field(default_factory=dict)
     kind_order: list[str] = Field(default_factory=lambda: ["episode"])
     order: Literal["kinds", "mixed"] = "kinds"
     reranker: Literal["none", "llm"] = "none"
 
     def limit(self, kind: str, k: int) -> int:
-        return max(0, round(self.budgets.get(kind, 1.0) * k))
+        budget = self.budgets.get(kind, 1.0)
+        if budget == "routes":
+            return UNSIZED
+        return max(0, round(float(budget) * k))
 
 
 class Recipe(_Spec):

@@ -156,3 +156,31 @@ def test_affiliation_offers_k_events_and_always_the_recent_ones() -> None:
     assert candidate_events(ranked, ["d", "r"], 4) == ["a", "b", "d", "r"]
     assert candidate_events(ranked, [], 4) == ranked
     assert len(candidate_events(ranked, ["r", "s", "t"], 4)) == 4
+
+
+def test_dates_a_model_writes_its_own_way_are_read_by_parsing() -> None:
+    from memstrata.designs.higmem.notes import calendar_date
+
+    assert calendar_date("2023-05-07") == "2023-05-07"
+    assert calendar_date(" 7 May 2023 ") == "2023-05-07"
+    assert calendar_date("May 7, 2023") == "2023-05-07"
+    assert calendar_date("2023-05-07T10:30:00") == "2023-05-07"
+    assert calendar_date("May 2023") == "2023-05"
+    assert calendar_date("2023") == "2023"
+    for not_a_date in ("last Saturday", "unknown", "", "May", "turn 12345"):
+        assert calendar_date(not_a_date) is None
+
+
+def test_the_analysis_keeps_a_date_written_in_words(store, embedder) -> None:
+    def dated(messages):  # type: ignore[no-untyped-def]
+        reply = analysis_reply(messages)
+        reply["dates"] = [
+            {"phrase": "last Sunday", "date": "May 7, 2023"},
+            {"phrase": "someday", "date": "soon"},
+        ]
+        return reply
+
+    backend = ByFamily({"analysis": dated, "affiliation": new_event, "refresh": sheet})
+    eps, results, lay = build(store, embedder, backend, turns=TURNS[:1])
+    assert not results[0].failed
+    assert lay.notes[eps[0].id].dates == [{"phrase": "last Sunday", "date": "2023-05-07"}]

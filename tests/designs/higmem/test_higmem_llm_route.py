@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 
+import pydantic
+import pytest
 from higmem_helpers import NS, ByFamily, add_turns, analysis_reply, llm_ctx
 
 from memstrata.designs.higmem.answer import HiGMemAnswerer, question_kind
@@ -175,3 +177,47 @@ def test_the_affiliation_prompt_and_schema_state_max_join() -> None:
         (system, _), model = affiliation("a turn", [("E1", "an event", True)], join)
         assert f"at most {join})" in system.content
         assert model.model_json_schema()["properties"]["events"]["maxItems"] == join
+
+
+def test_the_filters_evidence_set_is_kept_whole_beyond_k(store, embedder) -> None:
+    from memstrata.designs.higmem.recipe import RECIPES
+    from memstrata.engine.fusion import cut
+
+    eps = built(store, embedder)
+
+    def keep_all(messages):  # type: ignore[no-untyped-def]
+        listed = unfence(messages[-1].content).split("Candidates:\n")[1].splitlines()
+        return {"ids": [line.split(" ", 1)[0] for line in listed]}
+
+    backend = ByFamily({"keywords": lambda m: {"keywords": []}, "filter": keep_all})
+    ctx = llm_ctx(store, embedder, backend)
+    route = GuidedRoute(GuidedParams(k_turn=5, use_events=False))
+    (hits,) = asyncio.run(route.search(ctx, NS, [QUESTION], 2))
+    assert len(hits) == len(eps) == 5  # k = 2 asked; the filter kept all five
+    # ... and the recipe's fusion leaves the set as the route sized it.
+    (recipe,) = [r for r in RECIPES if r.name == "higmem"]
+    assert len(cut(hits, recipe.fusion, 2)) == 5
+
+
+def test_the_filter_schema_is_bounded_by_what_it_shows_not_by_twenty() -> None:
+    from memstrata.designs.higmem.prompts import evidence_filter
+
+    shown = [(f"T{i}", f"[2023-05-0{i % 9 + 1}] Evan: turn {i}") for i in range(1, 31)]
+    _, model = evidence_filter(QUESTION, shown)
+    assert len(model.model_validate({"ids": [t for t, _ in shown[:25]]}).ids) == 25
+    with pytest.raises(pydantic.ValidationError):
+        model.model_validate({"ids": [f"T{i}" for i in range(1, 32)]})
+
+
+def test_the_evidence_reaches_the_answer_in_time_order_not_text_order(store, embedder) -> None:
+    eps = built(store, embedder)
+    backend = ByFamily({"answer": lambda m: {"answer": "a Prius"}})
+    ctx = llm_ctx(store, embedder, backend)
+    from memstrata.retrieval.documents import episode_hit
+
+    late, early = eps[3], eps[0]  # s2's first turn was said after s1's first
+    hits = [episode_hit(late, 1.0), episode_hit(early, 0.5)]
+    hits[0].text, hits[1].text = "A: " + late.text, "Z: " + early.text  # text order: late first
+    asyncio.run(HiGMemAnswerer().answer(ctx, NS, QUESTION, hits))
+    shown = unfence(backend.asked["answer"][-1][-1].content)
+    assert shown.index(early.text) < shown.index(late.text)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+from datetime import UTC, datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -114,14 +115,25 @@ class HiGMemAnswerer(Answerer[HiGMemAnswerParams]):
         )
 
     def _lines(self, ctx: Context, namespace: str, hits: list[Hit]) -> list[str]:
-        """The evidence in time order, each turn with its resolved date phrases."""
+        """The evidence in time order (by the turns' stored times; undated turns after
+        them, in rank order), each turn with its resolved date phrases."""
         lay = layer_cache(ctx).get(namespace)
+        episodes = {ep.id: ep for ep in ctx.store.get_episodes(namespace, [h.id for h in hits])}
+
+        def when(rank: int) -> tuple[bool, datetime, int]:
+            ep = episodes.get(hits[rank].id)
+            at = ep.occurred_at if ep is not None else None
+            if at is not None and at.tzinfo is None:
+                at = at.replace(tzinfo=UTC)
+            return (at is None, at or datetime.min.replace(tzinfo=UTC), rank)
+
         out = []
-        for h in hits:
+        for rank in sorted(range(len(hits)), key=when):
+            h = hits[rank]
             note = lay.notes.get(h.id)
             extra = "; ".join(f"{d['phrase']} = {d['date']}" for d in note.dates) if note else ""
             out.append(h.text[: self.params.max_chars] + (f" ({extra})" if extra else ""))
-        return sorted(out)
+        return out
 
     def _dated(self, ctx: Context, namespace: str, question: str, hits: list[Hit]) -> Answer:
         """A temporal question without an LLM: the engine's extract (its best sentence,

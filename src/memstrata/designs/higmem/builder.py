@@ -15,7 +15,6 @@ event it touched) and reported failed; the engine retries it later.
 from __future__ import annotations
 
 import asyncio
-import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -24,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from memstrata.designs.higmem import events as ev_rules
 from memstrata.designs.higmem import prompts
 from memstrata.designs.higmem.layer import BUILDER, LayerCache, Layers, layer_problems
-from memstrata.designs.higmem.notes import analyse, note_text, turn_body
+from memstrata.designs.higmem.notes import analyse, calendar_date, note_text, turn_body
 from memstrata.designs.higmem.records import Event, EventFact, TurnNote
 from memstrata.engine.contracts import Builder, Context, StepResult
 from memstrata.engine.removal import following, leaked, removed_terms
@@ -34,8 +33,6 @@ from memstrata.models import Episode, Span
 from memstrata.retrieval import documents
 from memstrata.retrieval.text import content_terms
 from memstrata.store.base import Repairs
-
-_DATE = re.compile(r"^\d{4}(-\d{2}(-\d{2})?)?$")
 
 
 def layer_cache(ctx: Context) -> LayerCache:
@@ -223,9 +220,9 @@ class HiGMemBuilder(Builder[HiGMemParams]):
         )
         assert isinstance(reply, prompts.TurnAnalysis)
         dates = [
-            {"phrase": d.phrase.strip(), "date": d.date.strip()}
+            {"phrase": d.phrase.strip(), "date": day}
             for d in reply.dates
-            if d.phrase.strip() and _DATE.match(d.date.strip())
+            if d.phrase.strip() and (day := calendar_date(d.date)) is not None
         ]
         note = TurnNote(
             namespace=ep.namespace,
@@ -304,7 +301,7 @@ class HiGMemBuilder(Builder[HiGMemParams]):
         event.facts = [
             EventFact(
                 text=line.fact.strip(),
-                when=line.when.strip() if _DATE.match(line.when.strip()) else None,
+                when=calendar_date(line.when),
                 turns=list(dict.fromkeys(short[t].id for t in line.turns if t in short)),
             )
             for line in reply.facts

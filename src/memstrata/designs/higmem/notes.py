@@ -86,6 +86,37 @@ def _trim(phrase: str) -> str:
     return " ".join(toks)
 
 
+_ISO_DATE = re.compile(r"\d{4}(-\d{2}(-\d{2})?)?")
+_YEAR = re.compile(r"(?<!\d)\d{4}(?!\d)")
+
+
+@lru_cache(maxsize=1)
+def _date_parser() -> Any:
+    from dateparser.date import DateDataParser
+
+    return DateDataParser(
+        languages=["en"],
+        settings={"PREFER_DAY_OF_MONTH": "first", "RETURN_AS_TIMEZONE_AWARE": False},
+    )
+
+
+@lru_cache(maxsize=4096)
+def calendar_date(text: str) -> str | None:
+    """A date a model wrote ("2023-05-07", "7 May 2023", "May 2023", "2023/05/07", an
+    ISO time) as ``YYYY-MM-DD``, ``YYYY-MM`` or ``YYYY`` by what it states; None when it
+    names no year ("last Saturday" is a phrase to resolve, not a date) or is no date."""
+    text = text.strip()
+    if _ISO_DATE.fullmatch(text):
+        return text
+    if not _YEAR.search(text) or len(text) > 60:
+        return None
+    data = _date_parser().get_date_data(text)
+    if data.date_obj is None:
+        return None
+    fmt = {"year": "%Y", "month": "%Y-%m"}.get(data.period or "day", "%Y-%m-%d")
+    return str(data.date_obj.strftime(fmt))
+
+
 def resolve_dates(text: str, when: datetime | None) -> list[dict[str, str]]:
     """Date phrases of ``text`` resolved against ``when``: ``{"phrase", "date", "unit"}``,
     ``date`` as ``YYYY-MM-DD``, ``YYYY-MM`` or ``YYYY`` by the phrase's granularity."""

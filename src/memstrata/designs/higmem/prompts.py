@@ -54,7 +54,9 @@ Prompt = tuple[list[Message], type[BaseModel]]
 
 class DatePhrase(BaseModel):
     phrase: Short
-    date: Annotated[str, Field(max_length=10, description="YYYY-MM-DD, YYYY-MM or YYYY")]
+    # A model may write "7 May 2023" for all the format asked: the builder reads it
+    # (notes.calendar_date), so the schema does not reject it.
+    date: Annotated[str, Field(max_length=40, description="YYYY-MM-DD, YYYY-MM or YYYY")]
 
 
 class TurnAnalysis(BaseModel):
@@ -81,7 +83,7 @@ def affiliation_model(max_join: int) -> type[Affiliation]:
 
 
 class SheetLine(BaseModel):
-    when: Annotated[str, Field(max_length=10)] = ""
+    when: Annotated[str, Field(max_length=40)] = ""
     fact: Annotated[str, Field(max_length=160)]
     turns: list[Id] = Field(default_factory=list, max_length=6)
 
@@ -96,7 +98,18 @@ class QueryKeywords(BaseModel):
 
 
 class Selection(BaseModel):
-    ids: list[Id] = Field(default_factory=list, max_length=20)
+    ids: list[Id] = Field(default_factory=list)
+
+
+@functools.cache
+def selection_model(shown: int) -> type[Selection]:
+    """A pick among ``shown`` items: it may keep all of them and no more (the paper's
+    filter decides the evidence set's size; only what was shown bounds it)."""
+    return create_model(
+        f"Selection{shown}",
+        __base__=Selection,
+        ids=(list[Id], Field(default_factory=list, max_length=max(1, shown))),
+    )
 
 
 class FinalAnswer(BaseModel):
@@ -205,7 +218,7 @@ def event_prediction(
         listed = "\n".join(f"  {tid} {text}" for tid, text in turns)
         blocks.append(f"Event {i}: {summary}\n{listed}")
     user = f"Question: {question}\n\n" + fence("\n\n".join(blocks))
-    return _msgs(system, user), Selection
+    return _msgs(system, user), selection_model(sum(len(turns) for _, turns in events))
 
 
 def evidence_filter(question: str, candidates: Sequence[tuple[str, str]]) -> Prompt:
@@ -223,7 +236,7 @@ def evidence_filter(question: str, candidates: Sequence[tuple[str, str]]) -> Pro
     )
     listed = "\n".join(f"{tid} {text}" for tid, text in candidates)
     user = f"Question: {question}\n\nCandidates:\n{fence(listed)}"
-    return _msgs(system, user), Selection
+    return _msgs(system, user), selection_model(len(candidates))
 
 
 QuestionKind = Literal["temporal", "adversarial", "short"]

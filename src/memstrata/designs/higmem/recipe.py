@@ -3,7 +3,11 @@
 
 from __future__ import annotations
 
-from memstrata.engine.recipe import AnswererSpec, BuilderSpec, Recipe, RouteSpec
+from memstrata.engine.recipe import AnswererSpec, BuilderSpec, FusionSpec, Recipe, RouteSpec
+
+# The llm filter's evidence set is kept whole (the route bounds it by what it shows the
+# filter); the heuristic cut keeps at most k on its own.
+EVIDENCE_SET = FusionSpec(budgets={"episode": "routes"})
 
 RECIPES = [
     Recipe(
@@ -11,6 +15,7 @@ RECIPES = [
         description="HiGMem: turn and event layers, event-guided retrieval, compact evidence.",
         builders=[BuilderSpec(name="higmem")],
         routes=[RouteSpec(name="higmem")],
+        fusion=EVIDENCE_SET,
         answerer=AnswererSpec(name="higmem"),
     ),
     Recipe(
@@ -18,6 +23,7 @@ RECIPES = [
         description="HiGMem without the event layer: semantic turns and the filter only.",
         builders=[BuilderSpec(name="higmem")],
         routes=[RouteSpec(name="higmem", params={"use_events": False})],
+        fusion=EVIDENCE_SET,
         answerer=AnswererSpec(name="higmem"),
     ),
 ]

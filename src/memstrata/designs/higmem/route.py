@@ -7,7 +7,10 @@ events, the turns predicted to answer (the ``event_prediction`` prompt, or the b
 ``per_event`` turns by query-to-turn score) form T_pred (Eq. 6); the union (Eq. 7) goes
 through a filter (Eq. 8): the ``evidence_filter`` prompt, or on the heuristic tier a
 relative-score cut that keeps every candidate scoring at least ``keep`` times the best
-one. Either way the evidence set has its own size per question, at most ``k``.
+one. Either way the evidence set has its own size per question. The LLM's set is kept
+whole, as in the paper (bounded only by the ``max_candidates`` it is shown; the recipe's
+episode budget is None, so the fusion does not cut it to ``k``); the heuristic cut keeps
+at most ``k``, and so does the fallback when the filter call fails.
 
 Hits are episodes, best first; ``Hit.routes`` says where each came from:
 ``semantic#r`` (rank r in T_semantic) and ``event <id>`` (predicted inside that event).
@@ -298,13 +301,13 @@ class GuidedRoute(Route[GuidedParams]):
         shown = [(sid, self._with_dates(lay, c.ep)[: p.shown_chars]) for sid, c in ids.items()]
         kept = await _ask(llm, prompts.evidence_filter(query, shown), "filter")
         if not isinstance(kept, prompts.Selection):  # the filter failed: candidates in order
-            chosen = pool
-        else:
+            chosen = pool[:k]
+        else:  # the filter's set, whatever its size (Eq. 8): k does not cut it
             picked = [ids[s.strip().upper()] for s in kept.ids if s.strip().upper() in ids]
             chosen = list({id(c): c for c in picked}.values()) or pool[:1]
         for rank, c in enumerate(chosen):
             c.score = 1.0 / (rank + 1)
-        return self._hits(chosen[:k])
+        return self._hits(chosen)
 
     @staticmethod
     def _with_dates(lay: Layers, ep: Episode) -> str:
