@@ -50,15 +50,28 @@ def render(text: str, speaker: str | None, when: str | None, metadata: dict[str,
 
 
 def episode_hit(
-    ep: Episode, score: float, routes: Iterable[str] = (), spans: Iterable[Span] = ()
+    ep: Episode,
+    score: float,
+    routes: Iterable[str] = (),
+    spans: Iterable[Span] = (),
+    excerpt: Span | None = None,
 ) -> Hit:
     """An episode as a hit, rendered as the answer model reads it; every route that
-    returns episodes makes them here, so they read and cite alike."""
+    returns episodes makes them here, so they read and cite alike. With ``excerpt`` (the
+    chunk a route matched), the hit reads only that part of a long episode, marked
+    "…" where it is cut, so a 100,000-character episode reaches the answer as the
+    chunk that was found rather than being dropped from the context whole."""
     when = ep.occurred_at.strftime("%Y-%m-%d %H:%M") if ep.occurred_at else None
+    text = ep.text
+    if excerpt is not None and (excerpt.start > 0 or excerpt.end < len(text)):
+        part = text[excerpt.start : excerpt.end].strip()
+        head = "…" if text[: excerpt.start].strip() else ""
+        tail = "…" if text[excerpt.end :].strip() else ""
+        text = f"{head}{part}{tail}" if part else text
     return Hit(
         kind="episode",
         id=ep.id,
-        text=render(ep.text, ep.speaker, when, ep.metadata),
+        text=render(text, ep.speaker, when, ep.metadata),
         score=round(score, 6),
         sources=[ep.id],
         spans=list(spans),

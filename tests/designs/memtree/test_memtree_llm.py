@@ -105,3 +105,16 @@ def test_a_failure_in_a_batch_keeps_the_others(embedder) -> None:
     assert tree_problems(tree) == []
     assert sorted(tree.nodes[n].sources[0].episode for n in tree.leaves()) == ["e0", "e1"]
     assert STAGE == "memtree.aggregate"
+
+
+def test_a_long_summary_is_kept_whole_and_a_cut_one_at_a_sentence_end() -> None:
+    from memstrata.designs.memtree.prompts import MAX_TOKENS, llm_aggregate
+
+    long = " ".join(f"Sentence {i} of a deep node's summary about Lisbon." for i in range(60))
+    assert len(long) > 3000  # the paper's deep nodes run near 800 tokens
+    cut = '{"summary": "Maya presents in Lisbon. She flies in May and her slides are du'
+    backend = ScriptedBackend([{"summary": long}, cut])
+    llm = LLMClient(backend, max_retries=0)
+    assert asyncio.run(llm_aggregate(llm, "old", "new", 3)) == long
+    assert backend.requests[0].max_tokens == MAX_TOKENS >= 800
+    assert asyncio.run(llm_aggregate(llm, "old", "new", 3)) == "Maya presents in Lisbon."

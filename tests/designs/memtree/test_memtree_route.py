@@ -70,6 +70,19 @@ def test_traversal_follows_the_tree_level_by_level(memory: Memory) -> None:
     assert len(hits) < len(collapsed)  # traversal narrows the search space
 
 
+def test_traversal_keeps_every_levels_picks_in_level_order(memory: Memory) -> None:
+    ctx, hits = _search(memory, {"mode": "traversal", "beam": 2, "theta_retrieve": -1.0}, 2)
+    tree = tree_cache(ctx).get("default")
+    depth = {h.id: tree.nodes[h.id].depth for h in hits if h.kind == "tree_node"}
+    assert len(set(depth.values())) >= 2  # two levels or more, though k = 2 ...
+    assert len(hits) > 2  # ... so more than k hits: each level keeps its picks
+    assert list(depth.values()) == sorted(depth.values())  # the top level first
+    first = [h for h in hits if depth.get(h.id) == min(depth.values())]
+    assert [h.score for h in first] == sorted((h.score for h in first), reverse=True)
+    result = memory.search(QUERY, k=2, max_tokens=None, recipe="memtree-traversal")
+    assert [h.id for h in result.hits] == [h.id for h in hits]  # the recipe keeps them all
+
+
 def test_inner_hits_cite_their_episodes_best_first(memory: Memory, embedder) -> None:
     ctx, hits = _search(memory, {"theta_retrieve": -1.0}, 30)
     tree = tree_cache(ctx).get("default")
@@ -103,3 +116,23 @@ def test_recipes_search_and_show(memory: Memory) -> None:
     (sub,) = show(ctx, "default", child) or []
     assert sub.text.split()[1] == child and "depth 1" in sub.text
     assert show(ctx, "default", "no-such-node") is None
+
+
+def test_a_hit_on_a_chunk_of_a_long_episode_reads_as_that_chunk(tmp_path: Path, embedder) -> None:
+    topics = ["the garden", "a train timetable", "the rent", "a chess club", "the weather"]
+    filler = [f"Line {i} is about {topics[i % 5]} and nothing else." for i in range(1500)]
+    filler[900] = "Maya keeps her passport in the blue drawer of the hall desk."
+    long_text = " ".join(filler)
+    assert len(long_text) > 60_000
+    with Memory.open(
+        tmp_path / "m.db", embedder=embedder, recipe="memtree", **{"build.mode": "manual"}
+    ) as m:
+        m.add_many([{"id": "long", "text": long_text, "speaker": "Ana"}])
+        m.build()
+        result = m.search("Where does Maya keep her passport?", k=3)  # the default budget
+    (hit,) = [h for h in result.hits if h.kind == "episode" and h.id == "long"]
+    assert "blue drawer" in hit.text and len(hit.text) < 5_000
+    assert hit.text.startswith("Ana: …") and hit.text.endswith("…")
+    (span,) = hit.spans
+    assert long_text[span.start : span.end] in hit.text
+    assert "blue drawer" in result.context  # it reached the context, not dropped for size

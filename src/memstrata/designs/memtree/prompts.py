@@ -14,12 +14,16 @@ from memstrata.llm.fence import fence, noted
 from memstrata.llm.types import Message
 
 STAGE = "memtree.aggregate"
-#: completion budget of one aggregate (the paper gives none); the summary is bounded too
-MAX_TOKENS = 256
+#: completion budget of one aggregate. The paper gives none, but reports deep nodes near
+#: 800 tokens (A.3.6), so the budget leaves room for them; a reply the limit still cuts
+#: keeps its whole sentences (the client's salvage), never a sentence's first half.
+MAX_TOKENS = 1024
 
 
 class Summary(BaseModel):
-    summary: str = Field(max_length=1200)
+    # A guard against a runaway reply, above what MAX_TOKENS can carry (about 4 to 5
+    # characters a token); the completion budget is the real bound.
+    summary: str = Field(max_length=8000)
 
 
 Prompt = tuple[list[Message], type[BaseModel]]

@@ -1,6 +1,6 @@
-"""MemTree recipes: ``memtree`` (collapsed-tree retrieval, section 3.2) and
-``memtree-traversal`` (level-by-level top-k from the root, the A.3.5 ablation). Both
-keep the ``k`` best nodes of the tree, in the route's cosine order; leaves come back as
+"""MemTree recipes: ``memtree`` (collapsed-tree retrieval, section 3.2: the ``k`` best
+nodes of the tree by cosine) and ``memtree-traversal`` (level-by-level top-k from the
+root, the A.3.5 ablation: every level's picks, in level order). Leaves come back as
 episodes, inner nodes as ``tree_node`` summaries."""
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ RECIPES = [
         "(ablation A.3.5).",
         builders=[BuilderSpec(name="memtree")],
         routes=[RouteSpec(name="memtree", params={"mode": "traversal"})],
-        fusion=FUSION,
+        # Up to k nodes per level: the route sizes the set, the fusion keeps its order.
+        fusion=FusionSpec(order="mixed", budgets={"episode": "routes", "tree_node": "routes"}),
     ),
 ]

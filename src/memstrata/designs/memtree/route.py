@@ -2,17 +2,20 @@
 
 * ``collapsed``: every node but the structural root is one set; the query's cosine to
   each, nodes under ``theta_retrieve`` dropped, the top ``k`` kept.
-* ``traversal``: from the root, the ``beam`` (default ``k``) most similar children at
-  each level, expanded level by level; the selected nodes of every level, above
-  ``theta_retrieve``, are ranked by their cosine and the top ``k`` kept (so both modes
-  hand the same budget to fusion).
+* ``traversal`` (A.3.5, after RAPTOR's tree retriever): from the root, the ``beam``
+  (default ``k``) most similar children at each level, expanded level by level. Every
+  level's picks are kept, in level order (the top level's first, each level by cosine),
+  not re-ranked and cut to ``k``: the set holds up to ``beam`` nodes per level, and
+  the ``memtree-traversal`` recipe leaves it so (its budgets are ``"routes"``). Picks
+  under ``theta_retrieve`` are dropped; the context budget trims the deepest first.
 
-A leaf hit comes back as its episode (``kind="episode"``, the episode rendered as
-System-1 renders it, the leaf's span in ``spans``); chunks of one episode count once,
-at the rank of the best. An inner-node hit is ``kind="tree_node"`` with its aggregated
-content, and its ``sources`` are the episodes beneath it ordered by their own (best
-leaf) cosine to the query, so Recall@K over sources credits the episodes the summary
-rests on most.
+A leaf hit comes back as its episode (``kind="episode"``, rendered as System-1 renders
+it, the leaf's span in ``spans``); a leaf that holds one chunk of a long episode reads
+as that chunk only, so the answer stage gets the part that matched. Chunks of one
+episode count once, at the rank (and with the text) of the best. An inner-node hit is
+``kind="tree_node"`` with its aggregated content, and its ``sources`` are the episodes
+beneath it ordered by their own (best leaf) cosine to the query, so Recall@K over
+sources credits the episodes the summary rests on most.
 """
 
 from __future__ import annotations
@@ -79,10 +82,12 @@ class MemTreeRoute(Route[MemTreeRouteParams]):
             sims = dict(zip(ids, (rows @ qvec).tolist(), strict=True))
             if self.params.mode == "traversal":
                 ranked = traverse(tree, sims, self.params.beam or k)
+                size = len(ranked)  # every level's picks (A.3.5)
             else:
                 ranked = sorted(sims, key=lambda i: -sims[i])
+                size = k
             ranked = [i for i in ranked if sims[i] >= self.params.theta_retrieve]
-            out.append(self._hits(ctx, namespace, tree, ranked, sims, k, filters))
+            out.append(self._hits(ctx, namespace, tree, ranked, sims, size, filters))
         return out
 
     def _hits(
@@ -114,7 +119,11 @@ class MemTreeRoute(Route[MemTreeRouteParams]):
                 if ep is None or ("episode", ep.id) in seen:
                     continue
                 seen.add(("episode", ep.id))
-                hits.append(documents.episode_hit(ep, sims[nid], ["leaf"], node.sources))
+                hits.append(
+                    documents.episode_hit(
+                        ep, sims[nid], ["leaf"], node.sources, excerpt=node.sources[0]
+                    )
+                )
             elif below[nid]:
                 keep = set(below[nid])
                 hits.append(
@@ -135,7 +144,8 @@ class MemTreeRoute(Route[MemTreeRouteParams]):
 
 
 def traverse(tree: Tree, sims: dict[str, float], beam: int) -> list[str]:
-    """Top-``beam`` children per level from the root, all levels' picks by cosine."""
+    """Top-``beam`` children per level from the root: every level's picks, level by
+    level, each level in cosine order."""
     if tree.root_id is None:
         return []
     picked: list[str] = []
@@ -144,7 +154,7 @@ def traverse(tree: Tree, sims: dict[str, float], beam: int) -> list[str]:
         kids = [c for n in level for c in tree.children.get(n, []) if c in sims]
         level = sorted(kids, key=lambda i: -sims[i])[:beam]
         picked.extend(level)
-    return sorted(picked, key=lambda i: -sims[i])
+    return picked
 
 
 def _ranked_sources(tree: Tree, node_id: str, sims: dict[str, float]) -> list[str]:
