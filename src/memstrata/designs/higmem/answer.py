@@ -47,7 +47,9 @@ def question_kind(question: str) -> prompts.QuestionKind:
 class HiGMemAnswerParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    max_items: int = Field(default=20, ge=1, description="evidence turns shown to the model")
+    max_items: int = Field(
+        default=30, ge=1, description="evidence turns shown to the model (the filter reads 30)"
+    )
     max_chars: int = Field(default=400, ge=50, description="characters of each turn shown")
 
 
