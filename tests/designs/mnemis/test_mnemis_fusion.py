@@ -152,7 +152,11 @@ def test_an_invalidated_fact_stays_searchable_with_its_validity_window(
 def test_llm_tier_reranks_the_union_and_can_change_what_is_returned(
     built: Path, embedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    windows: dict[str, list[str]] = {}
+    """The whole union of each kind is shown to the reranker, in sliding windows; its
+    order decides what is returned."""
+    from memstrata.designs.mnemis.route import RERANK_WINDOW
+
+    windows: dict[str, list[list[str]]] = {}
 
     def answer(messages) -> str:
         system, user = messages[0].content, messages[-1].content
@@ -161,23 +165,25 @@ def test_llm_tier_reranks_the_union_and_can_change_what_is_returned(
             return json.dumps({"nodes": [{"name": "x", "uuid": u} for u in uuids[:3]]})
         kind = re.search(r"Order the (\w+) candidates", system).group(1)  # type: ignore[union-attr]
         listed = re.findall(r"^(\d+): (.*)$", user, flags=re.M)
-        windows[kind] = [text for _, text in listed]
+        windows.setdefault(kind, []).append([text for _, text in listed])
         return json.dumps({"order": list(range(len(listed)))[::-1]})  # reversed
 
     def scripted(config: Config, store: Store, namespace: str | None = None) -> LLMClient:
-        return LLMClient(ScriptedBackend([answer] * 40), usage=store, namespace=namespace)
+        return LLMClient(ScriptedBackend([answer] * 200), usage=store, namespace=namespace)
 
     monkeypatch.setattr("memstrata.memory.make_llm", scripted)
     with Memory.open(built, embedder=embedder, llm={"kind": "gguf"}) as m:
         r = m.search("Where is Maya flying for the conference?", recipe="mnemis", k=3)
     eps = [h for h in r.hits if h.kind == "episode"]
-    assert len(windows["episode"]) == 6 and len(eps) == 3  # a window of 2k, cut to k
-    # Reversed: what fusion ranked last in the window now leads, and fusion's top is out.
-    assert eps[0].text.startswith(windows["episode"][-1][:40])
-    assert not any(h.text.startswith(windows["episode"][0][:40]) for h in eps)
+    shown = {t[:60] for w in windows["episode"] for t in w}
+    assert len(shown) > 2 * 3 and len(eps) == 3  # far more than a window of 2k, cut to k
+    assert len(windows["episode"]) > 1 and all(len(w) <= RERANK_WINDOW for w in windows["episode"])
+    # Reversed: the last window (the union's head) ends with what leads now.
+    assert eps[0].text.startswith(windows["episode"][-1][-1][:40])
     facts = [h for h in r.hits if h.kind == "fact"]
-    assert len(windows["fact"]) > len(facts) == 6  # 4k facts shown, 2k kept
-    assert facts[0].text[:40] == windows["fact"][-1][:40]
+    fact_shown = {t[:60] for w in windows["fact"] for t in w}
+    assert len(fact_shown) > len(facts) == 6  # the whole union shown, 2k kept
+    assert facts[0].text[:40] == windows["fact"][-1][-1][:40]
 
 
 def test_categories_carry_member_derived_summaries_and_tags(built: Path, embedder) -> None:
@@ -358,3 +364,23 @@ def test_a_turn_is_read_in_its_session(tmp_path: Path, embedder) -> None:
     # with a window of two turns, the catamaran is too far from the boat's turn
     assert set(unions["window2"].session) == {"t0", "t1", "t2"}
     assert unions["without_session"].session == []
+
+
+def test_listwise_windows_carry_the_best_of_the_whole_union_to_the_top() -> None:
+    import asyncio
+    import random
+
+    from memstrata.designs.mnemis.route import RERANK_STEP, RERANK_WINDOW, listwise
+
+    calls: list[int] = []
+
+    async def by_value(query: str, kind: str, texts: list[str]) -> list[int]:
+        calls.append(len(texts))
+        return sorted(range(len(texts)), key=lambda i: -int(texts[i]))
+
+    ids = [str(v) for v in range(55)]
+    random.Random(3).shuffle(ids)
+    order = asyncio.run(listwise(by_value, "q", "episode", ids, lambda i: i))
+    assert sorted(order) == sorted(ids)  # nothing lost or repeated
+    assert order[:RERANK_STEP] == [str(v) for v in range(54, 54 - RERANK_STEP, -1)]
+    assert max(calls) == RERANK_WINDOW and len(calls) == 5  # (55 - 20) / 10 + 1 windows

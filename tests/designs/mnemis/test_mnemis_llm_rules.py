@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import re
 from datetime import UTC, datetime
 
 from memstrata.designs.mnemis.base_graph_llm import LLMBaseGraph
@@ -14,7 +16,7 @@ from memstrata.designs.mnemis.records import Category
 from memstrata.llm import LLMClient
 from memstrata.llm.fence import unfence
 from memstrata.llm.scripted import ScriptedBackend
-from memstrata.models import Entity, Episode, Span
+from memstrata.models import Entity, Episode, Fact, Span
 from memstrata.store import PreparedEpisode, SQLiteStore
 
 
@@ -319,3 +321,75 @@ def test_model_written_dates_take_the_episodes_time_zone(embedder) -> None:
     assert fact.valid_at == datetime(2024, 3, 1, tzinfo=UTC)
     assert fact.invalid_at == datetime(2024, 9, 1, tzinfo=UTC)
     assert fact.valid_at < e1.occurred_at < fact.invalid_at  # comparable, no TypeError
+
+
+def test_global_selection_asks_a_wide_layer_in_chunks_and_takes_all_it_picks(embedder) -> None:
+    """No top-k: 45 entities under one category are shown 20 at a time, and every one the
+    model picks is taken (the old schema stopped at 15)."""
+    from memstrata.designs.mnemis.global_selection import SELECT_CHUNK
+
+    store = SQLiteStore(":memory:")
+    graph = Graph(store, embedder, "t")
+    names = [f"item {i}" for i in range(45)]
+    kids = _entities(graph, names)
+    top = Category(namespace="t", name="Items", layer=1, child_ids=kids)
+    graph.categories[top.id] = top
+
+    def pick_all(messages):  # type: ignore[no-untyped-def]
+        listed = re.findall(r'name: "([^"]+)", uuid: "([^"]+)"', unfence(messages[-1].content))
+        return json.dumps({"nodes": [{"name": n, "uuid": u} for n, u in listed]})
+
+    backend = ScriptedBackend([{"nodes": [{"name": "Items", "uuid": top.id[:8]}]}] + [pick_all] * 3)
+    sel = asyncio.run(select_llm(graph, "every item", node_selector(LLMClient(backend))))
+    assert backend.remaining == 0  # one prompt for the top layer, three for 45 entities
+    shown = [len(re.findall(r"uuid:", r.messages[-1].content)) for r in backend.requests[1:]]
+    assert sorted(shown) == [5, SELECT_CHUNK, SELECT_CHUNK]
+    assert set(sel.entities) == set(kids)
+
+
+def test_the_llm_tier_selects_hubs_and_a_named_hub_does_not_narrow(embedder) -> None:
+    """The hub rules are the heuristic tier's: on the llm tier a hub the model picks is
+    taken, its episodes are not narrowed, and a hub may be a linked entity."""
+    store = SQLiteStore(":memory:")
+    graph = Graph(store, embedder, "t")
+    maya = graph.add_entity(
+        Entity(
+            namespace="t",
+            name="Maya",
+            entity_type="person",
+            sources=[Span(episode=f"e{i}", start=0, end=1) for i in range(2, 10)],
+        )
+    ).id
+    pottery = graph.add_entity(
+        Entity(
+            namespace="t",
+            name="pottery",
+            entity_type="activity",
+            sources=[Span(episode=e, start=0, end=1) for e in ("e1", "e2")],
+        )
+    ).id
+    graph.add_fact(
+        Fact(
+            namespace="t",
+            subject_id=maya,
+            object_id=pottery,
+            fact="Maya makes pottery",
+            sources=[Span(episode="e2", start=0, end=1)],
+        )
+    )
+    graph.set_hub_share(0.5, 2)
+    assert graph.hubs() == {maya}
+    top = Category(namespace="t", name="All", layer=1, child_ids=[maya, pottery])
+    graph.categories[top.id] = top
+    backend = ScriptedBackend(
+        [
+            {"nodes": [{"name": "All", "uuid": top.id[:8]}]},
+            {"nodes": [{"name": "pottery", "uuid": pottery[:8]}]},
+        ]
+    )
+    sel = asyncio.run(
+        select_llm(graph, "What pottery did Maya make?", node_selector(LLMClient(backend)))
+    )
+    assert sel.entities == [pottery] and sel.hubs == []
+    assert sel.support == {"e1": 1, "e2": 1}  # not narrowed to Maya's episodes
+    assert sel.linked_entities == [maya]  # the heuristic tier would leave the hub out

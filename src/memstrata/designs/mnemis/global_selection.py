@@ -19,6 +19,7 @@ to the query or all the content words of its name occur in it.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -58,13 +59,21 @@ class Selection:
     support: dict[str, int] = field(default_factory=dict)
 
 
-def _expand(graph: Graph, selected_entities: list[str], hubs: Sequence[str] = ()) -> Selection:
+def _expand(
+    graph: Graph,
+    selected_entities: list[str],
+    hubs: Sequence[str] = (),
+    skip_hubs: bool = True,
+) -> Selection:
+    """The selected entities' facts, linked entities and episodes. ``hubs`` (those the
+    query names) narrow the episodes; ``skip_hubs`` keeps hubs out of the linked
+    entities. Both are the heuristic tier's rules: the llm tier passes neither."""
     out = Selection(entities=selected_entities, hubs=list(hubs))
     facts: dict[str, None] = {}
     linked: dict[str, None] = {}
     support: dict[str, int] = {}
     chosen = set(selected_entities)
-    hub_set = graph.hubs()
+    hub_set = graph.hubs() if skip_hubs else frozenset()
     for eid in selected_entities:
         for fid in graph.facts_of.get(eid, ()):
             facts.setdefault(fid, None)
@@ -149,11 +158,17 @@ def select_heuristic(
     return sel
 
 
-async def select_llm(
-    graph: Graph, query: str, selector: NodeSelector, terms: set[str] | None = None
-) -> Selection:
-    """The paper's route: the LLM picks nodes layer by layer, entities at the bottom. The
-    LLM may pick a hub (the paper lets it); a hub the query names still narrows."""
+#: nodes shown per selection prompt; a wider layer is asked in several prompts (the
+#: hierarchy's build shows the model 20 nodes per call too)
+SELECT_CHUNK = 20
+
+
+async def select_llm(graph: Graph, query: str, selector: NodeSelector) -> Selection:
+    """The paper's route: the LLM picks nodes layer by layer, entities at the bottom, as
+    many as it finds helpful (no top-k). A layer of any width is shown in prompts of
+    ``SELECT_CHUNK`` nodes, issued together. The heuristic tier's hub rules do not apply:
+    the model may pick a hub, a hub the query names does not narrow, and hubs may be
+    linked entities."""
     top = graph.top_layer()
     if top == 0:
         return Selection()
@@ -170,11 +185,16 @@ async def select_llm(
         for sid, nid in short.items():
             rec = graph.categories.get(nid) or graph.entities[nid]
             nodes.append((sid, rec.name, list(rec.tags)))
-        picked = [
-            (short[u.strip()], all_kids)
-            for u, all_kids in await selector(query, nodes)
-            if u.strip() in short
-        ]
+        chunks = [nodes[i : i + SELECT_CHUNK] for i in range(0, len(nodes), SELECT_CHUNK)]
+        replies = await asyncio.gather(*(selector(query, chunk) for chunk in chunks))
+        picks: dict[str, bool] = {}
+        for chunk, reply in zip(chunks, replies, strict=True):
+            shown = {sid for sid, _, _ in chunk}
+            for u, all_kids in reply:
+                if u.strip() in shown:
+                    uid = short[u.strip()]
+                    picks[uid] = picks.get(uid, False) or all_kids
+        picked = list(picks.items())
         path.append([u for u, _ in picked])
         nxt: list[str] = []
         for uid, all_kids in picked:
@@ -189,7 +209,7 @@ async def select_llm(
             else:
                 nxt.extend(kids)
         frontier = list(dict.fromkeys(nxt))
-    sel = _expand(graph, list(dict.fromkeys(entities)), named_hubs(graph, terms or set()))
+    sel = _expand(graph, list(dict.fromkeys(entities)), skip_hubs=False)
     sel.categories = taken
     sel.path = path
     return sel

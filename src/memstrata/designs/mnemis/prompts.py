@@ -9,7 +9,7 @@ from the steps section 2.1 describes. Each prompt function returns ``(messages, 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import lru_cache
+from functools import cache, lru_cache
 from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, Field, create_model
@@ -91,7 +91,18 @@ class SelectedNode(BaseModel):
 
 
 class NodeSelection(BaseModel):
-    nodes: list[SelectedNode] = Field(default_factory=list, max_length=15)
+    nodes: list[SelectedNode] = Field(default_factory=list)
+
+
+@cache
+def node_selection_model(shown: int) -> type[NodeSelection]:
+    """A selection among ``shown`` nodes: the paper sets no top-k, so the model may pick
+    every node it was shown and no more."""
+    return create_model(
+        f"NodeSelection{shown}",
+        __base__=NodeSelection,
+        nodes=(list[SelectedNode], Field(default_factory=list, max_length=max(1, shown))),
+    )
 
 
 class Ranking(BaseModel):
@@ -407,7 +418,8 @@ def select_nodes(query: str, nodes: Sequence[tuple[str, str, list[str]]]) -> Pro
         '"get_all_children" is true only if you are confident all its sub-nodes help.\n'
         'Answer JSON: {"nodes": [{"name": ..., "uuid": ..., "get_all_children": <boolean>}]}'
     )
-    return _msgs(system, f'User Query:\n"{query}"\n\nAvailable Nodes:\n{info}'), NodeSelection
+    user = f'User Query:\n"{query}"\n\nAvailable Nodes:\n{info}'
+    return _msgs(system, user), node_selection_model(len(nodes))
 
 
 def rerank(query: str, kind: str, candidates: Sequence[str]) -> Prompt:

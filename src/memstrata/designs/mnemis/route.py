@@ -17,8 +17,10 @@
     whole union read in context (each turn by the best cosine of itself and its
     neighbouring turns), and read in its session (each turn by the BM25 evidence of the
     turns around it).
-  - ``llm`` tier: the LLM orders a window of twice each budget drawn from the union,
-    System-1's and System-2's items taken in turn, then the budget is cut.
+  - ``llm`` tier: the LLM orders each kind's **whole union** (entities with the
+    categories System-2 walked through, facts, episodes), listwise in windows of
+    ``RERANK_WINDOW`` that slide from the union's end to its start by ``RERANK_STEP``
+    (so an item anywhere in the union can reach the top), then the budget is cut.
 
 Hits come out episodes first, then facts, then entities: the answer model reads the raw
 turns first, and ``Recall@K`` over distinct sources measures the episode ranking.
@@ -59,6 +61,13 @@ from memstrata.store.base import SearchFilters, Store
 Reranker = Callable[[str, str, list[str]], Awaitable[list[int]]]
 
 
+#: the llm tier's listwise reranking: candidates shown per call, and how far the window
+#: moves toward the top between calls (half a window, so each call carries the best of
+#: the one before)
+RERANK_WINDOW = 20
+RERANK_STEP = 10
+
+
 class MnemisParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -71,7 +80,7 @@ class MnemisParams(BaseModel):
     # raised Recall@10. System-2's episodes ranked by support, at 0.15, 0.3, 0.5 and 1.0,
     # lowered overall Recall@10 (docs/mnemis.md has the sweep), so in the heuristic tier
     # they join the union last and reach the top through the facts and entities System-2
-    # selects. The llm tier's reranker sees them in its window either way.
+    # selects. The llm tier's reranker reads the whole union either way.
     fact_weight: float = 0.3
     s2_weight: float = 0.0
     # One episode per top fused entity (the one System-1 ranks best): a multi-hop
@@ -261,21 +270,26 @@ class _Search:
         if not p.system2:
             sel = Selection()
         elif self.selector is not None:
-            sel = await select_llm(graph, query, self.selector, set(terms))
+            sel = await select_llm(graph, query, self.selector)
         else:
             sel = select_heuristic(graph, hierarchy, qvec, p.selection, set(terms))
         s2_ent = _admit(graph, list(dict.fromkeys(sel.entities + sel.linked_entities)), admitted)
         s2_fact = _admit(graph, [f for f in sel.facts if f in idx.facts.row], admitted)
+        cats = self._categories(graph, idx, qvec, sel, admitted)
         if self.reranker is None:
             ents = self._rerank_union(idx.entities, terms, qvec, s1_ent, s2_ent)
             facts = self._rerank_union(idx.facts, terms, qvec, s1_fact, s2_fact)
+            # Categories take up to ``category_share`` of the entity budget, most
+            # similar first.
+            cats = cats[: int(p.category_share * two_k)]
         else:
-            ents = await self._rerank(
-                query, "entity", _window(s1_ent, s2_ent, 2 * two_k), lambda e: entity_text(graph, e)
-            )
+            ent_union = list(dict.fromkeys(s1_ent + s2_ent + cats))
+            ents = await self._rerank(query, "entity", ent_union, lambda e: entity_text(graph, e))
             facts = await self._rerank(
-                query, "fact", _window(s1_fact, s2_fact, 2 * two_k), lambda f: fact_text(graph, f)
+                query, "fact", list(dict.fromkeys(s1_fact + s2_fact)), lambda f: fact_text(graph, f)
             )
+            cats = [e for e in ents[:two_k] if e in graph.categories]
+            ents = [e for e in ents if e not in graph.categories]
         # Episodes: System-1's ranking, the episodes behind the best facts, each top
         # entity's best System-1 episode, and System-2's by support.
         s1_ids = [h.id for h in s1_eps]
@@ -309,10 +323,7 @@ class _Search:
             ],
         )
         ranked_eps = sorted(ep_scores, key=lambda e: -ep_scores[e])
-        window = two_k if self.reranker is not None else k
-        if self.reranker is not None:
-            s2_only = [e for e in s2_eps if e not in s1_rank]
-            ranked_eps = _window(ranked_eps, s2_only, window)
+        window = len(ranked_eps) if self.reranker is not None else k  # llm: the whole union
         by_id = {h.id: h for h in s1_eps}
         for e in ranked_eps[:window]:
             if e not in by_id and e in episodes:
@@ -352,10 +363,8 @@ class _Search:
                 )
             )
         s1_ent_set, s2_ent_set = set(s1_ent), set(s2_ent)
-        # Selected categories (section 2.3: "Entities (Categories)") take up to
-        # ``category_share`` of the entity budget, most similar first; they inform the
-        # answer model and never rank episodes.
-        cats = self._categories(graph, idx, qvec, sel, admitted)[: int(p.category_share * two_k)]
+        # Selected categories (section 2.3: "Entities (Categories)") share the entity
+        # budget; they inform the answer model and never rank episodes.
         for c in cats:
             cat = graph.categories[c]
             hits.append(
@@ -494,12 +503,29 @@ class _Search:
         self, query: str, kind: str, ids: list[str], text: Callable[[str], str]
     ) -> list[str]:
         assert self.reranker is not None
-        if len(ids) <= 1:
-            return ids
-        order = await self.reranker(query, kind, [text(i) for i in ids])
-        seen = [ids[i] for i in dict.fromkeys(order) if 0 <= i < len(ids)]
+        return await listwise(self.reranker, query, kind, ids, text)
+
+
+async def listwise(
+    reranker: Reranker, query: str, kind: str, ids: list[str], text: Callable[[str], str]
+) -> list[str]:
+    """The reranker's order of all of ``ids``: windows of ``RERANK_WINDOW``, from the end
+    of the list to its start, each overlapping the next by half, so the best item of any
+    window is carried forward to the top. Ids the reranker leaves out keep their place
+    after the ones it ordered, within their window."""
+    order = list(ids)
+    end = len(order)
+    while len(order) > 1:
+        start = max(0, end - RERANK_WINDOW)
+        window = order[start:end]
+        ranked = await reranker(query, kind, [text(i) for i in window])
+        seen = [window[i] for i in dict.fromkeys(ranked) if 0 <= i < len(window)]
         rest = set(seen)
-        return seen + [i for i in ids if i not in rest]
+        order[start:end] = seen + [i for i in window if i not in rest]
+        if start == 0:
+            break
+        end -= RERANK_STEP
+    return order
 
 
 def fact_text(graph: Graph, fid: str) -> str:
@@ -509,22 +535,6 @@ def fact_text(graph: Graph, fid: str) -> str:
     if fact.valid_at is not None:
         return f"{fact.fact} (valid {fact.valid_at.date().isoformat()} to {until})"
     return f"{fact.fact} (valid until {until})" if fact.invalid_at else fact.fact
-
-
-def _window(first: list[str], second: list[str], size: int) -> list[str]:
-    """Up to ``size`` ids taken in turn from both lists, duplicates once: System-2's items
-    reach the LLM reranker whatever System-1 thinks of them."""
-    out: dict[str, None] = {}
-    a, b = iter(first), iter(second)
-    live = [a, b]
-    while live and len(out) < size:
-        for it in list(live):
-            item = next(it, None)
-            if item is None:
-                live.remove(it)
-            elif len(out) < size:
-                out.setdefault(item, None)
-    return list(out)
 
 
 def _routes(rid: str, s1: set[str], s2: set[str]) -> list[str]:
