@@ -131,6 +131,21 @@ def test_watercircles_ranks_fragments_by_intersections(star) -> None:
     assert "e2" not in {i.rid for i in strict if i.kind == "episodic"}
 
 
+def test_watercircles_counts_query_entities_named_in_a_fragments_text(store, embedder) -> None:
+    """N_intersections reads the text: a thesis linked to A alone that names B counts
+    one, and strict filtering keeps it; one that names no other query entity counts
+    none and is filtered out."""
+    g = make_graph(
+        store,
+        embedder,
+        ["A", "B", "Q"],
+        [],
+        [("A called B yesterday", ["A"]), ("a quiet day", ["A", "Q"])],
+    )
+    strict = watercircles(query(g, ["A", "B"]), WaterCirclesParams())
+    assert {g.theses[i.rid].text for i in strict if i.kind == "hyper"} == {"A called B yesterday"}
+
+
 def test_watercircles_intersections_are_primary(star) -> None:
     q = query(star, ["A", "B"])
     items = watercircles(q, WaterCirclesParams(chain_triplets_num=2, other_triplets_num=0))
@@ -304,3 +319,36 @@ def test_comparator_matches_a_multiword_name_inside_longer_names(store, embedder
         node(topo, g, 'Richard Elmer "Dick" Humbert')
     ]
     assert compare(g, topo, ["Humbert"], params) == [node(topo, g, "Humbert")]
+
+
+@pytest.fixture
+def two_starts(store, embedder):
+    """Starts A and B joined through X; each start also has four leaves of its own."""
+    names = ["A", "B", "X", *[f"a{i}" for i in range(4)], *[f"b{i}" for i in range(4)]]
+    triplets = [("A", "meets", "X"), ("X", "knows", "B")]
+    triplets += [("A", "has", f"a{i}") for i in range(4)]
+    triplets += [("B", "has", f"b{i}") for i in range(4)]
+    return make_graph(store, embedder, names, triplets)
+
+
+def test_beam_paths_may_enter_another_start_node(two_starts) -> None:
+    g = two_starts
+    q = query(g, ["A", "B"], vector=g.topology().vectors()[node(g.topology(), g, "B")])
+    paths = beam_paths(q, BeamParams(max_paths=10, max_depth=3))
+    name = {q.topo.index[f"o:{oid}"]: key for key, oid in g.by_name.items()}
+    named = {tuple(name.get(n, "?") for n in p.nodes) for p in paths}
+    assert ("a", "x", "b") in {p[:3] for p in named}, named  # A-X-B: "X knows B"
+
+
+def test_beam_caps_paths_per_start_node_and_ignores_their_order(two_starts) -> None:
+    g = two_starts
+    vec = g.topology().vectors()[node(g.topology(), g, "X")]
+    runs = [
+        beam_paths(query(g, starts, vector=vec), BeamParams(max_paths=2))
+        for starts in (["A", "B"], ["B", "A"])
+    ]
+    assert [p.nodes for p in runs[0]] == [p.nodes for p in runs[1]]  # order-free
+    by_start: dict[int, int] = {}
+    for p in runs[0]:
+        by_start[p.nodes[0]] = by_start.get(p.nodes[0], 0) + 1
+    assert sorted(by_start.values()) == [2, 2]  # max_paths = 2 from each start

@@ -1,5 +1,9 @@
 """BeamSearch: up to ``max_paths`` paths from each start node, relevant to the question.
 
+Each start node's beam runs on its own (the sharing rules below hold among one start's
+paths), and may pass through other start nodes; the starts' selections are merged, best
+first, so the order in which the query's entities were found does not matter.
+
 A path's relevance is ``mean_alpha * mean(sim) + (1 - mean_alpha) * sim(last)``, with
 ``sim`` the cosine between the question and each node the path entered (the paper names
 ``mean_alpha`` without its formula; this is the reading used here). Each step extends
@@ -18,7 +22,7 @@ would lower its relevance; paths alive at ``max_depth`` are **continuous**.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from pydantic import Field
@@ -51,78 +55,86 @@ def relevance(sims: list[float], alpha: float) -> float:
 
 
 def beam_paths(q: Query, p: BeamParams) -> list[Path]:
-    """The selected paths of every start node, in the final sorting order."""
+    """The selected paths of every start node: up to ``max_paths`` per start node (the
+    paper: "given a starting node, the algorithm constructs N paths"), each start's in
+    its final sorting order, the starts' lists merged best first. A path may enter
+    another start node (A-X-B finds "X knows B"). Each start's beam is searched on its
+    own, so the result does not depend on the order of the start nodes."""
     adj = q.topo.adjacency()
-    starts = set(q.starts)
+    out: list[Path] = []
+    for s in sorted(set(q.starts)):
+        out.extend(_from_start(q, adj, s, p))
+    return sorted(out, key=lambda x: (-x.score, x.nodes))
+
+
+def _from_start(q: Query, adj: Any, s: int, p: BeamParams) -> list[Path]:
+    """The beam from one start node; path sharing rules hold among its own paths."""
     used_nodes: set[int] = set()
     used_edges: set[int] = set()
     branch = p.diff_paths_intersection_by_node and p.diff_paths_intersection_by_rel
     ended: list[Path] = []
-    continuous: list[Path] = []
-    for s in dict.fromkeys(q.starts):
-        q.visited.add(s)
-        live = [Path([s])]
-        for _ in range(p.max_depth):
-            cands: list[tuple[Path, Path]] = []  # (parent, child)
-            for path in live:
-                u = path.nodes[-1]
-                nbrs = [
-                    (v, e, kind, rid)
-                    for v, e, kind, rid in adj[u]
-                    if q.allowed(v)
-                    and v not in starts
-                    and (p.same_path_intersection_by_node or v not in path.nodes)
-                ]
-                if not nbrs:
-                    ended.append(path)
-                    continue
-                sims = q.similarity([v for v, _, _, _ in nbrs])
-                # A child's relevance grows with its last node's similarity, and at most
-                # max_paths children survive a step: only the most similar can.
-                if len(nbrs) > p.max_paths:
-                    top = np.argpartition(-sims, p.max_paths - 1)[: p.max_paths]
-                    nbrs, sims = [nbrs[i] for i in top], sims[top]
-                kids = []
-                for (v, e, kind, rid), sim in zip(nbrs, sims, strict=True):
-                    ksims = path.sims + [float(sim)]
-                    kids.append(
-                        Path(
-                            path.nodes + [v],
-                            path.edges + [(e, kind, rid)],
-                            ksims,
-                            relevance(ksims, p.mean_alpha),
-                        )
+    q.visited.add(s)
+    live = [Path([s])]
+    for _ in range(p.max_depth):
+        cands: list[tuple[Path, Path]] = []  # (parent, child)
+        for path in live:
+            u = path.nodes[-1]
+            nbrs = [
+                (v, e, kind, rid)
+                for v, e, kind, rid in adj[u]
+                if q.allowed(v)
+                and v != s
+                and (p.same_path_intersection_by_node or v not in path.nodes)
+            ]
+            if not nbrs:
+                ended.append(path)
+                continue
+            sims = q.similarity([v for v, _, _, _ in nbrs])
+            # A child's relevance grows with its last node's similarity, and at most
+            # max_paths children survive a step: only the most similar can.
+            if len(nbrs) > p.max_paths:
+                top = np.argsort(-sims, kind="stable")[: p.max_paths]
+                nbrs, sims = [nbrs[i] for i in top], sims[top]
+            kids = []
+            for (v, e, kind, rid), sim in zip(nbrs, sims, strict=True):
+                ksims = path.sims + [float(sim)]
+                kids.append(
+                    Path(
+                        path.nodes + [v],
+                        path.edges + [(e, kind, rid)],
+                        ksims,
+                        relevance(ksims, p.mean_alpha),
                     )
-                if path.sims and max(k.score for k in kids) < path.score:
-                    ended.append(path)
-                    continue
-                cands.extend((path, k) for k in kids)
-            cands.sort(key=lambda pc: -pc[1].score)
-            kept: list[Path] = []
-            extended: set[int] = set()
-            for parent, child in cands:
-                if len(kept) >= p.max_paths:
-                    break
-                v, (e, _, _) = child.nodes[-1], child.edges[-1]
-                if not branch and len(parent.nodes) > 1 and id(parent) in extended:
-                    continue
-                if not p.diff_paths_intersection_by_node and v in used_nodes:
-                    continue
-                if not p.diff_paths_intersection_by_rel and e in used_edges:
-                    continue
-                kept.append(child)
-                extended.add(id(parent))
-                used_nodes.add(v)
-                used_edges.add(e)
-                q.visited.add(v)
-            # A live path none of whose extensions was kept ends here.
-            done = {id(x) for x in ended}
-            ended.extend(x for x in live if x.sims and id(x) not in extended | done)
-            live = kept
-            if not live:
+                )
+            if path.sims and max(k.score for k in kids) < path.score:
+                ended.append(path)
+                continue
+            cands.extend((path, k) for k in kids)
+        cands.sort(key=lambda pc: (-pc[1].score, pc[1].nodes))
+        kept: list[Path] = []
+        extended: set[int] = set()
+        for parent, child in cands:
+            if len(kept) >= p.max_paths:
                 break
-        continuous.extend(live)
-    return select(ended, continuous, p)
+            v, (e, _, _) = child.nodes[-1], child.edges[-1]
+            if not branch and len(parent.nodes) > 1 and id(parent) in extended:
+                continue
+            if not p.diff_paths_intersection_by_node and v in used_nodes:
+                continue
+            if not p.diff_paths_intersection_by_rel and e in used_edges:
+                continue
+            kept.append(child)
+            extended.add(id(parent))
+            used_nodes.add(v)
+            used_edges.add(e)
+            q.visited.add(v)
+        # A live path none of whose extensions was kept ends here.
+        done = {id(x) for x in ended}
+        ended.extend(x for x in live if x.sims and id(x) not in extended | done)
+        live = kept
+        if not live:
+            break
+    return select(ended, live, p)
 
 
 def select(ended: list[Path], continuous: list[Path], p: BeamParams) -> list[Path]:

@@ -2,18 +2,20 @@
 
 Rings grow one hop at a time from each query entity's node, over simple relations
 (object to object). Thesis and episode fragments next to a ring are examined on the way
-(section 3, "Text Fragment Analysis"), not crossed. An object reached from two
-different starts is an intersection: the simple triplets on both chains that meet there
-go to the primary list; every simple triplet traversed goes to the secondary list. Thesis
-(hyper) and episode (episodic) fragments met on the way are ranked by
-``N_intersections``: how many query entities other than the one whose ring found them
-they are linked to. ``strict_filter`` keeps only fragments with ``N_intersections >= 1``
-when the query has two or more start nodes (with one there is nothing to intersect).
-The result: ``chain_triplets_num`` from the primary list, ``other_triplets_num`` more
-from the secondary, ``hyper_num`` theses and ``episodic_num`` episodes.
+(section 3, "Text Fragment Analysis"), not crossed. An object reached from two different
+starts is an intersection: the simple triplets on both chains that meet there go to the
+primary list; every simple triplet traversed goes to the secondary list. Thesis (hyper)
+and episode (episodic) fragments met on the way are ranked by ``N_intersections``: how
+many query entities other than the one whose ring found them occur in their text (by
+name, whole words, any case), as the paper defines it. ``strict_filter`` keeps only
+fragments with ``N_intersections >= 1`` when the query has two or more start nodes (with
+one there is nothing to intersect). The result: ``chain_triplets_num`` from the primary
+list, ``other_triplets_num`` more from the secondary, ``hyper_num`` theses and
+``episodic_num`` episodes.
 
-``max_depth`` (rings per start) is not in the paper; see docs/personalai.md for its sweep.
-``do_text_pruning`` cuts each fragment's text to the sentences that name a query entity.
+``max_depth`` (rings per start) is not in the paper; see docs/personalai.md for its
+sweep. ``do_text_pruning`` cuts each fragment's text to the sentences that name a query
+entity.
 """
 
 from __future__ import annotations
@@ -115,25 +117,40 @@ def _rank_fragments(
     more similar to the question."""
     if not fragments:
         return []
-    adj = q.topo.adjacency()
-    start_set = set(starts)
-    # Query entities linked to each fragment, read from the starts' side (a fragment
-    # found in ring 1 is linked to its own start, which does not count).
-    linked: dict[int, set[int]] = {}
-    for s in start_set:
-        for v, _, _, _ in adj[s]:
-            if v in fragments:
-                linked.setdefault(v, set()).add(s)
+    topo = q.topo
+    # N_intersections (section 3, "Text Fragment Analysis"): the query entities other
+    # than the one whose ring found the fragment that occur in the fragment's text.
+    names = {s: _name_pattern(topo.graph.node_text(topo.keys[s])) for s in set(starts)}
+    texts = _fragment_texts(q, list(fragments))
+    counts: dict[int, int] = {}
+    for n, ring in fragments.items():
+        own = starts[ring]
+        counts[n] = sum(1 for s, pat in names.items() if s != own and pat.search(texts[n]))
     nodes = list(fragments)
     sims = q.similarity(nodes)
     scored = []
     for n, sim in zip(nodes, sims, strict=True):
-        count = len(linked.get(n, ())) - (1 if depth_of[n] == 1 else 0)
-        scored.append((n, fragments[n], count, depth_of[n], float(sim)))
-    if p.strict_filter and len(start_set) > 1:
+        scored.append((n, fragments[n], counts[n], depth_of[n], float(sim)))
+    if p.strict_filter and len(set(starts)) > 1:
         scored = [s for s in scored if s[2] >= 1]
     scored.sort(key=lambda s: (-s[2], s[3], -s[4]))
     return [(n, ring, k) for n, ring, k, _, _ in scored]
+
+
+def _name_pattern(name: str) -> re.Pattern[str]:
+    """A query entity's name as a case-free match of whole words."""
+    return re.compile(rf"(?<!\w){re.escape(name.strip())}(?!\w)", re.IGNORECASE)
+
+
+def _fragment_texts(q: Query, nodes: list[int]) -> dict[int, str]:
+    """Each thesis's or episode's text, episodes read from the store in one call."""
+    topo = q.topo
+    keys = {n: topo.keys[n] for n in nodes}
+    episodes = topo.graph.episode_texts(k[2:] for k in keys.values() if k.startswith("e:"))
+    return {
+        n: episodes[k[2:]] if k.startswith("e:") else topo.graph.node_text(k)
+        for n, k in keys.items()
+    }
 
 
 def prune(text: str, names: list[str]) -> str:
