@@ -437,6 +437,19 @@ def test_speakers_forget_deleted_episodes(store: Store) -> None:
     assert store.speakers("ns") == ["alice"]
 
 
+def test_speakers_follow_updates_and_namespace_deletes(store: Store) -> None:
+    store.add_episodes("ns", [prep("1", "a", speaker="al"), prep("2", "b", speaker="al")])
+    store.add_episodes("ns", [prep("3", "c", speaker="bo")])
+    assert store.speakers("ns") == ["al", "bo"]
+    store.update_episodes("ns", [prep("1", "a2", speaker="bo"), prep("2", "b2")])
+    assert store.speakers("ns") == ["bo"]  # al had two, both moved away
+    store.update_episodes("ns", [prep("2", "b3", speaker="cy")])
+    assert store.speakers("ns") == ["bo", "cy"]
+    assert store.delete_namespace("ns")
+    store.add_episodes("ns", [prep("9", "z", speaker="dee")])
+    assert store.speakers("ns") == ["dee"]  # nothing left of the deleted namespace
+
+
 # embeddings -----------------------------------------------------------------------------
 def test_embedding_cache_roundtrip(store: Store, embedder) -> None:
     vecs = embedder.embed(["one", "two"])

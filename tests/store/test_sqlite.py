@@ -51,3 +51,35 @@ def test_open_store_accepts_paths_and_sqlite_urls(tmp_path: Path) -> None:
         open_store("postgresql://127.0.0.1:1/db")  # a URL is PostgreSQL's, never a file
     with pytest.raises(ConfigError, match="unsupported store URL"):
         open_store("redis://localhost/0")
+
+
+def test_speaker_counts_are_filled_from_a_store_written_before_them(tmp_path: Path) -> None:
+    """Schema v9 keeps speakers' counts; opening an older store counts the episodes it
+    already holds, and the counts stay right as it is written."""
+    import hashlib
+
+    from memstrata.store import PreparedEpisode
+
+    def prep(eid: str, text: str, speaker: str) -> PreparedEpisode:
+        digest = hashlib.sha256(f"{eid}:{text}".encode()).digest()[:16]
+        return PreparedEpisode(
+            external_id=eid, text=text, speaker=speaker, content_hash=digest, index_text=text
+        )
+
+    path = tmp_path / "s.db"
+    store = SQLiteStore(path)
+    store.add_episodes(
+        "ns", [prep(str(i), f"t{i}", speaker="al" if i % 3 else "bo") for i in range(9)]
+    )
+    store.close()
+    conn = sqlite3.connect(path)  # back to schema v8: no counts
+    conn.execute("DROP TABLE speaker_counts")
+    conn.execute("UPDATE memstrata_meta SET value='8' WHERE key='schema_version'")
+    conn.commit()
+    conn.close()
+    store = SQLiteStore(path)
+    assert store.schema_version() >= 9
+    assert store.speakers("ns") == ["al", "bo"]  # 6 and 3, counted at the migration
+    store.add_episodes("ns", [prep(str(i), "x", speaker="bo") for i in range(10, 14)])
+    assert store.speakers("ns") == ["bo", "al"]  # 7 against 6
+    store.close()

@@ -37,7 +37,7 @@ from memstrata.store.base import (
     same_episode,
 )
 from memstrata.store.sqlite_builds import BuildBookkeeping
-from memstrata.store.sqlite_common import _chunks, _fts, _iso, _now, _ts
+from memstrata.store.sqlite_common import _chunks, _count_speakers, _fts, _iso, _now, _ts
 from memstrata.store.sqlite_jobs import Jobs
 from memstrata.store.sqlite_keys import ApiKeys
 from memstrata.store.sqlite_records import DerivedRecords
@@ -268,6 +268,7 @@ class SQLiteStore(
                 "SELECT COALESCE(MAX(seq), 0) FROM episodes WHERE namespace_id=?", (ns_id,)
             ).fetchone()[0]
             now = _now()
+            speakers: list[str | None] = []
             for ep in episodes:
                 seq += 1
                 cur = conn.execute(
@@ -301,6 +302,8 @@ class SQLiteStore(
                     (cur.lastrowid, ep.index_text),
                 )
                 report.added.append(ep.external_id)
+                speakers.append(ep.speaker)
+            _count_speakers(conn, ns_id, added=speakers)
         self.mark_written(namespace)
         return report
 
@@ -400,9 +403,9 @@ class SQLiteStore(
             if ns_id is None:
                 return []
             if ns_id not in self._speakers:
-                rows = self._conn.execute(
-                    "SELECT speaker FROM episodes WHERE namespace_id=? AND speaker IS NOT NULL "
-                    "GROUP BY speaker ORDER BY COUNT(*) DESC",
+                rows = self._conn.execute(  # kept by triggers as episodes are written
+                    "SELECT speaker FROM speaker_counts WHERE namespace_id=? "
+                    "ORDER BY n DESC, speaker",
                     (ns_id,),
                 ).fetchall()
                 self._speakers[ns_id] = [r[0] for r in rows]
@@ -444,6 +447,7 @@ class SQLiteStore(
                 )
                 conn.execute(f"DELETE FROM {_fts(ns_id)} WHERE rowid IN ({marks})", tuple(chunk))
                 conn.execute(f"DELETE FROM episodes WHERE id IN ({marks})", tuple(chunk))
+            _count_speakers(conn, ns_id, removed=[r.speaker for r in removed])
             self._follow_provenance(conn, ns_id, affected, removed)
             self.mark_written(namespace)
             return DeleteReport(len(keys), missing)
@@ -589,6 +593,16 @@ for _name in [n for n in vars(Store) if not n.startswith("_")] + ["schema_versio
 
 
 def _split_sql(script: str) -> list[str]:
-    """Statements of a migration file (no semicolons inside our literals)."""
-    lines = [ln for ln in script.splitlines() if not ln.strip().startswith("--")]
-    return [s.strip() for s in "\n".join(lines).split(";") if s.strip()]
+    """Statements of a migration file, a trigger's body (``BEGIN ...; END;``) kept whole."""
+    out: list[str] = []
+    buffer = ""
+    for line in script.splitlines():
+        if line.strip().startswith("--"):
+            continue
+        buffer += line + "\n"
+        if sqlite3.complete_statement(buffer):
+            out.append(buffer.strip().rstrip(";").strip())
+            buffer = ""
+    if buffer.strip():
+        out.append(buffer.strip())
+    return [s for s in out if s]

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import sqlite3
+from collections import Counter
+from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -31,3 +33,28 @@ def _fts(ns_id: int) -> str:
 def _chunks(items: list[Any], size: int) -> Iterator[list[Any]]:
     for start in range(0, len(items), size):
         yield items[start : start + size]
+
+
+def _count_speakers(
+    conn: sqlite3.Connection,
+    ns_id: int,
+    added: Iterable[str | None] = (),
+    removed: Iterable[str | None] = (),
+) -> None:
+    """Keep ``speaker_counts`` in step with episodes written in the caller's transaction:
+    one upsert per speaker of the batch, and a speaker with no episode left is dropped."""
+    delta: Counter[str] = Counter(s for s in added if s is not None)
+    delta.subtract(s for s in removed if s is not None)
+    for speaker, n in delta.items():
+        if n == 0:
+            continue
+        conn.execute(
+            "INSERT INTO speaker_counts(namespace_id, speaker, n) VALUES (?,?,?) "
+            "ON CONFLICT(namespace_id, speaker) DO UPDATE SET n = n + excluded.n",
+            (ns_id, speaker, n),
+        )
+        if n < 0:
+            conn.execute(
+                "DELETE FROM speaker_counts WHERE namespace_id=? AND speaker=? AND n <= 0",
+                (ns_id, speaker),
+            )

@@ -34,7 +34,7 @@ from memstrata.store.dump import (
     neutral_repair,
     values,
 )
-from memstrata.store.sqlite_common import _chunks, _fts
+from memstrata.store.sqlite_common import _chunks, _count_speakers, _fts
 
 CALL_COLS = (
     "namespace, stage, backend, model, prompt_tokens, completion_tokens, latency_ms, cached, "
@@ -199,6 +199,7 @@ class Transfer:
                 f"INSERT INTO {_fts(ns_id)}(rowid, body) VALUES (?, ?)",
                 (key[ep.external_id], ep.index_text),
             )
+        _count_speakers(conn, ns_id, added=[ep.speaker for ep in dump.episodes])
         conn.executemany(
             "INSERT INTO episode_versions(namespace_id, episode_id, version, text, speaker, "
             "role, occurred_at, session, metadata, content_hash, embed_hash, written_at, "

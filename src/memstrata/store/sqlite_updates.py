@@ -27,7 +27,7 @@ from memstrata.store.base import (
     UpdateReport,
     same_episode,
 )
-from memstrata.store.sqlite_common import _fts, _iso, _now, _ts
+from memstrata.store.sqlite_common import _count_speakers, _fts, _iso, _now, _ts
 
 
 class EpisodeUpdates:
@@ -75,6 +75,7 @@ class EpisodeUpdates:
                     report.unchanged.append(ep.external_id)
                 else:
                     self._replace(conn, ns_id, old, ep)
+                    _count_speakers(conn, ns_id, added=[ep.speaker], removed=[old.speaker])
                     report.updated.append(ep.external_id)
         if report.updated:
             self.mark_written(namespace)
