@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 import re
 import threading
-from collections.abc import Iterator, Sequence
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -130,3 +131,31 @@ class Base:
             "SELECT id FROM namespaces WHERE name=%s FOR UPDATE", (namespace,)
         ).fetchone()
         return None if row is None else int(row[0])
+
+
+def count_speakers(
+    conn: psycopg.Connection[Any],
+    ns_id: int,
+    added: Iterable[str | None] = (),
+    removed: Iterable[str | None] = (),
+) -> None:
+    """Keep ``speaker_counts`` in step with episodes written in the caller's transaction:
+    one upsert per speaker of the batch, in name order (two writers lock the rows in the
+    same order), and a speaker with no episode left is dropped."""
+    delta: Counter[str] = Counter(s for s in added if s is not None)
+    delta.subtract(s for s in removed if s is not None)
+    for speaker in sorted(delta):
+        n = delta[speaker]
+        if n == 0:
+            continue
+        conn.execute(
+            "INSERT INTO speaker_counts(namespace_id, speaker, n) VALUES (%s,%s,%s) "
+            "ON CONFLICT (namespace_id, speaker) DO UPDATE "
+            "SET n = speaker_counts.n + EXCLUDED.n",
+            (ns_id, speaker, n),
+        )
+        if n < 0:
+            conn.execute(
+                "DELETE FROM speaker_counts WHERE namespace_id=%s AND speaker=%s AND n <= 0",
+                (ns_id, speaker),
+            )

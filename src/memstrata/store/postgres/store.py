@@ -32,7 +32,15 @@ from memstrata.store.base import (
     same_episode,
 )
 from memstrata.store.postgres.builds import BuildBookkeeping
-from memstrata.store.postgres.common import EP_COLS, Base, _now, connect, episode, translate
+from memstrata.store.postgres.common import (
+    EP_COLS,
+    Base,
+    _now,
+    connect,
+    count_speakers,
+    episode,
+    translate,
+)
 from memstrata.store.postgres.records import DerivedRecords
 from memstrata.store.postgres.search import SearchPrimitives
 from memstrata.store.postgres.service import ServiceTables
@@ -204,6 +212,7 @@ class PostgresStore(
             seq = int(row[0]) if row else 0
             now = _now()
             fresh: list[tuple[int, str]] = []
+            speakers: list[str | None] = []
             for ep in episodes:
                 added = conn.execute(
                     "INSERT INTO episodes(namespace_id, external_id, text, speaker, role, "
@@ -234,7 +243,9 @@ class PostgresStore(
                 seq += 1
                 fresh.append((int(added[0]), ep.index_text))
                 report.added.append(ep.external_id)
+                speakers.append(ep.speaker)
             self._index_many(conn, ns_id, fresh)
+            count_speakers(conn, ns_id, added=speakers)
         return report
 
     def existing_ids(self, namespace: str, external_ids: Sequence[str]) -> set[str]:
@@ -280,10 +291,9 @@ class PostgresStore(
         return [episode(r) for r in rows]
 
     def speakers(self, namespace: str) -> list[str]:
-        rows = self._all(
-            "SELECT e.speaker FROM episodes e JOIN namespaces n ON n.id=e.namespace_id "
-            "WHERE n.name=%s AND e.speaker IS NOT NULL GROUP BY e.speaker "
-            'ORDER BY count(*) DESC, e.speaker COLLATE "C"',
+        rows = self._all(  # kept as episodes are written (common.count_speakers)
+            "SELECT c.speaker FROM speaker_counts c JOIN namespaces n ON n.id=c.namespace_id "
+            'WHERE n.name=%s ORDER BY c.n DESC, c.speaker COLLATE "C"',
             (namespace,),
         )
         return [r[0] for r in rows]
@@ -322,6 +332,7 @@ class PostgresStore(
             conn.execute(
                 "DELETE FROM episodes WHERE namespace_id=%s AND id = ANY(%s)", (ns_id, keys)
             )
+            count_speakers(conn, ns_id, removed=[r.speaker for r in removed])
             self._follow_provenance(conn, ns_id, affected, removed)
             return DeleteReport(len(keys), missing)
 

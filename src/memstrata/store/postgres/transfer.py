@@ -31,7 +31,7 @@ from memstrata.store.dump import (
     neutral_repair,
     values,
 )
-from memstrata.store.postgres.common import Base, masked
+from memstrata.store.postgres.common import Base, count_speakers, masked
 from memstrata.store.postgres.tokenize import tokenize
 from memstrata.store.sqlite_transfer import CALL_COLS, KEY_COLS
 
@@ -187,6 +187,7 @@ class Transfer(Base):
                     where.setdefault(term, []).append(pos)
                 postings += [(ns, t, key[ep.external_id], len(p), p) for t, p in where.items()]
             cur.executemany("INSERT INTO bm25_postings VALUES (%s,%s,%s,%s,%s)", postings)
+        count_speakers(conn, ns, added=[ep.speaker for ep in dump.episodes])
         if dump.episodes:
             conn.execute(
                 "INSERT INTO bm25_stats VALUES (%s, %s, %s)",

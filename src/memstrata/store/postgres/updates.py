@@ -18,7 +18,7 @@ from memstrata.store.base import (
     UpdateReport,
     same_episode,
 )
-from memstrata.store.postgres.common import EP_COLS, Base, _now, episode
+from memstrata.store.postgres.common import EP_COLS, Base, _now, count_speakers, episode
 from memstrata.store.sqlite_common import _iso, _ts
 
 
@@ -63,6 +63,7 @@ class EpisodeUpdates(Base):
                     report.unchanged.append(ep.external_id)
                 else:
                     self._replace(conn, ns_id, old, ep)
+                    count_speakers(conn, ns_id, added=[ep.speaker], removed=[old.speaker])
                     report.updated.append(ep.external_id)
         return report
 
