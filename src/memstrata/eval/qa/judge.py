@@ -15,6 +15,7 @@ from pydantic import BaseModel
 
 from memstrata.errors import InvalidInputError
 from memstrata.eval.qa import prompts
+from memstrata.eval.qa.cascade import cascade
 from memstrata.eval.qa.prompts import CorrectVerdict, LabelVerdict, ScoreVerdict
 from memstrata.llm.base import LLMClient
 from memstrata.llm.types import LLMError, Message
@@ -47,14 +48,18 @@ def verdict(reply: BaseModel) -> float:
     if isinstance(reply, ScoreVerdict):
         return float(reply.score)
     if isinstance(reply, CorrectVerdict):
-        return float(reply.verdict == "correct")
+        return float(reply.correct)
     raise TypeError(f"not a verdict: {type(reply).__name__}")
 
 
 async def judge(
     llm: LLMClient, name: str, question: str, gold: str, predicted: str
 ) -> tuple[float | None, str | None]:
-    """(1.0 correct / 0.0 wrong, None) or (None, the error)."""
+    """(1.0 correct / 0.0 wrong, None) or (None, the error). The ``mindgraph`` judge
+    first runs the paper's deterministic cascade: an answer it accepts is correct
+    without a call."""
+    if name == "mindgraph" and cascade(gold, predicted) is not None:
+        return 1.0, None
     messages, model = PROMPTS[name](question, gold, predicted)
     try:
         reply = await llm.structured(messages, model, stage=f"judge.{name}", max_tokens=160)

@@ -6,7 +6,9 @@ pydantic model of the expected reply (JSON, so that a small model's reply still 
   relative dates, a one-sentence reason, then the label.
 * ``personalai``: PersonalAI appendix D, table 11 (system prompt with its four examples,
   user prompt with the three fields); the score is 0 or 1.
-* ``mindgraph``: MindGraph appendix D.4 (strict on lists); correct or incorrect.
+* ``mindgraph``: MindGraph appendix D.4 (strict on lists), its reply ``{"correct": bool,
+  "reason": ...}``; asked only for answers its deterministic cascade (:mod:`.cascade`)
+  does not accept.
 
 The gold and the generated answer reach the judge fenced (:mod:`memstrata.llm.fence`):
 a generated answer can repeat whatever a stored memory said, instructions included.
@@ -34,7 +36,10 @@ class ScoreVerdict(BaseModel):
 
 
 class CorrectVerdict(BaseModel):
-    verdict: Literal["correct", "incorrect"]
+    """MindGraph D.4's reply: a boolean and a brief reason."""
+
+    correct: bool
+    reason: str = Field(default="", max_length=600)
 
 
 _LOCOMO = """Your task is to label an answer to a question as 'CORRECT' or 'WRONG'. You will be given the following data:
@@ -75,7 +80,8 @@ Question: {question}
 Gold answer: {gold}
 Predicted answer: {predicted}
 
-Reply with JSON: {{"verdict": "correct" or "incorrect"}}."""
+Reply with ONLY a JSON object:
+{{ "correct": true/false, "reason": "brief explanation" }}"""
 
 
 def locomo_judge(question: str, gold: str, predicted: str) -> tuple[list[Message], type[BaseModel]]:

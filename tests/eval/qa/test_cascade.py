@@ -1,0 +1,71 @@
+"""MindGraph's evaluation (appendix D.4): the deterministic cascade, then the judge's
+reply format for what the cascade does not accept."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from memstrata.eval.qa.cascade import cascade
+from memstrata.eval.qa.judge import judge
+from memstrata.llm import LLMClient
+from memstrata.llm.scripted import ScriptedBackend
+
+
+@pytest.mark.parametrize(
+    ("gold", "predicted", "rule"),
+    [
+        ("The Lisbon office", "the lisbon office.", "exact_match"),
+        ("1,200", "About 1200 people came.", "normalised_number"),
+        ("twelve", "She has 12 cats.", "normalised_number"),
+        ("Lisbon", "They moved to Lisbon in 2021.", "containment"),
+        (
+            "A red kite. It was found near the river after the storm.",
+            "Maya found a red kite by the water.",
+            "first_sentence_containment",
+        ),
+        (
+            "pottery and watercolour painting",
+            "She paints in watercolour and does pottery",
+            "key_phrase_f1",
+        ),
+        ("Lisbon", "Porto", None),
+        ("7", "17 days", None),  # 17 is not 7
+        ("Lisbon", "Lisbonne", None),  # containment is on word boundaries
+        ("dogs, cats, parrots and fish", "dogs", None),  # key-phrase F1 0.4
+        ("", "anything", None),
+    ],
+)
+def test_the_cascade_rules(gold: str, predicted: str, rule: str | None) -> None:
+    assert cascade(gold, predicted) == rule
+
+
+def test_the_judge_is_asked_only_past_the_cascade_and_in_the_papers_format() -> None:
+    backend = ScriptedBackend(
+        [
+            {"correct": True, "reason": "same city"},
+            {"correct": False, "reason": "a partial list"},
+            "not json",
+            "{}",
+        ]
+    )
+    llm = LLMClient(backend, max_retries=2)
+    # accepted by the cascade: no call at all
+    assert asyncio.run(judge(llm, "mindgraph", "Where?", "Lisbon", "In Lisbon.")) == (1.0, None)
+    assert backend.requests == []
+    assert asyncio.run(judge(llm, "mindgraph", "City?", "Lisbon", "The Portuguese capital")) == (
+        1.0,
+        None,
+    )
+    prompt = backend.requests[0].messages[-1].content
+    assert '"correct": true/false, "reason": "brief explanation"' in prompt
+    assert "must include ALL key items" in prompt
+    assert asyncio.run(
+        judge(llm, "mindgraph", "Pets?", "dogs, cats, parrots and fish", "dogs")
+    ) == (
+        0.0,
+        None,
+    )
+    score, error = asyncio.run(judge(llm, "mindgraph", "Who?", "Ana", "Ben"))
+    assert score is None and error and "invalid output" in error  # recorded, not raised
