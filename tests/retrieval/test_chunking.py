@@ -49,3 +49,19 @@ def test_a_line_without_end_punctuation_is_a_sentence() -> None:
     text = "first line\nsecond. third\nlast"
     assert [text[s:e] for s, e in sentences(text)] == ["first line", "second.", "third", "last"]
     assert chunks("a\na", 1, count=lambda t: len(t.split())) == ["a", "a"]
+
+
+def test_a_point_inside_a_word_or_number_does_not_end_a_sentence() -> None:
+    from memstrata.retrieval.text import sentences
+
+    text = 'It rose 0.4 points, e.g., on example.com. He said "fine." (Then left.) Done?! Yes'
+    assert [text[s:e] for s, e in sentences(text)] == [
+        "It rose 0.4 points, e.g., on example.com.",
+        'He said "fine."',
+        "(Then left.)",
+        "Done?!",
+        "Yes",
+    ]
+    # Runs of terminators of any length are one end, and only alphanumeric text counts.
+    assert sentences("!?" * 50_000) == []
+    assert [(s, e) for s, e in sentences("a" + "." * 50_000 + "b")] == [(0, 50_002)]

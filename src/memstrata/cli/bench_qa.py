@@ -31,7 +31,7 @@ def bench_qa(
     judge: Annotated[
         str,
         typer.Option(
-            help="Judge prompts: locomo, personalai, mindgraph (comma-separated) or none."
+            help="Judge prompts: locomo, personalai, mindgraph, memtree (comma-separated) or none."
         ),
     ] = "locomo",
     limit: Annotated[int | None, typer.Option(help="Only the first N questions.")] = None,

@@ -40,6 +40,12 @@ def test_llm_tier_builds_a_tree_with_the_gguf_model(tmp_path: Path, embedder, sa
         assert usage["memtree.aggregate"]["calls"] >= report.work["aggregates"] >= len(tree.inner())
         r = m.search("Where is the conference?", k=3, max_tokens=None)
         assert r.hits and all(h.sources for h in r.hits)
+        # The answer stage is the paper's A.2.2 prompt, asked once over the hits.
+        answer = m.ask("Where is the conference?", k=3)
+        assert m.stats()["llm"]["memtree.answer"]["calls"] == 1
+        assert answer.text.strip() and answer.hits
+        if not answer.abstained:
+            assert set(answer.sources) <= {s for h in answer.hits for s in h.sources}
 
 
 def test_a_delete_re_aggregates_the_ancestors_with_the_gguf_model(

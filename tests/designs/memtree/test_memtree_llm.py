@@ -118,3 +118,23 @@ def test_a_long_summary_is_kept_whole_and_a_cut_one_at_a_sentence_end() -> None:
     assert asyncio.run(llm_aggregate(llm, "old", "new", 3)) == long
     assert backend.requests[0].max_tokens == MAX_TOKENS >= 800
     assert asyncio.run(llm_aggregate(llm, "old", "new", 3)) == "Maya presents in Lisbon."
+
+
+def test_the_answer_is_the_papers_prompt_over_the_hits(tmp_path, embedder) -> None:  # type: ignore[no-untyped-def]
+    from memstrata.designs.memtree.answer import MemTreeAnswerer
+    from memstrata.retrieval.documents import episode_hit
+
+    store = SQLiteStore(":memory:")
+    eps = add_episodes(store, TEXTS[:2])
+    backend = ScriptedBackend([{"answer": "In Lisbon."}, {"answer": "  "}])
+    ctx = Context(store, embedder, LLMClient(backend, max_retries=0), "llm")
+    hits = [episode_hit(ep, 1.0) for ep in eps]
+    got = asyncio.run(MemTreeAnswerer().answer(ctx, NS, "Where is the conference?", hits))
+    assert got.text == "In Lisbon." and not got.abstained
+    assert got.sources == [eps[0].id, eps[1].id]
+    user = unfence(backend.requests[0].messages[-1].content)
+    assert "Write a high-quality short answer for the given question using only the" in user
+    assert "[ Question ]\nWhere is the conference?" in user
+    assert TEXTS[0] in user and TEXTS[1] in user and "[ Output ]" in user
+    empty = asyncio.run(MemTreeAnswerer().answer(ctx, NS, "Where?", hits))
+    assert empty.abstained and empty.sources == []

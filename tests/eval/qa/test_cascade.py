@@ -69,3 +69,22 @@ def test_the_judge_is_asked_only_past_the_cascade_and_in_the_papers_format() -> 
     )
     score, error = asyncio.run(judge(llm, "mindgraph", "Who?", "Ana", "Ben"))
     assert score is None and error and "invalid output" in error  # recorded, not raised
+
+
+def test_rouge_l_recall_is_the_gold_share_of_the_longest_common_subsequence() -> None:
+    from memstrata.eval.qa.metrics_answer import rouge_l_recall
+
+    assert rouge_l_recall("She flew to Lisbon in June", "Lisbon in June") == 1.0
+    assert rouge_l_recall("June, then Lisbon", "Lisbon in June") == pytest.approx(1 / 3)
+    assert rouge_l_recall("Lisbon in", "the Lisbon office in June") == pytest.approx(2 / 4)
+    assert rouge_l_recall("", "Lisbon") == 0.0
+
+
+def test_the_memtree_judge_is_the_papers_binary_prompt() -> None:
+    backend = ScriptedBackend([{"output": 1}, {"output": 0}])
+    llm = LLMClient(backend, max_retries=0)
+    assert asyncio.run(judge(llm, "memtree", "Where?", "Lisbon", "In Lisbon.")) == (1.0, None)
+    assert asyncio.run(judge(llm, "memtree", "Where?", "Lisbon", "Porto")) == (0.0, None)
+    prompt = backend.requests[0].messages[-1].content
+    assert "Output '1' if the predicted answer addresses the query similarly" in prompt
+    assert "[ Ground-Truth Answer ]" in prompt

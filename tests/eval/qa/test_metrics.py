@@ -70,7 +70,13 @@ def test_exact_match_ignores_case_and_punctuation_only() -> None:
 
 def test_scores_of_an_answered_question() -> None:
     s = ma.scores("7 May 2023", False, "7 May 2023", "temporal", False)
-    assert s == {"f1": 1.0, "bleu1": 1.0, "exact_match": 1.0, "false_abstention": 0.0}
+    assert s == {
+        "f1": 1.0,
+        "bleu1": 1.0,
+        "exact_match": 1.0,
+        "rouge_l_recall": 1.0,
+        "false_abstention": 0.0,
+    }
     s = ma.scores("NO_ANSWER", True, "7 May 2023", "temporal", False)
     assert s["f1"] == 0.0 and s["false_abstention"] == 1.0
 

@@ -7,7 +7,8 @@ Where things are:
 * :mod:`.tree`: the tree held in memory, its invariants and cache;
 * :mod:`.builder`: insertion (Algorithm 1), batch by batch, both tiers;
 * :mod:`.aggregate`: the heuristic tier's extractive Aggregate;
-  :mod:`.prompts`: the llm tier's Aggregate prompt (appendix A.1.2);
+  :mod:`.prompts`: the llm tier's Aggregate prompt (appendix A.1.2) and the answer
+  prompt (A.2.2), which :mod:`.answer` asks;
 * :mod:`.route`: collapsed and traversal retrieval;
 * :mod:`.recipe`: ``memtree`` and ``memtree-traversal``; :mod:`.show`: ``memstrata show``;
   :mod:`.view`: the explorer's views.
@@ -15,6 +16,7 @@ Where things are:
 
 from __future__ import annotations
 
+from memstrata.designs.memtree.answer import MemTreeAnswerer
 from memstrata.designs.memtree.builder import MemTreeBuilder
 from memstrata.designs.memtree.recipe import RECIPES
 from memstrata.designs.memtree.records import TreeNode
@@ -27,6 +29,7 @@ design = Design(
     name="memtree",
     builders=[MemTreeBuilder],
     routes=[MemTreeRoute],
+    answerers=[MemTreeAnswerer],
     recipes=RECIPES,
     show=show,
     views=VIEWS,

@@ -1,8 +1,9 @@
-"""MemTree's one prompt: Aggregate(c_v, c_new | n) of appendix A.1.2.
+"""MemTree's prompts: Aggregate(c_v, c_new | n) of appendix A.1.2, and the answer prompt
+of appendix A.2.2 ("Predicted Response Generation").
 
-The wording follows the paper's prompt; the answer is a JSON object with the summary
-(``{"summary": ...}``) so a grammar-constrained local model closes it cleanly. Prompt
-functions return ``(messages, model)``, as in the other designs.
+The wording follows the paper's prompts; each answer is a JSON object (``{"summary":
+...}``, ``{"answer": ...}``) so a grammar-constrained local model closes it cleanly.
+Prompt functions return ``(messages, model)``, as in the other designs.
 """
 
 from __future__ import annotations
@@ -63,3 +64,24 @@ async def llm_aggregate(llm: LLMClient, current: str, new: str, n: int) -> str:
     if not text:
         raise ValueError("the aggregate came back empty")
     return text
+
+
+ANSWER_STAGE = "memtree.answer"
+
+
+class ShortAnswer(BaseModel):
+    answer: str = Field(max_length=2000)
+
+
+def answer(question: str, results: list[str]) -> Prompt:
+    """A.2.2: a short answer from the search results only (some may be irrelevant)."""
+    listed = "\n\n".join(results)
+    user = (
+        "Write a high-quality short answer for the given question using only the provided "
+        "search results (some of which might be irrelevant).\n\n"
+        f"[ Question ]\n{question}\n\n"
+        f"[ Search Results ]\n{fence(listed)}\n\n"
+        "[ Output ]\n"
+        'Reply with JSON: {"answer": "..."}.'
+    )
+    return [Message(role="user", content=noted(user))], ShortAnswer

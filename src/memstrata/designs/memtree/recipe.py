@@ -5,7 +5,7 @@ episodes, inner nodes as ``tree_node`` summaries."""
 
 from __future__ import annotations
 
-from memstrata.engine.recipe import BuilderSpec, FusionSpec, Recipe, RouteSpec
+from memstrata.engine.recipe import AnswererSpec, BuilderSpec, FusionSpec, Recipe, RouteSpec
 
 # Leaves (as episodes) and summaries are ranked on one scale, the query's cosine, so the
 # fused list keeps the route's order across kinds: the top k nodes of section 3.2.
@@ -19,6 +19,7 @@ RECIPES = [
         builders=[BuilderSpec(name="memtree")],
         routes=[RouteSpec(name="memtree", params={"mode": "collapsed"})],
         fusion=FUSION,
+        answerer=AnswererSpec(name="memtree"),
     ),
     Recipe(
         name="memtree-traversal",
@@ -28,5 +29,6 @@ RECIPES = [
         routes=[RouteSpec(name="memtree", params={"mode": "traversal"})],
         # Up to k nodes per level: the route sizes the set, the fusion keeps its order.
         fusion=FusionSpec(order="mixed", budgets={"episode": "routes", "tree_node": "routes"}),
+        answerer=AnswererSpec(name="memtree"),
     ),
 ]

@@ -16,7 +16,7 @@ from pydantic import BaseModel
 from memstrata.errors import InvalidInputError
 from memstrata.eval.qa import prompts
 from memstrata.eval.qa.cascade import cascade
-from memstrata.eval.qa.prompts import CorrectVerdict, LabelVerdict, ScoreVerdict
+from memstrata.eval.qa.prompts import BinaryVerdict, CorrectVerdict, LabelVerdict, ScoreVerdict
 from memstrata.llm.base import LLMClient
 from memstrata.llm.types import LLMError, Message
 
@@ -26,6 +26,7 @@ PROMPTS: dict[str, Prompt] = {
     "locomo": prompts.locomo_judge,
     "personalai": prompts.personalai_judge,
     "mindgraph": prompts.mindgraph_judge,
+    "memtree": prompts.memtree_judge,
 }
 
 
@@ -49,6 +50,8 @@ def verdict(reply: BaseModel) -> float:
         return float(reply.score)
     if isinstance(reply, CorrectVerdict):
         return float(reply.correct)
+    if isinstance(reply, BinaryVerdict):
+        return float(reply.output)
     raise TypeError(f"not a verdict: {type(reply).__name__}")
 
 

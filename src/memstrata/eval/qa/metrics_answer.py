@@ -12,7 +12,8 @@ LoCoMo's scoring (its ``task_eval/evaluation.py``), reproduced:
   available", else 0. An answer that abstained (``NO_ANSWER``) counts as "not mentioned".
 
 BLEU-1 is the clipped unigram precision times the brevity penalty, on the normalised and
-stemmed tokens. Exact match ignores case, punctuation and spacing only.
+stemmed tokens. Exact match ignores case, punctuation and spacing only. ROUGE-L recall
+(MemTree's metric) is the longest common token subsequence over the gold's length.
 """
 
 from __future__ import annotations
@@ -88,6 +89,23 @@ def bleu1(prediction: str, gold: str) -> float:
     return precision * brevity
 
 
+def rouge_l_recall(prediction: str, gold: str) -> float:
+    """ROUGE-L recall (MemTree's second metric, section 4): the longest common
+    subsequence of the two token lists over the gold's length, on the normalised tokens
+    without stemming (as the ``rouge-score`` package scores by default)."""
+    pred, ref = normalize(prediction).split(), normalize(gold).split()
+    if not pred or not ref:
+        return 0.0
+    row = [0] * (len(pred) + 1)
+    for r in ref:
+        prev = 0
+        for j, p in enumerate(pred, start=1):
+            keep = row[j]
+            row[j] = prev + 1 if r == p else max(row[j], row[j - 1])
+            prev = keep
+    return row[-1] / len(ref)
+
+
 def exact_match(prediction: str, gold: str) -> float:
     def norm(s: str) -> str:
         return " ".join(s.lower().translate(_PUNCT).split())
@@ -109,5 +127,6 @@ def scores(
     elif gold is not None:
         out["bleu1"] = bleu1(text, gold)
         out["exact_match"] = exact_match(text, gold)
+        out["rouge_l_recall"] = rouge_l_recall(text, gold)
         out["false_abstention"] = float(abstained)
     return out

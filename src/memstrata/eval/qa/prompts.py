@@ -9,6 +9,7 @@ pydantic model of the expected reply (JSON, so that a small model's reply still 
 * ``mindgraph``: MindGraph appendix D.4 (strict on lists), its reply ``{"correct": bool,
   "reason": ...}``; asked only for answers its deterministic cascade (:mod:`.cascade`)
   does not accept.
+* ``memtree``: MemTree appendix A.2.2, the binary accuracy prompt; 1 or 0.
 
 The gold and the generated answer reach the judge fenced (:mod:`memstrata.llm.fence`):
 a generated answer can repeat whatever a stored memory said, instructions included.
@@ -23,7 +24,7 @@ from pydantic import BaseModel, Field
 from memstrata.llm.fence import FENCE_NOTE, fence, noted
 from memstrata.llm.types import Message
 
-JUDGES = ("locomo", "personalai", "mindgraph")
+JUDGES = ("locomo", "personalai", "mindgraph", "memtree")
 
 
 class LabelVerdict(BaseModel):
@@ -33,6 +34,12 @@ class LabelVerdict(BaseModel):
 
 class ScoreVerdict(BaseModel):
     score: Literal[0, 1]
+
+
+class BinaryVerdict(BaseModel):
+    """MemTree A.2.2's reply: '1' or '0'."""
+
+    output: Literal[0, 1]
 
 
 class CorrectVerdict(BaseModel):
@@ -104,3 +111,29 @@ def mindgraph_judge(
 ) -> tuple[list[Message], type[BaseModel]]:
     text = _MINDGRAPH.format(question=question, gold=fence(gold), predicted=fence(predicted))
     return [Message(role="user", content=f"{FENCE_NOTE}\n\n{text}")], CorrectVerdict
+
+
+_MEMTREE = """Your task is to check if the predicted answer appropriately responds to the query in a similar way as the ground-truth answer.
+
+Instructions:
+
+- Output '1' if the predicted answer addresses the query similarly to the ground-truth answer. - Output '0' if it does not. - Only output either '0' or '1'. No explanations or extra text.
+
+[ Query ]
+{question}
+
+[ Ground-Truth Answer ]
+{gold}
+
+[ Predicted Answer ]
+{predicted}
+
+[ Output ]
+Reply with JSON: {{"output": 0 or 1}}."""
+
+
+def memtree_judge(
+    question: str, gold: str, predicted: str
+) -> tuple[list[Message], type[BaseModel]]:
+    text = _MEMTREE.format(question=question, gold=fence(gold), predicted=fence(predicted))
+    return [Message(role="user", content=f"{FENCE_NOTE}\n\n{text}")], BinaryVerdict

@@ -67,10 +67,10 @@ def tables(report: dict[str, Any]) -> list[tuple[str, list[str], list[list[Any]]
         out.append(("LongMemEval retrieval (turn and session level)", ["recipe", *present], rows))
     judges = sorted({k for e in recipes.values() for k in e if k.startswith("judge.")})
     judges = [j for j in judges if not j.endswith(".n")]
-    head = ["recipe", "F1", "BLEU-1", "EM", *judges, "abstention", "abst. precision"]
+    head = ["recipe", "F1", "BLEU-1", "EM", "ROUGE-L R", *judges, "abstention", "abst. precision"]
     head += ["false abst.", "context tokens", "compaction"]
     rows = [
-        [name, e.get("f1"), e.get("bleu1"), e.get("exact_match")]
+        [name, e.get("f1"), e.get("bleu1"), e.get("exact_match"), e.get("rouge_l_recall")]
         + [e.get(j) for j in judges]
         + [e.get("abstention"), e.get("abstention_precision"), e.get("false_abstention")]
         + [e.get("context_tokens"), e.get("compaction_ratio")]

@@ -25,7 +25,14 @@ def _group(rows: list[dict[str, Any]]) -> dict[str, Any]:
         out[{"evidence_r": "evidence_recall"}.get(name, name)] = value
     answered = [r for r in rows if "scores" in r]
     if answered:
-        for key in ("f1", "bleu1", "exact_match", "abstention", "false_abstention"):
+        for key in (
+            "f1",
+            "bleu1",
+            "exact_match",
+            "rouge_l_recall",
+            "abstention",
+            "false_abstention",
+        ):
             values = [r["scores"][key] for r in answered if key in r["scores"]]
             if values:
                 out[key] = round(mean(values), 4)
