@@ -5,6 +5,7 @@ and the answerer's category-aware prompt."""
 from __future__ import annotations
 
 import asyncio
+import re
 
 import pydantic
 import pytest
@@ -221,3 +222,47 @@ def test_the_evidence_reaches_the_answer_in_time_order_not_text_order(store, emb
     asyncio.run(HiGMemAnswerer().answer(ctx, NS, QUESTION, hits))
     shown = unfence(backend.asked["answer"][-1][-1].content)
     assert shown.index(early.text) < shown.index(late.text)
+
+
+def test_prediction_sees_every_turn_of_an_event_in_prompts_of_bounded_size(store, embedder) -> None:
+    """No pre-selection by cosine (the paper shows the event's turns): all twelve turns
+    of the one event are shown, across prompts when they exceed ``predict_chars``."""
+    turns = [
+        ("s1", "Evan" if i % 2 else "Sam", f"Car talk number {i}: the Prius again.")
+        for i in range(12)
+    ]
+    eps = add_turns(store, turns, embedder)
+    backend = ByFamily({"analysis": analysis_reply, "affiliation": one_event, "refresh": sheet})
+    ctx = llm_ctx(store, embedder, backend)
+    assert not asyncio.run(HiGMemBuilder().update(ctx, NS, eps)).failed
+
+    def listed(messages):  # type: ignore[no-untyped-def]
+        return re.findall(r"^\s*(T\d+) ", unfence(messages[-1].content), flags=re.M)
+
+    for budget, calls in ((6000, 1), (600, 2)):
+        backend = ByFamily(
+            {
+                "keywords": lambda m: {"keywords": []},
+                "predict": lambda m: {"ids": []},
+                "filter": lambda m: {"ids": []},
+            }
+        )
+        ctx = llm_ctx(store, embedder, backend)
+        params = GuidedParams(k_turn=1, predict_chars=budget)
+        asyncio.run(GuidedRoute(params).search(ctx, NS, [QUESTION], 10))
+        asked = backend.asked["predict"]
+        assert len(asked) >= calls
+        shown = [sid for messages in asked for sid in listed(messages)]
+        assert len(shown) == len(set(shown)) == 12  # every turn, once
+        assert all("Evan bought a new Prius" in unfence(m[-1].content) for m in asked)
+
+
+def test_t_semantic_by_cosine_over_the_turns(store, embedder) -> None:
+    eps = built(store, embedder)
+    backend = ByFamily({"keywords": lambda m: {"keywords": []}, "filter": lambda m: {"ids": []}})
+    ctx = llm_ctx(store, embedder, backend)
+    route = GuidedRoute(GuidedParams(semantic="cosine", use_events=False))
+    (hits,) = asyncio.run(route.search(ctx, NS, [QUESTION], 10))
+    q = embedder.embed([QUESTION])[0]
+    best = max(eps, key=lambda e: float(embedder.embed([f"{e.speaker}: {e.text}"])[0] @ q))
+    assert hits[0].id == best.id and hits[0].routes == ["semantic#1"]

@@ -22,6 +22,7 @@ import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC
+from typing import Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
@@ -63,7 +64,22 @@ class GuidedParams(BaseModel):
     neighbour_weight: float = Field(
         default=0.2, ge=0, description="heuristic: share of the best adjacent turn's score added"
     )
-    shown_per_event: int = Field(default=8, ge=1, description="llm: turns shown per event")
+    semantic: Literal["system1", "cosine"] = Field(
+        default="system1",
+        description="T_semantic: System-1 with the default recipe's refinements, or the "
+        "paper's cosine over the turn nodes",
+    )
+    shown_per_event: int | None = Field(
+        default=None,
+        ge=1,
+        description="llm: turns shown per event, the most similar (None: all, the paper)",
+    )
+    predict_chars: int = Field(
+        default=6000,
+        ge=500,
+        description="llm: characters of events per prediction prompt; more events, or a "
+        "longer event, go in further prompts",
+    )
     max_candidates: int = Field(default=30, ge=1, description="llm: candidates the filter reads")
     shown_chars: int = Field(default=240, ge=40, description="llm: characters of a turn shown")
     system1: System1Params = Field(default_factory=lambda: DEFAULT_SYSTEM1)
@@ -75,6 +91,42 @@ class Candidate:
     semantic: int | None = None  # rank in T_semantic, from 1
     events: list[str] = field(default_factory=list)  # events that predicted it
     score: float = 0.0
+
+
+Block = tuple[str, list[tuple[str, str]]]  # (event summary, [(short id, turn text)])
+
+
+def _pack(blocks: list[Block], budget: int) -> list[list[Block]]:
+    """Events into prediction prompts of about ``budget`` characters each, in order; an
+    event longer than the budget is cut into parts, each shown with its summary."""
+    calls: list[list[Block]] = []
+    current: list[Block] = []
+    size = 0
+    for summary, turns in blocks:
+        part: list[tuple[str, str]] = []
+        part_size = len(summary)
+        for sid, text in turns:
+            if part and part_size + len(text) > budget:
+                current, size = _place(calls, current, size, (summary, part), budget)
+                part, part_size = [], len(summary)
+            part.append((sid, text))
+            part_size += len(text)
+        if part:
+            current, size = _place(calls, current, size, (summary, part), budget)
+    if current:
+        calls.append(current)
+    return calls
+
+
+def _place(
+    calls: list[list[Block]], current: list[Block], size: int, block: Block, budget: int
+) -> tuple[list[Block], int]:
+    weight = len(block[0]) + sum(len(t) for _, t in block[1])
+    if current and size + weight > budget:
+        calls.append(current)
+        current, size = [], 0
+    current.append(block)
+    return current, size + weight
 
 
 def overlap(terms: list[str], text: str, idf: Callable[[str], float]) -> float:
@@ -148,7 +200,15 @@ class GuidedRoute(Route[GuidedParams]):
         texts: list[str],
         filters: SearchFilters | None,
     ) -> list[list[tuple[Episode, float]]]:
-        """T_semantic per query, with System-1's fused score."""
+        """T_semantic per query: System-1's fused ranking and score, or (``semantic =
+        "cosine"``, Eq. 2 as the paper writes it) the turns by cosine to the query."""
+        if self.params.semantic == "cosine":
+            qvecs = unit(np.asarray(ctx.embedder.embed(texts), dtype=np.float32))
+            ranked = ctx.store.dense_episodes(
+                namespace, ctx.embedder.model_id, qvecs, self.params.k_turn, filters
+            )
+            by_key = ctx.store.episodes_by_key(sorted({key for r in ranked for key, _ in r}))
+            return [[(by_key[key], sim) for key, sim in r if key in by_key] for r in ranked]
         route = EpisodeRoute(ctx.store, ctx.embedder, self.params.system1)
         hits = route.search(namespace, texts, self.params.k_turn, filters)
         ids = list(dict.fromkeys(h.id for hs in hits for h in hs))
@@ -278,24 +338,31 @@ class GuidedRoute(Route[GuidedParams]):
                 )
             )
             short: dict[str, str] = {}
+            sid_of: dict[str, str] = {}
             blocks = []
             for eid, _ in anchors:
                 inside = [t for t in lay.events[eid].turn_ids if t in linked]
-                inside = sorted(inside, key=lambda t: -sims[t])[: p.shown_per_event]
+                if p.shown_per_event is not None:
+                    inside = sorted(inside, key=lambda t: -sims[t])[: p.shown_per_event]
                 shown = []
                 for t in sorted(inside, key=lambda t: linked[t].seq):
-                    sid = next((s for s, v in short.items() if v == t), f"T{len(short) + 1}")
-                    short[sid] = t
-                    shown.append((sid, stamp(linked[t])[: p.shown_chars]))
+                    if t not in sid_of:
+                        sid_of[t] = f"T{len(short) + 1}"
+                        short[sid_of[t]] = t
+                    shown.append((sid_of[t], stamp(linked[t])[: p.shown_chars]))
                 if shown:
                     blocks.append((lay.events[eid].summary, shown))
-            pred = await _ask(llm, prompts.event_prediction(query, blocks), "predict")
-            for sid in getattr(pred, "ids", []):
-                got = short.get(sid.strip().upper())
-                if got is not None:
-                    t = got
-                    owner = next(e for e, _ in anchors if t in lay.events[e].turn_ids)
-                    cands.setdefault(t, Candidate(linked[t])).events.append(owner)
+            calls = _pack(blocks, p.predict_chars)
+            preds = await asyncio.gather(
+                *(_ask(llm, prompts.event_prediction(query, c), "predict") for c in calls)
+            )
+            for pred in preds:
+                for sid in getattr(pred, "ids", []):
+                    got = short.get(sid.strip().upper())
+                    if got is not None:
+                        t = got
+                        owner = next(e for e, _ in anchors if t in lay.events[e].turn_ids)
+                        cands.setdefault(t, Candidate(linked[t])).events.append(owner)
         pool = list(cands.values())[: p.max_candidates]
         ids = {f"T{i}": c for i, c in enumerate(pool, start=1)}
         shown = [(sid, self._with_dates(lay, c.ep)[: p.shown_chars]) for sid, c in ids.items()]
