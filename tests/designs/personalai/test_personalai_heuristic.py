@@ -94,6 +94,16 @@ def test_build_keeps_provenance_and_every_recipe_finds_the_bridge(memory) -> Non
         # --explain shows the path that found each graph hit
         assert all(any("→" in way for way in h.routes) for h in graph_hits), recipe
         assert "temple" in {s for h in r.hits for s in h.sources}, recipe
+    # The paper's pipeline: the graph route alone, nothing from System-1.
+    for recipe in ("personalai-paper", "personalai-paper-beam"):
+        r = memory.search(
+            "Which position did the star of Kiss and Tell hold?",
+            k=4,
+            recipe=recipe,
+            max_tokens=None,
+        )
+        assert r.hits and all(set(h.ranks) == {"personalai"} for h in r.hits), recipe
+        assert "temple" in {s for h in r.hits for s in h.sources}, recipe
 
 
 def test_heuristic_outdated_triplet_is_kept_with_its_replacement(tmp_path: Path, embedder) -> None:

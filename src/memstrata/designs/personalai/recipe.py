@@ -3,8 +3,9 @@ WaterCircles, the paper's best combination with a large model, Table 1).
 
 Each recipe runs the PersonalAI route beside System-1 (the ``default`` recipe's episode
 route) and fuses them: the graph route contributes the episodes its traversal reaches,
-System-1 the ones similar to the question (the figures for the graph route alone are in
-docs/personalai.md). Hits come out episodes first, then theses, then triplets.
+System-1 the ones similar to the question. The fusion is ours; ``personalai-paper`` and
+``personalai-paper-beam`` are the paper's pipeline, the graph route alone. Hits come out
+episodes first, then theses, then triplets.
 """
 
 from __future__ import annotations
@@ -22,15 +23,17 @@ FUSION = FusionSpec(
 )
 
 
-def recipe(name: str, description: str, retrievers: list[str], **params: Any) -> Recipe:
+def recipe(
+    name: str, description: str, retrievers: list[str], fused: bool = True, **params: Any
+) -> Recipe:
+    routes = [RouteSpec(name="personalai", params={"retrievers": retrievers, **params})]
+    if fused:
+        routes.append(RouteSpec(name="system1", params=DEFAULT_SYSTEM1.model_dump()))
     return Recipe(
         name=name,
         description=description,
         builders=[BuilderSpec(name="personalai")],
-        routes=[
-            RouteSpec(name="personalai", params={"retrievers": retrievers, **params}),
-            RouteSpec(name="system1", params=DEFAULT_SYSTEM1.model_dump()),
-        ],
+        routes=routes,
         fusion=FUSION,
         answerer=AnswererSpec(name=ANSWERER),
     )
@@ -50,5 +53,21 @@ RECIPES = [
         "personalai-mixed",
         "PersonalAI graph with all three retrievers (A* + WaterCircles + BeamSearch).",
         ["astar", "watercircles", "beam"],
+    ),
+    # The paper's pipeline as it is: the graph retriever alone, no System-1, feeding the
+    # QA prompt. Its two best configurations (Table 1): BeamSearch + WaterCircles with
+    # large models, BeamSearch with 7-8B ones.
+    recipe(
+        "personalai-paper",
+        "PersonalAI as the paper runs it: the graph retriever alone (BeamSearch + "
+        "WaterCircles), no System-1 fusion, the paper's QA prompt.",
+        ["beam", "watercircles"],
+        fused=False,
+    ),
+    recipe(
+        "personalai-paper-beam",
+        "PersonalAI as the paper runs it with BeamSearch alone (its best with 7-8B models).",
+        ["beam"],
+        fused=False,
     ),
 ]
