@@ -9,8 +9,8 @@ RECIPES = [
     Recipe(
         name="mindgraph",
         description="MindGraph: a concept graph (claims, entities, numbers) with exact "
-        "provenance, kept current as episodes arrive; nodes found by content and by the "
-        "entities the query names.",
+        "provenance, kept current as episodes arrive; turns found by System-1 and by the "
+        "content of their nodes (the entity ranking is off: graph_weight 0).",
         builders=[BuilderSpec(name="mindgraph")],
         routes=[RouteSpec(name="mindgraph")],
         fusion=FusionSpec(kind_order=["concept_node", "episode"]),
