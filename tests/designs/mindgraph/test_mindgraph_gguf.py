@@ -119,3 +119,31 @@ def test_memory_recipe_llm_tier(tmp_path: Path, embedder) -> None:
                 assert 0 <= s.start < s.end <= len(texts[s.episode])
         r = m.search("Where is the conference?", k=3, max_tokens=None)
         assert all(h.sources for h in r.hits)
+
+
+def test_memory_ask_runs_the_tool_loop_through_the_model(tmp_path: Path, embedder) -> None:
+    """``ask`` on the memory recipe: the D.2 tool loop over the graph of the turns found,
+    through the bundled model (the graph built on the heuristic tier, so it surely has
+    nodes; a few rounds, so the small model's loop ends in bounded time)."""
+    from test_mindgraph_memory import sample as turns
+
+    with Memory.open(tmp_path / "m.db", embedder=embedder, recipe="mindgraph") as m:
+        m.add_many(turns()[:6])
+    short = {
+        "builders": [{"name": "mindgraph"}],
+        "routes": [{"name": "mindgraph"}],
+        "answerer": {"name": "mindgraph", "params": {"max_rounds": 2, "max_tokens": 256}},
+    }
+    with Memory.open(
+        tmp_path / "m.db",
+        embedder=embedder,
+        llm={"kind": "gguf"},
+        recipes={"short": short},
+        **{"retrieval.tier": "heuristic", "build.mode": "manual"},
+    ) as m:
+        answer = m.ask("Where is the conference?", k=3, recipe="short")
+        stages = m.stats()["llm"]
+        assert stages["mindgraph.answer"]["calls"] >= 1  # the loop ran through the model
+        assert answer.text and answer.hits
+        if not answer.abstained:
+            assert set(answer.sources) <= {s for h in answer.hits for s in h.sources}

@@ -195,3 +195,40 @@ def test_operations_dropped_from_a_reply_are_counted_among_the_rejected() -> Non
     )
     assert failed == 0 and set(graph.nodes) == {"maya"}
     assert graph.rejected["reply_unknown_value"] == 2  # the type and the op, one each
+
+
+def test_ask_runs_the_papers_tool_loop_over_the_graph_of_the_turns_found(
+    tmp_path: Path, embedder
+) -> None:
+    """The memory mode's answer: D.2 over the hits' turns and their nodes, D.3's
+    lookup_source reading a turn, the cited turns as the answer's sources."""
+    from memstrata.designs.mindgraph.memory_answer import MindGraphMemoryAnswerer, reading
+
+    question = "What is the name of Tomas's dog?"
+    with Memory.open(tmp_path / "m.db", embedder=embedder, recipe="mindgraph") as m:
+        m.add_many(sample())
+        hits = m.search(question, k=5, max_tokens=None).hits
+        base = m.engine.base
+        read = reading(base, "default", hits, 10)
+        assert read is not None and read.graph.nodes
+        for nid, node in read.graph.nodes.items():  # every quote moved to the document
+            (first, *_) = read.spans[nid]
+            ep = m.get([first.episode])[0]
+            assert read.text[node.start : node.end] == ep.text[first.start : first.end]
+        nid = next(n for n, node in read.graph.nodes.items() if node.content == "Pepper")
+        script = [
+            {"tool": "lookup_source", "arguments": {"node_id": nid}},
+            {"tool": "final", "arguments": {"answer": "Pepper", "cited_nodes": [nid]}},
+        ]
+        backend = ScriptedBackend([json.dumps(s) for s in script])
+        ctx = Context(m.store, embedder, LLMClient(backend, max_retries=0), "llm")
+        answer = asyncio.run(MindGraphMemoryAnswerer().answer(ctx, "default", question, hits))
+    assert answer.text == "Pepper" and not answer.abstained
+    assert answer.usage["tool.lookup_source"] == 1 and answer.usage["calls"] == 2
+    pepper_turns = {s.episode for s in read.spans[nid]}
+    assert set(answer.sources) <= pepper_turns | {h.sources[0] for h in hits}
+    assert set(answer.sources) & pepper_turns
+    first = backend.requests[0].messages
+    assert "mind graph below" in first[-1].content and f'"{nid}"' in first[-1].content
+    looked = backend.requests[1].messages[-1].content
+    assert "Pepper" in looked  # the window lookup_source returned

@@ -6,7 +6,8 @@ Two ways to use it:
 * **reader** (``memstrata read FILE --question ...``, ``Memory.read``): one long
   document, one question: :mod:`.reader`;
 * **memory** (the ``mindgraph`` recipe): a question-agnostic graph over a namespace,
-  kept current as episodes arrive: :mod:`.builder`, :mod:`.route`.
+  kept current as episodes arrive: :mod:`.builder`, :mod:`.route`; ``ask`` runs the
+  same tool loop over the graph of the turns a search found: :mod:`.memory_answer`.
 
 Where things are: :mod:`.graph` (nodes, edges, the four operations and their
 validation), :mod:`.provenance` (quotes to spans), :mod:`.heuristic` (the LLM-free
@@ -18,6 +19,7 @@ cached reports), :mod:`.answer` (the tool loop, evidence windows, compaction),
 from __future__ import annotations
 
 from memstrata.designs.mindgraph.builder import MindGraphBuilder
+from memstrata.designs.mindgraph.memory_answer import MindGraphMemoryAnswerer
 from memstrata.designs.mindgraph.reader import MindGraphReader
 from memstrata.designs.mindgraph.recipe import RECIPES
 from memstrata.designs.mindgraph.records import Community, ConceptEdge, ConceptNode
@@ -30,6 +32,7 @@ design = Design(
     name="mindgraph",
     builders=[MindGraphBuilder],
     routes=[MindGraphRoute],
+    answerers=[MindGraphMemoryAnswerer],
     recipes=RECIPES,
     show=show,
     views=VIEWS,

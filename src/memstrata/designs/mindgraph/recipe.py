@@ -1,9 +1,10 @@
 """The ``mindgraph`` recipe: the memory mode's concept graph and its route, one hit per
-source episode (the reader mode is ``memstrata read``, outside any recipe)."""
+source episode, and ``ask`` answered by the paper's tool loop over the graph of the turns
+found (the reader mode is ``memstrata read``, outside any recipe)."""
 
 from __future__ import annotations
 
-from memstrata.engine.recipe import BuilderSpec, FusionSpec, Recipe, RouteSpec
+from memstrata.engine.recipe import AnswererSpec, BuilderSpec, FusionSpec, Recipe, RouteSpec
 
 RECIPES = [
     Recipe(
@@ -14,5 +15,6 @@ RECIPES = [
         builders=[BuilderSpec(name="mindgraph")],
         routes=[RouteSpec(name="mindgraph")],
         fusion=FusionSpec(kind_order=["concept_node", "episode"]),
+        answerer=AnswererSpec(name="mindgraph"),
     ),
 ]
