@@ -67,7 +67,7 @@ class GroundedAnswerer(Answerer[GroundedParams]):
                 messages, model, stage="answer.grounded", max_tokens=p.max_tokens
             )
         finally:
-            usage = _usage(tally)
+            usage = usage_of(tally)
         assert isinstance(reply, GroundedReply)
         text = reply.answer.strip()
         abstained = _says_no_answer(text)
@@ -108,7 +108,8 @@ def _says_no_answer(text: str) -> bool:
     return loose == NO_ANSWER
 
 
-def _usage(tally: MemoryUsageSink) -> dict[str, int]:
+def usage_of(tally: MemoryUsageSink) -> dict[str, int]:
+    """Calls and tokens of an answer's LLM calls, as ``Answer.usage`` reports them."""
     recs = tally.records
     return {
         "calls": len(recs),
@@ -117,4 +118,4 @@ def _usage(tally: MemoryUsageSink) -> dict[str, int]:
     }
 
 
-__all__ = ["GroundedAnswerer", "GroundedParams", "LLMError"]
+__all__ = ["GroundedAnswerer", "GroundedParams", "LLMError", "usage_of"]

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from memstrata.designs.memtree import prompts
-from memstrata.engine.answer import GroundedAnswerer, GroundedParams
+from memstrata.engine.answer import GroundedAnswerer, GroundedParams, usage_of
 from memstrata.engine.contracts import Answer, Answerer, Context, QuestionInfo
 from memstrata.engine.prompts import NO_ANSWER
 from memstrata.llm.types import MemoryUsageSink
@@ -54,16 +54,11 @@ class MemTreeAnswerer(Answerer[MemTreeAnswerParams]):
         )
         assert isinstance(reply, prompts.ShortAnswer)
         text = reply.answer.strip()
-        recs = tally.records
         return Answer(
             question=question,
             text=text or NO_ANSWER,
             sources=list(dict.fromkeys(s for h in shown for s in h.sources)) if text else [],
             abstained=not text,
-            usage={
-                "calls": len(recs),
-                "prompt_tokens": sum(r.prompt_tokens for r in recs),
-                "completion_tokens": sum(r.completion_tokens for r in recs),
-            },
+            usage=usage_of(tally),
             hits=shown,
         )

@@ -26,7 +26,7 @@ from memstrata.designs.mindgraph.answer import tool_loop
 from memstrata.designs.mindgraph.communities import ReportCache
 from memstrata.designs.mindgraph.graph import BUILDER, ConceptGraph, Edge, Node, snake
 from memstrata.designs.mindgraph.records import ConceptEdge, ConceptNode
-from memstrata.engine.answer import GroundedAnswerer
+from memstrata.engine.answer import GroundedAnswerer, usage_of
 from memstrata.engine.contracts import Answer, Answerer, Context, QuestionInfo
 from memstrata.engine.prompts import NO_ANSWER
 from memstrata.llm.tools import MAX_ROUNDS
@@ -158,9 +158,7 @@ class MindGraphMemoryAnswerer(Answerer[MemoryAnswerParams]):
             sources = [e for _, _, e in read.turns]
         tools: dict[str, int] = out.details.get("tool_calls", {})
         usage = {
-            "calls": len(sink.records),
-            "prompt_tokens": sum(r.prompt_tokens for r in sink.records),
-            "completion_tokens": sum(r.completion_tokens for r in sink.records),
+            **usage_of(sink),
             "tool_rounds": int(out.details.get("tool_rounds", 0)),
             **{f"tool.{name}": n for name, n in tools.items()},
         }
