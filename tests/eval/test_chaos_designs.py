@@ -18,13 +18,16 @@ from memstrata.eval import chaos
 from memstrata.llm.filler import SchemaFiller
 
 TURNS = 12
+# MemTree calls the LLM only for the ancestors of an insertion that descends: 12 turns
+# make about five calls, too few for the faults to be sure to land on one they damage.
+TURNS_OF = {"memtree": 24}
 
 
 def run(tmp_path: Path, embedder: Any, design: str, **kw: Any) -> dict[str, Any]:
     return asyncio.run(
         chaos.run_design(
             design,
-            chaos.conversation(TURNS),
+            chaos.conversation(TURNS_OF.get(design, TURNS)),
             chaos.QUESTIONS,
             SchemaFiller(seed=3),
             path=tmp_path / f"{design}.db",

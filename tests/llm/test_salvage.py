@@ -23,6 +23,7 @@ from memstrata.designs.mnemis.prompts import (
     EntityNames,
     Facts,
     NodeSelection,
+    node_selection_model,
 )
 from memstrata.llm import LLMClient, LLMOutputError, MemoryUsageSink, Message, ScriptedBackend
 from memstrata.llm.salvage import Salvage, shorten
@@ -57,9 +58,9 @@ def test_sixteen_categories_keep_fifteen() -> None:
     assert repairs.reasons["over_bound"] == 1
 
 
-def test_sixteen_selected_nodes_keep_fifteen() -> None:
+def test_sixteen_selected_nodes_of_fifteen_shown_keep_fifteen() -> None:
     nodes = [{"name": f"n{i}", "uuid": f"u{i}", "get_all_children": False} for i in range(16)]
-    value, repairs = parsed({"nodes": nodes}, NodeSelection)
+    value, repairs = parsed({"nodes": nodes}, node_selection_model(15))
     assert isinstance(value, NodeSelection) and len(value.nodes) == 15
 
 

@@ -37,7 +37,15 @@ from memstrata.store.base import (
     same_episode,
 )
 from memstrata.store.sqlite_builds import BuildBookkeeping
-from memstrata.store.sqlite_common import _chunks, _count_speakers, _fts, _iso, _now, _ts
+from memstrata.store.sqlite_common import (
+    _chunks,
+    _count_speakers,
+    _fts,
+    _iso,
+    _now,
+    _split_sql,
+    _ts,
+)
 from memstrata.store.sqlite_jobs import Jobs
 from memstrata.store.sqlite_keys import ApiKeys
 from memstrata.store.sqlite_records import DerivedRecords
@@ -590,19 +598,3 @@ def _guard(method: Callable[..., Any]) -> Callable[..., Any]:
 # Every public method speaks StoreError, never a raw sqlite3 exception.
 for _name in [n for n in vars(Store) if not n.startswith("_")] + ["schema_version"]:
     setattr(SQLiteStore, _name, _guard(getattr(SQLiteStore, _name)))
-
-
-def _split_sql(script: str) -> list[str]:
-    """Statements of a migration file, a trigger's body (``BEGIN ...; END;``) kept whole."""
-    out: list[str] = []
-    buffer = ""
-    for line in script.splitlines():
-        if line.strip().startswith("--"):
-            continue
-        buffer += line + "\n"
-        if sqlite3.complete_statement(buffer):
-            out.append(buffer.strip().rstrip(";").strip())
-            buffer = ""
-    if buffer.strip():
-        out.append(buffer.strip())
-    return [s for s in out if s]

@@ -58,3 +58,19 @@ def _count_speakers(
                 "DELETE FROM speaker_counts WHERE namespace_id=? AND speaker=? AND n <= 0",
                 (ns_id, speaker),
             )
+
+
+def _split_sql(script: str) -> list[str]:
+    """Statements of a migration file, a trigger's body (``BEGIN ...; END;``) kept whole."""
+    out: list[str] = []
+    buffer = ""
+    for line in script.splitlines():
+        if line.strip().startswith("--"):
+            continue
+        buffer += line + "\n"
+        if sqlite3.complete_statement(buffer):
+            out.append(buffer.strip().rstrip(";").strip())
+            buffer = ""
+    if buffer.strip():
+        out.append(buffer.strip())
+    return [s for s in out if s]
