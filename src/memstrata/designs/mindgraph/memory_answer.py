@@ -24,8 +24,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from memstrata.designs.mindgraph.answer import tool_loop
 from memstrata.designs.mindgraph.communities import ReportCache
-from memstrata.designs.mindgraph.graph import BUILDER, ConceptGraph, Edge, Node, snake
-from memstrata.designs.mindgraph.records import ConceptEdge, ConceptNode
+from memstrata.designs.mindgraph.graph import ConceptGraph, Edge, Node, snake
+from memstrata.designs.mindgraph.route import graph_index
 from memstrata.engine.answer import GroundedAnswerer, usage_of
 from memstrata.engine.contracts import Answer, Answerer, Context, QuestionInfo
 from memstrata.engine.prompts import NO_ANSWER
@@ -81,9 +81,8 @@ def reading(ctx: Context, namespace: str, hits: list[Hit], limit: int) -> Readin
     graph = ConceptGraph()
     spans: dict[str, list[Span]] = {}
     by_record: dict[str, str] = {}
-    for rec in ctx.store.get_records(namespace, "concept_node", builder=BUILDER):
-        if not isinstance(rec, ConceptNode) or rec.graph != "":
-            continue
+    index = graph_index(ctx, namespace)  # the copy the search just read
+    for rec in index.nodes.values():
         mine = [s for s in rec.sources if s.episode in offset]
         if not mine:
             continue
@@ -95,9 +94,7 @@ def reading(ctx: Context, namespace: str, hits: list[Hit], limit: int) -> Readin
         )
         spans[nid] = mine
         by_record[rec.id] = nid
-    for edge in ctx.store.get_records(namespace, "concept_edge", builder=BUILDER):
-        if not isinstance(edge, ConceptEdge) or edge.graph != "":
-            continue
+    for edge in index.edges:
         a, b = by_record.get(edge.source_id), by_record.get(edge.target_id)
         if a is not None and b is not None:
             graph.edges.append(Edge(a, b, edge.relation))

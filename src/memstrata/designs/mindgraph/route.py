@@ -60,6 +60,7 @@ class _Index:
     entity_terms: dict[str, set[str]]  # entity record id -> its name's terms
     linked: dict[str, list[str]]  # entity record id -> nodes it is mentioned in
     of_episode: dict[str, list[str]]  # episode id -> its nodes (not entities), in order
+    edges: list[ConceptEdge]  # the namespace graph's edges (the answerer reads them)
 
 
 def _load(ctx: Context, namespace: str) -> _Index:
@@ -77,14 +78,31 @@ def _load(ctx: Context, namespace: str) -> _Index:
     entity_terms = {
         i: set(content_terms(n.description)) for i, n in nodes.items() if n.node_type == "entity"
     }
+    edges = [
+        e
+        for e in ctx.store.get_records(namespace, "concept_edge", builder=BUILDER)
+        if isinstance(e, ConceptEdge) and e.graph == ""
+    ]
     linked: dict[str, list[str]] = {}
-    for e in ctx.store.get_records(namespace, "concept_edge", builder=BUILDER):
-        if isinstance(e, ConceptEdge) and e.source_id in entity_terms and e.target_id in nodes:
+    for e in edges:
+        if e.source_id in entity_terms and e.target_id in nodes:
             linked.setdefault(e.source_id, []).append(e.target_id)
     of_episode: dict[str, list[str]] = {}
     for i in ids:
         of_episode.setdefault(nodes[i].sources[0].episode, []).append(i)
-    return _Index(stamp, nodes, RecordIndex(ids, texts, unit), entity_terms, linked, of_episode)
+    return _Index(
+        stamp, nodes, RecordIndex(ids, texts, unit), entity_terms, linked, of_episode, edges
+    )
+
+
+def graph_index(ctx: Context, namespace: str) -> _Index:
+    """The namespace graph's nodes and edges as the route reads them, cached until the
+    records change (the answerer reads the same copy)."""
+    cache: dict[str, _Index] = ctx.state("mindgraph.route", dict)
+    held = cache.get(namespace)
+    if held is None or held.stamp != ctx.store.records_stamp(namespace):
+        held = cache[namespace] = _load(ctx, namespace)
+    return held
 
 
 class MindGraphRoute(Route[MindGraphRouteParams]):
@@ -102,13 +120,6 @@ class MindGraphRoute(Route[MindGraphRouteParams]):
     ) -> list[list[Hit]]:
         return await asyncio.to_thread(self._search, ctx, namespace, queries, k, filters)
 
-    def _index(self, ctx: Context, namespace: str) -> _Index:
-        cache: dict[str, _Index] = ctx.state("mindgraph.route", dict)
-        held = cache.get(namespace)
-        if held is None or held.stamp != ctx.store.records_stamp(namespace):
-            held = cache[namespace] = _load(ctx, namespace)
-        return held
-
     def _search(
         self,
         ctx: Context,
@@ -117,7 +128,7 @@ class MindGraphRoute(Route[MindGraphRouteParams]):
         k: int,
         filters: SearchFilters | None,
     ) -> list[list[Hit]]:
-        idx = self._index(ctx, namespace)
+        idx = graph_index(ctx, namespace)
         if not len(idx.index) or k < 1:
             return [[] for _ in queries]
         p = self.params
