@@ -35,6 +35,16 @@ def _chunks(items: list[Any], size: int) -> Iterator[list[Any]]:
         yield items[start : start + size]
 
 
+def speaker_deltas(
+    added: Iterable[str | None], removed: Iterable[str | None]
+) -> list[tuple[str, int]]:
+    """How a batch changes each speaker's episode count, non-zero ones, in name order
+    (both stores take the rows in that order, so two writers cannot deadlock on them)."""
+    delta: Counter[str] = Counter(s for s in added if s is not None)
+    delta.subtract(s for s in removed if s is not None)
+    return [(speaker, delta[speaker]) for speaker in sorted(delta) if delta[speaker]]
+
+
 def _count_speakers(
     conn: sqlite3.Connection,
     ns_id: int,
@@ -43,11 +53,7 @@ def _count_speakers(
 ) -> None:
     """Keep ``speaker_counts`` in step with episodes written in the caller's transaction:
     one upsert per speaker of the batch, and a speaker with no episode left is dropped."""
-    delta: Counter[str] = Counter(s for s in added if s is not None)
-    delta.subtract(s for s in removed if s is not None)
-    for speaker, n in delta.items():
-        if n == 0:
-            continue
+    for speaker, n in speaker_deltas(added, removed):
         conn.execute(
             "INSERT INTO speaker_counts(namespace_id, speaker, n) VALUES (?,?,?) "
             "ON CONFLICT(namespace_id, speaker) DO UPDATE SET n = n + excluded.n",

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import re
 import threading
-from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -14,6 +13,7 @@ import psycopg
 
 from memstrata.errors import StoreClosedError, StoreError
 from memstrata.models import Episode
+from memstrata.store.sqlite_common import speaker_deltas
 
 CONNECT_TIMEOUT_S = 10
 
@@ -142,12 +142,7 @@ def count_speakers(
     """Keep ``speaker_counts`` in step with episodes written in the caller's transaction:
     one upsert per speaker of the batch, in name order (two writers lock the rows in the
     same order), and a speaker with no episode left is dropped."""
-    delta: Counter[str] = Counter(s for s in added if s is not None)
-    delta.subtract(s for s in removed if s is not None)
-    for speaker in sorted(delta):
-        n = delta[speaker]
-        if n == 0:
-            continue
+    for speaker, n in speaker_deltas(added, removed):
         conn.execute(
             "INSERT INTO speaker_counts(namespace_id, speaker, n) VALUES (%s,%s,%s) "
             "ON CONFLICT (namespace_id, speaker) DO UPDATE "
