@@ -12,7 +12,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from memstrata.designs.memtree import prompts
-from memstrata.engine.answer import GroundedAnswerer, GroundedParams, usage_of
+from memstrata.engine.answer import GroundedAnswerer, usage_of
 from memstrata.engine.contracts import Answer, Answerer, Context, QuestionInfo
 from memstrata.engine.prompts import NO_ANSWER
 from memstrata.llm.types import MemoryUsageSink
@@ -43,7 +43,7 @@ class MemTreeAnswerer(Answerer[MemTreeAnswerParams]):
     ) -> Answer:
         p = self.params
         if ctx.llm is None or not hits:
-            grounded = GroundedAnswerer(GroundedParams())  # the engine's own extract
+            grounded = GroundedAnswerer()  # the engine's own extract
             return await grounded.answer(ctx, namespace, question, hits, about)
         shown = hits[: p.max_items]
         messages, model = prompts.answer(question, [h.text[: p.max_chars] for h in shown])

@@ -21,9 +21,8 @@ readings above are ours. Only answers that fail all five go to the judge.
 from __future__ import annotations
 
 import re
-from collections import Counter
 
-from memstrata.eval.qa.metrics_answer import normalize
+from memstrata.eval.qa.metrics_answer import normalize, token_f1
 from memstrata.retrieval.text import content_terms, sentences, stem
 
 KEY_PHRASE_F1 = 0.5
@@ -64,13 +63,9 @@ def _contains(haystack: str, needle: str) -> bool:
 
 
 def _key_f1(predicted: str, gold: str) -> float:
-    pred = Counter(stem(t) for t in content_terms(predicted))
-    ref = Counter(stem(t) for t in content_terms(gold))
-    same = sum((pred & ref).values())
-    if not same:
-        return 0.0
-    precision, recall = same / sum(pred.values()), same / sum(ref.values())
-    return 2 * precision * recall / (precision + recall)
+    return token_f1(
+        [stem(t) for t in content_terms(predicted)], [stem(t) for t in content_terms(gold)]
+    )
 
 
 def cascade(gold: str, predicted: str) -> str | None:

@@ -47,7 +47,11 @@ def tokens(text: str) -> list[str]:
 
 
 def f1(prediction: str, gold: str) -> float:
-    pred, ref = tokens(prediction), tokens(gold)
+    return token_f1(tokens(prediction), tokens(gold))
+
+
+def token_f1(pred: list[str], ref: list[str]) -> float:
+    """F1 of two token lists by their multiset overlap."""
     same = sum((Counter(pred) & Counter(ref)).values())
     if same == 0:
         return 0.0
