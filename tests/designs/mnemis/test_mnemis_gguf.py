@@ -219,3 +219,31 @@ def test_gguf_global_selection_takes_whole_subtrees(tmp_path: Path, embedder) ->
     # can differ by a tie between near-equal vectors on a loaded machine): what is
     # checked is what the selection does with its picks, not their wisdom.
     assert sel.episodes and set(sel.support) <= {"h0", "h1", "h2", "h3"}
+
+
+def test_gguf_describes_a_category_again_when_it_gains_a_child(embedder) -> None:
+    """A category placed a new child is described again by the model, from its members."""
+    from memstrata.designs.mnemis.hierarchy import Hierarchy, HierarchyParams
+    from memstrata.designs.mnemis.prompts import category_describer
+    from memstrata.designs.mnemis.records import Category
+    from memstrata.models import Entity, Span
+    from memstrata.store import SQLiteStore
+
+    graph = Graph(SQLiteStore(":memory:"), embedder, "t")
+
+    def entity(name: str) -> str:
+        ent = Entity(
+            namespace="t", name=name, tags=["fruit"], sources=[Span(episode="e", start=0, end=1)]
+        )
+        return graph.add_entity(ent).id
+
+    ids = [entity(n) for n in ("apple", "pear", "plum", "cherry")]
+    fruit = Category(namespace="t", name="Fruit", layer=1, summary="Old text", child_ids=ids)
+    graph.categories[fruit.id] = fruit
+    h = Hierarchy(graph, HierarchyParams(n=3))
+    h.place([entity("apricot")])
+    assert h.changed() == [fruit.id]
+    llm = LLMClient(make_backend("gguf"))
+    assert asyncio.run(h.redescribe(category_describer(llm))) == 1
+    assert fruit.summary and fruit.summary != "Old text" and len(fruit.summary) <= 160
+    assert 1 <= len(fruit.tags) <= 5 and h.changed() == []

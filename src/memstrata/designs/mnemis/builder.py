@@ -4,7 +4,8 @@ Each batch's records and its done marks are written in one transaction
 (:meth:`Graph.flush`), so a killed build resumes after the last whole batch. New entities
 are placed into an existing hierarchy incrementally (in the ``llm`` tier, a full rebuild
 with the appendix D prompt follows once :meth:`Hierarchy.degraded` says placement has
-promoted too many nodes alone); a namespace without one gets a full
+promoted too many nodes alone, and otherwise the categories whose children changed are
+described again by the model); a namespace without one gets a full
 hierarchy build in :meth:`MnemisBuilder.finish`, once the drain has folded in every
 pending episode (so a first import builds the hierarchy over all of it at once).
 """
@@ -20,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from memstrata.designs.mnemis.base_graph import BaseGraphParams, HeuristicBaseGraph
 from memstrata.designs.mnemis.graph import BUILDER, Graph
 from memstrata.designs.mnemis.hierarchy import Hierarchy, HierarchyParams, hierarchy_problems
+from memstrata.designs.mnemis.prompts import category_describer, category_grouper
 from memstrata.designs.mnemis.repair import repair_graph
 from memstrata.embed.base import Embedder
 from memstrata.embed.cache import ensure_embedded
@@ -101,6 +103,9 @@ class MnemisBuilder(Builder[MnemisBuildParams]):
                     # The paper's periodic rebuild, run when placement has degraded it.
                     await hierarchy.rebuild(self._grouper(ctx))
                     ctx.shared[f"mnemis.hierarchy.{namespace}"] = "rebuilt"
+                elif ctx.tier == "llm" and ctx.llm is not None:
+                    # Categories whose children changed are described again.
+                    await hierarchy.redescribe(category_describer(ctx.llm))
             failed: dict[str, str] = dict(getattr(base, "failed", {}))
             keys = [ep.key for ep in batch if ep.id not in failed]
             await asyncio.to_thread(graph.flush, (self.name, keys))
@@ -183,6 +188,4 @@ class MnemisBuilder(Builder[MnemisBuildParams]):
     def _grouper(self, ctx: Context) -> Any:
         if ctx.tier != "llm" or ctx.llm is None:
             return None
-        from memstrata.designs.mnemis.prompts import category_grouper
-
         return category_grouper(ctx.llm)

@@ -22,6 +22,13 @@ every layer, and once ``n`` such lone nodes resemble each other they are merged 
 new category. A category that grows past ``split_at`` children is split in two when the
 reduction rule allows one more node in its layer. No layer is ever added incrementally;
 ``memstrata build --rebuild`` rebuilds from scratch.
+
+**Descriptions follow the children.** Every category whose set of children changed is
+marked; in the ``llm`` tier :meth:`Hierarchy.redescribe` asks the model for its
+description and tags again after each placement (the paper, which rebuilds, is silent
+here: we show the appendix D description rules with the current members). A category
+the model could not describe keeps its old text and its mark, so the next batch asks
+again. In the ``heuristic`` tier, member-derived descriptions are derived again.
 """
 
 from __future__ import annotations
@@ -47,6 +54,12 @@ Described = dict[str, tuple[str, list[str]]]
 # as [(name, description)], prev_example) -> groups and their descriptions.
 LLMGrouper = Callable[
     [int, list[tuple[str, str]], list[tuple[str, str]], str], Awaitable[tuple[Groups, Described]]
+]
+# An LLM description step: [(name, current description, [(member, its description)])]
+# -> per category, the (description, tags) the model wrote, or None where it wrote none.
+LLMDescriber = Callable[
+    [list[tuple[str, str, list[tuple[str, str]]]]],
+    Awaitable[list[tuple[str, list[str]] | None]],
 ]
 
 
@@ -78,6 +91,8 @@ class Hierarchy:
         self.p = params or HierarchyParams()
         self._vec: dict[str, NDArray[np.float32]] = {}
         self._stale: set[str] = set()
+        # categories whose children changed since the model last described them
+        self._changed: dict[str, None] = {}
 
     # vectors ----------------------------------------------------------------------------
     def vector(self, node_id: str) -> NDArray[np.float32]:
@@ -138,6 +153,7 @@ class Hierarchy:
             below = [c.id for c in made if c.id != speaker_node]
             if len(made) <= self.p.top_width:
                 break
+        self._changed.clear()  # the grouping just described every category
         return counts[1:]
 
     async def _group(
@@ -284,6 +300,38 @@ class Hierarchy:
             if cid in self.g.categories:
                 self.describe(self.g.categories[cid])
         self._stale.clear()
+
+    def changed(self) -> list[str]:
+        """Categories with more than one child whose children changed since the model
+        last described them (``Speaker`` and lone promotions need no description)."""
+        out = []
+        for cid in list(self._changed):
+            cat = self.g.categories.get(cid)
+            if cat is None or cat.name == SPEAKER_CATEGORY or len(cat.child_ids) < 2:
+                self._changed.pop(cid)
+            else:
+                out.append(cid)
+        return out
+
+    async def redescribe(self, describer: LLMDescriber) -> int:
+        """Have the model describe again every :meth:`changed` category, from its
+        current members; returns how many it described. A category left undescribed
+        (no text, or the call failed) keeps its text and stays marked."""
+        cats = [self.g.categories[c] for c in self.changed()]
+        if not cats:
+            return 0
+        items = [
+            (c.name, c.summary, [(self._name(k), self._description(k)) for k in c.child_ids])
+            for c in cats
+        ]
+        written = await describer(items)
+        done = 0
+        for cat, w in zip(cats, written, strict=True):
+            if w is not None and w[0]:
+                self.describe(cat, w)
+                self._changed.pop(cat.id, None)
+                done += 1
+        return done
 
     def lone_share(self) -> float:
         """Share of layer-1 categories holding a single entity: nodes incremental placement
@@ -451,12 +499,14 @@ class Hierarchy:
             self._link(cat, child)
         self.describe(cat)
         self._stale.discard(cat.id)
+        self._changed[cat.id] = None
         return cat
 
     def _link(self, cat: Category, child: str) -> None:
         if child in cat.child_ids:
             return
         cat.child_ids.append(child)
+        self._changed[cat.id] = None
         cat.sources = _merge_sources(cat.sources, self._sources(child))
         if not cat.summary or cat.summary.startswith(f"{cat.name}: "):
             self._stale.add(cat.id)  # member-derived: describe again once placing is done
@@ -479,6 +529,7 @@ class Hierarchy:
             parent = self.g.categories.get(pid)
             if parent is not None and cat.id in parent.child_ids:
                 parent.child_ids.remove(cat.id)
+                self._changed[pid] = None
                 self.g.touch(parent)
                 self._invalidate(pid)
         for child in cat.child_ids:

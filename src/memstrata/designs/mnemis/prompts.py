@@ -8,12 +8,14 @@ from the steps section 2.1 describes. Each prompt function returns ``(messages, 
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from functools import cache, lru_cache
 from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, Field, create_model
 
+from memstrata.errors import MemstrataError
 from memstrata.llm.base import LLMClient
 from memstrata.llm.fence import FENCE_NOTE, fence
 from memstrata.llm.types import Message
@@ -84,6 +86,29 @@ class CategoryGroups(BaseModel):
     categories: list[CategoryGroup] = Field(default_factory=list, max_length=15)
 
 
+class CategoryDescription(BaseModel):
+    index: int
+    description: str = Field(default="", max_length=160)
+    tag: list[Annotated[str, Field(max_length=30)]] = Field(default_factory=list, max_length=5)
+
+
+class CategoryDescriptions(BaseModel):
+    categories: list[CategoryDescription] = Field(default_factory=list)
+
+
+@cache
+def category_descriptions_model(shown: int) -> type[CategoryDescriptions]:
+    """One description per category shown, and no more."""
+    return create_model(
+        f"CategoryDescriptions{shown}",
+        __base__=CategoryDescriptions,
+        categories=(
+            list[CategoryDescription],
+            Field(default_factory=list, max_length=max(1, shown)),
+        ),
+    )
+
+
 class SelectedNode(BaseModel):
     name: Name
     uuid: str = Field(max_length=40)
@@ -132,6 +157,7 @@ MAX_TOKENS: dict[str, int] = {
     "mnemis.facts_reflect": 120,
     "mnemis.facts_resolve": 160,
     "mnemis.hierarchy": 720,
+    "mnemis.describe": 480,
     "mnemis.select": 320,
     "mnemis.rerank": 200,
 }
@@ -404,6 +430,39 @@ def categorize(
     return _msgs(_CATEGORY_SYSTEM, user), CategoryGroups
 
 
+_DESCRIBE_SYSTEM = """You keep the descriptions of categories in a knowledge-graph hierarchy current.
+Each category below is given by its index, its name, its current description and its members, each member followed with a brief description (e.g., dog: [domestic animal]). Members were added or removed since the description was written.
+
+For each category write:
+- description: one short sentence saying what its members share now, considering both the member names and their DESCRIPTIONS, NOT relying solely on the DESCRIPTIONS. Keep what still holds of the current description.
+- tag: a list of descriptors (each descriptor maximum 3 words, maximum 5 descriptors) that concisely captures the nature or type of the category.
+  Tag example:
+  - Category name: "Family"
+  - Tag: ["Relatives", "Household members", "Close people"]
+
+Refer to categories only by their indexes; do not rename them.
+Answer JSON: {"categories": [{"index": 0, "description": "...", "tag": ["..."]}]}"""
+
+
+def describe_categories(categories: Sequence[tuple[str, str, Sequence[tuple[str, str]]]]) -> Prompt:
+    """Describe categories again from their current members (a category's children
+    changed since the hierarchy prompt described it; the paper rebuilds instead)."""
+    blocks = []
+    for i, (name, summary, members) in enumerate(categories):
+        shown = [f"{m}: [{d}]" if d else m for m, d in members[:MEMBERS_SHOWN]]
+        more = len(members) - len(shown)
+        listed = "; ".join(shown) + (f"; and {more} more" if more > 0 else "")
+        blocks.append(
+            f"{i}. {name}\n   current description: {summary or '(none)'}\n   members: {listed}"
+        )
+    user = f"<CATEGORIES>\n{_listed(blocks)}\n</CATEGORIES>"
+    return _msgs(_DESCRIBE_SYSTEM, user), category_descriptions_model(len(categories))
+
+
+# members shown per category when describing it again (the grouping shows 20 per call)
+MEMBERS_SHOWN = 20
+
+
 def select_nodes(query: str, nodes: Sequence[tuple[str, str, list[str]]]) -> Prompt:
     info = _listed([f'- name: "{n}", uuid: "{u}", tags: {t}' for u, n, t in nodes])
     system = (
@@ -475,6 +534,34 @@ def category_grouper(llm: LLMClient, chunk: int = 20) -> Any:
         return list(merged.items()), described
 
     return group
+
+
+def category_describer(llm: LLMClient, chunk: int = 8) -> Any:
+    """Descriptions through :func:`describe_categories`, ``chunk`` categories per call,
+    the calls issued together. A call that fails leaves its categories undescribed
+    (``None``), counted in the client's usage; the hierarchy keeps them marked."""
+
+    async def one(part: list[tuple[str, str, list[tuple[str, str]]]]) -> list[Any]:
+        try:
+            answer = await ask(llm, describe_categories(part), "mnemis.describe")
+        except MemstrataError:
+            return [None] * len(part)
+        assert isinstance(answer, CategoryDescriptions)
+        out: list[Any] = [None] * len(part)
+        for d in answer.categories:
+            if 0 <= d.index < len(part) and out[d.index] is None and d.description.strip():
+                tags = [t.strip() for t in d.tag if t.strip()][:5]
+                out[d.index] = (d.description.strip(), tags)
+        return out
+
+    async def describe(
+        items: list[tuple[str, str, list[tuple[str, str]]]],
+    ) -> list[tuple[str, list[str]] | None]:
+        parts = [items[i : i + chunk] for i in range(0, len(items), chunk)]
+        done = await asyncio.gather(*(one(p) for p in parts))
+        return [w for part in done for w in part]
+
+    return describe
 
 
 def node_selector(llm: LLMClient) -> Any:
