@@ -41,6 +41,12 @@ def test_llm_tier_builds_retrieves_and_repairs_with_the_gguf_model(
         assert lay.events and all(ev.summary.strip() for ev in lay.events.values())
         linked = {t for ev in lay.events.values() for t in ev.turn_ids}
         assert linked == set(lay.notes)
+        # Whatever profile keys and direct links the model wrote are stored well-formed:
+        # a key names a person and an attribute, a link an earlier turn of the session.
+        order = [t["id"] for t in turns]
+        for tid, note in lay.notes.items():
+            assert all(k.split(": ", 1)[0] and k.split(": ", 1)[1] for k in note.profile)
+            assert all(order.index(x) < order.index(tid) for x in note.links_to)
         usage = m.stats()["llm"]
         assert usage["higmem.turn_analysis"]["calls"] >= 5
         assert usage["higmem.affiliation"]["calls"] >= 2  # turns after the first

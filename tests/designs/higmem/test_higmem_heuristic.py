@@ -68,6 +68,22 @@ def test_the_note_is_derived_from_the_turn_and_its_window(store, embedder) -> No
     assert note.turn_id == eps[1].id and [s.episode for s in note.sources] == [eps[1].id]
 
 
+def test_a_reply_links_to_the_question_it_answers(store, embedder) -> None:
+    eps = add_turns(
+        store,
+        [
+            ("s1", "Ana", "Did you take Biscuit to the vet?"),
+            ("s1", "Ben", "Yes, on Monday."),
+            ("s1", "Ben", "Did I tell you?"),
+            ("s1", "Ben", "The vet was kind."),
+        ],
+    )
+    assert analyse(eps[1], eps[:1]).links_to == [eps[0].id]  # another speaker asked
+    assert analyse(eps[2], eps[:2]).links_to == []  # the last turn asks nothing
+    assert analyse(eps[3], eps[:3]).links_to == []  # the same speaker asked
+    assert analyse(eps[0], []).links_to == [] and analyse(eps[1], eps[:1]).profile == []
+
+
 TALK = [
     ("s1", "Ana", "I adopted a puppy named Biscuit from the animal shelter."),
     ("s1", "Ben", "A shelter puppy! How is Biscuit settling in at home?"),

@@ -184,3 +184,73 @@ def test_the_analysis_keeps_a_date_written_in_words(store, embedder) -> None:
     eps, results, lay = build(store, embedder, backend, turns=TURNS[:1])
     assert not results[0].failed
     assert lay.notes[eps[0].id].dates == [{"phrase": "last Sunday", "date": "2023-05-07"}]
+
+
+def test_the_analysis_writes_profile_keys_and_direct_links_into_its_window(store, embedder) -> None:
+    """Appendix C's turn analysis returns profile-retrieval keys and direct links: keys
+    are kept when they read 'Person: attribute', links when they name a shown turn."""
+
+    def analysed(messages):  # type: ignore[no-untyped-def]
+        reply = analysis_reply(messages)
+        reply["profile"] = ["Ana: hiking", "no separator", "Ana: hiking", " : empty"]
+        two = "W2 " in unfence(messages[-1].content)
+        reply["links"] = ["W9", "W2"] if two else ["w1"]  # W9 is never shown
+        return reply
+
+    backend = ByFamily({"analysis": analysed, "affiliation": new_event})
+    eps, results, lay = build(store, embedder, backend, turns=TURNS[:3])
+    assert not any(r.failed for r in results)
+    third = lay.notes[eps[2].id]
+    assert third.profile == ["Ana: hiking"]
+    assert third.links_to == [eps[1].id]  # W2; W9 was not shown
+    assert lay.notes[eps[1].id].links_to == [eps[0].id]  # "w1": ids are read in any case
+    assert lay.notes[eps[0].id].links_to == []  # the first turn has no window
+    asked = unfence(backend.asked["analysis"][-1][-1].content)
+    assert f"W1 [2023-05-08 13:56] Ana: {TURNS[0][2]}" in asked and "W2 [" in asked
+    # Both ways: the earlier turns know who links to them.
+    assert lay.linked_turns(eps[0].id) == [eps[1].id]
+    assert lay.linked_turns(eps[1].id) == [eps[0].id, eps[2].id]
+    assert [t for t, _, _ in lay.profiles()["ana"]] == [e.id for e in eps]  # every turn
+    assert lay.profiles()["ana"][0][1:] == ("hiking", {"hike"})
+
+
+def test_the_analysis_schema_bounds_links_by_the_window_shown() -> None:
+    import pydantic
+    import pytest
+
+    from memstrata.designs.higmem.prompts import turn_analysis
+
+    _, model = turn_analysis(["[t] A: one", "[t] B: two"], "[t] A: three")
+    assert model.model_validate({"links": ["W1", "W2"]}).links == ["W1", "W2"]
+    with pytest.raises(pydantic.ValidationError):
+        model.model_validate({"links": ["W1", "W2", "W1"]})
+    with pytest.raises(pydantic.ValidationError):
+        model.model_validate({"profile": ["A: a", "A: b", "A: c", "A: d", "A: e"]})
+
+
+def test_removing_a_linked_turn_removes_the_link_on_repair(store, embedder) -> None:
+    from memstrata.eval.invariants import Findings, all_episodes, check_records
+
+    def analysed(messages):  # type: ignore[no-untyped-def]
+        reply = analysis_reply(messages)
+        earlier = unfence(messages[-1].content).split("Current turn:")[0]
+        reply["links"] = ["W1"] if "W1 " in earlier else []
+        return reply
+
+    backend = ByFamily({"analysis": analysed, "affiliation": new_event, "refresh": sheet})
+    eps, _, lay = build(store, embedder, backend, turns=TURNS[:3])
+    assert lay.notes[eps[1].id].links_to == [eps[0].id]
+    store.delete_episodes(NS, [eps[0].id])
+    # Before the repair, the integrity checks see the dangling link (they follow it).
+    findings = Findings()
+    check_records(store, NS, "higmem", all_episodes(store, NS), findings)
+    assert any("links_to names a missing episode" in d for d in findings.dangling)
+    ctx = llm_ctx(store, embedder, backend)
+    asyncio.run(HiGMemBuilder().repair(ctx, NS, store.pending_repairs(NS, "higmem")))
+    lay = Layers.load(store, embedder, NS)
+    assert all(eps[0].id not in n.links_to for n in lay.notes.values())
+    assert lay.notes[eps[2].id].links_to == [eps[1].id]  # its window now starts at e1
+    assert eps[0].id not in lay.linked_turns(eps[1].id)
+    findings = Findings()
+    check_records(store, NS, "higmem", all_episodes(store, NS), findings)
+    assert findings.dangling == []

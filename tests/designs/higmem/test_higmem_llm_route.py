@@ -266,3 +266,120 @@ def test_t_semantic_by_cosine_over_the_turns(store, embedder) -> None:
     q = embedder.embed([QUESTION])[0]
     best = max(eps, key=lambda e: float(embedder.embed([f"{e.speaker}: {e.text}"])[0] @ q))
     assert hits[0].id == best.id and hits[0].routes == ["semantic#1"]
+
+
+def _keep_all(messages):  # type: ignore[no-untyped-def]
+    listed = unfence(messages[-1].content).split("Candidates:\n")[1].splitlines()
+    return {"ids": [line.split(" ", 1)[0] for line in listed]}
+
+
+def _with_keys(store, embedder):  # type: ignore[no-untyped-def]
+    """TURNS built with profile keys and one direct link: the Prius turn says something
+    lasting about Evan's car, Sam's question about cars is Sam's, and the reply about
+    how the car handles links to the question it answers."""
+    keys = {
+        "Prius from the dealer": ["Evan: car"],
+        "How does it handle": ["Sam: car"],
+        "sister is moving": ["Sam: family"],
+    }
+
+    def analysed(messages):  # type: ignore[no-untyped-def]
+        reply = analysis_reply(messages)
+        turn = unfence(messages[-1].content).split("Current turn:\n", 1)[1]
+        reply["profile"] = next((v for k, v in keys.items() if k in turn), [])
+        reply["links"] = ["W2"] if "Smooth and quiet" in turn else []
+        return reply
+
+    eps = add_turns(store, TURNS, embedder)
+    backend = ByFamily({"analysis": analysed, "affiliation": one_event, "refresh": sheet})
+    assert not asyncio.run(
+        HiGMemBuilder().update(llm_ctx(store, embedder, backend), NS, eps)
+    ).failed
+    return eps
+
+
+def test_profile_keys_bring_the_turns_about_the_person_and_attribute_asked(store, embedder) -> None:
+    eps = _with_keys(store, embedder)
+    backend = ByFamily({"keywords": lambda m: {"keywords": ["car"]}, "filter": _keep_all})
+    ctx = llm_ctx(store, embedder, backend)
+    params = GuidedParams(k_turn=1, use_events=False, link_expansion=False)
+    (hits,) = asyncio.run(GuidedRoute(params).search(ctx, NS, ["Which car did Evan buy?"], 10))
+    by_id = {h.id: h for h in hits}
+    assert "profile" in by_id[eps[0].id].routes  # Evan: car
+    assert eps[1].id not in by_id or "profile" not in by_id[eps[1].id].routes  # Sam's key
+    assert eps[3].id not in by_id  # Evan named, but "family" is not asked
+    # Off: only T_semantic's one turn reaches the filter.
+    backend = ByFamily({"keywords": lambda m: {"keywords": ["car"]}, "filter": _keep_all})
+    off = GuidedParams(k_turn=1, use_events=False, link_expansion=False, k_profile=0)
+    (hits,) = asyncio.run(
+        GuidedRoute(off).search(
+            llm_ctx(store, embedder, backend), NS, ["Which car did Evan buy?"], 10
+        )
+    )
+    assert len(hits) == 1 and all("profile" not in h.routes for h in hits)
+
+
+def test_link_expansion_brings_the_question_a_reply_answers_and_back(store, embedder) -> None:
+    eps = _with_keys(store, embedder)
+    question, reply = eps[1], eps[2]
+    for query, seed, brought in (
+        ("Was the car smooth and quiet?", reply, question),
+        ("Congrats! How does it handle?", question, reply),
+    ):
+        backend = ByFamily({"keywords": lambda m: {"keywords": []}, "filter": _keep_all})
+        params = GuidedParams(k_turn=1, use_events=False, k_profile=0)
+        ctx = llm_ctx(store, embedder, backend)
+        (hits,) = asyncio.run(GuidedRoute(params).search(ctx, NS, [query], 10))
+        by_id = {h.id: h for h in hits}
+        assert by_id[seed.id].routes == ["semantic#1"]
+        assert by_id[brought.id].routes == [f"link {seed.id[:8]}"]
+        backend = ByFamily({"keywords": lambda m: {"keywords": []}, "filter": _keep_all})
+        params = GuidedParams(k_turn=1, use_events=False, k_profile=0, link_expansion=False)
+        ctx = llm_ctx(store, embedder, backend)
+        (hits,) = asyncio.run(GuidedRoute(params).search(ctx, NS, [query], 10))
+        assert [h.id for h in hits] == [seed.id]
+
+
+def test_prediction_reads_each_events_fact_sheet_naming_the_shown_turns(store, embedder) -> None:
+    eps = add_turns(store, TURNS, embedder)
+
+    def dated_sheet(messages):  # type: ignore[no-untyped-def]
+        listed = unfence(messages[-1].content).split("Turns:\n")[1].splitlines()
+        prius = [line.split(" ", 1)[0] for line in listed if "Prius" in line]
+        fact = {"when": "2023-05-08", "fact": "Evan picked up a Prius", "turns": prius}
+        return {"summary": "Evan bought a new Prius car.", "facts": [fact] if prius else []}
+
+    backend = ByFamily(
+        {"analysis": analysis_reply, "affiliation": one_event, "refresh": dated_sheet}
+    )
+    assert not asyncio.run(
+        HiGMemBuilder().update(llm_ctx(store, embedder, backend), NS, eps)
+    ).failed
+    seen: list[str] = []
+
+    def predict(messages):  # type: ignore[no-untyped-def]
+        seen.append(unfence(messages[-1].content))
+        return {"ids": []}
+
+    backend = ByFamily(
+        {"keywords": lambda m: {"keywords": []}, "predict": predict, "filter": _keep_all}
+    )
+    asyncio.run(
+        GuidedRoute(GuidedParams(k_turn=1)).search(
+            llm_ctx(store, embedder, backend), NS, [QUESTION], 10
+        )
+    )
+    (prompt,) = seen
+    prius = next(
+        line.strip().split(" ", 1)[0] for line in prompt.splitlines() if "from the dealer" in line
+    )
+    assert f"Facts:\n- 2023-05-08: Evan picked up a Prius ({prius})" in prompt
+    assert "fact sheet" in backend.asked["predict"][0][0].content
+    # No sheet lines: the summary alone, as before.
+    seen.clear()
+    backend = ByFamily(
+        {"keywords": lambda m: {"keywords": []}, "predict": predict, "filter": _keep_all}
+    )
+    params = GuidedParams(k_turn=1, sheet_lines=0)
+    asyncio.run(GuidedRoute(params).search(llm_ctx(store, embedder, backend), NS, [QUESTION], 10))
+    assert "Facts:" not in seen[0]

@@ -71,6 +71,12 @@ class HiGMemParams(BaseModel):
     )
 
 
+def _profile_keys(keys: Sequence[str]) -> list[str]:
+    """The well-formed ``Person: attribute`` keys, once each."""
+    pairs = [prompts.profile_key(k) for k in keys]
+    return list(dict.fromkeys(f"{p[0]}: {p[1]}" for p in pairs if p))
+
+
 def stamp(ep: Episode) -> str:
     """A turn as the prompts show it: ``[2023-05-08 13:56] Ana: text``."""
     when = f"[{ep.occurred_at:%Y-%m-%d %H:%M}] " if ep.occurred_at else ""
@@ -224,6 +230,7 @@ class HiGMemBuilder(Builder[HiGMemParams]):
             for d in reply.dates
             if d.phrase.strip() and (day := calendar_date(d.date)) is not None
         ]
+        shown = {f"W{i}": w.id for i, w in enumerate(window, start=1)}
         note = TurnNote(
             namespace=ep.namespace,
             turn_id=ep.id,
@@ -232,6 +239,10 @@ class HiGMemBuilder(Builder[HiGMemParams]):
             context=reply.context.strip(),
             timestamp=ep.occurred_at.isoformat() if ep.occurred_at else None,
             dates=dates,
+            profile=_profile_keys(reply.profile),
+            links_to=list(
+                dict.fromkeys(shown[w] for x in reply.links if (w := x.strip().upper()) in shown)
+            ),
             sources=[Span(episode=ep.id, start=0, end=len(ep.text))],
         )
         base = ev_rules.fact_of(ep, note)

@@ -50,6 +50,8 @@ class Layers:
         self._n = 0
         self._dirty: set[str] = set()
         self._gone: set[str] = set()
+        self._profiles: dict[str, list[tuple[str, str, set[str]]]] | None = None
+        self._backlinks: dict[str, list[str]] | None = None
 
     @classmethod
     def load(cls, store: Store, embedder: Embedder, namespace: str) -> Layers:
@@ -113,6 +115,29 @@ class Layers:
         order = np.argsort(-sims, kind="stable")[:k]
         return [(ids[i], float(sims[i])) for i in order]
 
+    # the notes' profile keys and direct links -------------------------------------------
+    def profiles(self) -> dict[str, list[tuple[str, str, set[str]]]]:
+        """Profile keys by person (case-folded): (turn, attribute, attribute stems)."""
+        if self._profiles is None:
+            self._profiles = {}
+            for turn, note in self.notes.items():
+                for key in note.profile:
+                    person, _, attribute = key.partition(":")
+                    entry = (turn, attribute.strip(), set(stems(attribute)))
+                    self._profiles.setdefault(person.strip().casefold(), []).append(entry)
+        return self._profiles
+
+    def linked_turns(self, turn: str) -> list[str]:
+        """The turns ``turn`` links to and the later turns that link to it."""
+        if self._backlinks is None:
+            self._backlinks = {}
+            for t, each in self.notes.items():
+                for target in each.links_to:
+                    self._backlinks.setdefault(target, []).append(t)
+        own = self.notes.get(turn)
+        ahead = own.links_to if own is not None else []
+        return list(dict.fromkeys([*ahead, *self._backlinks.get(turn, [])]))
+
     # changing ---------------------------------------------------------------------------
     def put_note(self, note: TurnNote) -> None:
         old = self.notes.get(note.turn_id)
@@ -120,6 +145,7 @@ class Layers:
             self._gone.add(old.id)
         self.notes[note.turn_id] = note
         self._dirty.add(note.id)
+        self._profiles = self._backlinks = None
 
     def put_event(self, event: Event) -> None:
         self.events[event.id] = event
@@ -176,6 +202,7 @@ class Layers:
         self.store.write_records(self.namespace, put, sorted(self._gone), built, owner=BUILDER)
         self._dirty.clear()
         self._gone.clear()
+        self._profiles = self._backlinks = None
         self.stamp = self.store.records_stamp(self.namespace)
 
 

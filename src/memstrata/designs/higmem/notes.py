@@ -6,6 +6,9 @@
 * **Tags**: the turn's role, read off its form: ``question``, ``photo`` (an image is
   attached), ``plan`` (a future cue), ``dated`` (a date phrase resolved).
 * **Context**: one line from the window: who speaks, when, and what they reply to.
+* **Direct links**: the window's last turn when it is another speaker's question (the
+  turn answers it). Profile keys need a reading of what a turn reveals about whom: the
+  heuristic tier writes none.
 * **Dates**: relative and absolute date phrases ("last Saturday", "next month", "two
   weeks ago", "12 June 2022") resolved against the turn's time by ``dateparser``. Its
   search also fires on words that only look like dates ("We" as Wednesday, the verb
@@ -202,8 +205,18 @@ def analyse(ep: Episode, window: Sequence[Episode]) -> TurnNote:
         context=context_line(ep, window),
         timestamp=ep.occurred_at.isoformat() if ep.occurred_at else None,
         dates=dates,
+        links_to=answered(ep, window),
         sources=[Span(episode=ep.id, start=0, end=len(ep.text))],
     )
+
+
+def answered(ep: Episode, window: Sequence[Episode]) -> list[str]:
+    """The question ``ep`` answers: the window's last turn, if another speaker asked it."""
+    if not window:
+        return []
+    prev = window[-1]
+    asks = prev.text.rstrip().endswith("?") and prev.speaker != ep.speaker
+    return [prev.id] if asks else []
 
 
 def note_text(ep: Episode, note: TurnNote | None) -> str:

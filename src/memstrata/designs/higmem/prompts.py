@@ -38,7 +38,7 @@ STAGES = {
     "answer": "higmem.answer",
 }
 MAX_TOKENS = {
-    "analysis": 220,
+    "analysis": 300,
     "affiliation": 60,
     "refresh": 400,
     "keywords": 60,
@@ -65,6 +65,27 @@ class TurnAnalysis(BaseModel):
     context: Annotated[str, Field(max_length=200)] = ""
     dates: list[DatePhrase] = Field(default_factory=list, max_length=4)
     fact: Annotated[str, Field(max_length=200)] = ""
+    profile: list[Short] = Field(default_factory=list, max_length=4)
+    links: list[Id] = Field(default_factory=list)
+
+
+@functools.cache
+def turn_analysis_model(window: int) -> type[TurnAnalysis]:
+    """The analysis of a turn read after ``window`` earlier turns: it links to those
+    turns at most (the schema states the bound the prompt shows)."""
+    return create_model(
+        f"TurnAnalysis{window}",
+        __base__=TurnAnalysis,
+        links=(list[Id], Field(default_factory=list, max_length=max(1, window))),
+    )
+
+
+def profile_key(key: str) -> tuple[str, str] | None:
+    """A profile key ``Person: attribute`` as (person, attribute); None if malformed."""
+    person, sep, attribute = key.partition(":")
+    if not sep or not person.strip() or not attribute.strip():
+        return None
+    return person.strip(), attribute.strip()
 
 
 class Affiliation(BaseModel):
@@ -123,11 +144,12 @@ def _msgs(system: str, user: str) -> list[Message]:
 
 
 def turn_analysis(window: Sequence[str], turn: str) -> Prompt:
-    """``window``: the previous turns, oldest first, each ``[time] speaker: text``."""
+    """``window``: the previous turns, oldest first, each ``[time] speaker: text``; they
+    are shown as ``W1``, ``W2``, ... so the analysis can link to them."""
     system = (
         "You analyse one turn of a long conversation so it can be stored in memory. You get "
-        "up to five earlier turns of the same session as context, then the current turn "
-        "(time, speaker, text). Describe the CURRENT turn only.\n"
+        "up to five earlier turns of the same session as context (W1, W2, ...), then the "
+        "current turn (time, speaker, text). Describe the CURRENT turn only.\n"
         "- keywords: up to 8 specific words or names from the turn (people, places, "
         "objects, activities); no filler words.\n"
         "- tags: up to 5 short topic labels (e.g. family, career, hobby, health, travel).\n"
@@ -139,12 +161,21 @@ def turn_analysis(window: Sequence[str], turn: str) -> Prompt:
         "month or year is known. Empty when the turn names no time.\n"
         "- fact: the turn's new information as one short sentence with the speaker's "
         "name and absolute dates, or empty for greetings and small talk.\n"
+        "- profile: up to 4 profile keys 'Person: attribute', one per person the turn "
+        "reveals something lasting about, with what it is about (job, family, pets, home, "
+        "hobby, likes, dislikes, health, beliefs, plans, identity), e.g. "
+        "'Caroline: career', 'Melanie: pets'. Empty when the turn reveals nothing lasting "
+        "about anyone.\n"
+        "- links: the ids of the earlier turns (W1, W2, ...) that the current turn directly "
+        "answers, continues or refers to; empty when none.\n"
         'Reply JSON: {"keywords": [...], "tags": [...], "context": "...", '
-        '"dates": [{"phrase": "...", "date": "..."}], "fact": "..."}'
+        '"dates": [{"phrase": "...", "date": "..."}], "fact": "...", '
+        '"profile": ["Person: attribute"], "links": ["W1"]}'
     )
-    earlier = fence("\n".join(window)) if window else "(none: the turn opens the session)"
+    shown = [f"W{i} {w}" for i, w in enumerate(window, start=1)]
+    earlier = fence("\n".join(shown)) if shown else "(none: the turn opens the session)"
     user = f"Earlier turns:\n{earlier}\n\nCurrent turn:\n{fence(turn)}"
-    return _msgs(system, user), (TurnAnalysis)
+    return _msgs(system, user), turn_analysis_model(len(window))
 
 
 def affiliation(
@@ -205,13 +236,16 @@ def query_keywords(question: str) -> Prompt:
 def event_prediction(
     question: str, events: Sequence[tuple[str, Sequence[tuple[str, str]]]]
 ) -> Prompt:
-    """``events``: (event summary, [(short turn id, turn text)]) per retrieved event."""
+    """``events``: (event summary and fact sheet, [(short turn id, turn text)]) per
+    retrieved event; the fact sheet's lines name the turns they come from."""
     system = (
-        "A memory holds events (summaries of parts of a conversation), each linked to "
-        "its turns. Read the question and each event's summary, then pick the turns "
-        "inside the events that are likely to contain the answer or a part of it. Use the "
-        "summaries to judge which events matter; pick few turns, only the promising ones. "
-        'Reply JSON: {"ids": ["T1", ...]}, empty if no event is relevant.'
+        "A memory holds events (summaries of parts of a conversation, each with a fact "
+        "sheet: a timeline of facts that name the turns they come from), each linked to "
+        "its turns. Read the question and each event's summary and facts, then pick the "
+        "turns inside the events that are likely to contain the answer or a part of it. "
+        "Use the summaries and facts to judge which events matter; pick few turns, only "
+        'the promising ones. Reply JSON: {"ids": ["T1", ...]}, empty if no event is '
+        "relevant."
     )
     blocks = []
     for i, (summary, turns) in enumerate(events, start=1):

@@ -56,7 +56,10 @@ class TurnNote(Derived):
 
     ``dates`` are the relative or absolute date phrases of the turn resolved against the
     turn's time (``{"phrase": ..., "date": "YYYY-MM-DD"}``); ``timestamp`` is the turn's
-    own time (ISO), or the date the turn is about when the analysis says so.
+    own time (ISO), or the date the turn is about when the analysis says so. ``profile``
+    and ``links_to`` are the analysis' profile-retrieval keys and direct links (appendix
+    C); a link names a turn of the note's window, so removing that turn re-analyses this
+    one (the builder's repair) and the link goes.
     """
 
     kind: ClassVar[str] = "turn_note"
@@ -66,8 +69,17 @@ class TurnNote(Derived):
     context: str = ""
     timestamp: str | None = None
     dates: list[dict[str, str]] = Field(default_factory=list)
+    profile: list[str] = Field(
+        default_factory=list, description="profile keys, 'Person: attribute' (e.g. 'Ana: pets')"
+    )
+    links_to: list[str] = Field(
+        default_factory=list, description="earlier turns of its window it answers or refers to"
+    )
 
-    links: ClassVar[tuple[tuple[str, str], ...]] = (("turn_id", "episode"),)
+    links: ClassVar[tuple[tuple[str, str], ...]] = (
+        ("turn_id", "episode"),
+        ("links_to", "episode"),
+    )
 
     def search_text(self) -> str:
         parts = [", ".join(self.keywords), self.context]

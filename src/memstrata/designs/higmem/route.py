@@ -31,7 +31,7 @@ from memstrata.designs.higmem import prompts
 from memstrata.designs.higmem.builder import BUILDER, layer_cache, stamp
 from memstrata.designs.higmem.layer import Layers, unit
 from memstrata.designs.higmem.notes import turn_body
-from memstrata.designs.higmem.records import TurnNote
+from memstrata.designs.higmem.records import Event, TurnNote
 from memstrata.embed.cache import embed_cached
 from memstrata.engine.contracts import Context, Route
 from memstrata.llm.base import LLMClient
@@ -81,6 +81,15 @@ class GuidedParams(BaseModel):
         "longer event, go in further prompts",
     )
     max_candidates: int = Field(default=30, ge=1, description="llm: candidates the filter reads")
+    k_profile: int = Field(
+        default=5, ge=0, description="llm: turns found by their profile keys (0: none)"
+    )
+    link_expansion: bool = Field(
+        default=True, description="llm: add the turns each candidate links to or is linked from"
+    )
+    sheet_lines: int = Field(
+        default=8, ge=0, description="llm: fact-sheet lines shown with an event's summary"
+    )
     shown_chars: int = Field(default=240, ge=40, description="llm: characters of a turn shown")
     system1: System1Params = Field(default_factory=lambda: DEFAULT_SYSTEM1)
 
@@ -90,10 +99,11 @@ class Candidate:
     ep: Episode
     semantic: int | None = None  # rank in T_semantic, from 1
     events: list[str] = field(default_factory=list)  # events that predicted it
+    via: list[str] = field(default_factory=list)  # "profile", "link <turn>"
     score: float = 0.0
 
 
-Block = tuple[str, list[tuple[str, str]]]  # (event summary, [(short id, turn text)])
+Block = tuple[str, list[tuple[str, str]]]  # (event summary and sheet, [(short id, turn)])
 
 
 def _pack(blocks: list[Block], budget: int) -> list[list[Block]]:
@@ -351,7 +361,7 @@ class GuidedRoute(Route[GuidedParams]):
                         short[sid_of[t]] = t
                     shown.append((sid_of[t], stamp(linked[t])[: p.shown_chars]))
                 if shown:
-                    blocks.append((lay.events[eid].summary, shown))
+                    blocks.append((self._sheet(lay.events[eid], sid_of), shown))
             calls = _pack(blocks, p.predict_chars)
             preds = await asyncio.gather(
                 *(_ask(llm, prompts.event_prediction(query, c), "predict") for c in calls)
@@ -363,6 +373,14 @@ class GuidedRoute(Route[GuidedParams]):
                         t = got
                         owner = next(e for e, _ in anchors if t in lay.events[e].turn_ids)
                         cands.setdefault(t, Candidate(linked[t])).events.append(owner)
+        if p.k_profile:
+            found = await asyncio.to_thread(
+                self._profiled, ctx, lay, namespace, [query, *words_], filters
+            )
+            for ep in found:
+                cands.setdefault(ep.id, Candidate(ep)).via.append("profile")
+        if p.link_expansion:
+            await asyncio.to_thread(self._expand, ctx, lay, namespace, cands, filters)
         pool = list(cands.values())[: p.max_candidates]
         ids = {f"T{i}": c for i, c in enumerate(pool, start=1)}
         shown = [(sid, self._with_dates(lay, c.ep)[: p.shown_chars]) for sid, c in ids.items()]
@@ -376,6 +394,68 @@ class GuidedRoute(Route[GuidedParams]):
             c.score = 1.0 / (rank + 1)
         return self._hits(chosen)
 
+    def _sheet(self, event: Event, sid_of: dict[str, str]) -> str:
+        """An event as prediction reads it: its summary, then its fact sheet's latest
+        lines, each naming the shown turns it comes from."""
+        lines = []
+        for f in event.facts[-self.params.sheet_lines :] if self.params.sheet_lines else []:
+            refs = ", ".join(sid_of[t] for t in f.turns if t in sid_of)
+            when = f"{f.when}: " if f.when else ""
+            lines.append(f"- {when}{f.text[:160]}" + (f" ({refs})" if refs else ""))
+        return event.summary + ("\nFacts:\n" + "\n".join(lines) if lines else "")
+
+    def _profiled(
+        self,
+        ctx: Context,
+        lay: Layers,
+        namespace: str,
+        texts: list[str],
+        filters: SearchFilters | None,
+    ) -> list[Episode]:
+        """Profile retrieval: turns whose profile key is about a person the query names
+        and whose attribute shares a stem with the query or its keywords (most shared
+        first, then the latest), at most ``k_profile``."""
+        profiles = lay.profiles()
+        if not profiles:
+            return []
+        said = " ".join(texts)
+        qwords = {w.casefold() for w in words(said)}
+        qstems = set(stems(said))
+        scored: list[tuple[int, int, str]] = []
+        for person, keys in profiles.items():
+            if not set(words(person)) <= qwords:
+                continue
+            for order, (turn, _, attr) in enumerate(keys):
+                shared = len(attr & qstems)
+                if shared:
+                    scored.append((shared, order, turn))
+        ranked = [t for _, _, t in sorted(scored, key=lambda x: (-x[0], -x[1]))]
+        ids = list(dict.fromkeys(ranked))[: self.params.k_profile]
+        eps = {e.id: e for e in ctx.store.get_episodes(namespace, ids)}
+        out = [eps[i] for i in ids if i in eps]
+        if filters is not None and not filters.is_empty():
+            out = [e for e in out if filters.admits(e)]
+        return out
+
+    @staticmethod
+    def _expand(
+        ctx: Context,
+        lay: Layers,
+        namespace: str,
+        cands: dict[str, Candidate],
+        filters: SearchFilters | None,
+    ) -> None:
+        """Link expansion: each candidate brings the turns it links to and the turns
+        that link to it (the analysis' direct links), after the candidates found so far."""
+        pairs = [(c.ep.id, t) for c in list(cands.values()) for t in lay.linked_turns(c.ep.id)]
+        new = list(dict.fromkeys(t for _, t in pairs if t not in cands))
+        eps = {e.id: e for e in ctx.store.get_episodes(namespace, new)}
+        if filters is not None and not filters.is_empty():
+            eps = {i: e for i, e in eps.items() if filters.admits(e)}
+        for src, t in pairs:
+            if t in eps:
+                cands.setdefault(t, Candidate(eps[t])).via.append(f"link {src[:8]}")
+
     @staticmethod
     def _with_dates(lay: Layers, ep: Episode) -> str:
         note = lay.notes.get(ep.id)
@@ -388,7 +468,7 @@ class GuidedRoute(Route[GuidedParams]):
         out = []
         for c in chosen:
             routes = [f"semantic#{c.semantic}"] if c.semantic else []
-            routes += [f"event {e[:8]}" for e in c.events]
+            routes += [f"event {e[:8]}" for e in c.events] + c.via
             span = Span(episode=c.ep.id, start=0, end=len(c.ep.text))
             hit = documents.episode_hit(c.ep, c.score, routes, [span])
             hit.metadata["events"] = list(c.events)

@@ -32,6 +32,8 @@ def show(ctx: Context, namespace: str, name: str) -> list[ShowNode] | None:
         ShowNode(
             text="dates: " + (", ".join(f"{d['phrase']} = {d['date']}" for d in note.dates) or "-")
         ),
+        ShowNode(text=f"profile: {'; '.join(note.profile) or '-'}"),
+        ShowNode(text=f"links: {', '.join(lay.linked_turns(want)) or '-'}"),
     ]
     ups = lay.events_of.get(want, [])
     lines.append(
