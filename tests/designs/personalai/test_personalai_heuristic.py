@@ -228,3 +228,23 @@ def test_heuristic_replaces_only_relations_that_hold_one_object(tmp_path: Path, 
         assert one_at_a_time(relation), relation
     for relation in ("visited", "likes", "met", "has", "is a", "lives near", "works with"):
         assert not one_at_a_time(relation), relation
+
+
+def test_two_known_objects_joined_by_and_are_two_objects(tmp_path: Path, embedder) -> None:
+    """'Alice and Bob' splits when both are objects already; a title that reads the same
+    way ('Kiss and Tell') stays one object."""
+    with Memory.open(tmp_path / "m.db", embedder=embedder, recipe="personalai") as m:
+        m.add("Alice lives in Leeds.", id="a")
+        m.add("Bob lives in York.", id="b")
+        m.add("Alice and Bob visited Paris.", id="c")
+        m.add("Kiss and Tell is a comedy film.", id="d")
+        graph = PAGraph.load(m.store, embedder, "default")
+    names = {o.name for o in graph.objects.values()}
+    assert "Alice and Bob" not in names and "Kiss and Tell" in names
+    facts = {f.fact: f for f in graph.triplets.values()}
+    for who, start in (("Alice", 0), ("Bob", 10)):
+        fact = facts[f"{who} visited Paris"]
+        assert [s.episode for s in fact.sources] == ["c"]
+        obj = graph.objects[graph.by_name[who.casefold()]]
+        span = next(s for s in obj.sources if s.episode == "c")
+        assert (span.start, span.end) == (start, start + len(who))

@@ -24,7 +24,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from memstrata.designs.personalai.extract import extract
+from memstrata.designs.personalai.extract import Mention, extract
 from memstrata.designs.personalai.graph import OBJECT, PAGraph, name_key, reply_key, text_key
 from memstrata.designs.personalai.prompts import (
     Output,
@@ -57,6 +57,10 @@ class MemorizeParams(BaseModel):
     #: existing items shown to one replacement prompt at most (closest to the new first)
     max_existing: int = Field(default=30, ge=1)
     max_tokens: int = Field(default=768, ge=64)
+
+
+# Two names joined by "and" / "&" (each of one to three words), as name runs read them.
+_AND = re.compile(r"(\S+(?: \S+){0,2}) (?:and|&) (\S+(?: \S+){0,2})")
 
 
 def _find(text: str, needle: str) -> tuple[int, int] | None:
@@ -160,17 +164,31 @@ class Memorizer:
     def heuristic(self, ep: Episode) -> None:
         for d in extract(ep.text, ep.speaker):
             objs = [
-                self.object(m.name, Span(episode=ep.id, start=m.start, end=m.end))
-                for m in d.mentions
+                [self.object(p.name, Span(episode=ep.id, start=p.start, end=p.end)) for p in parts]
+                for parts in map(self.split_known, d.mentions)
             ]
             span = Span(episode=ep.id, start=d.start, end=d.end)
-            self.thesis(d.text, [o.id for o in objs], span)
+            self.thesis(d.text, [o.id for group in objs for o in group], span)
             for a, rel, b in d.triplets:
-                if objs[a].id == objs[b].id:
-                    continue
-                fact = self.triplet(objs[a], rel, objs[b], span, ep.occurred_at)
-                if self.params.replace_outdated:
-                    self._same_relation(fact, ep)
+                for subj in objs[a]:
+                    for obj in objs[b]:
+                        if subj.id == obj.id:
+                            continue
+                        fact = self.triplet(subj, rel, obj, span, ep.occurred_at)
+                        if self.params.replace_outdated:
+                            self._same_relation(fact, ep)
+
+    def split_known(self, m: Mention) -> list[Mention]:
+        """ "Alice and Bob" as two objects when both are objects already; a name run over
+        "and" that is not two known objects stays one ("Kiss and Tell", a title)."""
+        found = _AND.fullmatch(m.name)
+        if found is None:
+            return [m]
+        left, right = found.group(1), found.group(2)
+        if any(name_key(x) not in self.graph.by_name for x in (left, right)):
+            return [m]
+        at = m.start + found.start(2)
+        return [Mention(left, m.start, m.start + len(left)), Mention(right, at, at + len(right))]
 
     def _same_relation(self, new: Fact, ep: Episode) -> None:
         """Heuristic rule: an earlier episode's triplet with the same subject and the same
