@@ -250,3 +250,40 @@ def test_scripted_llm_answers_judges_and_costs(
         c["ingestion"]["seconds"], abs=0.01
     )
     assert rag["cost_this_run"] == rag["cost"]
+
+
+def test_rows_made_by_other_code_are_not_served(
+    tmp_path: Path, lme_file: Path, embedder: MiniLMEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cache key holds a digest of the source: code changed in place (an editable
+    install) gets fresh rows, not those its previous state made."""
+    from memstrata.eval.qa import run as qa_run
+    from memstrata.eval.qa.rundir import code_version, source_digest
+
+    cache = ResultCache(tmp_path / "results.sqlite")
+    first = asyncio.run(
+        _bench(tmp_path / "a.db", lme_file, tmp_path / "a", embedder, recipes="rag", cache=cache)
+    )
+    assert first["served_from_cache"] == 0
+    same = asyncio.run(
+        _bench(tmp_path / "a.db", lme_file, tmp_path / "b", embedder, recipes="rag", cache=cache)
+    )
+    assert same["served_from_cache"] == 3
+    monkeypatch.setattr(qa_run, "code_version", lambda: code_version() + "-edited")
+    other = asyncio.run(
+        _bench(tmp_path / "a.db", lme_file, tmp_path / "c", embedder, recipes="rag", cache=cache)
+    )
+    assert other["served_from_cache"] == 0
+    cache.close()
+    # the digest follows the files' contents and names
+    pkg = tmp_path / "pkg"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "a.py").write_text("x = 1\n")
+    (pkg / "sub" / "b.py").write_text("y = 2\n")
+    before = source_digest(pkg)
+    (pkg / "sub" / "b.py").write_text("y = 3\n")
+    assert source_digest(pkg) != before
+    (pkg / "sub" / "b.py").write_text("y = 2\n")
+    assert source_digest(pkg) == before
+    (pkg / "sub" / "b.py").rename(pkg / "sub" / "c.py")
+    assert source_digest(pkg) != before

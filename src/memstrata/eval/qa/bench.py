@@ -8,12 +8,19 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from memstrata import __version__
 from memstrata.config import Config
 from memstrata.errors import InvalidInputError
 from memstrata.eval.qa import formats, report, report_html, summary
 from memstrata.eval.qa.run import Options, Progress, Runner, select, total_questions
-from memstrata.eval.qa.rundir import COSTS, ROWS, ResultCache, RunDir, digest, versions
+from memstrata.eval.qa.rundir import (
+    COSTS,
+    ROWS,
+    ResultCache,
+    RunDir,
+    code_version,
+    digest,
+    versions,
+)
 from memstrata.factory import make_llm
 from memstrata.llm.base import LLMClient
 from memstrata.memory import AsyncMemory
@@ -38,7 +45,7 @@ def store_key(config: Config, fmt: str, data_hash: str) -> str:
     """Names the cached store: the data and what decides the stored structures (the
     configuration, and the memstrata version whose builders made them)."""
     parts = {
-        "version": __version__,
+        "version": code_version(),
         "embedder": config.embedder.model_dump(mode="json", exclude={"api_key"}),
         # an unset chaos section stays out, so keys made before it existed still match
         "llm": config.llm.model_dump(

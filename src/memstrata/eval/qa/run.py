@@ -23,12 +23,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from memstrata import __version__
 from memstrata.engine.contracts import QuestionInfo
 from memstrata.eval.qa import cost, metrics_answer, metrics_retrieval
 from memstrata.eval.qa.formats import QA, Sample
 from memstrata.eval.qa.judge import judge
-from memstrata.eval.qa.rundir import COSTS, ROWS, ResultCache, RunDir, digest
+from memstrata.eval.qa.rundir import COSTS, ROWS, ResultCache, RunDir, code_version, digest
 from memstrata.llm.base import LLMClient
 from memstrata.llm.types import LLMError, MemoryUsageSink
 from memstrata.memory import AsyncMemory
@@ -111,7 +110,7 @@ class Runner:
                 "judges": options.judges,
                 "answers": options.answers,
                 "v": HARNESS_VERSION,
-                "memstrata": __version__,  # a design's code decides its rows too
+                "memstrata": code_version(),  # a design's code decides its rows too
             }
         )
 

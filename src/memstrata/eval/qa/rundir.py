@@ -7,13 +7,14 @@ flushed as each is done, so ``--resume`` continues where a run stopped), ``DIR/c
 
 The result cache (SQLite, shared by runs) maps everything that determines a question's
 row (the sample's content, the question, the recipe's definition, the configuration, the
-judges) to that row, so a rerun on the same data serves rows without importing,
-building, searching or answering again. Rows served that way say ``"cached": true`` and
-keep the latencies measured when they were made.
+judges, the code: :func:`code_version`) to that row, so a rerun on the same data serves
+rows without importing, building, searching or answering again. Rows served that way
+say ``"cached": true`` and keep the latencies measured when they were made.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import platform
@@ -31,6 +32,25 @@ ROWS, COSTS, RUN = "questions.jsonl", "costs.jsonl", "run.json"
 def digest(value: Any) -> str:
     text = json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@functools.cache
+def code_version() -> str:
+    """The memstrata version and a digest of its installed source files: cached rows
+    and stores were made by the code, so code changed in place (an editable install, a
+    patched checkout) must not be served rows its previous state made."""
+    import memstrata
+
+    return f"{memstrata.__version__}+{source_digest(Path(memstrata.__file__).parent)}"
+
+
+def source_digest(root: Path) -> str:
+    """A digest of the ``.py`` files under ``root``: their paths and contents."""
+    h = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        h.update(path.relative_to(root).as_posix().encode("utf-8") + b"\0")
+        h.update(path.read_bytes() + b"\0")
+    return h.hexdigest()[:12]
 
 
 def versions() -> dict[str, str]:
