@@ -102,7 +102,8 @@ class MemTreeRoute(Route[MemTreeRouteParams]):
     ) -> list[Hit]:
         # Enough candidates to fill k after merging chunks and filtering.
         window = ranked[: max(4 * k, k + 16)]
-        below = {i: _ranked_sources(tree, i, sims) for i in window if not tree.is_leaf(i)}
+        best = {i: _best_leaf(tree, i, sims) for i in window if not tree.is_leaf(i)}
+        below = {i: sorted(b, key=b.__getitem__, reverse=True) for i, b in best.items()}
         wanted = {tree.nodes[i].sources[0].episode for i in window if i not in below}
         if filters is not None and not filters.is_empty():
             wanted |= {e for eps in below.values() for e in eps}
@@ -110,6 +111,7 @@ class MemTreeRoute(Route[MemTreeRouteParams]):
         if filters is not None and not filters.is_empty():
             eps = {i: e for i, e in eps.items() if filters.admits(e)}
             below = {i: [e for e in srcs if e in eps] for i, srcs in below.items()}
+        below = {i: _cited(srcs, best[i], sims[i]) for i, srcs in below.items()}
         hits: list[Hit] = []
         seen: set[tuple[str, str]] = set()
         for nid in window:
@@ -157,10 +159,19 @@ def traverse(tree: Tree, sims: dict[str, float], beam: int) -> list[str]:
     return picked
 
 
-def _ranked_sources(tree: Tree, node_id: str, sims: dict[str, float]) -> list[str]:
-    """Episodes beneath a node, best leaf cosine to the query first."""
+def _best_leaf(tree: Tree, node_id: str, sims: dict[str, float]) -> dict[str, float]:
+    """Per episode beneath a node, its best leaf's cosine to the query."""
     best: dict[str, float] = {}
     for leaf in tree.leaves_under(node_id):
         ep = tree.nodes[leaf].sources[0].episode
         best[ep] = max(best.get(ep, -2.0), sims.get(leaf, -2.0))
-    return sorted(best, key=lambda e: -best[e])
+    return best
+
+
+def _cited(ranked: list[str], best: dict[str, float], own: float) -> list[str]:
+    """The episodes a summary hit cites: those of ``ranked`` (beneath the node, best
+    first) whose best leaf matches the query at least as well as the node itself (its
+    cosine ``own``); at least the best one. Citing every episode beneath would fill K
+    with turns the summary merely sits above (a top node holds hundreds) and rank the
+    tree below its own leaves."""
+    return [e for e in ranked if best[e] >= own] or ranked[:1]
