@@ -9,12 +9,13 @@ chatter, trailing commas, truncation) before pydantic has the last word.
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import re
 from collections.abc import Iterator
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, Field, ValidationError, create_model
 
 from memstrata.llm.salvage import Salvage, Unusable, salvage
 from memstrata.llm.types import LLMOutputError
@@ -30,6 +31,23 @@ _SCHEMA_MAP_KEYS = ("properties", "patternProperties", "dependentSchemas")
 # llama.cpp's grammar parser refuses a repetition of more than 1000 (``{0,1000}`` or the
 # nested optionals llama-cpp-python emits), and llama-cpp-python then crashes in sampling.
 GRAMMAR_REPEAT_LIMIT = 1000
+
+
+def list_bounded(model: type[T], field: str, bound: int) -> type[T]:
+    """``model`` with its list ``field`` holding at most ``bound`` items (at least one):
+    a prompt that shows ``bound`` things to pick from, or allows that many, gets a schema
+    that says so, and a grammar-constrained model closes the list there."""
+    return cast(type[T], _list_bounded(model, field, bound))
+
+
+@functools.cache
+def _list_bounded(model: type[BaseModel], field: str, bound: int) -> type[BaseModel]:
+    annotation = model.model_fields[field].annotation
+    return create_model(
+        f"{model.__name__}{bound}",
+        __base__=model,
+        **{field: (annotation, Field(default_factory=list, max_length=max(1, bound)))},  # type: ignore[call-overload]
+    )
 
 
 def bounded_json_schema(

@@ -16,13 +16,13 @@ the reply models are bounded so a grammar-constrained model closes its JSON.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, Field, create_model
+from pydantic import BaseModel, Field
 
 from memstrata.llm.fence import fence, noted
+from memstrata.llm.schema import list_bounded
 from memstrata.llm.types import Message
 
 NEW_EVENT = "NEW_EVENT"
@@ -69,15 +69,10 @@ class TurnAnalysis(BaseModel):
     links: list[Id] = Field(default_factory=list)
 
 
-@functools.cache
 def turn_analysis_model(window: int) -> type[TurnAnalysis]:
     """The analysis of a turn read after ``window`` earlier turns: it links to those
     turns at most (the schema states the bound the prompt shows)."""
-    return create_model(
-        f"TurnAnalysis{window}",
-        __base__=TurnAnalysis,
-        links=(list[Id], Field(default_factory=list, max_length=max(1, window))),
-    )
+    return list_bounded(TurnAnalysis, "links", window)
 
 
 def profile_key(key: str) -> tuple[str, str] | None:
@@ -92,15 +87,10 @@ class Affiliation(BaseModel):
     events: list[Id] = Field(default_factory=list, max_length=4)
 
 
-@functools.cache
 def affiliation_model(max_join: int) -> type[Affiliation]:
     """The affiliation answer for a builder that joins a turn to ``max_join`` events at
     most: the schema states the bound the prompt states."""
-    return create_model(
-        f"Affiliation{max_join}",
-        __base__=Affiliation,
-        events=(list[Id], Field(default_factory=list, max_length=max(1, max_join))),
-    )
+    return list_bounded(Affiliation, "events", max_join)
 
 
 class SheetLine(BaseModel):
@@ -122,15 +112,10 @@ class Selection(BaseModel):
     ids: list[Id] = Field(default_factory=list)
 
 
-@functools.cache
 def selection_model(shown: int) -> type[Selection]:
     """A pick among ``shown`` items: it may keep all of them and no more (the paper's
     filter decides the evidence set's size; only what was shown bounds it)."""
-    return create_model(
-        f"Selection{shown}",
-        __base__=Selection,
-        ids=(list[Id], Field(default_factory=list, max_length=max(1, shown))),
-    )
+    return list_bounded(Selection, "ids", shown)
 
 
 class FinalAnswer(BaseModel):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from functools import cache, lru_cache
+from functools import lru_cache
 from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, Field, create_model
@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field, create_model
 from memstrata.errors import MemstrataError
 from memstrata.llm.base import LLMClient
 from memstrata.llm.fence import FENCE_NOTE, fence
+from memstrata.llm.schema import list_bounded
 from memstrata.llm.types import Message
 
 # answers ------------------------------------------------------------------------------
@@ -96,17 +97,9 @@ class CategoryDescriptions(BaseModel):
     categories: list[CategoryDescription] = Field(default_factory=list)
 
 
-@cache
 def category_descriptions_model(shown: int) -> type[CategoryDescriptions]:
     """One description per category shown, and no more."""
-    return create_model(
-        f"CategoryDescriptions{shown}",
-        __base__=CategoryDescriptions,
-        categories=(
-            list[CategoryDescription],
-            Field(default_factory=list, max_length=max(1, shown)),
-        ),
-    )
+    return list_bounded(CategoryDescriptions, "categories", shown)
 
 
 class SelectedNode(BaseModel):
@@ -119,15 +112,10 @@ class NodeSelection(BaseModel):
     nodes: list[SelectedNode] = Field(default_factory=list)
 
 
-@cache
 def node_selection_model(shown: int) -> type[NodeSelection]:
     """A selection among ``shown`` nodes: the paper sets no top-k, so the model may pick
     every node it was shown and no more."""
-    return create_model(
-        f"NodeSelection{shown}",
-        __base__=NodeSelection,
-        nodes=(list[SelectedNode], Field(default_factory=list, max_length=max(1, shown))),
-    )
+    return list_bounded(NodeSelection, "nodes", shown)
 
 
 class Ranking(BaseModel):
