@@ -24,7 +24,7 @@ from memstrata.designs.higmem import events as ev_rules
 from memstrata.designs.higmem import prompts
 from memstrata.designs.higmem.layer import BUILDER, LayerCache, Layers, layer_problems
 from memstrata.designs.higmem.notes import analyse, calendar_date, note_text, turn_body
-from memstrata.designs.higmem.records import Event, EventFact, TurnNote
+from memstrata.designs.higmem.records import Event, EventFact, TurnNote, profile_key
 from memstrata.engine.contracts import Builder, Context, StepResult
 from memstrata.engine.removal import following, leaked, removed_terms
 from memstrata.errors import ConfigError
@@ -73,7 +73,7 @@ class HiGMemParams(BaseModel):
 
 def _profile_keys(keys: Sequence[str]) -> list[str]:
     """The well-formed ``Person: attribute`` keys, once each."""
-    pairs = [prompts.profile_key(k) for k in keys]
+    pairs = [profile_key(k) for k in keys]
     return list(dict.fromkeys(f"{p[0]}: {p[1]}" for p in pairs if p))
 
 

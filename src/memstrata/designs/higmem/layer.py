@@ -17,7 +17,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from memstrata.designs.higmem.notes import turn_body
-from memstrata.designs.higmem.records import Event, TurnNote
+from memstrata.designs.higmem.records import Event, TurnNote, profile_key
 from memstrata.embed.base import Embedder
 from memstrata.embed.cache import embed_cached
 from memstrata.models import Derived, Episode, Span
@@ -121,10 +121,10 @@ class Layers:
         if self._profiles is None:
             self._profiles = {}
             for turn, note in self.notes.items():
-                for key in note.profile:
-                    person, _, attribute = key.partition(":")
-                    entry = (turn, attribute.strip(), set(stems(attribute)))
-                    self._profiles.setdefault(person.strip().casefold(), []).append(entry)
+                for pair in filter(None, map(profile_key, note.profile)):
+                    person, attribute = pair
+                    entry = (turn, attribute, set(stems(attribute)))
+                    self._profiles.setdefault(person.casefold(), []).append(entry)
         return self._profiles
 
     def linked_turns(self, turn: str) -> list[str]:

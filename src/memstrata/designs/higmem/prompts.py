@@ -75,14 +75,6 @@ def turn_analysis_model(window: int) -> type[TurnAnalysis]:
     return list_bounded(TurnAnalysis, "links", window)
 
 
-def profile_key(key: str) -> tuple[str, str] | None:
-    """A profile key ``Person: attribute`` as (person, attribute); None if malformed."""
-    person, sep, attribute = key.partition(":")
-    if not sep or not person.strip() or not attribute.strip():
-        return None
-    return person.strip(), attribute.strip()
-
-
 class Affiliation(BaseModel):
     events: list[Id] = Field(default_factory=list, max_length=4)
 

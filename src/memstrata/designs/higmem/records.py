@@ -50,6 +50,14 @@ class Event(Derived):
         return (("event", tuple(sorted(r.turn_ids))) for r in records if isinstance(r, cls))
 
 
+def profile_key(key: str) -> tuple[str, str] | None:
+    """A profile key ``Person: attribute`` as (person, attribute); None if malformed."""
+    person, sep, attribute = key.partition(":")
+    if not sep or not person.strip() or not attribute.strip():
+        return None
+    return person.strip(), attribute.strip()
+
+
 class TurnNote(Derived):
     """A HiGMem turn node's metadata, derived from one turn (its only source) read in the
     window of the turns before it: the episode itself is never changed.

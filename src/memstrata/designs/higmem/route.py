@@ -239,10 +239,7 @@ class GuidedRoute(Route[GuidedParams]):
         filters: SearchFilters | None,
     ) -> dict[str, Episode]:
         ids = list(dict.fromkeys(t for eid, _ in anchors for t in lay.events[eid].turn_ids))
-        eps = {e.id: e for e in ctx.store.get_episodes(namespace, ids)}
-        if filters is not None and not filters.is_empty():
-            eps = {i: e for i, e in eps.items() if filters.admits(e)}
-        return eps
+        return _admitted(ctx, namespace, ids, filters)
 
     def _turn_vecs(self, ctx: Context, eps: list[Episode]) -> np.ndarray:
         texts = [documents.embed_text(e.text, e.speaker, e.metadata) for e in eps]
@@ -431,11 +428,8 @@ class GuidedRoute(Route[GuidedParams]):
                     scored.append((shared, order, turn))
         ranked = [t for _, _, t in sorted(scored, key=lambda x: (-x[0], -x[1]))]
         ids = list(dict.fromkeys(ranked))[: self.params.k_profile]
-        eps = {e.id: e for e in ctx.store.get_episodes(namespace, ids)}
-        out = [eps[i] for i in ids if i in eps]
-        if filters is not None and not filters.is_empty():
-            out = [e for e in out if filters.admits(e)]
-        return out
+        eps = _admitted(ctx, namespace, ids, filters)
+        return [eps[i] for i in ids if i in eps]
 
     @staticmethod
     def _expand(
@@ -449,9 +443,7 @@ class GuidedRoute(Route[GuidedParams]):
         that link to it (the analysis' direct links), after the candidates found so far."""
         pairs = [(c.ep.id, t) for c in list(cands.values()) for t in lay.linked_turns(c.ep.id)]
         new = list(dict.fromkeys(t for _, t in pairs if t not in cands))
-        eps = {e.id: e for e in ctx.store.get_episodes(namespace, new)}
-        if filters is not None and not filters.is_empty():
-            eps = {i: e for i, e in eps.items() if filters.admits(e)}
+        eps = _admitted(ctx, namespace, new, filters)
         for src, t in pairs:
             if t in eps:
                 cands.setdefault(t, Candidate(eps[t])).via.append(f"link {src[:8]}")
@@ -509,6 +501,16 @@ class _Scorer:
                     s *= 1 + p.system1.date_boost
                 self.memo[e.id] = s
         return {e.id: self.memo[e.id] for e in eps}
+
+
+def _admitted(
+    ctx: Context, namespace: str, ids: list[str], filters: SearchFilters | None
+) -> dict[str, Episode]:
+    """The stored episodes of ``ids`` that the search filters admit, by id."""
+    eps = {e.id: e for e in ctx.store.get_episodes(namespace, ids)}
+    if filters is not None and not filters.is_empty():
+        eps = {i: e for i, e in eps.items() if filters.admits(e)}
+    return eps
 
 
 async def _ask(llm: LLMClient, prompt: tuple, step: str) -> BaseModel | None:
