@@ -28,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
+from memstrata.designs.memtree.route import best_leaves, cited
 from memstrata.designs.memtree.tree import Tree, unit
 from memstrata.eval.qa.formats import FORMATS, load
 from memstrata.memory import Memory
@@ -52,14 +53,9 @@ def episodes_of(tree: Tree, sims: dict[str, float], way: str) -> list[str]:
             continue
         if way == "leaves":
             continue
-        best: dict[str, float] = {}
-        for leaf in tree.leaves_under(nid):
-            e = tree.nodes[leaf].sources[0].episode
-            best[e] = max(best.get(e, -2.0), sims.get(leaf, -2.0))
+        best = best_leaves(tree, nid, sims)
         ranked = sorted(best, key=best.__getitem__, reverse=True)
-        if way == "cited":
-            ranked = [e for e in ranked if best[e] >= sims[nid]] or ranked[:1]
-        out.extend(ranked)
+        out.extend(cited(ranked, best, sims[nid]) if way == "cited" else ranked)
     return out
 
 

@@ -102,7 +102,7 @@ class MemTreeRoute(Route[MemTreeRouteParams]):
     ) -> list[Hit]:
         # Enough candidates to fill k after merging chunks and filtering.
         window = ranked[: max(4 * k, k + 16)]
-        best = {i: _best_leaf(tree, i, sims) for i in window if not tree.is_leaf(i)}
+        best = {i: best_leaves(tree, i, sims) for i in window if not tree.is_leaf(i)}
         below = {i: sorted(b, key=b.__getitem__, reverse=True) for i, b in best.items()}
         wanted = {tree.nodes[i].sources[0].episode for i in window if i not in below}
         if filters is not None and not filters.is_empty():
@@ -111,7 +111,7 @@ class MemTreeRoute(Route[MemTreeRouteParams]):
         if filters is not None and not filters.is_empty():
             eps = {i: e for i, e in eps.items() if filters.admits(e)}
             below = {i: [e for e in srcs if e in eps] for i, srcs in below.items()}
-        below = {i: _cited(srcs, best[i], sims[i]) for i, srcs in below.items()}
+        below = {i: cited(srcs, best[i], sims[i]) for i, srcs in below.items()}
         hits: list[Hit] = []
         seen: set[tuple[str, str]] = set()
         for nid in window:
@@ -159,7 +159,7 @@ def traverse(tree: Tree, sims: dict[str, float], beam: int) -> list[str]:
     return picked
 
 
-def _best_leaf(tree: Tree, node_id: str, sims: dict[str, float]) -> dict[str, float]:
+def best_leaves(tree: Tree, node_id: str, sims: dict[str, float]) -> dict[str, float]:
     """Per episode beneath a node, its best leaf's cosine to the query."""
     best: dict[str, float] = {}
     for leaf in tree.leaves_under(node_id):
@@ -168,7 +168,7 @@ def _best_leaf(tree: Tree, node_id: str, sims: dict[str, float]) -> dict[str, fl
     return best
 
 
-def _cited(ranked: list[str], best: dict[str, float], own: float) -> list[str]:
+def cited(ranked: list[str], best: dict[str, float], own: float) -> list[str]:
     """The episodes a summary hit cites: those of ``ranked`` (beneath the node, best
     first) whose best leaf matches the query at least as well as the node itself (its
     cosine ``own``); at least the best one. Citing every episode beneath would fill K
