@@ -378,6 +378,8 @@ def test_a_write_key_corrects_and_deletes_after_confirming(
     )
     page_until(browser, "zz")
     browser.find_element(By.CSS_SELECTOR, '.episode[data-id="zz"]').click()
+    # t08's panel (and its editor) stays until zz's replaces it: wait for zz's
+    wait_text(browser, "#episode-detail h3", "Episode zz")
     wait(browser, "#episode-detail details.edit")[0].click()
     browser.find_element(By.ID, "delete").click()
     wait(browser, "dialog[open]")
