@@ -122,6 +122,9 @@ class Budgets(_Section):
 
     episodes: int = 10
     max_tokens: int | None = 2000
+    #: an adaptive search keeps the source turns scoring at least this share of the best
+    #: one (:mod:`memstrata.retrieval.evidence`; the sweep is in docs/benchmarks.md)
+    evidence_keep: float = Field(default=0.6, ge=0, le=1)
 
 
 class RetrievalConfig(_Section):

@@ -144,10 +144,12 @@ class Memory:
         recipe: str | None = None,
         filters: SearchFilters | None = None,
         max_tokens: int | None = -1,
+        adaptive: bool = False,
     ) -> SearchResult:
         """Best hits for ``query``, each with its sources, fitted to a token budget
         (``max_tokens``: -1 for the configured one, None for no limit). ``k`` is the
-        number of episodes; other kinds follow the recipe's budgets."""
+        number of episodes; other kinds follow the recipe's budgets. ``adaptive`` cuts
+        the hits to as many source turns as the evidence needs (at most ``k``)."""
         return self.search_many(
             [query],
             namespace=namespace,
@@ -155,6 +157,7 @@ class Memory:
             recipe=recipe,
             filters=filters,
             max_tokens=max_tokens,
+            adaptive=adaptive,
         )[0]
 
     def search_many(
@@ -166,6 +169,7 @@ class Memory:
         recipe: str | None = None,
         filters: SearchFilters | None = None,
         max_tokens: int | None = -1,
+        adaptive: bool = False,
     ) -> list[SearchResult]:
         """:meth:`search` for many queries at once (embedded together: faster)."""
         return self._run(
@@ -176,6 +180,7 @@ class Memory:
                 recipe=recipe,
                 filters=filters,
                 max_tokens=max_tokens,
+                adaptive=adaptive,
             )
         )
 

@@ -277,9 +277,12 @@ class AsyncMemory(EpisodeWriter):
         recipe: str | None = None,
         filters: SearchFilters | None = None,
         max_tokens: int | None = -1,
+        adaptive: bool = False,
     ) -> list[SearchResult]:
         """Batch search: queries are embedded together, which is much faster per query.
-        Each result says how many episodes the recipe has not folded in yet."""
+        Each result says how many episodes the recipe has not folded in yet. With
+        ``adaptive``, each result is cut to as many source turns as its evidence needs (at
+        most ``k``; ``budgets.evidence_keep``, :mod:`memstrata.retrieval.evidence`)."""
         for q in queries:
             if not isinstance(q, str) or not q.strip():
                 raise InvalidInputError("search query is empty")
@@ -288,7 +291,8 @@ class AsyncMemory(EpisodeWriter):
         ns = await self._known(self._ns(namespace))
         name = recipe or self.config.recipe
         kk = self.config.budgets.episodes if k is None else k
-        per_query = await self.engine.search(ns, queries, kk, name, filters)
+        keep = self.config.budgets.evidence_keep if adaptive else None
+        per_query = await self.engine.search(ns, queries, kk, name, filters, keep)
         pending = await self.engine.pending(ns, name)
         budget = self.config.budgets.max_tokens if max_tokens == -1 else max_tokens
         fitted = await asyncio.to_thread(lambda: [fit_to_budget(h, budget) for h in per_query])

@@ -99,6 +99,9 @@ def test_import_search_stats_delete_roundtrip(
 
     single = run(subprocess_env, "search", "basil balcony", "--db", db, "-n", "home", "--json")
     assert json.loads(single.stdout)["hits"][0]["sources"] == ["1"]
+    args = ["search", "basil balcony", "--db", db, "-n", "home", "--json", "--adaptive"]
+    cut = json.loads(run(subprocess_env, *args).stdout)["hits"]
+    assert cut[0]["sources"] == ["1"] and len(cut) < len(json.loads(single.stdout)["hits"])
 
     stats = json.loads(run(subprocess_env, "stats", "--db", db, "--json").stdout)
     assert stats["namespaces"][0] == {

@@ -140,6 +140,9 @@ def test_a_failed_enrichment_is_reported_with_its_reason_and_hides_nothing(
         assert client.get("/namespaces/ns/episodes/e2").status_code == 200
         hits = client.post("/namespaces/ns/search", json={"query": "Ines teaches piano"})
         assert "e2" in {s for h in hits.json()["hits"] for s in h["sources"]}
+        body = {"query": "Ines teaches piano", "adaptive": True}
+        cut = client.post("/namespaces/ns/search", json=body).json()["hits"]
+        assert cut[0]["sources"] == ["e2"] and len(cut) < len(hits.json()["hits"])
 
         # retry queues them again: the job is no longer failed until they fail again
         assert client.post("/namespaces/ns/retry").json()["queued"] == 4

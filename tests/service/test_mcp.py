@@ -65,6 +65,9 @@ def test_a_session_over_stdio(tmp_path: Path) -> None:
             top = found["hits"][0]
             assert top["sources"] == ["t0"] and top["text"].startswith("<data-")
             assert unfence(top["text"]) == "Maya booked flights to Lisbon for June."
+            cut = {"query": "Lisbon flights", "adaptive": True}
+            fewer = _data(await client.call_tool("search_memory", cut))["hits"]
+            assert fewer[0]["sources"] == ["t0"] and len(fewer) < len(found["hits"])
             read = _data(await client.call_tool("get_memory", {"ids": ["t2", "zz"]}))
             assert read["missing"] == ["zz"]
             (memory,) = read["memories"]

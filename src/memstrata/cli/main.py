@@ -216,6 +216,14 @@ def search(
     explain: Annotated[
         bool, typer.Option("--explain", help="Show which routes found each hit, at what rank.")
     ] = False,
+    adaptive: Annotated[
+        bool,
+        typer.Option(
+            "--adaptive",
+            help="Return as many source turns as the evidence needs (at most k): those "
+            "scoring at least budgets.evidence_keep of the best.",
+        ),
+    ] = False,
     config: ConfigOpt = None,
 ) -> None:
     """Search memory and print hits with the episodes they rest on.
@@ -231,7 +239,7 @@ def search(
             raise InvalidInputError("give either a QUERY or --queries FILE")
         cfg = load_config(config)
         jobs = _query_jobs(query, queries, cfg.namespace if namespace is None else namespace)
-        asyncio.run(_search(cfg, db, jobs, k, recipe, as_json, explain))
+        asyncio.run(_search(cfg, db, jobs, k, recipe, as_json, explain, adaptive))
 
 
 def _query_jobs(query: str | None, path: Path | None, namespace: str) -> list[dict[str, str]]:
@@ -267,6 +275,7 @@ async def _search(
     recipe: str | None,
     as_json: bool,
     explain: bool = False,
+    adaptive: bool = False,
 ) -> None:
     memory = await open_memory(cfg, db)
     try:
@@ -277,7 +286,12 @@ async def _search(
         results = {}
         for ns, group in by_ns.items():
             found = await memory.search_many(
-                [j["query"] for j in group], namespace=ns, k=k, recipe=recipe, max_tokens=None
+                [j["query"] for j in group],
+                namespace=ns,
+                k=k,
+                recipe=recipe,
+                max_tokens=None,
+                adaptive=adaptive,
             )
             results.update({j["id"]: r for j, r in zip(group, found, strict=True)})
         for job in jobs:

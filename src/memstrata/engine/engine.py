@@ -47,6 +47,7 @@ from memstrata.engine.registry import Registry
 from memstrata.errors import ConfigError, MemstrataError
 from memstrata.llm.base import LLMClient
 from memstrata.models import Hit
+from memstrata.retrieval import evidence
 from memstrata.retrieval.system1 import System1Params
 from memstrata.store.base import SearchFilters, Store
 
@@ -505,7 +506,11 @@ class Engine:
         k: int,
         recipe: str,
         filters: SearchFilters | None = None,
+        evidence: float | None = None,
     ) -> list[list[Hit]]:
+        """``evidence``: cut each result to an adaptive evidence set, keeping the source
+        turns that score at least this share of the best one
+        (:mod:`memstrata.retrieval.evidence`); None keeps the recipe's ``k``."""
         spec = self.recipe(recipe)
         routes = self.routes(recipe)
         ctx = self.context(namespace, self.search_tier)
@@ -534,6 +539,21 @@ class Engine:
             if spec.fusion.reranker == "llm" and ctx.llm is not None:
                 merged = await rerank(query, merged, spec.fusion, k, _reorder(ctx.llm))
             out.append(cut(merged, spec.fusion, k))
+        if evidence is not None:
+            out = await asyncio.to_thread(self._evidence, namespace, queries, out, evidence, k)
+        return out
+
+    def _evidence(
+        self, namespace: str, queries: list[str], results: list[list[Hit]], keep: float, k: int
+    ) -> list[list[Hit]]:
+        qvecs = self.base.embedder.embed(queries)
+        out = []
+        for query, qvec, hits in zip(queries, qvecs, results, strict=True):
+            ids = evidence.source_order(hits, k)
+            scores = evidence.source_scores(
+                self.store, self.base.embedder, namespace, query, qvec, ids
+            )
+            out.append(evidence.cut(hits, scores, keep, k))
         return out
 
     async def answer(

@@ -85,6 +85,9 @@ class _Reading(BaseModel):
 
 class SearchBody(_Reading):
     query: str
+    adaptive: bool = Field(
+        default=False, description="cut to as many source turns as the evidence needs (<= k)"
+    )
 
 
 class AskBody(_Reading):
@@ -255,7 +258,12 @@ def create_app(
     async def search(namespace: str, body: SearchBody) -> Response:
         """Best hits with the episodes they rest on, and the context they render to."""
         result = await mem().search(
-            body.query, namespace=namespace, k=body.k, recipe=body.recipe, filters=body.filters
+            body.query,
+            namespace=namespace,
+            k=body.k,
+            recipe=body.recipe,
+            filters=body.filters,
+            adaptive=body.adaptive,
         )
         return _json(result)
 

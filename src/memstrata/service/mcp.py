@@ -108,12 +108,15 @@ def build_server(
         namespace: str | None = None,
         k: int = 5,
         recipe: str | None = None,
+        adaptive: bool = False,
         *,
         ctx: Context,
     ) -> dict[str, Any]:
         with told():
             await guard(ctx, namespace, "read")
-            result = await mem().search(query, namespace=namespace, k=k, recipe=recipe)
+            result = await mem().search(
+                query, namespace=namespace, k=k, recipe=recipe, adaptive=adaptive
+            )
             return {
                 "hits": [
                     {"text": fence(h.text), "sources": h.sources, "kind": h.kind, "score": h.score}

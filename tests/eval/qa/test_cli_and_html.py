@@ -85,8 +85,12 @@ def test_cli_run_directory(run_dir: Path) -> None:
     for entry in summary["recipes"].values():
         assert {"recall@1", "precision@50", "avg_k", "by_category", "latency_ms"} <= set(entry)
         assert set(entry["by_category"]) == {"adversarial", "multi-hop", "single-hop", "temporal"}
-    rows = (run_dir / "questions.jsonl").read_text().splitlines()
-    assert len(rows) == 12 and all(json.loads(r)["ranked"] for r in rows)
+        assert 1 <= entry["adaptive_k"] <= entry["avg_k"]
+    rows = [json.loads(r) for r in (run_dir / "questions.jsonl").read_text().splitlines()]
+    assert len(rows) == 12 and all(r["ranked"] for r in rows)
+    # the adaptive set is cut from the fixed one: never larger, never a turn outside it
+    assert all(set(r["adaptive_set"]) <= set(r["evidence_set"]) for r in rows)
+    assert any(len(r["adaptive_set"]) < len(r["evidence_set"]) for r in rows)
 
 
 def _browser() -> str | None:

@@ -71,8 +71,10 @@ def question_metrics(
     gold_sessions: list[str],
     session_of: dict[str, str],
     ks: Sequence[int] = KS,
+    adaptive: list[str] | None = None,
 ) -> dict[str, float]:
-    """Every retrieval figure of one question (empty when it has no evidence)."""
+    """Every retrieval figure of one question (empty when it has no evidence);
+    ``adaptive``: the sources of its adaptive evidence set, when it was searched so."""
     out: dict[str, float] = {}
     if gold:
         for k in ks:
@@ -84,6 +86,13 @@ def question_metrics(
             e["precision"],
             e["recall"],
         )
+        if adaptive is not None:
+            a = evidence_set(adaptive, gold)
+            out["adaptive_k"], out["adaptive_p"], out["adaptive_r"] = (
+                a["size"],
+                a["precision"],
+                a["recall"],
+            )
         for k in LME_KS:
             out[f"turn_recall_any@{k}"] = recall_any(ranked, gold, k)
             out[f"turn_recall_all@{k}"] = recall_all(ranked, gold, k)

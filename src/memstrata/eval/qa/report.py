@@ -48,19 +48,30 @@ def tables(report: dict[str, Any]) -> list[tuple[str, list[str], list[list[Any]]
         for name, e in recipes.items()
     ]
     out.append(("Evidence retrieval (K counts distinct source turns)", head, rows))
-    head = ["recipe", "Avg K", "P (evidence set)", "R (evidence set)", "search p50 ms", "p95 ms"]
+    head = ["recipe", "Avg K", "P (evidence set)", "R (evidence set)"]
+    head += ["adaptive Avg K", "adaptive P", "adaptive R", "search p50 ms", "p95 ms"]
     rows = [
         [
             name,
             e.get("avg_k"),
             e.get("evidence_precision"),
             e.get("evidence_recall"),
+            e.get("adaptive_k"),
+            e.get("adaptive_p"),
+            e.get("adaptive_r"),
             e["latency_ms"]["p50"],
             e["latency_ms"]["p95"],
         ]
         for name, e in recipes.items()
     ]
-    out.append(("Evidence set (search k=10, no token budget) and search latency", head, rows))
+    out.append(
+        (
+            "Evidence set (search k=10, no token budget; adaptive: cut to what the evidence "
+            "needs, budgets.evidence_keep) and search latency",
+            head,
+            rows,
+        )
+    )
     present = [m for m in LME if any(m in e for e in recipes.values())]
     if present:
         rows = [[name] + [e.get(m) for m in present] for name, e in recipes.items()]

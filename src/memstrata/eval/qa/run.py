@@ -34,7 +34,7 @@ from memstrata.memory import AsyncMemory
 from memstrata.retrieval.context import count_tokens, fit_to_budget
 from memstrata.store import is_postgres
 
-HARNESS_VERSION = 1  # part of every result-cache key: bump when a row's content changes
+HARNESS_VERSION = 2  # part of every result-cache key: bump when a row's content changes
 EVIDENCE_K = 10
 RANK_DEPTH = 50
 Progress = Callable[[int], None]
@@ -192,8 +192,19 @@ class Runner:
             )
             latency_ms = (time.perf_counter() - start) * 1000
             own = [self._cost(recipe, ns, "retrieval", before, t0)]
+            before, t0 = self._usage(ns), time.perf_counter()
+            (cut,) = await self.memory.search_many(
+                [q.question],
+                namespace=ns,
+                k=EVIDENCE_K,
+                recipe=recipe,
+                max_tokens=None,
+                adaptive=True,
+            )
+            own.append(self._cost(recipe, ns, "retrieval", before, t0))
             ranked = _sources(ranked_result.hits)
             evset = _sources(top.hits)
+            adaptive = _sources(cut.hits)
             row: dict[str, Any] = {
                 "recipe": recipe,
                 "sample": ns,
@@ -206,9 +217,10 @@ class Runner:
                 "evidence_sessions": q.evidence_sessions,
                 "ranked": ranked,
                 "evidence_set": evset,
+                "adaptive_set": adaptive,
                 "latency_ms": round(latency_ms, 2),
                 "retrieval": metrics_retrieval.question_metrics(
-                    ranked, evset, q.evidence, q.evidence_sessions, session_of
+                    ranked, evset, q.evidence, q.evidence_sessions, session_of, adaptive=adaptive
                 ),
                 "cached": False,
             }
