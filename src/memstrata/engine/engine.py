@@ -506,11 +506,10 @@ class Engine:
         k: int,
         recipe: str,
         filters: SearchFilters | None = None,
-        evidence: float | None = None,
+        keep: float | None = None,
     ) -> list[list[Hit]]:
-        """``evidence``: cut each result to an adaptive evidence set, keeping the source
-        turns that score at least this share of the best one
-        (:mod:`memstrata.retrieval.evidence`); None keeps the recipe's ``k``."""
+        """``keep``: cut each result to its adaptive evidence set (:meth:`evidence_sets`);
+        None keeps the recipe's ``k``."""
         spec = self.recipe(recipe)
         routes = self.routes(recipe)
         ctx = self.context(namespace, self.search_tier)
@@ -539,13 +538,15 @@ class Engine:
             if spec.fusion.reranker == "llm" and ctx.llm is not None:
                 merged = await rerank(query, merged, spec.fusion, k, _reorder(ctx.llm))
             out.append(cut(merged, spec.fusion, k))
-        if evidence is not None:
-            out = await asyncio.to_thread(self._evidence, namespace, queries, out, evidence, k)
+        if keep is not None:
+            out = await asyncio.to_thread(self.evidence_sets, namespace, queries, out, keep, k)
         return out
 
-    def _evidence(
+    def evidence_sets(
         self, namespace: str, queries: list[str], results: list[list[Hit]], keep: float, k: int
     ) -> list[list[Hit]]:
+        """Each query's hits cut to the source turns scoring at least ``keep`` of the best
+        one, at most ``k`` (:mod:`memstrata.retrieval.evidence`)."""
         qvecs = self.base.embedder.embed(queries)
         out = []
         for query, qvec, hits in zip(queries, qvecs, results, strict=True):

@@ -23,7 +23,7 @@ from memstrata.embed.base import Embedder
 from memstrata.embed.cache import embed_cached
 from memstrata.models import Hit
 from memstrata.retrieval import documents
-from memstrata.retrieval.text import content_terms, stem, stems
+from memstrata.retrieval.text import content_terms, overlap, stem, stems
 from memstrata.store.base import Store
 
 
@@ -43,16 +43,12 @@ def term_share(query: str, texts: Sequence[str]) -> list[float]:
     holds, IDF taken over ``texts`` themselves."""
     terms = list(dict.fromkeys(stem(t) for t in content_terms(query)))
     held = [set(stems(t)) for t in texts]
-    n = len(texts)
     idf: dict[str, float] = {}
     for t in terms:
         df = sum(t in h for h in held)
         if df:
-            idf[t] = math.log(1 + n / df)
-    total = sum(idf.values())
-    if not total:
-        return [0.0] * n
-    return [sum(w for t, w in idf.items() if t in h) / total for h in held]
+            idf[t] = math.log(1 + len(texts) / df)
+    return [overlap(terms, text, lambda t: idf.get(t, 0.0)) for text in texts]
 
 
 def source_scores(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
@@ -88,3 +89,14 @@ def stem(term: str) -> str:
 def stems(text: str) -> list[str]:
     """The text's distinct content terms, stemmed, in order of first appearance."""
     return list(dict.fromkeys(stem(t) for t in content_terms(text)))
+
+
+def overlap(terms: list[str], text: str, idf: Callable[[str], float]) -> float:
+    """Share of the query's stemmed content terms the text holds, each term weighted by its
+    IDF (a rare word shared with the query says more than a common one). Terms are compared
+    by stem (:func:`stem`), so "camped" meets "camping"."""
+    total = sum(idf(t) for t in terms)
+    if not total:
+        return 0.0
+    have = set(stems(text))
+    return sum(idf(t) for t in terms if t in have) / total

@@ -19,7 +19,6 @@ Hits are episodes, best first; ``Hit.routes`` says where each came from:
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC
 from typing import Literal
@@ -44,7 +43,7 @@ from memstrata.retrieval.system1 import (
     period_range,
     plan_query,
 )
-from memstrata.retrieval.text import content_terms, stem, stems, words
+from memstrata.retrieval.text import content_terms, overlap, stem, stems, words
 from memstrata.store.base import SearchFilters
 
 
@@ -137,17 +136,6 @@ def _place(
         current, size = [], 0
     current.append(block)
     return current, size + weight
-
-
-def overlap(terms: list[str], text: str, idf: Callable[[str], float]) -> float:
-    """Share of the query's stemmed content terms the text holds, each term weighted by its
-    IDF (a rare word shared with the query says more than a common one). Terms are compared
-    by stem (:func:`~memstrata.retrieval.text.stem`), so "camped" meets "camping"."""
-    total = sum(idf(t) for t in terms)
-    if not total:
-        return 0.0
-    have = set(stems(text))
-    return sum(idf(t) for t in terms if t in have) / total
 
 
 def date_span(date: str) -> tuple[float, float] | None:

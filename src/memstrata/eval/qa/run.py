@@ -192,19 +192,14 @@ class Runner:
             )
             latency_ms = (time.perf_counter() - start) * 1000
             own = [self._cost(recipe, ns, "retrieval", before, t0)]
-            before, t0 = self._usage(ns), time.perf_counter()
-            (cut,) = await self.memory.search_many(
-                [q.question],
-                namespace=ns,
-                k=EVIDENCE_K,
-                recipe=recipe,
-                max_tokens=None,
-                adaptive=True,
+            # the adaptive set is the same search's hits, cut (what search(adaptive=True) does)
+            keep = self.memory.config.budgets.evidence_keep
+            (cut,) = await asyncio.to_thread(
+                self.memory.engine.evidence_sets, ns, [q.question], [top.hits], keep, EVIDENCE_K
             )
-            own.append(self._cost(recipe, ns, "retrieval", before, t0))
             ranked = _sources(ranked_result.hits)
             evset = _sources(top.hits)
-            adaptive = _sources(cut.hits)
+            adaptive = _sources(cut)
             row: dict[str, Any] = {
                 "recipe": recipe,
                 "sample": ns,
