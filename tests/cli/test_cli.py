@@ -198,7 +198,8 @@ def test_bench_locomo_and_scale_print_numbers(
     assert "| default | overall (1-4) |" in (out / "locomo.md").read_text()
 
     tiny = "locomo:" + str(DATA / "tiny_locomo.json")
-    args = ("--sizes", "150,300", "--ann-threshold", "200", "--queries", "6", "--data", tiny)
+    args = ("--sizes", "150,300", "--ann-threshold", "200", "--text-threshold", "200")
+    args += ("--queries", "6", "--data", tiny)
     run(subprocess_env, "bench", "scale", *args, "--out", str(out))
     scale = json.loads((out / "scale.json").read_text())
     small, large = scale["sizes"]
@@ -207,7 +208,11 @@ def test_bench_locomo_and_scale_print_numbers(
     assert small["index"]["graph"] == 0 and small["index_bytes_per_episode"] == 0
     assert large["index"] == {"graph": 300, "exact": 0, "outdated": 0, "building": False}
     assert large["index_bytes_per_episode"] > 384  # float16 vectors and their links
-    assert large["vs_exact"]["recall_dense"] >= 0.9 and large["vs_exact"]["recall_bm25"] == 1.0
+    # and the full-text index every document, against FTS5 with every term
+    assert small["text_index"]["indexed"] == 0 and small["text_index_bytes_per_episode"] == 0
+    assert large["text_index"] == {"indexed": 300, "delta": 0, "building": False}
+    assert large["text_index_bytes_per_episode"] > 0 and large["text_build_s"] is not None
+    assert large["vs_exact"]["recall_dense"] >= 0.9 and large["vs_exact"]["recall_bm25"] >= 0.9
     for row in (small, large):
         assert row["ingest_episodes_per_s"] > 0 and row["bare_embedder_texts_per_s"] > 0
         assert row["bytes_per_episode"] > 100 and row["open"]["ready_s"] > 0

@@ -249,6 +249,10 @@ def bench_scale(
         int | None,
         typer.Option(help="Vectors from which a namespace gets its approximate index."),
     ] = None,
+    text_threshold: Annotated[
+        int | None,
+        typer.Option(help="Documents from which a namespace gets its full-text index."),
+    ] = None,
     db: Annotated[
         str | None, typer.Option("--db", help="Store (default: a fresh temp file).")
     ] = None,
@@ -256,8 +260,8 @@ def bench_scale(
     seed: Annotated[int, typer.Option(help="Random seed of the data and the queries.")] = 7,
 ) -> None:
     """Ingest rate beside the bare embedder's, search p50/p95 (hybrid, BM25 alone, dense as
-    served and exact), the approximate index's recall, open time and bytes per episode, at
-    each size of one growing namespace."""
+    served and exact), the approximate indexes' agreement with the exact path, open time and
+    bytes per episode, at each size of one growing namespace."""
     from memstrata.eval import bench_scale as bs
 
     try:
@@ -283,7 +287,9 @@ def bench_scale(
                 seed=seed,
                 data=sets,
                 ann_threshold=ann_threshold,
+                text_threshold=text_threshold,
                 progress=lambda k: progress.advance(task, k),
+                checkpoint=lambda partial: bs.write(partial, out_dir),
             )
         jpath, mpath = bs.write(report, out_dir)
     sys.stdout.write(bs.markdown(report))

@@ -10,7 +10,8 @@ store at that size. Timings:
 * search: each query timed alone (model loaded, index warm), and batches of 32 queries
   timed as a whole (per-query cost = batch time / 32); p50 and p95 over the queries;
 * baselines in the same run: flat BM25 alone (one FTS5 query) and dense alone (one matrix
-  product), timed the same way.
+  product), timed the same way, on the same file with the namespace's indexes (vector
+  graph, full-text index) left unused.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from memstrata.eval.report import write_report
 from memstrata.memory import AsyncMemory
 from memstrata.retrieval.documents import embed_text
 from memstrata.retrieval.text import content_terms
-from memstrata.store import ann, sqlite_search
+from memstrata.store import ann, fulltext, sqlite_text
 from memstrata.store.sqlite import SQLiteStore
 
 NAMES = """
@@ -174,7 +175,7 @@ def real_turns(data: Sequence[tuple[str, str]], n: int) -> tuple[list[dict[str, 
 
 
 def _dir_bytes(path: Path) -> int:
-    return sum(p.stat().st_size for p in path.iterdir()) if path.exists() else 0
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) if path.exists() else 0
 
 
 async def _run(
@@ -184,6 +185,7 @@ async def _run(
     seed: int,
     data: Sequence[tuple[str, str]],
     progress: Callable[[int], None] | None,
+    checkpoint: Callable[[dict[str, Any]], object] | None = None,
 ) -> dict[str, Any]:
     from memstrata.eval.bench_store import Precomputed
 
@@ -208,6 +210,7 @@ async def _run(
         "queries": len(queries),
         "cores": usable_cores(),
         "ann_threshold": ann.ANN_THRESHOLD,
+        "text_threshold": fulltext.TEXT_THRESHOLD,
         "query_embedding_ms": round(query_ms, 2),
         "sizes": [],
     }
@@ -239,6 +242,12 @@ async def _run(
             info = store.vector_index_info(NS, embedder.model_id)
             row["graph_build_s"] = round(time.perf_counter() - t, 2) if info["graph"] else None
             row["index"] = info
+            t = time.perf_counter()
+            store.text_index_info(NS)  # past the threshold: a build starts
+            store.wait_for_text_indexes()
+            text = store.text_index_info(NS)
+            row["text_build_s"] = round(time.perf_counter() - t, 2) if text["indexed"] else None
+            row["text_index"] = text
             await memory.search_many(queries[:8], namespace=NS, k=10)  # warm
             row["search"] = await _timings(memory, store, queries, qvecs)
             row["bytes_per_episode"] = round(store.size_bytes() / size, 1)
@@ -247,7 +256,10 @@ async def _run(
         row["vs_exact"] = await _against_exact(path, embedder, queries, qvecs)
         row["open"] = await _open_time(path, embedder, queries[0])
         row["index_bytes_per_episode"] = round(_dir_bytes(Path(path + "-ann")) / size, 1)
+        row["text_index_bytes_per_episode"] = round(_dir_bytes(Path(path + "-fts")) / size, 1)
         report["sizes"].append(row)
+        if checkpoint is not None:  # a long run keeps what it measured if stopped
+            checkpoint(report)
         have = size
     return report
 
@@ -324,13 +336,13 @@ def _overlap(have: set[Any], want: set[Any]) -> float:
 
 @contextmanager
 def _exact_stores() -> Iterator[None]:
-    """Stores opened inside scan every vector and read every query term."""
-    saved = ann.ANN_THRESHOLD, sqlite_search.BM25_BUDGET
-    ann.ANN_THRESHOLD, sqlite_search.BM25_BUDGET = EXACT, None
+    """Stores opened inside scan every vector and ask FTS5 with every query term."""
+    saved = ann.ANN_THRESHOLD, fulltext.TEXT_THRESHOLD, sqlite_text.BM25_BUDGET
+    ann.ANN_THRESHOLD, fulltext.TEXT_THRESHOLD, sqlite_text.BM25_BUDGET = EXACT, EXACT, None
     try:
         yield
     finally:
-        ann.ANN_THRESHOLD, sqlite_search.BM25_BUDGET = saved
+        ann.ANN_THRESHOLD, fulltext.TEXT_THRESHOLD, sqlite_text.BM25_BUDGET = saved
 
 
 async def _open_time(path: str, embedder: Any, query: str) -> dict[str, float]:
@@ -354,39 +366,45 @@ def run(
     seed: int = 7,
     data: Sequence[tuple[str, str]] = (),
     ann_threshold: int | None = None,
+    text_threshold: int | None = None,
     progress: Callable[[int], None] | None = None,
+    checkpoint: Callable[[dict[str, Any]], object] | None = None,
 ) -> dict[str, Any]:
     if not sizes or sorted(sizes) != sizes or sizes[0] < 1:
         raise ValueError("sizes must be increasing and positive")
-    default = ann.ANN_THRESHOLD
-    ann.ANN_THRESHOLD = ann_threshold or default  # every store this run opens takes it
+    defaults = ann.ANN_THRESHOLD, fulltext.TEXT_THRESHOLD
+    # every store this run opens takes them
+    ann.ANN_THRESHOLD = ann_threshold or defaults[0]
+    fulltext.TEXT_THRESHOLD = text_threshold or defaults[1]
     try:
-        return asyncio.run(_run(path, sizes, n_queries, seed, data, progress))
+        return asyncio.run(_run(path, sizes, n_queries, seed, data, progress, checkpoint))
     finally:
-        ann.ANN_THRESHOLD = default
+        ann.ANN_THRESHOLD, fulltext.TEXT_THRESHOLD = defaults
 
 
 def markdown(report: dict[str, Any]) -> str:
     lines = [
         f"Scale benchmark: {report['data']}, one namespace, {report['cores']} core(s), "
         f"{report['queries']} queries, approximate index from {report['ann_threshold']:,} "
-        "vectors",
+        f"vectors, full-text index from {report.get('text_threshold', 0):,} documents",
         f"query embedding (apart from the search timings): {report['query_embedding_ms']} ms/query",
         "",
         "| episodes | ingest eps/s | bare embedder texts/s | ratio | graph build s "
-        "| open to first search s | bytes/episode | index bytes/episode |",
-        "|" + "---|" * 8,
+        "| text index build s | open to first search s | bytes/episode "
+        "| graph bytes/episode | text index bytes/episode |",
+        "|" + "---|" * 10,
     ]
     for r in report["sizes"]:
         lines.append(
             f"| {r['episodes']:,} | {r['ingest_episodes_per_s']} | "
             f"{r['bare_embedder_texts_per_s']} | {r['ingest_vs_bare']} | "
-            f"{r['graph_build_s'] or '-'} | {r['open']['ready_s']} | "
-            f"{r['bytes_per_episode']} | {r['index_bytes_per_episode']} |"
+            f"{r['graph_build_s'] or '-'} | {r.get('text_build_s') or '-'} | "
+            f"{r['open']['ready_s']} | {r['bytes_per_episode']} | "
+            f"{r['index_bytes_per_episode']} | {r.get('text_index_bytes_per_episode', 0)} |"
         )
     lines += [
         "",
-        "| episodes | default p50/p95 ms | rag | BM25 as served | BM25 every term "
+        "| episodes | default p50/p95 ms | rag | BM25 as served | BM25 by FTS5, every term "
         "| dense as served | dense exact | top-10 vs exact: default / BM25 / dense |",
         "|" + "---|" * 8,
     ]

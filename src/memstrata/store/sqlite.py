@@ -2,7 +2,8 @@
 
 This module holds the connection, migrations, namespaces, episodes and accounting. The rest
 of ``SQLiteStore`` lives in mixins, one responsibility each, to keep modules small:
-``sqlite_search`` (embedding cache, BM25, the vector index and why it is exact),
+``sqlite_search`` (embedding cache, the vector index and why it is exact), ``sqlite_text``
+(BM25: FTS5, and a full-text index for large namespaces), ``sqlite_usage`` (LLM calls),
 ``sqlite_records`` (derived records and provenance), ``sqlite_builds`` (build queue),
 ``sqlite_updates`` (episode updates and their history) and ``sqlite_transfer`` (a
 namespace out as a dump and in, for ``memstrata copy``).
@@ -23,7 +24,6 @@ from pathlib import Path
 from typing import Any
 
 from memstrata.errors import StoreClosedError, StoreError, StoreLockedError
-from memstrata.llm.types import LLMCallRecord
 from memstrata.models import Episode
 from memstrata.store.base import (
     AddReport,
@@ -50,8 +50,10 @@ from memstrata.store.sqlite_jobs import Jobs
 from memstrata.store.sqlite_keys import ApiKeys
 from memstrata.store.sqlite_records import DerivedRecords
 from memstrata.store.sqlite_search import SearchPrimitives
+from memstrata.store.sqlite_text import TextSearch
 from memstrata.store.sqlite_transfer import Transfer
 from memstrata.store.sqlite_updates import EpisodeUpdates
+from memstrata.store.sqlite_usage import LLMAccounting
 
 BUSY_TIMEOUT_MS = 30_000
 
@@ -72,6 +74,8 @@ class SQLiteStore(
     BuildBookkeeping,
     DerivedRecords,
     SearchPrimitives,
+    TextSearch,
+    LLMAccounting,
     EpisodeUpdates,
     Store,
 ):
@@ -83,12 +87,15 @@ class SQLiteStore(
         *,
         busy_timeout_ms: int = BUSY_TIMEOUT_MS,
         ann_threshold: int | None = None,
+        text_threshold: int | None = None,
     ) -> None:
-        """From ``ann_threshold`` vectors a namespace gets an approximate index (ann.py)."""
+        """Namespaces get an approximate vector index (ann.py) from ``ann_threshold``
+        vectors, a full-text index (fulltext.py) from ``text_threshold`` documents."""
         self.path = str(path)
         self.url = f"sqlite:///{self.path}"
         self._lock = threading.RLock()
         self._init_search(self.path, ann_threshold)
+        self._init_text(self.path, text_threshold)
         self._ns_ids: dict[str, int] = {}
         self._speakers: dict[int, list[str]] = {}
         self._seen_version = -1
@@ -461,60 +468,6 @@ class SQLiteStore(
             return DeleteReport(len(keys), missing)
 
     # accounting and stats ---------------------------------------------------------------
-    def record_llm_call(self, record: LLMCallRecord) -> None:
-        with self._write() as conn:
-            conn.execute(
-                "INSERT INTO llm_calls(namespace, stage, backend, model, prompt_tokens, "
-                "completion_tokens, latency_ms, cached, ok, error, attempts, request_hash, "
-                "created_at, outcome, truncated, rejected, dropped) "
-                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (
-                    record.namespace,
-                    record.stage,
-                    record.backend,
-                    record.model,
-                    record.prompt_tokens,
-                    record.completion_tokens,
-                    record.latency_ms,
-                    int(record.cached),
-                    int(record.ok),
-                    record.error,
-                    record.attempts,
-                    record.request_hash,
-                    record.created_at.isoformat(),
-                    record.outcome,
-                    record.truncated,
-                    record.rejected,
-                    json.dumps(record.dropped, sort_keys=True) if record.dropped else None,
-                ),
-            )
-
-    def llm_usage(self, namespace: str | None = None) -> dict[str, dict[str, Any]]:
-        where, args = ("WHERE namespace=?", (namespace,)) if namespace else ("", ())
-        with self._lock:
-            rows = self._conn.execute(
-                "SELECT stage, COUNT(*), SUM(1-ok), SUM(cached), SUM(prompt_tokens), "
-                "SUM(completion_tokens), SUM(latency_ms), SUM(outcome='kept'), "
-                "SUM(outcome='repaired'), SUM(truncated), SUM(rejected) "
-                f"FROM llm_calls {where} GROUP BY stage",
-                args,
-            ).fetchall()
-        return {
-            r[0]: {
-                "calls": r[1],
-                "failures": r[2],
-                "cached": r[3],
-                "prompt_tokens": r[4],
-                "completion_tokens": r[5],
-                "latency_ms": round(r[6], 1),
-                "kept": r[7],
-                "repaired": r[8],
-                "truncated": r[9],
-                "rejected": r[10],
-            }
-            for r in rows
-        }
-
     def stats(self, namespace: str | None = None) -> list[NamespaceStats]:
         with self._lock:
             names = [namespace] if namespace else self.namespaces()

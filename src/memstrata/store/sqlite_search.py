@@ -1,4 +1,4 @@
-"""The SQLite store's embedding cache and retrieval primitives: BM25 and dense search.
+"""The SQLite store's embedding cache and dense search (BM25 is ``sqlite_text``).
 
 Vectors are kept once, in the ``embeddings`` table keyed by content hash (that table *is*
 the embedding cache). Each namespace's matrix is loaded into memory on first search and
@@ -28,18 +28,13 @@ from memstrata.models import Episode
 from memstrata.store import ann
 from memstrata.store.ann import AnnFileError, AnnIndex
 from memstrata.store.base import ScoredKeys, SearchFilters
-from memstrata.store.postgres.tokenize import tokenize
-from memstrata.store.sqlite_common import _chunks, _fts, _ts
+from memstrata.store.sqlite_common import _chunks, _ts
 
 logger = logging.getLogger(__name__)
 
 # With a graph, the delta searched exactly is folded into a new graph file once it holds
 # this many vectors or a twentieth of the graph, whichever is more.
 DELTA_FOLD_MIN = 2_000
-# Postings a BM25 query may read before its commonest terms are left out (docs/scale.md).
-# A namespace of fewer documents than this over the number of query terms is never
-# pruned: none of the four dev sets' namespaces (at most about 1,000 documents) is.
-BM25_BUDGET: int | None = 50_000
 
 
 @dataclass
@@ -83,6 +78,8 @@ class SearchPrimitives:
         def _write(self) -> AbstractContextManager[sqlite3.Connection]: ...
         def _ns_id(self, namespace: str, create: bool = False) -> int | None: ...
         def _versions_stamp(self, ns_id: int) -> int: ...
+        def _drop_text(self, ns_id: int) -> None: ...
+        def _text_written(self, ns_id: int | None) -> None: ...
 
         _EP_COLS: str
 
@@ -95,8 +92,6 @@ class SearchPrimitives:
         self._ann_folder = None if in_memory else ann.folder_for(path)
         self._ann_threshold = max(1, ann_threshold or ann.ANN_THRESHOLD)
         self.ann_builds = 0  # graph builds this connection started
-        self.bm25_budget: int | None = BM25_BUDGET  # None: never leave a term out
-        self._doc_freqs: dict[int, tuple[int | None, dict[str, int]]] = {}
 
     # embeddings -------------------------------------------------------------------------
     def cached_embeddings(
@@ -142,75 +137,6 @@ class SearchPrimitives:
             clauses.append("e.occurred_ts <= ?")
             args.append(_ts(filters.until))
         return " AND " + " AND ".join(clauses), args
-
-    def bm25_episodes(
-        self, namespace: str, terms: Sequence[str], limit: int, filters: SearchFilters | None = None
-    ) -> ScoredKeys:
-        terms = [t for t in terms if t]  # a repeated term counts twice, as in FTS5
-        if not terms or limit <= 0:
-            return []
-        where, args = self._filter_sql(filters)
-        with self._lock:
-            ns_id = self._ns_id(namespace)
-            if ns_id is None:
-                return []
-            terms = self._within_budget(ns_id, terms)
-            match = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
-            fts = _fts(ns_id)
-            if where:
-                sql = (
-                    f"SELECT f.rowid, bm25({fts}) AS s FROM {fts} f JOIN episodes e "
-                    f"ON e.id=f.rowid WHERE {fts} MATCH ?{where} ORDER BY s LIMIT ?"
-                )
-            else:
-                sql = (
-                    f"SELECT rowid, bm25({fts}) AS s FROM {fts} WHERE {fts} MATCH ? "
-                    "ORDER BY s LIMIT ?"
-                )
-            rows = self._conn.execute(sql, (match, *args, limit)).fetchall()
-        return [(int(r[0]), -float(r[1])) for r in rows]
-
-    def _within_budget(self, ns_id: int, terms: list[str]) -> list[str]:
-        """The query's terms, without its commonest ones when together they would make
-        FTS5 read more than ``bm25_budget`` postings (an OR query scores every document
-        holding any term). Rarer terms are kept first, at least one; the left-out terms
-        are those with the lowest idf, so the ranking moves little (docs/scale.md
-        measures how little)."""
-        if self.bm25_budget is None or len(terms) < 2:
-            return terms
-        version = self._conn.execute("PRAGMA data_version").fetchone()[0]
-        seen, known = self._doc_freqs.get(ns_id, (None, {}))
-        if seen != version:  # another connection wrote: counts are read again
-            known = {}
-            self._doc_freqs[ns_id] = (version, known)
-        cost = {t: sum(self._doc_freq(ns_id, tok, known) for tok in tokenize(t)) for t in terms}
-        if sum(cost.values()) <= self.bm25_budget:
-            return terms
-        kept: set[str] = set()
-        total = 0
-        for term in sorted(terms, key=lambda t: cost[t]):
-            if kept and total + cost[term] > self.bm25_budget:
-                break
-            kept.add(term)
-            total += cost[term]
-        return [t for t in terms if t in kept]
-
-    def _doc_freq(self, ns_id: int, token: str, known: dict[str, int]) -> int:
-        """Documents of the namespace holding ``token`` (FTS5's vocabulary), kept in
-        ``known`` until the namespace is written."""
-        if token not in known:
-            vocab = f"temp.{_fts(ns_id)}_vocab"
-            try:
-                row = self._conn.execute(f"SELECT doc FROM {vocab} WHERE term=?", (token,))
-            except sqlite3.OperationalError:  # first use on this connection
-                self._conn.execute(
-                    f"CREATE VIRTUAL TABLE IF NOT EXISTS {vocab} "
-                    f"USING fts5vocab(main, {_fts(ns_id)}, 'row')"
-                )
-                row = self._conn.execute(f"SELECT doc FROM {vocab} WHERE term=?", (token,))
-            found = row.fetchone()
-            known[token] = int(found[0]) if found else 0
-        return known[token]
 
     def dense_episodes(
         self,
@@ -504,6 +430,7 @@ class SearchPrimitives:
             del self._indexes[key]
         if self._ann_folder is not None:
             AnnIndex.remove(self._ann_folder, ns_id)
+        self._drop_text(ns_id)
 
     # conversation positions ---------------------------------------------------------------
     def session_neighbours(self, keys: Sequence[int], window: int) -> dict[int, list[int]]:
@@ -550,7 +477,7 @@ class SearchPrimitives:
         """Tell the caches that this connection changed the episodes of ``namespace``."""
         ns_id = self._ns_ids.get(namespace)
         self._speakers.pop(ns_id or -1, None)
-        self._doc_freqs.pop(ns_id or -1, None)
+        self._text_written(ns_id)
         for key in [k for k in self._indexes if k[0] == ns_id]:
             self._indexes[key].stale = True
 
