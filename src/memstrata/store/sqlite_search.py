@@ -70,6 +70,7 @@ class SearchPrimitives:
     """Mixin of :class:`~memstrata.store.sqlite.SQLiteStore`."""
 
     if TYPE_CHECKING:
+        path: str
         _conn: sqlite3.Connection
         _lock: threading.RLock
         _ns_ids: dict[str, int]
@@ -372,13 +373,16 @@ class SearchPrimitives:
         folder, keys, matrix = self._ann_folder, index.keys, index.matrix
         dirty, max_key, revision = index.dirty, index.max_key, index.revision
         self.ann_builds += 1
+        database = self.path
 
         def work() -> None:
             try:
                 if ann is None:
                     graph = AnnIndex.build(keys, matrix)
                 else:
-                    graph = AnnIndex.extend(ann.manifest_path, dirty, keys, matrix)
+                    # deleted episodes leave the graph here: their keys are read now
+                    live = _episode_keys(database, ns_id, ann.manifest.max_key)
+                    graph = AnnIndex.extend(ann.manifest_path, dirty, keys, matrix, live=live)
                 AnnIndex.save(graph, folder, ns_id, model, max_key=max_key, revision=revision)
                 index.built = AnnIndex.load(folder, ns_id, model)
             except Exception:  # exact search goes on; not tried again by this connection
@@ -480,6 +484,19 @@ class SearchPrimitives:
         self._text_written(ns_id)
         for key in [k for k in self._indexes if k[0] == ns_id]:
             self._indexes[key].stale = True
+
+
+def _episode_keys(database: str, ns_id: int, up_to: int) -> NDArray[np.int64]:
+    """The namespace's episode keys up to ``up_to``, read on a connection of their own
+    (a background fold's; the store's stays free for searches)."""
+    conn = sqlite3.connect(database, timeout=30)
+    try:
+        rows = conn.execute(
+            "SELECT id FROM episodes WHERE namespace_id=? AND id<=? ORDER BY id", (ns_id, up_to)
+        )
+        return np.fromiter((r[0] for r in rows), dtype=np.int64)
+    finally:
+        conn.close()
 
 
 def _append(index: _VectorIndex, rows: Sequence[tuple[int, bytes]]) -> None:

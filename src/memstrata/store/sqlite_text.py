@@ -448,11 +448,24 @@ def _build(path: str, root: Path, ns_id: int) -> None:
 
 def _fold(path: str, root: Path, ns_id: int, current: TextIndex) -> None:
     """The index with the bodies written since its manifest: new keys added, updated
-    ones replaced, removed ones (updated, then deleted) dropped."""
+    ones replaced, deleted ones dropped (looked for only when the index holds more
+    documents than the namespace has episodes up to its largest key)."""
     covered = current.manifest
+    held = len(current)
     conn = _read(path)
     try:
         conn.execute("BEGIN")
+        gone: list[int] = []
+        live = conn.execute(
+            "SELECT COUNT(*) FROM episodes WHERE namespace_id=? AND id<=?",
+            (ns_id, covered.max_key),
+        ).fetchone()[0]
+        if held > live:
+            ids = conn.execute(
+                "SELECT id FROM episodes WHERE namespace_id=? AND id<=?", (ns_id, covered.max_key)
+            )
+            alive = {int(r[0]) for r in ids}
+            gone = [k for k in current.held_keys() if k <= covered.max_key and k not in alive]
         revision = conn.execute(
             "SELECT COALESCE(MAX(id), 0) FROM episode_versions WHERE namespace_id=?", (ns_id,)
         ).fetchone()[0]
@@ -480,7 +493,7 @@ def _fold(path: str, root: Path, ns_id: int, current: TextIndex) -> None:
     top = max([covered.max_key, *(int(k) for k, _ in docs)])
     # new keys are dropped first too: a crash between a commit and its manifest leaves
     # them in the index already, and a key is one document
-    drop = sorted({*changed, *(int(k) for k, _ in docs)})
+    drop = sorted({*changed, *gone, *(int(k) for k, _ in docs)})
     index = TextIndex.open_for_writing(root, covered)
     try:
         count = TextIndex.write(index, ((int(k), b or "") for k, b in docs), drop=drop)
