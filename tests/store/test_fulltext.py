@@ -153,6 +153,20 @@ def test_a_growing_delta_is_folded_in(
     assert _as_good_as_fts5(built, tmp_path / "m.db") >= 0.95
 
 
+def test_a_large_import_is_answered_by_fts5_until_folded(
+    built: SQLiteStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(fulltext, "TEXT_FOLD", 50)
+    monkeypatch.setattr(fulltext, "DELTA_MOST", 100)
+    built.add_episodes("ns", _episodes(150, seed=5, prefix="late"))
+    for terms in QUERIES[:5]:  # not read into memory: FTS5 answers, a fold is started
+        assert built.bm25_episodes("ns", terms, 10) == _fts5(tmp_path / "m.db", terms, 10)
+    assert built.text_index_info("ns")["delta"] == 0
+    built.wait_for_text_indexes()
+    assert built.text_index_info("ns") == {"indexed": N + 150, "delta": 0, "building": False}
+    assert _as_good_as_fts5(built, tmp_path / "m.db") >= 0.95
+
+
 def test_an_index_holding_more_than_its_manifest_counts_each_episode_once(
     built: SQLiteStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

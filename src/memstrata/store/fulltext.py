@@ -49,6 +49,9 @@ TEXT_THRESHOLD = 20_000
 # and commits that many (tens of milliseconds, in the background), while scoring the
 # delta here costs every query a Python loop over its postings.
 TEXT_FOLD = 1_000
+# A delta that would hold more (a large import, a mass update) is not read into memory:
+# FTS5 answers until the fold that takes it in is done.
+DELTA_MOST = 4 * TEXT_FOLD
 MANIFEST_FORMAT = 1
 # tantivy's BM25 (and FTS5's defaults)
 K1 = 1.2
@@ -121,6 +124,7 @@ class TextDelta:
     dirty: set[int] = field(default_factory=set)
     max_key: int = 0
     revision: int = -1
+    behind: bool = False  # more was written than DELTA_MOST: FTS5 answers until a fold
 
     def __len__(self) -> int:
         return len(self.lengths)

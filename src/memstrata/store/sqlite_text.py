@@ -156,7 +156,7 @@ class TextSearch:
         """The namespace's BM25 top ``limit`` from its index, or ``None`` when it has none
         (FTS5 answers then). Called with the store's lock held."""
         state = self._fresh_text(ns_id)
-        if state.index is None:
+        if state.index is None or state.delta.behind:
             return None
         try:
             return self._search_text(ns_id, state, fulltext.phrases_of(terms), limit)
@@ -233,17 +233,28 @@ class TextSearch:
             ]
             state.delta = TextDelta(max_key=covered.max_key, revision=revision)
             state.delta.dirty = set(changed)
-            for chunk in _chunks(changed, 500):
+            if len(changed) > fulltext.DELTA_MOST:
+                state.delta.behind = True
+            for chunk in _chunks(changed if not state.delta.behind else [], 500):
                 marks = ",".join("?" * len(chunk))
                 for key, body in self._conn.execute(
                     f"SELECT rowid, body FROM {_fts(ns_id)} WHERE rowid IN ({marks})", chunk
                 ):
                     state.delta.put(int(key), fulltext.terms_of(body or ""))
         delta = state.delta
-        for key, body in self._conn.execute(
-            f"SELECT rowid, body FROM {_fts(ns_id)} WHERE rowid>? ORDER BY rowid",
-            (max(delta.max_key, covered.max_key),),
-        ):
+        if delta.behind:
+            return
+        room = fulltext.DELTA_MOST - len(delta)
+        rows = self._conn.execute(
+            f"SELECT rowid, body FROM {_fts(ns_id)} WHERE rowid>? ORDER BY rowid LIMIT ?",
+            (max(delta.max_key, covered.max_key), room + 1),
+        ).fetchall()
+        if len(rows) > room:
+            # a large import: a fold takes it in the background, FTS5 answers until then
+            # (tokenizing it here would hold up this search)
+            delta.behind = True
+            return
+        for key, body in rows:
             delta.put(int(key), fulltext.terms_of(body or ""))
             delta.max_key = int(key)
 
@@ -323,7 +334,7 @@ class TextSearch:
             if state.index is not None:
                 self._refresh_delta_text(ns_id, state)
                 return
-        elif len(state.delta) < fulltext.TEXT_FOLD:
+        elif len(state.delta) < fulltext.TEXT_FOLD and not state.delta.behind:
             return
         self.text_builds += 1
         path = self.path
