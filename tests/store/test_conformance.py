@@ -537,6 +537,41 @@ def one_of_each_kind(ns: str) -> list[Derived]:
     ]
 
 
+def test_two_stores_caching_the_same_vectors_in_opposite_orders(open_backend) -> None:
+    """A search caching names while a build caches the same ones: each writes its batch in
+    one transaction, overlapping keys in opposite orders, and neither may fail."""
+    import threading
+
+    stores = [open_backend(), open_backend()]
+    rng = np.random.default_rng(7)
+    errors: list[BaseException] = []
+    for round_ in range(10):
+        keys = [hashlib.sha256(f"{round_}-{i}".encode()).digest() for i in range(60)]
+        vecs = rng.standard_normal((60, 8)).astype(np.float32)
+        items = list(zip(keys, vecs, strict=True))
+        start = threading.Barrier(2)
+
+        def put(s: Store, batch: list[tuple[bytes, Any]], start: threading.Barrier) -> None:
+            start.wait()
+            try:
+                s.put_embeddings("m", batch)
+            except BaseException as exc:  # noqa: BLE001 - reported by the assert below
+                errors.append(exc)
+
+        threads = [
+            threading.Thread(target=put, args=(stores[0], items, start)),
+            threading.Thread(target=put, args=(stores[1], items[::-1], start)),
+        ]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert errors == []
+        got = stores[0].cached_embeddings("m", keys)
+        assert len(got) == 60
+        assert np.allclose(got[keys[0]], vecs[0], atol=1e-2)
+
+
 def test_records_of_every_kind_roundtrip_with_provenance(store: Store) -> None:
     store.add_episodes("ns", [prep("e1", "Ana lives in Lisbon."), prep("e2", "She paints.")])
     records = one_of_each_kind("ns")

@@ -41,6 +41,14 @@ NAMES = """
 Ana Ben Chloe Dev Elif Farid Grace Hiro Ines Jonas Kemi Luca Maya Nadia Omar Priya Quinn
 Rosa Sami Tomas Uma Viktor Wen Ximena Yusuf Zoe
 """.split()
+# The first three keep the texts of earlier runs; with all, up to 703 variations of a turn.
+SURNAMES = tuple(
+    f" {s}"
+    for s in """
+Lee Diaz Okafor Novak Haddad Tanaka Silva Kowalski Mensah Petrov Rossi Nguyen Costa Moreau
+Schmidt Kaya Lindqvist Fischer Ortiz Banerjee Kruger Walsh Sato Herrera Ivanova Adeyemi
+""".split()
+)
 VERBS = """
 visited cooked painted repaired booked cancelled finished started planned adopted bought
 sold borrowed lost found organised joined left hosted practised learned taught wrote
@@ -145,7 +153,8 @@ EXACT = 10**12  # an ann_threshold no namespace reaches: the exact path as a bas
 def real_turns(data: Sequence[tuple[str, str]], n: int) -> tuple[list[dict[str, Any]], list[str]]:
     """``n`` episodes made of the data sets' turns, repeated with variations, and their
     questions. Copy ``j`` of a turn has another speaker and session (the speaker is part
-    of the embedded text, so every copy is a distinct text with a vector of its own)."""
+    of the embedded text, so every copy is a distinct text with a vector of its own; a
+    size that would need more variations than there are is refused)."""
     from memstrata.eval.qa import formats
 
     turns: list[Any] = []
@@ -156,7 +165,12 @@ def real_turns(data: Sequence[tuple[str, str]], n: int) -> tuple[list[dict[str, 
             questions.extend(q.question for q in sample.qa)
     if not turns:
         raise ValueError("the data hold no turns")
-    names = [f"{a}{b}" for b in ("", " Lee", " Diaz", " Okafor") for a in NAMES]
+    own = {t.speaker for t in turns}  # a made-up name never repeats a real speaker's
+    names = [f"{a}{b}" for b in ("",) + SURNAMES for a in NAMES if f"{a}{b}" not in own]
+    if n > len(turns) * (len(names) + 1):
+        raise ValueError(
+            f"{n} episodes would repeat texts: at most {len(turns) * (len(names) + 1)}"
+        )
     out = []
     for i in range(n):
         copy, t = divmod(i, len(turns))

@@ -138,7 +138,11 @@ class SearchPrimitives(Base):
     ) -> None:
         if not items:
             return
-        rows = [(model, h, len(v), _vec_text(v)) for h, v in items]
+        # one row per hash, in hash order: two transactions inserting overlapping keys
+        # wait on each other's uncommitted rows, and only a shared order rules out a cycle
+        # (a search caching names while a build caches the same ones deadlocked)
+        unique = dict(items)
+        rows = [(model, h, len(unique[h]), _vec_text(unique[h])) for h in sorted(unique)]
         for dim in sorted({r[2] for r in rows}):
             self._dense_index(dim)
         with self._write() as conn, conn.cursor() as cur:
