@@ -83,3 +83,51 @@ def test_speaker_counts_are_filled_from_a_store_written_before_them(tmp_path: Pa
     store.add_episodes("ns", [prep(str(i), "x", speaker="bo") for i in range(10, 14)])
     assert store.speakers("ns") == ["bo", "al"]  # 7 against 6
     store.close()
+
+
+def test_vectors_move_to_a_rowid_table_and_pack_their_pages(tmp_path: Path) -> None:
+    """Schema v10 keeps vectors in a rowid table with a unique (model, hash) index: a store
+    written with the older WITHOUT ROWID table keeps every vector, the cache still writes
+    each hash once, and stored vectors take under 900 bytes each (1,029 before)."""
+    import numpy as np
+
+    rng = np.random.default_rng(3)
+    vecs = rng.standard_normal((3000, 384)).astype(np.float32)
+    keys = [i.to_bytes(16, "big") for i in rng.permutation(3000).tolist()]
+    path = tmp_path / "s.db"
+    store = SQLiteStore(path)
+    store.close()
+    conn = sqlite3.connect(path)  # back to schema v9: the table keyed by (model, hash)
+    conn.executescript(
+        "DROP TABLE embeddings; CREATE TABLE embeddings (model TEXT NOT NULL, hash BLOB "
+        "NOT NULL, vec BLOB NOT NULL, PRIMARY KEY (model, hash)) WITHOUT ROWID;"
+        "UPDATE memstrata_meta SET value='9' WHERE key='schema_version';"
+    )
+    conn.close()
+    conn = sqlite3.connect(path)
+    conn.executemany(
+        "INSERT INTO embeddings VALUES (?,?,?)",
+        [("m", k, v.astype(np.float16).tobytes()) for k, v in zip(keys, vecs, strict=True)],
+    )
+    conn.commit()
+    conn.close()
+    store = SQLiteStore(path)
+    assert store.schema_version() >= 10
+    got = store.cached_embeddings("m", keys)
+    assert len(got) == 3000
+    assert np.allclose(got[keys[5]], vecs[5], atol=1e-2)
+    store.put_embeddings("m", [(keys[0], vecs[1]), (b"\xff" * 16, vecs[2])])
+    assert np.allclose(store.cached_embeddings("m", [keys[0]])[keys[0]], vecs[0], atol=1e-2)
+    store.put_embeddings(
+        "m", list(zip([(i + 5000).to_bytes(16, "big") for i in range(3000)], vecs, strict=True))
+    )
+    store.close()
+    conn = sqlite3.connect(path)
+    ddl = conn.execute("SELECT sql FROM sqlite_master WHERE name='embeddings'").fetchone()[0]
+    assert "WITHOUT ROWID" not in ddl
+    assert conn.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0] == 6001
+    pages = conn.execute(
+        "SELECT SUM(pgsize) FROM dbstat WHERE name IN ('embeddings', 'embeddings_key')"
+    ).fetchone()[0]
+    conn.close()
+    assert pages / 6001 < 900

@@ -117,7 +117,9 @@ class SearchPrimitives:
         # float16 halves the bytes; cosine agreement with float32 stays above 0.9999.
         rows = [(model, h, np.asarray(v, dtype=np.float16).tobytes()) for h, v in items]
         with self._write() as conn:
-            conn.executemany("INSERT OR IGNORE INTO embeddings VALUES (?,?,?)", rows)
+            conn.executemany(
+                "INSERT OR IGNORE INTO embeddings(model, hash, vec) VALUES (?,?,?)", rows
+            )
 
     # retrieval primitives ---------------------------------------------------------------
     def _filter_sql(self, filters: SearchFilters | None) -> tuple[str, list[Any]]:
