@@ -27,6 +27,7 @@ from numpy.typing import NDArray
 from memstrata.models import Episode
 from memstrata.store import ann
 from memstrata.store.ann import AnnFileError, AnnIndex
+from memstrata.store.background import Background
 from memstrata.store.base import ScoredKeys, SearchFilters
 from memstrata.store.sqlite_common import _chunks, _ts
 
@@ -55,9 +56,7 @@ class _VectorIndex:
     ann: AnnIndex | None = None
     dirty: NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     looked_for_file: bool = False
-    job: threading.Thread | None = None
-    built: AnnIndex | None = None  # a finished background build, not adopted yet
-    build_failed: bool = False
+    job: Background[AnnIndex] = field(default_factory=Background)
 
     def reset(self) -> None:
         self.keys = np.zeros(0, dtype=np.int64)
@@ -360,7 +359,7 @@ class SearchPrimitives:
     def _maybe_build_graph(self, ns_id: int, model: str, index: _VectorIndex) -> None:
         """Start a background build of the graph (or of a graph with the delta folded in)
         when the namespace has grown enough; searches go on meanwhile."""
-        if self._ann_folder is None or index.job is not None or index.build_failed:
+        if self._ann_folder is None or index.job.pending or index.job.failed:
             return
         ann = index.ann
         if ann is None and len(index.keys) < self._ann_threshold:
@@ -377,33 +376,26 @@ class SearchPrimitives:
         self.ann_builds += 1
         database = self.path
 
-        def work() -> None:
-            try:
-                if ann is None:
-                    graph = AnnIndex.build(keys, matrix)
-                else:
-                    # deleted episodes leave the graph here: their keys are read now
-                    live = _episode_keys(database, ns_id, ann.manifest.max_key)
-                    graph = AnnIndex.extend(ann.manifest_path, dirty, keys, matrix, live=live)
-                AnnIndex.save(graph, folder, ns_id, model, max_key=max_key, revision=revision)
-                index.built = AnnIndex.load(folder, ns_id, model)
-            except Exception:  # exact search goes on; not tried again by this connection
-                index.build_failed = True
-                logger.exception(
-                    "building the vector index of namespace %d failed; its searches stay "
-                    "exact until the store is opened again",
-                    ns_id,
-                )
+        def work() -> AnnIndex | None:
+            if ann is None:
+                graph = AnnIndex.build(keys, matrix)
+            else:
+                # deleted episodes leave the graph here: their keys are read now
+                live = _episode_keys(database, ns_id, ann.manifest.max_key)
+                graph = AnnIndex.extend(ann.manifest_path, dirty, keys, matrix, live=live)
+            AnnIndex.save(graph, folder, ns_id, model, max_key=max_key, revision=revision)
+            return AnnIndex.load(folder, ns_id, model)
 
-        index.job = threading.Thread(target=work, name=f"ann-ns{ns_id}", daemon=True)
-        index.job.start()
+        failure = (
+            f"building the vector index of namespace {ns_id} failed; its searches stay "
+            "exact until the store is opened again"
+        )
+        index.job.start(f"ann-ns{ns_id}", work, logger, failure)
 
     def _adopt_built(self, index: _VectorIndex) -> None:
-        if index.job is None or index.job.is_alive():
-            return
-        index.job = None
-        if index.built is not None:
-            index.ann, index.built = index.built, None
+        built = index.job.take()
+        if built is not None:
+            index.ann = built
             index.reset()
             index.revision = -1
             index.stale = True
@@ -421,15 +413,13 @@ class SearchPrimitives:
                 "graph": len(index.ann) if index.ann is not None else 0,
                 "exact": len(index.keys),
                 "outdated": len(index.dirty),
-                "building": index.job is not None,
+                "building": index.job.pending,
             }
 
     def wait_for_vector_indexes(self, timeout: float | None = None) -> None:
         """Let running graph builds finish (benchmarks and tests; searches never wait)."""
         for index in list(self._indexes.values()):
-            job = index.job
-            if job is not None:
-                job.join(timeout)
+            index.job.wait(timeout)
 
     def _drop_indexes(self, ns_id: int) -> None:
         for key in [k for k in self._indexes if k[0] == ns_id]:

@@ -25,6 +25,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from memstrata.store import fulltext
+from memstrata.store.background import Background
 from memstrata.store.base import ScoredKeys, SearchFilters
 from memstrata.store.fulltext import TextDelta, TextIndex, TextIndexError
 from memstrata.store.postgres.tokenize import tokenize
@@ -51,9 +52,7 @@ class _TextState:
     data_version: int = -1
     stale: bool = True
     looked_for_file: bool = False
-    job: threading.Thread | None = None
-    built: TextIndex | None = None  # a finished background job's index, not adopted yet
-    failed: bool = False
+    job: Background[TextIndex] = field(default_factory=Background)
 
 
 class TextSearch:
@@ -324,7 +323,7 @@ class TextSearch:
         """Start a background build (a large namespace without an index) or fold (a delta
         of ``TEXT_FOLD`` documents or more); searches go on meanwhile."""
         root = self._text_root
-        if root is None or state.job is not None or state.failed:
+        if root is None or state.job.pending or state.job.failed:
             return
         index = state.index
         if index is None:
@@ -339,32 +338,26 @@ class TextSearch:
         self.text_builds += 1
         path = self.path
 
-        def work() -> None:
+        def work() -> TextIndex | None:
             try:
                 if index is None:
                     _build(path, root, ns_id)
                 else:
                     _fold(path, root, ns_id, index)
-                state.built = TextIndex.load(root, ns_id)
             except _Busy:
-                pass  # another process is writing the index; its commit is read later
-            except Exception:  # FTS5 goes on answering; not tried again by this connection
-                state.failed = True
-                logger.exception(
-                    "writing the full-text index of namespace %d failed; FTS5 answers its "
-                    "searches until the store is opened again",
-                    ns_id,
-                )
+                return None  # another process is writing the index; its commit is read later
+            return TextIndex.load(root, ns_id)
 
-        state.job = threading.Thread(target=work, name=f"fts-ns{ns_id}", daemon=True)
-        state.job.start()
+        failure = (
+            f"writing the full-text index of namespace {ns_id} failed; FTS5 answers its "
+            "searches until the store is opened again"
+        )
+        state.job.start(f"fts-ns{ns_id}", work, logger, failure)
 
     def _adopt_text(self, state: _TextState) -> None:
-        if state.job is None or state.job.is_alive():
-            return
-        state.job = None
-        if state.built is not None:
-            state.index, state.built = state.built, None
+        built = state.job.take()
+        if built is not None:
+            state.index = built
             state.delta = TextDelta(revision=-1)
             state.stale = True
 
@@ -379,15 +372,13 @@ class TextSearch:
             return {
                 "indexed": len(state.index) if state.index is not None else 0,
                 "delta": len(state.delta) if state.index is not None else 0,
-                "building": state.job is not None,
+                "building": state.job.pending,
             }
 
     def wait_for_text_indexes(self, timeout: float | None = None) -> None:
         """Let running builds and folds finish (benchmarks and tests; searches never wait)."""
         for state in list(self._texts.values()):
-            job = state.job
-            if job is not None:
-                job.join(timeout)
+            state.job.wait(timeout)
 
     def _drop_text(self, ns_id: int) -> None:
         self._texts.pop(ns_id, None)
