@@ -39,12 +39,14 @@ logger = logging.getLogger(__name__)
 # Below this many vectors exact search costs under 2 ms on two cores (docs/scale.md),
 # and an approximate index would only add a build and a file.
 ANN_THRESHOLD = 20_000
-# HNSW parameters: 16 links per node; a search list of 128 gave a top-10 recall of 0.9795
-# against exact search on 100,000 embedded chat turns, so searches take 256
-# (memstrata bench scale, docs/scale.md).
+# HNSW parameters: 16 links per node. The search list sets recall: against exact search
+# on embedded chat turns, 128 gave 0.9795 of the top 10 at 100,000; 256 gave 0.993 there,
+# 0.982 at 300,000 and 0.951 at 1,000,000, where 512 gives 0.986 (1024: 0.989) for 0.9 ms
+# more per search (bench scale, studies/ann_search_list.py, docs/scale.md). Read at load,
+# so a graph written before takes the current value.
 CONNECTIVITY = 16
 EXPANSION_ADD = 128
-EXPANSION_SEARCH = 256
+EXPANSION_SEARCH = 512
 MANIFEST_FORMAT = 1
 
 
