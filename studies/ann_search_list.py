@@ -47,10 +47,10 @@ def _summary(ms: list[float]) -> str:
     return f"{statistics.median(ms):.2f} / {ms[int(0.95 * (len(ms) - 1))]:.2f}"
 
 
-async def _run(db: str, data: list[tuple[str, str]], lists: list[int], n: int) -> None:
+async def _run(db: str, data: list[tuple[str, str]], lists: list[int], n: int, seed: int) -> None:
     inner = MiniLMEmbedder()
     embedder = Precomputed(inner)
-    queries = _questions(data, n, seed=0)
+    queries = _questions(data, n, seed)
     embedder.warm(queries)
     vecs = np.stack([embedder.known[q] for q in queries])
     model = embedder.model_id
@@ -110,9 +110,11 @@ def main() -> None:
     ap.add_argument("--data", action="append", required=True, help="FORMAT:PATH")
     ap.add_argument("--lists", default="256,512,1024")
     ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--seed", type=int, default=7, help="as bench scale's: the same questions")
     args = ap.parse_args()
     data = [(p, f) for f, p in (d.split(":", 1) for d in args.data)]
-    asyncio.run(_run(args.db, data, [int(x) for x in args.lists.split(",")], args.queries))
+    lists = [int(x) for x in args.lists.split(",")]
+    asyncio.run(_run(args.db, data, lists, args.queries, args.seed))
 
 
 if __name__ == "__main__":

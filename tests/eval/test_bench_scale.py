@@ -27,3 +27,28 @@ def test_repeated_turns_stay_distinct_texts_up_to_the_limit() -> None:
     assert len({e["id"] for e in episodes}) == most
     with pytest.raises(ValueError, match="would repeat texts"):
         real_turns([(TINY, "locomo")], most + 1)
+
+
+@pytest.mark.slow
+def test_a_kept_store_is_continued_and_a_foreign_one_refused(tmp_path: Path) -> None:
+    from memstrata.eval import bench_scale
+
+    db = str(tmp_path / "scale.db")
+    data = [(TINY, "locomo")]
+    first = bench_scale.run(db, sizes=[40], n_queries=3, data=data)
+    assert first["kept_episodes"] == 0 and first["sizes"][0]["ingest_episodes_per_s"] > 0
+    again = bench_scale.run(db, sizes=[40, 80], n_queries=3, data=data)
+    kept, grown = again["sizes"]
+    assert again["kept_episodes"] == 40
+    assert kept["ingest_episodes_per_s"] is None and kept["graph_build_s"] is None
+    assert grown["ingest_episodes_per_s"] > 0  # only the 40 new ones were added
+    assert "| 40 | kept |" in bench_scale.markdown(again)
+    store = bench_scale.SQLiteStore(db)
+    try:
+        assert store.stats(bench_scale.NS)[0].episodes == 80
+    finally:
+        store.close()
+    with pytest.raises(ValueError, match="not this run's first 80"):
+        bench_scale.run(db, sizes=[100], n_queries=3)  # synthetic turns: other ids
+    with pytest.raises(ValueError, match="only grows"):
+        bench_scale.run(db, sizes=[50], n_queries=3, data=data)

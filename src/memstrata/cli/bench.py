@@ -254,7 +254,13 @@ def bench_scale(
         typer.Option(help="Documents from which a namespace gets its full-text index."),
     ] = None,
     db: Annotated[
-        str | None, typer.Option("--db", help="Store (default: a fresh temp file).")
+        str | None,
+        typer.Option(
+            "--db",
+            help="Store (default: a fresh temp file). A store kept by an earlier run with "
+            "the same data and seed is continued: sizes it holds are measured without "
+            "an ingest.",
+        ),
     ] = None,
     out_dir: Annotated[Path, typer.Option("--out")] = Path("bench-out"),
     seed: Annotated[int, typer.Option(help="Random seed of the data and the queries.")] = 7,

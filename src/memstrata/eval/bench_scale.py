@@ -188,6 +188,49 @@ def real_turns(data: Sequence[tuple[str, str]], n: int) -> tuple[list[dict[str, 
     return out, questions
 
 
+def kept_episodes(path: str, episodes: Sequence[dict[str, Any]]) -> int:
+    """How many of ``episodes`` a store kept by an earlier run (``--db``) holds already, so
+    a run goes on from there: its sizes up to that count are measured without an ingest.
+    A store holding other episodes is refused rather than measured as if it were this
+    data."""
+    import sqlite3
+
+    if path in ("", ":memory:") or not Path(path).exists():
+        return 0
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        row = conn.execute(
+            "SELECT COUNT(*) FROM episodes e JOIN namespaces n ON n.id = e.namespace_id "
+            "WHERE n.name = ?",
+            (NS,),
+        ).fetchone()
+        n = int(row[0]) if row else 0
+        if n == 0:
+            return 0
+        probes = sorted({0, n // 2, n - 1})
+        ids = [episodes[min(i, len(episodes) - 1)]["id"] for i in probes]
+        found = conn.execute(
+            "SELECT COUNT(*) FROM episodes e JOIN namespaces n ON n.id = e.namespace_id "
+            f"WHERE n.name = ? AND e.external_id IN ({','.join('?' * len(ids))})",
+            (NS, *ids),
+        ).fetchone()[0]
+    except sqlite3.DatabaseError:
+        return 0  # not a store yet: opening it says what is wrong
+    finally:
+        conn.close()
+    if n > len(episodes):
+        raise ValueError(
+            f"{path} holds {n:,} episodes in {NS!r}, more than the largest size "
+            f"({len(episodes):,}): a kept store only grows"
+        )
+    if found != len(probes):
+        raise ValueError(
+            f"{path} holds {n:,} episodes in {NS!r} that are not this run's first {n:,}: "
+            "use another --db, or the data and seed it was filled with"
+        )
+    return n
+
+
 def _dir_bytes(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) if path.exists() else 0
 
@@ -228,28 +271,36 @@ async def _run(
         "query_embedding_ms": round(query_ms, 2),
         "sizes": [],
     }
-    have = 0
+    have = kept_episodes(path, episodes)
+    report["kept_episodes"] = have
+    if progress is not None and have:
+        progress(min(have, sizes[-1]))
     for size in sizes:
         fill = episodes[have:size]
         row: dict[str, Any] = {"episodes": size}
         # the bare embedder on a sample of the same texts, same cores, just before
         texts = [embed_text(e["text"], e.get("speaker"), {}) for e in fill]
         sample = random.Random(seed).sample(texts, min(BARE_SAMPLE, len(texts)))
-        t = time.perf_counter()
-        inner.embed(sample)
-        bare = len(sample) / (time.perf_counter() - t)
+        bare = 0.0
+        if sample:
+            t = time.perf_counter()
+            inner.embed(sample)
+            bare = len(sample) / (time.perf_counter() - t)
         memory = await AsyncMemory.open(path, embedder=embedder, **MANUAL)
         store = memory.store
         assert isinstance(store, SQLiteStore)
         try:
-            t = time.perf_counter()
-            await memory.add_many(fill, namespace=NS, batch_size=BATCH, progress=progress)
-            rate = len(fill) / (time.perf_counter() - t)
-            row.update(
-                ingest_episodes_per_s=round(rate, 1),
-                bare_embedder_texts_per_s=round(bare, 1),
-                ingest_vs_bare=round(rate / bare, 3),
-            )
+            row.update(ingest_episodes_per_s=None, bare_embedder_texts_per_s=None)
+            row["ingest_vs_bare"] = None  # the kept store held this size already
+            if fill:
+                t = time.perf_counter()
+                await memory.add_many(fill, namespace=NS, batch_size=BATCH, progress=progress)
+                rate = len(fill) / (time.perf_counter() - t)
+                row.update(
+                    ingest_episodes_per_s=round(rate, 1),
+                    bare_embedder_texts_per_s=round(bare, 1),
+                    ingest_vs_bare=round(rate / bare, 3),
+                )
             t = time.perf_counter()
             store.dense_episodes(NS, embedder.model_id, qvecs[:1], 10)
             store.wait_for_vector_indexes()
@@ -262,6 +313,8 @@ async def _run(
             text = store.text_index_info(NS)
             row["text_build_s"] = round(time.perf_counter() - t, 2) if text["indexed"] else None
             row["text_index"] = text
+            if not fill:  # nothing was added: no build to time
+                row["graph_build_s"] = row["text_build_s"] = None
             await memory.search_many(queries[:8], namespace=NS, k=10)  # warm
             row["search"] = await _timings(memory, store, queries, qvecs)
             row["bytes_per_episode"] = round(store.size_bytes() / size, 1)
@@ -274,7 +327,7 @@ async def _run(
         report["sizes"].append(row)
         if checkpoint is not None:  # a long run keeps what it measured if stopped
             checkpoint(report)
-        have = size
+        have = max(have, size)
     return report
 
 
@@ -410,8 +463,8 @@ def markdown(report: dict[str, Any]) -> str:
     ]
     for r in report["sizes"]:
         lines.append(
-            f"| {r['episodes']:,} | {r['ingest_episodes_per_s']} | "
-            f"{r['bare_embedder_texts_per_s']} | {r['ingest_vs_bare']} | "
+            f"| {r['episodes']:,} | {r['ingest_episodes_per_s'] or 'kept'} | "
+            f"{r['bare_embedder_texts_per_s'] or '-'} | {r['ingest_vs_bare'] or '-'} | "
             f"{r['graph_build_s'] or '-'} | {r.get('text_build_s') or '-'} | "
             f"{r['open']['ready_s']} | {r['bytes_per_episode']} | "
             f"{r['index_bytes_per_episode']} | {r.get('text_index_bytes_per_episode', 0)} |"

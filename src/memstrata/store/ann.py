@@ -40,13 +40,14 @@ logger = logging.getLogger(__name__)
 # and an approximate index would only add a build and a file.
 ANN_THRESHOLD = 20_000
 # HNSW parameters: 16 links per node. The search list sets recall: against exact search
-# on embedded chat turns, 128 gave 0.9795 of the top 10 at 100,000; 256 gave 0.993 there,
-# 0.982 at 300,000 and 0.951 at 1,000,000, where 512 gives 0.986 (1024: 0.989) for 0.9 ms
-# more per search (bench scale, studies/ann_search_list.py, docs/scale.md). Read at load,
-# so a graph written before takes the current value.
+# on embedded chat turns, 128 gave 0.9795 of the top 10 at 100,000 and 256 gave 0.993;
+# at 1,000,000, 256 / 512 / 1024 / 2048 gave 0.957 / 0.974 / 0.986 / 0.994 (bench scale's
+# 200 questions; another 200: 0.951 / 0.986 / 0.989), 1024 being the first round list
+# past 0.98 on both, for 2 ms more per search than 256 (studies/ann_search_list.py,
+# docs/scale.md). Read at load, so a graph written before takes the current value.
 CONNECTIVITY = 16
 EXPANSION_ADD = 128
-EXPANSION_SEARCH = 512
+EXPANSION_SEARCH = 1024
 MANIFEST_FORMAT = 1
 
 
