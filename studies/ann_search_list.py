@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import random
 import statistics
 import time
 from typing import Any
@@ -25,16 +24,17 @@ from typing import Any
 import numpy as np
 
 from memstrata.embed.minilm import MiniLMEmbedder
-from memstrata.eval.bench_scale import MANUAL, NS, _exact_stores
+from memstrata.eval.bench_scale import (
+    MANUAL,
+    NS,
+    _exact_stores,
+    _summary,
+    pick_queries,
+    real_turns,
+)
 from memstrata.eval.bench_store import Precomputed
-from memstrata.eval.qa import formats
 from memstrata.facade import AsyncMemory
 from memstrata.store import SQLiteStore
-
-
-def _questions(data: list[tuple[str, str]], n: int, seed: int) -> list[str]:
-    qs = [q.question for path, fmt in data for s in formats.load(path, fmt) for q in s.qa]
-    return random.Random(seed).sample(qs, min(n, len(qs)))
 
 
 async def _top10(memory: AsyncMemory, query: str) -> set[str]:
@@ -42,15 +42,15 @@ async def _top10(memory: AsyncMemory, query: str) -> set[str]:
     return {h.id for h in hits}
 
 
-def _summary(ms: list[float]) -> str:
-    ms = sorted(ms)
-    return f"{statistics.median(ms):.2f} / {ms[int(0.95 * (len(ms) - 1))]:.2f}"
+def _pair(ms: list[float]) -> str:
+    t = _summary(ms)
+    return f"{t['p50_ms']:.2f} / {t['p95_ms']:.2f}"
 
 
 async def _run(db: str, data: list[tuple[str, str]], lists: list[int], n: int, seed: int) -> None:
     inner = MiniLMEmbedder()
     embedder = Precomputed(inner)
-    queries = _questions(data, n, seed)
+    queries = pick_queries(real_turns(data, 1)[1], n, seed)
     embedder.warm(queries)
     vecs = np.stack([embedder.known[q] for q in queries])
     model = embedder.model_id
@@ -101,7 +101,7 @@ async def _run(db: str, data: list[tuple[str, str]], lists: list[int], n: int, s
     for ef in lists:
         r = rows[ef]
         both = f"{r['recall']:.4f} / {r['default_recall']:.4f}"
-        print(f"| {ef} | {both} | {_summary(r['dense'])} | {_summary(r['default'])} |")
+        print(f"| {ef} | {both} | {_pair(r['dense'])} | {_pair(r['default'])} |")
 
 
 def main() -> None:

@@ -188,6 +188,12 @@ def real_turns(data: Sequence[tuple[str, str]], n: int) -> tuple[list[dict[str, 
     return out, questions
 
 
+def pick_queries(questions: Sequence[str], n: int, seed: int) -> list[str]:
+    """The run's questions: ``n`` of the data sets', drawn with ``seed`` (studies on a kept
+    store draw the same ones)."""
+    return random.Random(seed).sample(list(questions), min(n, len(questions)))
+
+
 def kept_episodes(path: str, episodes: Sequence[dict[str, Any]]) -> int:
     """How many of ``episodes`` a store kept by an earlier run (``--db``) holds already, so
     a run goes on from there: its sizes up to that count are measured without an ingest.
@@ -207,8 +213,13 @@ def kept_episodes(path: str, episodes: Sequence[dict[str, Any]]) -> int:
         n = int(row[0]) if row else 0
         if n == 0:
             return 0
+        if n > len(episodes):
+            raise ValueError(
+                f"{path} holds {n:,} episodes in {NS!r}, more than the largest size "
+                f"({len(episodes):,}): a kept store only grows"
+            )
         probes = sorted({0, n // 2, n - 1})
-        ids = [episodes[min(i, len(episodes) - 1)]["id"] for i in probes]
+        ids = [episodes[i]["id"] for i in probes]
         found = conn.execute(
             "SELECT COUNT(*) FROM episodes e JOIN namespaces n ON n.id = e.namespace_id "
             f"WHERE n.name = ? AND e.external_id IN ({','.join('?' * len(ids))})",
@@ -218,11 +229,6 @@ def kept_episodes(path: str, episodes: Sequence[dict[str, Any]]) -> int:
         return 0  # not a store yet: opening it says what is wrong
     finally:
         conn.close()
-    if n > len(episodes):
-        raise ValueError(
-            f"{path} holds {n:,} episodes in {NS!r}, more than the largest size "
-            f"({len(episodes):,}): a kept store only grows"
-        )
     if found != len(probes):
         raise ValueError(
             f"{path} holds {n:,} episodes in {NS!r} that are not this run's first {n:,}: "
@@ -248,8 +254,7 @@ async def _run(
 
     if data:
         episodes, questions = real_turns(data, sizes[-1])
-        rng = random.Random(seed)
-        queries = rng.sample(questions, min(n_queries, len(questions)))
+        queries = pick_queries(questions, n_queries, seed)
         source = "turns of " + ", ".join(p for p, _ in data) + ", repeated with variations"
     else:
         episodes, queries = synthetic_turns(sizes[-1], seed), synthetic_queries(n_queries)
@@ -274,7 +279,7 @@ async def _run(
     have = kept_episodes(path, episodes)
     report["kept_episodes"] = have
     if progress is not None and have:
-        progress(min(have, sizes[-1]))
+        progress(have)
     for size in sizes:
         fill = episodes[have:size]
         row: dict[str, Any] = {"episodes": size}
