@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
+from collections.abc import Callable
 
 import numpy as np
 from numpy.typing import NDArray
@@ -34,14 +35,22 @@ class RecordIndex:
     Postings are numpy arrays and document norms are precomputed, so a query term that
     occurs in thousands of records costs one vector operation, not a Python loop."""
 
-    def __init__(self, ids: list[str], texts: list[str], vectors: NDArray[np.float32]) -> None:
+    def __init__(
+        self,
+        ids: list[str],
+        texts: list[str],
+        vectors: NDArray[np.float32],
+        terms: Callable[[str], list[str]] = content_terms,
+    ) -> None:
+        """``terms`` makes a text's terms, repeated as often as they occur to count term
+        frequency (the default, :func:`content_terms`, gives each term once)."""
         self.ids = ids
         self.vectors = vectors
         self.row = {rid: i for i, rid in enumerate(ids)}
         postings: dict[str, list[tuple[int, int]]] = defaultdict(list)
         lengths = []
         for i, text in enumerate(texts):
-            counts = Counter(content_terms(text))
+            counts = Counter(terms(text))
             lengths.append(sum(counts.values()))
             for term, tf in counts.items():
                 postings[term].append((i, tf))
@@ -59,7 +68,8 @@ class RecordIndex:
     def __len__(self) -> int:
         return len(self.ids)
 
-    def _bm25(self, terms: list[str]) -> NDArray[np.float32]:
+    def bm25_scores(self, terms: list[str]) -> NDArray[np.float32]:
+        """BM25 of every record, in ``ids`` order (0 where no term occurs)."""
         scores = np.zeros(len(self.ids), dtype=np.float32)
         n = len(self.ids)
         for term in terms:
@@ -74,7 +84,7 @@ class RecordIndex:
     def bm25(self, terms: list[str], limit: int) -> list[tuple[str, float]]:
         if not self.ids:
             return []
-        scores = self._bm25(terms)
+        scores = self.bm25_scores(terms)
         hit = np.nonzero(scores)[0]
         order = hit[np.argsort(-scores[hit])][:limit]
         return [(self.ids[i], float(scores[i])) for i in order]
@@ -108,5 +118,5 @@ class RecordIndex:
         known = [i for i in ids if i in self.row]
         if not known:
             return {}
-        scores = self._bm25(terms)[[self.row[i] for i in known]]
+        scores = self.bm25_scores(terms)[[self.row[i] for i in known]]
         return dict(zip(known, scores.tolist(), strict=True))

@@ -35,7 +35,8 @@ def _search(m: Memory, params: dict, k: int):
 
 
 def test_collapsed_ranks_every_node_by_cosine(memory: Memory, embedder) -> None:
-    ctx, hits = _search(memory, {"theta_retrieve": -1.0}, 8)
+    """With ``bm25_weight = 0``, the paper's collapsed search: cosine alone."""
+    ctx, hits = _search(memory, {"theta_retrieve": -1.0, "bm25_weight": 0}, 8)
     tree = tree_cache(ctx).get("default")
     ids, rows = tree.matrix()
     q = np.asarray(embedder.embed([QUERY])[0], dtype=np.float32)
@@ -48,8 +49,10 @@ def test_collapsed_ranks_every_node_by_cosine(memory: Memory, embedder) -> None:
 
 
 def test_theta_retrieve_drops_weak_nodes(memory: Memory) -> None:
-    _, hits = _search(memory, {"theta_retrieve": 0.45}, 50)
+    _, hits = _search(memory, {"theta_retrieve": 0.45, "bm25_weight": 0}, 50)
     assert hits and all(h.score >= 0.45 for h in hits)
+    _, fused = _search(memory, {"theta_retrieve": 0.45}, 50)  # the cosine decides there too
+    assert {h.id for h in fused} == {h.id for h in hits}
     _, none = _search(memory, {"theta_retrieve": 0.99}, 50)
     assert none == []
 
@@ -89,7 +92,7 @@ def test_inner_hits_cite_the_episodes_their_match_rests_on_best_first(
     """A summary cites the episodes beneath it whose leaf matches the query at least as
     well as the summary does (at least its best one), best first: not every episode it
     sits above, which would fill K and rank the tree below its own leaves."""
-    ctx, hits = _search(memory, {"theta_retrieve": -1.0}, 30)
+    ctx, hits = _search(memory, {"theta_retrieve": -1.0, "bm25_weight": 0}, 30)
     tree = tree_cache(ctx).get("default")
     inner = [h for h in hits if h.kind == "tree_node"]
     assert inner
@@ -113,6 +116,40 @@ def test_inner_hits_cite_the_episodes_their_match_rests_on_best_first(
     for h in hits:
         if h.kind == "episode":
             assert h.sources == [h.id] and h.spans and h.spans[0].episode == h.id
+
+
+ITEMS = ["a blue lamp", "two garden chairs", "a kettle", "a rug", "a desk", "a bookshelf"]
+ITEMS += ["a mirror", "three pillows", "a toaster", "a bike pump", "a coffee grinder", "a tent"]
+NUMBERS = [5521, 6630, 7142, 8804, 9317, 1268, 2475, 3389, 4096, 5813, 6957, 7704]
+
+
+def _sources(m: Memory, query: str, weight: float) -> list[str]:
+    route = MemTreeRoute(MemTreeRouteParams(bm25_weight=weight))
+    (hits,) = asyncio.run(route.search(m.engine.base, "default", [query], 3))
+    return [e for h in hits for e in h.sources]
+
+
+def test_collapsed_search_ranks_by_words_as_well_as_meaning(tmp_path: Path, embedder) -> None:
+    """Twelve turns alike but for an order number: MiniLM's cosine does not tell the
+    numbers apart, the BM25 ranking fused with it does (the default); ``bm25_weight = 0``
+    is the paper's cosine alone and misses the turn. A node written later is in the
+    lexical index at the next search."""
+    orders = [
+        {"id": f"o{i}", "text": f"Order {n} arrived today, it was {item}.", "speaker": "Ana"}
+        for i, (n, item) in enumerate(zip(NUMBERS, ITEMS, strict=True))
+    ]
+    with Memory.open(
+        tmp_path / "m.db", embedder=embedder, recipe="memtree", **{"build.mode": "manual"}
+    ) as m:
+        m.add_many(orders)
+        m.build()
+        assert "o7" not in _sources(m, "What was order 3389?", 0.0)
+        assert "o7" in _sources(m, "What was order 3389?", 1.0)
+        m.add_many([{"id": "late", "text": "Order 4242 arrived, a lantern.", "speaker": "Ana"}])
+        m.build()
+        assert "late" in _sources(m, "What was order 4242?", 1.0)
+        result = m.search("What was order 3389?", k=3)  # the recipe's default
+    assert "o7" in [e for h in result.hits for e in h.sources]
 
 
 def test_recipes_search_and_show(memory: Memory) -> None:

@@ -26,7 +26,9 @@ from memstrata.designs.memtree.records import TreeNode
 from memstrata.embed.base import Embedder
 from memstrata.embed.cache import embed_cached
 from memstrata.models import Derived, Span
+from memstrata.retrieval.record_index import RecordIndex
 from memstrata.store.base import Store
+from memstrata.store.fulltext import terms_of
 
 #: the builder that owns the records this design reads and writes
 BUILDER = "memtree"
@@ -70,6 +72,7 @@ class Tree:
         self.pruned: dict[str, str | None] = {}  # inner node dropped at load -> its parent
         self._journal: dict[str, _Saved] | None = None
         self._matrix: tuple[int, list[str], Vec] | None = None
+        self._lexicon: tuple[int, RecordIndex] | None = None
 
     # loading ----------------------------------------------------------------------------
     @classmethod
@@ -176,6 +179,17 @@ class Tree:
             )
             self._matrix = (self.version, ids, rows)
         return self._matrix[1], self._matrix[2]
+
+    def lexicon(self) -> RecordIndex:
+        """BM25 over the nodes of :meth:`matrix`, in its row order (the route's lexical
+        ranking of leaves and summaries alike). Terms
+        are the episode index's (stemmed, counted), so the tree's lexical match is the
+        one dense + BM25 over the episodes makes."""
+        ids, rows = self.matrix()
+        if self._lexicon is None or self._lexicon[0] != self.version:
+            texts = [self.nodes[i].content for i in ids]
+            self._lexicon = (self.version, RecordIndex(ids, texts, rows, terms=terms_of))
+        return self._lexicon[1]
 
     def embed(self, texts: Sequence[str]) -> Vec:
         return unit(embed_cached(self.store, self.embedder, list(texts)))
