@@ -77,6 +77,13 @@ def test_heuristic_read_finds_a_paraphrased_answer_deep_in_a_long_story(
         assert r.answer == answer and not r.abstained
         at = text.index(answer)
         assert any(w.start <= at < w.end for w in r.windows)
+        # the windows fuse the words ranking with the claims' support; whatever the
+        # fusion leaves out, the best-supported claim is always read
+        for question in ("Why did Ana depart?", "What made Ana go away?"):
+            for n in (1, 3):
+                found = m.read(text, question, params={"windows": n})
+                assert len(found.windows) <= n
+                assert any(w.start <= at < w.end for w in found.windows), (question, n)
         # a question the story does not answer: an abstention, not a guess
         none = m.read(text, "How much did the new car cost?")
         assert none.abstained and none.answer is None and none.windows

@@ -7,11 +7,12 @@ the answer, the cited nodes and a confidence. ``lookup_source(node_id)`` returns
 lookup is one of the reading's windows. ``subgraph_summary`` reads the cached reports
 (:class:`~.communities.ReportCache`). Every round's tokens are kept.
 
-**heuristic tier.** No model: the windows of the ``windows`` nodes that best match the
-question (IDF-weighted shared terms fused with the claims' cosine to the question,
-claims before the entities and numbers in them), overlapping windows merged. The answer
-is the claim that best supports the question, quoted, or an abstention when none
-supports it enough (the engine's extract threshold, :mod:`memstrata.engine.extractive`).
+**heuristic tier.** No model: the windows of the first ``windows`` nodes of two rankings
+fused by reciprocal rank: every node by the question's IDF-weighted shared terms, and the
+claims by support (cosine to the question plus the share of its words; without an
+embedder, the first ranking alone); overlapping windows merged. The answer is the claim
+that best supports the question, quoted, or an abstention when none supports it enough
+(the engine's extract threshold, :mod:`memstrata.engine.extractive`).
 
 **Compaction ratio** (section 4.2): the first answer call's input over the document, in
 the same tokens (the bundled MiniLM word pieces, :func:`count_tokens`) so tiers and
@@ -42,6 +43,7 @@ from memstrata.llm.schema import bounded_json_schema, repair_json
 from memstrata.llm.tools import MAX_ROUNDS, ToolCall, run_tool_loop
 from memstrata.llm.types import LLMOutputError
 from memstrata.retrieval.context import count_tokens
+from memstrata.retrieval.fusion import rrf
 from memstrata.retrieval.text import content_terms
 
 _ABSTAIN = re.compile(
@@ -110,15 +112,24 @@ def evidence(
     claim that best supports the question quoted as the answer (or an abstention when
     none does: support below the engine's extract threshold).
 
-    With ``embed``, the claim that supports the question best (cosine to the question
-    plus the share of its words) is the answer, and its window is among the evidence
-    even when it shares few words with the question (it takes the last place)."""
-    ranked = rank_nodes(graph, question)
+    With ``embed``, the nodes ranked by the question's words (:func:`rank_nodes`) and the
+    claims ranked by support (cosine to the question plus the share of its words) are
+    fused by reciprocal rank, so a claim that answers in other words than the question's
+    is looked up beside the ones that repeat its words, and the best-supported claim's
+    window is always among them (the last place if the fusion left it out). Without it,
+    the words alone."""
     support: dict[str, float] = {}
     if embed is not None:
-        claims = [n for n in ranked if graph.nodes[n].type == "claim"]
+        claims = [n for n in graph.nodes if graph.nodes[n].type == "claim"]
         if claims:
             support = _support(text, graph, question, claims, embed)
+    ranked = rank_nodes(graph, question)
+    best = None
+    if support:
+        by_support = sorted(support, key=lambda n: (-support[n], n))
+        best = by_support[0]
+        fused = rrf([ranked, by_support])
+        ranked = sorted(fused, key=lambda n: -fused[n])
     spans: list[tuple[int, int, list[str]]] = []
     for nid in ranked:
         if len(spans) >= n_windows:
@@ -126,9 +137,8 @@ def evidence(
         found = node_window(text, graph, nid, size)
         if found is not None:
             spans.append((found[0], found[1], [nid]))
-    best = max(support, key=lambda n: support[n], default=None)
     if best is not None and not any(best in ids for _, _, ids in spans):
-        found = node_window(text, graph, best, size)
+        found = node_window(text, graph, best, size)  # the answer's claim is always read
         if found is not None:
             spans = spans[: n_windows - 1] + [(found[0], found[1], [best])]
     state = graph.state_json()
