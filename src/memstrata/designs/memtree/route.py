@@ -33,9 +33,10 @@ from memstrata.designs.memtree.tree import Tree, unit
 from memstrata.engine.contracts import Context, Route
 from memstrata.models import Hit
 from memstrata.retrieval import documents
+from memstrata.retrieval.fusion import rrf
 from memstrata.retrieval.text import content_terms
 from memstrata.store.base import SearchFilters
-from memstrata.store.fulltext import terms_of
+from memstrata.store.fulltext import phrases_of
 
 
 class MemTreeRouteParams(BaseModel):
@@ -172,24 +173,17 @@ def fused(
     alike: every node by cosine, and the nodes sharing a term with the query by BM25
     (weighted ``weight``). The paper ranks by cosine alone; MiniLM's cosine misses the
     exact names, numbers and word forms a chat turn is found by, which is what kept the
-    tree below dense + BM25 over the same turns."""
-    score = 1.0 / (rrf_k + descending_ranks(cosine))
+    tree below dense + BM25 over the same turns. Returned in ``ids`` order."""
+    by_cosine = [ids[i] for i in np.argsort(-cosine, kind="stable")]
     matched = np.nonzero(bm25 > 0)[0]
-    if matched.size:
-        score[matched] += weight / (rrf_k + descending_ranks(bm25[matched]))
-    return dict(zip(ids, score.tolist(), strict=True))
-
-
-def descending_ranks(values: np.ndarray) -> np.ndarray:
-    """Ranks from 1 by ``values``, highest first (ties in row order)."""
-    rank = np.empty(len(values), dtype=np.float64)
-    rank[np.argsort(-values, kind="stable")] = np.arange(1, len(values) + 1)
-    return rank
+    by_bm25 = [ids[i] for i in matched[np.argsort(-bm25[matched], kind="stable")]]
+    scores = rrf([by_cosine, by_bm25], k=rrf_k, weights=[1.0, weight])
+    return {i: scores[i] for i in ids}
 
 
 def query_terms(query: str) -> list[str]:
-    """The query's content words as the episode index stems them."""
-    return [t for word in content_terms(query) for t in terms_of(word)]
+    """The query's content words as the episode index reads them (stemmed)."""
+    return [t for phrase in phrases_of(content_terms(query)) for t in phrase]
 
 
 def traverse(tree: Tree, sims: dict[str, float], beam: int) -> list[str]:

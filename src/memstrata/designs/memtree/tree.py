@@ -182,9 +182,9 @@ class Tree:
 
     def lexicon(self) -> RecordIndex:
         """BM25 over the nodes of :meth:`matrix`, in its row order (the route's lexical
-        ranking of leaves and summaries alike). Terms
-        are the episode index's (stemmed, counted), so the tree's lexical match is the
-        one dense + BM25 over the episodes makes."""
+        ranking of leaves and summaries alike). Terms are the episode index's (stemmed,
+        counted), so the tree's lexical match is the one dense + BM25 over the episodes
+        makes."""
         ids, rows = self.matrix()
         if self._lexicon is None or self._lexicon[0] != self.version:
             texts = [self.nodes[i].content for i in ids]
