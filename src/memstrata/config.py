@@ -146,6 +146,7 @@ class RetrievalConfig(_Section):
     neighbour_weight: float | None = None
     neighbour_window: int | None = None
     date_boost: float | None = None
+    stance_boost: float | None = None
 
 
 class BuildConfig(_Section):

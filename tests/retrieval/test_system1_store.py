@@ -124,3 +124,81 @@ def test_unknown_recipe_is_a_config_error(tmp_path: Path, embedder: MiniLMEmbedd
         m.add("hello there", namespace="ns")
         with pytest.raises(ConfigError, match="unknown recipe"):
             m.search("hello", namespace="ns", recipe="nope")
+
+
+BAKING = [
+    ("d1", "I baked sourdough bread this morning.", datetime(2023, 6, 3, 9)),
+    ("d2", "I baked banana bread for the neighbours.", datetime(2023, 6, 10, 9)),
+    ("d3", "Last Saturday I baked a cherry pie.", datetime(2023, 6, 21, 12)),  # the 17th
+    ("d4", "I baked rye bread today.", datetime(2023, 6, 24, 18)),
+]
+
+
+@pytest.mark.parametrize(
+    ("question", "answer"),
+    [
+        ("What did I bake on 10 June 2023?", "d2"),  # said that day
+        ("What did I bake on June 17th, 2023?", "d3"),  # said later, naming the day
+        ("What did I bake three days ago?", "d3"),  # from the newest turn, 24 June
+    ],
+)
+def test_dates_pick_the_turn_about_the_day(
+    tmp_path: Path, embedder: MiniLMEmbedder, question: str, answer: str
+) -> None:
+    turns = [
+        {"id": i, "text": t, "speaker": "Ada", "session": i, "occurred_at": at}
+        for i, t, at in BAKING
+    ]
+    with Memory.open(tmp_path / "d.db", embedder=embedder) as memory:
+        memory.add_many(turns, namespace="days")
+        assert memory.search(question, namespace="days", k=4).hits[0].id == answer
+    cfg = Config(store=str(tmp_path / "d.db"), retrieval={"date_boost": 0.0})
+    with Memory.open(config=cfg, embedder=embedder) as without:
+        assert without.search(question, namespace="days", k=4).hits[0].id != answer
+
+
+def test_a_period_placed_from_an_event(tmp_path: Path, embedder: MiniLMEmbedder) -> None:
+    turns = [
+        {"id": i, "text": t, "speaker": "Ada", "session": i, "occurred_at": at}
+        for i, t, at in [
+            ("w", "Our wedding was beautiful, we danced all night.", datetime(2023, 7, 1, 22)),
+            ("e1", "I baked a plum cake for my aunt.", datetime(2023, 5, 20, 9)),
+            ("e2", "I baked a lemon tart.", datetime(2023, 6, 18, 9)),  # two weeks before
+            ("e3", "I baked a lemon cake with my mother.", datetime(2023, 7, 20, 9)),
+        ]
+    ]
+    question = "What did I bake two weeks before the wedding?"
+    with Memory.open(tmp_path / "w.db", embedder=embedder) as memory:
+        memory.add_many(turns, namespace="w")
+        assert memory.search(question, namespace="w", k=4).hits[0].id == "e2"
+    cfg = Config(store=str(tmp_path / "w.db"), retrieval={"date_boost": 0.0})
+    with Memory.open(config=cfg, embedder=embedder) as without:
+        assert without.search(question, namespace="w", k=4).hits[0].id != "e2"
+
+
+def test_a_question_about_a_dislike_finds_the_turn_that_states_one(
+    tmp_path: Path, embedder: MiniLMEmbedder
+) -> None:
+    turns = [
+        {"id": i, "text": t, "speaker": "Ana", "session": "s", "occurred_at": datetime(2023, 5, n)}
+        for n, (i, t) in enumerate(
+            [
+                ("t1", "We talked about music at dinner with my cousins."),
+                ("t2", "Honestly, I can't stand country songs."),
+                ("t3", "My cousin plays music in a band downtown."),
+                ("t4", "The weather was lovely all week."),
+            ],
+            start=1,
+        )
+    ]
+    question = "What music does Ana dislike?"
+    path = str(tmp_path / "s.db")
+    with Memory.open(
+        config=Config(store=path, retrieval={"stance_boost": 1.0}), embedder=embedder
+    ) as on:
+        on.add_many(turns, namespace="s")
+        assert on.search(question, namespace="s", k=4).hits[0].id == "t2"
+    with Memory.open(
+        config=Config(store=path, retrieval={"stance_boost": 0.0}), embedder=embedder
+    ) as off:
+        assert off.search(question, namespace="s", k=4).hits[0].id != "t2"

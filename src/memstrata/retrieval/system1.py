@@ -8,22 +8,28 @@ On top of plain RRF it applies three LLM-free, data-set-independent refinements:
 * **session context** — conversation turns lean on their neighbours ("yes, last week!"), so
   a candidate turn inherits part of the best score among the adjacent candidate turns of
   the same session;
-* **date handling** — explicit dates in a question ("in May 2023", "2022") raise the turns
-  that occurred in that period.
+* **date handling** — the periods a question names ("on 7 May 2023", "in May 2023", "the
+  week before August 3", "last spring", "three days ago"; :mod:`memstrata.retrieval.when`)
+  raise the turns about them: said in one (or the day after), or naming one in their own
+  text ("last Saturday", resolved against when the turn was said). Relative phrases count
+  from the newest candidate turn; one placed from an event ("two weeks before the
+  wedding") from the turn that best matches the event's words;
+* **likes and dislikes** (``stance_boost``) — a question about a preference ("her
+  favourite dance", "what does he dislike") raises the turns that state one of that
+  polarity ("I love salsa", "I can't stand crowds"; :mod:`memstrata.retrieval.stance`).
 """
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 from pydantic import BaseModel, ConfigDict
 
 from memstrata.embed.base import Embedder, Vectors
-from memstrata.models import Hit
-from memstrata.retrieval import documents
+from memstrata.models import Episode, Hit
+from memstrata.retrieval import documents, stance, when
 from memstrata.retrieval.fusion import rrf
 from memstrata.retrieval.text import content_terms, words
 from memstrata.store.base import EpisodeMeta, SearchFilters, Store
@@ -43,19 +49,22 @@ class System1Params(BaseModel):
     neighbour_weight: float = 0.0
     neighbour_window: int = 1
     date_boost: float = 0.0
+    stance_boost: float = 0.0
 
 
 # The ``default`` recipe's knobs. A steeper rank discount (k=20 instead of 60) lets the
 # refinements re-order within the head of the list without being swamped by the long,
 # flat RRF tail. Round values; the dev-split sweep in docs/benchmarks.md shows the
-# neighbourhood is flat (k 10-30).
+# neighbourhood is flat (k 10-30). The date and stance factors: round values in the
+# middle of flat regions of the four-set sweep ("Query understanding", same file).
 DEFAULT_SYSTEM1 = System1Params(
     rrf_k=20,
     speaker_boost=0.5,
     drop_speaker_terms=True,
     neighbour_weight=0.2,
     neighbour_window=1,
-    date_boost=0.3,
+    date_boost=1.0,
+    stance_boost=0.5,
 )
 
 
@@ -67,51 +76,10 @@ class QueryPlan:
     period: tuple[float, float] | None
 
 
-MONTHS = {
-    m: i + 1
-    for i, m in enumerate(
-        [
-            "january",
-            "february",
-            "march",
-            "april",
-            "may",
-            "june",
-            "july",
-            "august",
-            "september",
-            "october",
-            "november",
-            "december",
-        ]
-    )
-}
-_YEAR = re.compile(r"\b(19\d\d|20\d\d)\b")
-
-
-def period_range(
-    year: int, month: int | None = None, day: int | None = None
-) -> tuple[float, float]:
-    """The ``[start, end)`` UTC timestamp range of a year, a month or a day."""
-    if month is None:
-        start, end = datetime(year, 1, 1, tzinfo=UTC), datetime(year + 1, 1, 1, tzinfo=UTC)
-    elif day is None:
-        start = datetime(year, month, 1, tzinfo=UTC)
-        end = datetime(year + (month == 12), month % 12 + 1, 1, tzinfo=UTC)
-    else:
-        start = datetime(year, month, day, tzinfo=UTC)
-        end = start + timedelta(days=1)
-    return start.timestamp(), end.timestamp()
-
-
 def parse_period(text: str) -> tuple[float, float] | None:
-    """A ``[start, end)`` timestamp range for "May 2023", "2022" or "1 May 2023"."""
-    toks = words(text)
-    for i, tok in enumerate(toks):
-        if tok in MONTHS and i + 1 < len(toks) and _YEAR.fullmatch(toks[i + 1]):
-            return period_range(int(toks[i + 1]), MONTHS[tok])
-    match = _YEAR.search(text)
-    return period_range(int(match.group(1))) if match else None
+    """The ``[start, end)`` timestamp range holding every date the text names ("May 2023",
+    "7 May 2023", "2022"; :mod:`memstrata.retrieval.when`); None when it names none."""
+    return when.hull(when.periods(text))
 
 
 def plan_query(text: str, known_speakers: list[str], params: System1Params) -> QueryPlan:
@@ -169,11 +137,13 @@ class EpisodeRoute:
                 routes[key].append("dense")
             for key, _ in bm25_hits:
                 routes[key].append("bm25")
-            out.append(self._refine(plan, scores, routes, k))
+            out.append(self._refine(namespace, filters, plan, scores, routes, k))
         return out
 
     def _refine(
         self,
+        namespace: str,
+        filters: SearchFilters | None,
         plan: QueryPlan,
         scores: dict[int, float],
         routes: dict[int, list[str]],
@@ -200,22 +170,60 @@ class EpisodeRoute:
                     ]
                     if near:
                         final[m.key] += p.neighbour_weight * max(near)
+        dated, episodes = self._dated(namespace, filters, plan, meta)
+        polarity = stance.asks(plan.text) if p.stance_boost else None
+        if polarity and not episodes:
+            episodes = self.store.episodes_by_key(list(meta))
+        stated = (
+            {k for k, e in episodes.items() if polarity in stance.states(e.text)}
+            if polarity
+            else set()
+        )
         for key, m in meta.items():
             factor = 1.0
             if p.speaker_boost and plan.speakers and m.speaker in plan.speakers:
                 factor += p.speaker_boost
-            if (
-                p.date_boost
-                and plan.period
-                and m.occurred_ts is not None
-                and plan.period[0] <= m.occurred_ts < plan.period[1]
-            ):
+            if key in dated:
                 factor += p.date_boost
+            if polarity and key in stated:
+                factor += p.stance_boost
             final[key] *= factor
         ranked = sorted(final, key=lambda key: -final[key])[:k]
-        episodes = self.store.episodes_by_key(ranked)
+        episodes = episodes or self.store.episodes_by_key(ranked)
         return [
             documents.episode_hit(episodes[key], final[key], routes[key])
             for key in ranked
             if key in episodes
         ]
+
+    def _dated(
+        self,
+        namespace: str,
+        filters: SearchFilters | None,
+        plan: QueryPlan,
+        meta: dict[int, EpisodeMeta],
+    ) -> tuple[set[int], dict[int, Episode]]:
+        """The candidates about the periods the question names (said in one, or naming
+        one in their text), and the candidates' episodes when they had to be read. A
+        relative period ("last month") counts from the newest candidate: a question is
+        asked after what it asks about. A period placed from an event ("two weeks before
+        the wedding") counts from the turn that best matches the event's words."""
+        if not self.params.date_boost:
+            return set(), {}
+        times = [m.occurred_ts for m in meta.values() if m.occurred_ts is not None]
+        now = datetime.fromtimestamp(max(times), UTC) if times else None
+        found = when.periods(plan.text, now)
+        for shift in when.event_shifts(plan.text):
+            terms = content_terms(shift.event)
+            top = self.store.bm25_episodes(namespace, terms, 1, filters) if terms else []
+            at = self.store.episode_meta([top[0][0]]) if top else {}
+            ts = next((m.occurred_ts for m in at.values()), None)
+            if ts is not None:
+                found.append(shift.period(ts))
+        if not found:
+            return set(), {}
+        episodes = self.store.episodes_by_key(list(meta))
+        dated = {
+            key for key, ep in episodes.items() if when.about(meta[key].occurred_ts, ep.text, found)
+        }
+        return dated, episodes

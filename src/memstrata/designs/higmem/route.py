@@ -40,10 +40,10 @@ from memstrata.retrieval.system1 import (
     DEFAULT_SYSTEM1,
     EpisodeRoute,
     System1Params,
-    period_range,
     plan_query,
 )
 from memstrata.retrieval.text import content_terms, overlap, stem, stems, words
+from memstrata.retrieval.when import period_range
 from memstrata.store.base import SearchFilters
 
 
