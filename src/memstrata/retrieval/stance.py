@@ -11,6 +11,7 @@ function words and preference verbs, nothing a data set taught.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Literal
 
 Polarity = Literal["like", "dislike"]
@@ -73,8 +74,10 @@ def asks(question: str) -> Polarity | None:
     return None
 
 
-def states(text: str) -> set[Polarity]:
-    """The polarities a turn states ("I love ...", "I can't stand ...")."""
+@lru_cache(maxsize=8192)
+def states(text: str) -> frozenset[Polarity]:
+    """The polarities a turn states ("I love ...", "I can't stand ..."); cached, as
+    searches meet the same turns."""
     out: set[Polarity] = set()
     dislike = _STATE_DISLIKE.search(text)
     if dislike:
@@ -83,4 +86,4 @@ def states(text: str) -> set[Polarity]:
     rest = _STATE_DISLIKE.sub(" ", text) if dislike else text
     if _STATE_LIKE.search(rest):
         out.add("like")
-    return out
+    return frozenset(out)

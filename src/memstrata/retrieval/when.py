@@ -26,6 +26,7 @@ import calendar
 import re
 from collections.abc import Sequence
 from datetime import UTC, date, datetime, timedelta
+from functools import lru_cache
 from typing import NamedTuple
 
 from memstrata.retrieval.text import STOPWORDS
@@ -97,6 +98,8 @@ _RELATIVE: list[tuple[str, re.Pattern[str]]] = [
     ("dm", re.compile(rf"\b{_DAYNUM}(?:\s+of)?\s+{_MONTH}\b|\b{_MONTH}\s+{_DAYNUM}\b", re.I)),
     ("month", re.compile(rf"\b(?:in|during|of|early|late|mid)\s+{_MONTH}\b", re.I)),
 ]
+#: any relative phrase at all: one scan that spares most turns the full reading
+_ANY_RELATIVE = re.compile("|".join(f"(?:{p.pattern})" for _, p in _RELATIVE), re.I)
 _ANCHOR = re.compile(r"\s+(?:before|prior to|as of|on)\s+(?:the\s+)?", re.I)
 _BOUND = re.compile(r"\b(?:before|after|since|until|till|by|prior to)\s+(?:the\s+)?$", re.I)
 _SHIFT = re.compile(rf"\b({_COUNT_WORDS}|the)\s+{_UNIT}\s+(before|after)\s+(?:the\s+)?$", re.I)
@@ -400,6 +403,14 @@ def said_in(ts: float | None, found: Sequence[Period]) -> bool:
     return ts is not None and any(p.start <= ts < p.end + REPORT_LAG for p in found)
 
 
+@lru_cache(maxsize=8192)
+def _relative_periods(text: str, ts: float) -> tuple[Period, ...]:
+    """What a turn's relative phrases name; cached, as searches meet the same turns."""
+    if not _ANY_RELATIVE.search(text):
+        return ()
+    return tuple(periods(text, datetime.fromtimestamp(ts, UTC), absolute=False))
+
+
 def about(ts: float | None, text: str, found: Sequence[Period]) -> bool:
     """A turn said at ``ts`` with ``text`` is about one of the periods: said in it, or its
     text names one relative to when it was said ("last Saturday") that overlaps one. A
@@ -409,5 +420,5 @@ def about(ts: float | None, text: str, found: Sequence[Period]) -> bool:
         return False
     if said_in(ts, found):
         return True
-    own = periods(text, datetime.fromtimestamp(ts, UTC), absolute=False)
+    own = _relative_periods(text, ts)
     return any(q.start < o.end and o.start < q.end for o in own for q in found)
