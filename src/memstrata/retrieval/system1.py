@@ -28,7 +28,7 @@ from datetime import UTC, datetime
 from pydantic import BaseModel, ConfigDict
 
 from memstrata.embed.base import Embedder, Vectors
-from memstrata.models import Episode, Hit
+from memstrata.models import Hit
 from memstrata.retrieval import documents, stance, when
 from memstrata.retrieval.fusion import rrf
 from memstrata.retrieval.text import content_terms, words
@@ -170,10 +170,11 @@ class EpisodeRoute:
                     ]
                     if near:
                         final[m.key] += p.neighbour_weight * max(near)
-        dated, episodes = self._dated(namespace, filters, plan, meta)
+        found = self._periods(namespace, filters, plan, meta) if p.date_boost else []
         polarity = stance.asks(plan.text) if p.stance_boost else None
-        if polarity and not episodes:
-            episodes = self.store.episodes_by_key(list(meta))
+        # the candidates' texts, read only when a period or a preference asks for them
+        episodes = self.store.episodes_by_key(list(meta)) if found or polarity else {}
+        dated = {k for k, e in episodes.items() if when.about(meta[k].occurred_ts, e.text, found)}
         stated = (
             {k for k, e in episodes.items() if polarity in stance.states(e.text)}
             if polarity
@@ -185,7 +186,7 @@ class EpisodeRoute:
                 factor += p.speaker_boost
             if key in dated:
                 factor += p.date_boost
-            if polarity and key in stated:
+            if key in stated:
                 factor += p.stance_boost
             final[key] *= factor
         ranked = sorted(final, key=lambda key: -final[key])[:k]
@@ -196,20 +197,17 @@ class EpisodeRoute:
             if key in episodes
         ]
 
-    def _dated(
+    def _periods(
         self,
         namespace: str,
         filters: SearchFilters | None,
         plan: QueryPlan,
         meta: dict[int, EpisodeMeta],
-    ) -> tuple[set[int], dict[int, Episode]]:
-        """The candidates about the periods the question names (said in one, or naming
-        one in their text), and the candidates' episodes when they had to be read. A
-        relative period ("last month") counts from the newest candidate: a question is
-        asked after what it asks about. A period placed from an event ("two weeks before
-        the wedding") counts from the turn that best matches the event's words."""
-        if not self.params.date_boost:
-            return set(), {}
+    ) -> list[when.Period]:
+        """The periods the question names. A relative one ("last month") counts from the
+        newest candidate: a question is asked after what it asks about. One placed from
+        an event ("two weeks before the wedding") counts from the turn that best matches
+        the event's words."""
         times = [m.occurred_ts for m in meta.values() if m.occurred_ts is not None]
         now = datetime.fromtimestamp(max(times), UTC) if times else None
         found = when.periods(plan.text, now)
@@ -220,10 +218,4 @@ class EpisodeRoute:
             ts = next((m.occurred_ts for m in at.values()), None)
             if ts is not None:
                 found.append(shift.period(ts))
-        if not found:
-            return set(), {}
-        episodes = self.store.episodes_by_key(list(meta))
-        dated = {
-            key for key, ep in episodes.items() if when.about(meta[key].occurred_ts, ep.text, found)
-        }
-        return dated, episodes
+        return found

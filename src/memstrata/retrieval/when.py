@@ -109,10 +109,6 @@ def _ts(d: date) -> float:
     return datetime(d.year, d.month, d.day, tzinfo=UTC).timestamp()
 
 
-def _month_start(year: int, month: int) -> date:
-    return date(year, month, 1)
-
-
 def _add_months(d: date, n: int) -> date:
     m = d.year * 12 + d.month - 1 + n
     return date(m // 12, m % 12 + 1, 1)
@@ -128,7 +124,7 @@ def _day(d: date) -> Period:
 
 
 def _month(year: int, month: int) -> Period:
-    start = _month_start(year, month)
+    start = date(year, month, 1)
     return Period(_ts(start), _ts(_add_months(start, 1)), "month")
 
 
