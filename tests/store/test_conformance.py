@@ -217,6 +217,23 @@ def test_bm25_ranks_the_matching_episode_first(store: Store) -> None:
     assert store.bm25_episodes("ns", ["volcano"], 0) == []
 
 
+def test_doc_freqs_count_episodes_as_bm25_indexes_words(open_backend) -> None:
+    store, other = open_backend(), open_backend()
+    assert store.doc_freqs("ns", ["ash"]) == (0, {})  # no such namespace
+    store.add_episodes("ns", corpus_eps(embed=False))
+    docs, freqs = store.doc_freqs("ns", ["ash", "evening", "evenings", "the", "zebra", "x-ray"])
+    assert docs == 6
+    # stemmed as the index stems; "the" is in five of the six; a word of two tokens
+    # ("x", "ray") counts by its rarer one
+    assert freqs == {"ash": 1, "evening": 1, "evenings": 1, "the": 5, "zebra": 0, "x-ray": 0}
+    assert other.doc_freqs("ns", ["ash"]) == (6, {"ash": 1})  # read, so cached by `other`
+    store.add_episodes("ns", [prep("ash2", "Ash trees line the road.")])
+    assert store.doc_freqs("ns", ["ash"]) == (7, {"ash": 2})  # its own write
+    assert other.doc_freqs("ns", ["ash"]) == (7, {"ash": 2})  # another connection's write
+    store.delete_episodes("ns", ["volcano"])
+    assert other.doc_freqs("ns", ["ash", "road"]) == (6, {"ash": 1, "road": 1})
+
+
 @pytest.mark.parametrize(
     "term", ['"', 'he said "hi"', "OR", "AND NOT", "NEAR(a b)", "col:val", "-x", "*", "^start"]
 )

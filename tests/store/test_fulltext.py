@@ -272,3 +272,24 @@ def test_a_store_in_memory_keeps_to_fts5() -> None:
         assert store.text_index_info("ns")["indexed"] == 0 and store.text_builds == 0
     finally:
         store.close()
+
+
+def test_a_large_namespace_keeps_its_episode_count_across_writes_for_a_while(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Counting a large namespace reads all of it: the count of one past the threshold
+    is kept for a few seconds across writes, the document frequencies are not."""
+    from memstrata.store import sqlite_text
+
+    store = SQLiteStore(tmp_path / "c.db", text_threshold=4)
+    small = SQLiteStore(tmp_path / "s.db", text_threshold=FTS5_ONLY)
+    for s in (store, small):
+        s.add_episodes("ns", [prep(f"a{i}", f"The cat number {i} sleeps.") for i in range(5)])
+        assert s.doc_freqs("ns", ["cat"]) == (5, {"cat": 5})
+        s.add_episodes("ns", [prep("b", "A cat and a dog.")])
+    assert store.doc_freqs("ns", ["cat", "dog"]) == (5, {"cat": 6, "dog": 1})  # kept
+    assert small.doc_freqs("ns", ["cat", "dog"]) == (6, {"cat": 6, "dog": 1})  # counted
+    monkeypatch.setattr(sqlite_text, "_COUNT_KEPT_S", 0.0)
+    assert store.doc_freqs("ns", ["cat"]) == (6, {"cat": 6})
+    store.close()
+    small.close()

@@ -318,6 +318,11 @@ class Store(ABC):
         """Episodes matching any of ``terms``, best BM25 first; scores are positive."""
 
     @abstractmethod
+    def doc_freqs(self, namespace: str, words: Sequence[str]) -> tuple[int, dict[str, int]]:
+        """The namespace's number of episodes and, per word, how many of them hold it, as
+        BM25 indexes the word (stemmed; a word of several tokens counts by its rarest)."""
+
+    @abstractmethod
     def dense_episodes(
         self,
         namespace: str,

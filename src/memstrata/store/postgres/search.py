@@ -210,6 +210,25 @@ class SearchPrimitives(Base):
                 return self._bm25_words(ns_id, [p[0] for p in phrases], rows, avgdl, limit, filters)
             return self._bm25_phrases(ns_id, phrases, rows, avgdl, limit, filters)
 
+    def doc_freqs(self, namespace: str, words: Sequence[str]) -> tuple[int, dict[str, int]]:
+        tokens = {word: tokenize(word) for word in words}
+        with self._lock:
+            ns_id = self._ns_id(namespace)
+            if ns_id is None:
+                return 0, {}
+            stats = self._one("SELECT docs FROM bm25_stats WHERE namespace_id=%s", (ns_id,))
+            held = dict(
+                self._all(
+                    "SELECT term, count(*) FROM bm25_postings WHERE namespace_id=%s "
+                    "AND term = ANY(%s) GROUP BY term",
+                    (ns_id, sorted({t for toks in tokens.values() for t in toks})),
+                )
+            )
+        freqs = {
+            word: min(int(held.get(t, 0)) for t in toks) for word, toks in tokens.items() if toks
+        }
+        return (int(stats[0]) if stats else 0), freqs
+
     def _bm25_words(
         self,
         ns_id: int,
