@@ -147,6 +147,8 @@ class RetrievalConfig(_Section):
     neighbour_window: int | None = None
     date_boost: float | None = None
     stance_boost: float | None = None
+    link_boost: float | None = None
+    link_pool: int | None = None
 
 
 class BuildConfig(_Section):

@@ -202,3 +202,42 @@ def test_a_question_about_a_dislike_finds_the_turn_that_states_one(
         config=Config(store=path, retrieval={"stance_boost": 0.0}), embedder=embedder
     ) as off:
         assert off.search(question, namespace="s", k=4).hits[0].id != "t2"
+
+
+PASSAGES = [
+    (
+        "leland",
+        "Leland is a town in Brunswick County, North Carolina. The horror film Maximum "
+        "Overdrive was shot in and around Leland in 1986.",
+    ),
+    (
+        "overdrive",
+        "Maximum Overdrive is a horror film written and directed by Stephen King, starring "
+        "Emilio Estevez. Overdrive was King's only film as a director.",
+    ),
+    (
+        "wilmington",
+        "Blue Velvet, a film directed by David Lynch, was shot in Wilmington, North Carolina "
+        "in 1986.",
+    ),
+    ("rowland", "Chuck Rowland directed short films around North Carolina."),
+    ("guild", "The guild honours the directors of the best films shot each year."),
+    ("stanford", "Leland Stanford was a businessman and politician."),
+    ("tarheels", "The 1986 North Carolina Tar Heels played football in Chapel Hill."),
+    ("estevez", "Emilio Estevez directed the film Wisdom in 1986."),
+]
+
+
+def test_a_name_in_the_best_passage_finds_the_second_step(
+    tmp_path: Path, embedder: MiniLMEmbedder
+) -> None:
+    question = "Who directed the film that was shot in or around Leland, North Carolina in 1986?"
+    path = str(tmp_path / "h.db")
+    with Memory.open(path, embedder=embedder) as memory:
+        memory.add_many([{"id": i, "text": t} for i, t in PASSAGES], namespace="h")
+        hits = [h.id for h in memory.search(question, namespace="h", k=8).hits]
+        assert hits[:2] == ["leland", "overdrive"]
+    cfg = Config(store=path, retrieval={"link_boost": 0.0})
+    with Memory.open(config=cfg, embedder=embedder) as without:
+        hits = [h.id for h in without.search(question, namespace="h", k=8).hits]
+        assert hits[0] == "leland" and hits.index("overdrive") > 2

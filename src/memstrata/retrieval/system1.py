@@ -1,6 +1,6 @@
 """System-1 route over episodes: dense and BM25 candidates fused by reciprocal rank fusion.
 
-On top of plain RRF it applies three LLM-free, data-set-independent refinements:
+On top of plain RRF it applies LLM-free, data-set-independent refinements:
 
 * **speaker matching** — when a question names a known speaker of the namespace, that
   person's own turns get a boost, and the name itself is dropped from the BM25 terms (every
@@ -16,22 +16,28 @@ On top of plain RRF it applies three LLM-free, data-set-independent refinements:
   wedding") from the turn that best matches the event's words;
 * **likes and dislikes** (``stance_boost``) — a question about a preference ("her
   favourite dance", "what does he dislike") raises the turns that state one of that
-  polarity ("I love salsa", "I can't stand crowds"; :mod:`memstrata.retrieval.stance`).
+  polarity ("I love salsa", "I can't stand crowds"; :mod:`memstrata.retrieval.stance`);
+* **links** (``link_boost``) — the second step of a two-step question shares no words
+  with it, but the first step names it: candidates about a name that the best candidate
+  mentions and the question does not are raised (:func:`link_strengths`).
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
+import math
+from collections import Counter, defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import lru_cache
 
 from pydantic import BaseModel, ConfigDict
 
 from memstrata.embed.base import Embedder, Vectors
-from memstrata.models import Hit
+from memstrata.models import Episode, Hit
 from memstrata.retrieval import documents, stance, when
 from memstrata.retrieval.fusion import rrf
-from memstrata.retrieval.text import content_terms, words
+from memstrata.retrieval.text import STOPWORDS, WORD, content_terms, sentences, words
 from memstrata.store.base import EpisodeMeta, SearchFilters, Store
 
 
@@ -50,6 +56,8 @@ class System1Params(BaseModel):
     neighbour_window: int = 1
     date_boost: float = 0.0
     stance_boost: float = 0.0
+    link_boost: float = 0.0
+    link_pool: int = 50
 
 
 # The ``default`` recipe's knobs. A steeper rank discount (k=20 instead of 60) lets the
@@ -65,6 +73,7 @@ DEFAULT_SYSTEM1 = System1Params(
     neighbour_window=1,
     date_boost=1.0,
     stance_boost=0.5,
+    link_boost=0.5,
 )
 
 
@@ -189,13 +198,49 @@ class EpisodeRoute:
             if key in stated:
                 factor += p.stance_boost
             final[key] *= factor
+        if p.link_boost:
+            episodes = self._link(namespace, plan, final, episodes)
         ranked = sorted(final, key=lambda key: -final[key])[:k]
-        episodes = episodes or self.store.episodes_by_key(ranked)
+        missing = [key for key in ranked if key not in episodes]
+        if missing:
+            episodes = {**episodes, **self.store.episodes_by_key(missing)}
         return [
             documents.episode_hit(episodes[key], final[key], routes[key])
             for key in ranked
             if key in episodes
         ]
+
+    def _link(
+        self,
+        namespace: str,
+        plan: QueryPlan,
+        final: dict[int, float],
+        episodes: dict[int, Episode],
+    ) -> dict[int, Episode]:
+        """Raise the candidates about a name the best candidate mentions and the question
+        does not, by ``link_boost`` x the best score x the link's strength (see
+        :func:`link_strengths`); the best candidate gains the largest raise, so it stays
+        first. Returns ``episodes`` with the texts it read."""
+        pool = sorted(final, key=lambda key: -final[key])[: self.params.link_pool]
+        unread = [key for key in pool if key not in episodes]
+        if unread:
+            episodes = {**episodes, **self.store.episodes_by_key(unread)}
+        keys = [key for key in pool if key in episodes]
+        if len(keys) < 2 or keys[0] != pool[0]:
+            return episodes
+        texts = [episodes[key].text for key in keys]
+        asked = set(content_terms(plan.text)) | {
+            w for speaker in self.store.speakers(namespace) for w in words(speaker)
+        }
+        strengths = link_strengths(
+            texts[0], texts[1:], asked, lambda found: self.store.doc_freqs(namespace, found)
+        )
+        top = final[pool[0]]
+        gains = [self.params.link_boost * top * s for s in strengths]
+        for key, gain in zip(keys[1:], gains, strict=True):
+            final[key] += gain
+        final[pool[0]] += max(gains, default=0.0)
+        return episodes
 
     def _periods(
         self,
@@ -219,3 +264,74 @@ class EpisodeRoute:
             if ts is not None:
                 found.append(shift.period(ts))
         return found
+
+
+def link_strengths(
+    anchor: str,
+    others: list[str],
+    asked: set[str],
+    doc_freqs: Callable[[list[str]], tuple[int, dict[str, int]]],
+) -> list[float]:
+    """How strongly each of ``others`` is about a name that ``anchor`` mentions, in [0, 1).
+
+    The word that joins two pieces of evidence is the bridge of a two-step question ("the
+    film shot in Leland in 1986" finds a passage naming *Maximum Overdrive*, and that
+    film's own passage says who directed it). A link word is written as a name in the
+    anchor (capitalised inside a sentence, or holding a digit) and is not in ``asked``
+    (the question's words, the speakers' names). Its weight in another text is BM25's:
+    idf over the namespace (``doc_freqs`` gives the episode count and the words'
+    counts), over log of the episode count, times the saturated, length-normalised
+    frequency of the word in that text, so a long text that names everything once is
+    not about each of those names. A text's strength is that of its strongest word."""
+    links = (set(_word_counts(anchor)) & _name_words(anchor)) - asked
+    counts = [_word_counts(text) for text in others]
+    shared = [links & c.keys() for c in counts]
+    found = sorted(set().union(*shared))
+    if not found:
+        return [0.0] * len(others)
+    docs, freqs = doc_freqs(found)
+    if docs < 2:
+        return [0.0] * len(others)
+    lengths = [c.total() for c in counts]
+    mean_len = max(1.0, sum(lengths) / len(lengths))
+    out = []
+    for c, words_, length in zip(counts, shared, lengths, strict=True):
+        norm = _K1 * (1 - _B + _B * length / mean_len)
+        out.append(
+            max(
+                (
+                    math.log(docs / freqs[w]) / math.log(docs) * c[w] / (c[w] + norm)
+                    for w in words_
+                    if freqs.get(w)
+                ),
+                default=0.0,
+            )
+        )
+    return out
+
+
+# BM25's constants (as in the stores' indexes)
+_K1, _B = 1.2, 0.75
+
+
+@lru_cache(maxsize=8192)
+def _word_counts(text: str) -> Counter[str]:
+    """How often each content word occurs in a text (no stopwords; possessive 's off)."""
+    return Counter(_plain(w) for w in words(text) if w not in STOPWORDS)
+
+
+@lru_cache(maxsize=8192)
+def _name_words(text: str) -> frozenset[str]:
+    """Words written as names: capitalised but not first in their sentence ("Leland",
+    "Overdrive"), or holding a digit ("1986")."""
+    out: set[str] = set()
+    for start, end in sentences(text):
+        for i, match in enumerate(WORD.finditer(text, start, end)):
+            word = match.group()
+            if (i and word[0].isupper()) or any(c.isdigit() for c in word):
+                out.add(_plain(word.lower().replace("’", "'")))
+    return frozenset(out)
+
+
+def _plain(word: str) -> str:
+    return word[:-2] if word.endswith("'s") else word

@@ -12,7 +12,7 @@ from typing import Any
 # "example.com" stay inside their sentence. Possessive runs, tried only where a run
 # begins, keep the scan linear on any input.
 _SENTENCE_END = re.compile(r"(?<![.!?])[.!?]++['\"’”)\]]*+(?=\s|$)|\n")
-_WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
+WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
 
 # Function words and question scaffolding: they match everything and rank nothing.
 STOPWORDS = frozenset(
@@ -36,7 +36,7 @@ STOPWORDS = frozenset(
 
 def words(text: str) -> list[str]:
     """Lower-cased word tokens, apostrophes kept inside words."""
-    return [w.replace("’", "'") for w in _WORD.findall(text.lower())]
+    return [w.replace("’", "'") for w in WORD.findall(text.lower())]
 
 
 def content_terms(text: str) -> list[str]:

@@ -90,7 +90,11 @@ class GuidedParams(BaseModel):
         default=8, ge=0, description="llm: fact-sheet lines shown with an event's summary"
     )
     shown_chars: int = Field(default=240, ge=40, description="llm: characters of a turn shown")
-    system1: System1Params = Field(default_factory=lambda: DEFAULT_SYSTEM1)
+    # System-1's links (link_boost) are off here: on BEAM dev they cost this route's
+    # Recall@10 more than 0.005 (docs/benchmarks.md, "Links between the steps").
+    system1: System1Params = Field(
+        default_factory=lambda: DEFAULT_SYSTEM1.model_copy(update={"link_boost": 0.0})
+    )
 
 
 @dataclass

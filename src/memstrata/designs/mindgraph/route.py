@@ -41,7 +41,11 @@ from memstrata.store.base import SearchFilters
 class MindGraphRouteParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    system1: System1Params = Field(default_factory=lambda: DEFAULT_SYSTEM1)
+    # System-1's links (link_boost) are off here: on BEAM dev they cost this route's
+    # Recall@10 more than 0.005 (docs/benchmarks.md, "Links between the steps").
+    system1: System1Params = Field(
+        default_factory=lambda: DEFAULT_SYSTEM1.model_copy(update={"link_boost": 0.0})
+    )
     candidates: int = Field(default=100, ge=1, description="per ranking, before fusion")
     rrf_k: int = Field(default=20, ge=1)
     system1_weight: float = Field(default=1.0, ge=0)

@@ -48,7 +48,7 @@ RECIPES = [
     ),
     Recipe(
         name="default",
-        description="System-1 over episodes with speaker, session and date refinements.",
+        description="System-1 over episodes: speaker, session, date, like and link refinements.",
         routes=[RouteSpec(name="system1", params=DEFAULT_SYSTEM1.model_dump())],
     ),
 ]
