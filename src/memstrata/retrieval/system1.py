@@ -37,7 +37,7 @@ from memstrata.embed.base import Embedder, Vectors
 from memstrata.models import Episode, Hit
 from memstrata.retrieval import documents, stance, when
 from memstrata.retrieval.fusion import rrf
-from memstrata.retrieval.text import STOPWORDS, WORD, content_terms, sentences, words
+from memstrata.retrieval.text import WORD, content_terms, content_words, plain, sentences, words
 from memstrata.store.base import EpisodeMeta, SearchFilters, Store
 
 
@@ -83,6 +83,7 @@ class QueryPlan:
     terms: list[str]
     speakers: list[str]
     period: tuple[float, float] | None
+    known_speakers: list[str]
 
 
 def parse_period(text: str) -> tuple[float, float] | None:
@@ -103,7 +104,13 @@ def plan_query(text: str, known_speakers: list[str], params: System1Params) -> Q
         names = {w for s in mentioned for w in words(s)}
         kept = [t for t in terms if t not in names]
         terms = kept or terms
-    return QueryPlan(text=text, terms=terms, speakers=mentioned, period=parse_period(text))
+    return QueryPlan(
+        text=text,
+        terms=terms,
+        speakers=mentioned,
+        period=parse_period(text),
+        known_speakers=known_speakers,
+    )
 
 
 class EpisodeRoute:
@@ -230,7 +237,7 @@ class EpisodeRoute:
             return episodes
         texts = [episodes[key].text for key in keys]
         asked = set(content_terms(plan.text)) | {
-            w for speaker in self.store.speakers(namespace) for w in words(speaker)
+            w for speaker in plan.known_speakers for w in words(speaker)
         }
         strengths = link_strengths(
             texts[0], texts[1:], asked, lambda found: self.store.doc_freqs(namespace, found)
@@ -316,8 +323,8 @@ _K1, _B = 1.2, 0.75
 
 @lru_cache(maxsize=8192)
 def _word_counts(text: str) -> Counter[str]:
-    """How often each content word occurs in a text (no stopwords; possessive 's off)."""
-    return Counter(_plain(w) for w in words(text) if w not in STOPWORDS)
+    """How often each content word occurs in a text."""
+    return Counter(content_words(text))
 
 
 @lru_cache(maxsize=8192)
@@ -329,9 +336,5 @@ def _name_words(text: str) -> frozenset[str]:
         for i, match in enumerate(WORD.finditer(text, start, end)):
             word = match.group()
             if (i and word[0].isupper()) or any(c.isdigit() for c in word):
-                out.add(_plain(word.lower().replace("’", "'")))
+                out.add(plain(word.lower().replace("’", "'")))
     return frozenset(out)
-
-
-def _plain(word: str) -> str:
-    return word[:-2] if word.endswith("'s") else word

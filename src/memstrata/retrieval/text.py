@@ -39,16 +39,24 @@ def words(text: str) -> list[str]:
     return [w.replace("’", "'") for w in WORD.findall(text.lower())]
 
 
-def content_terms(text: str) -> list[str]:
-    """Distinct non-stopword terms in order of first appearance; possessive 's dropped."""
-    seen: dict[str, None] = {}
-    for w in words(text):
-        if w.endswith("'s"):
-            w = w[:-2]
+def plain(word: str) -> str:
+    """A lower-cased word without its possessive 's."""
+    return word[:-2] if word.endswith("'s") else word
+
+
+def content_words(text: str) -> list[str]:
+    """Non-stopword words in order, repeats kept; possessive 's dropped."""
+    out = []
+    for w in map(plain, words(text)):
         if w in STOPWORDS or len(w) < 2 and not w.isdigit():
             continue
-        seen.setdefault(w, None)
-    return list(seen)
+        out.append(w)
+    return out
+
+
+def content_terms(text: str) -> list[str]:
+    """Distinct non-stopword terms in order of first appearance; possessive 's dropped."""
+    return list(dict.fromkeys(content_words(text)))
 
 
 def sentences(text: str) -> list[tuple[int, int]]:

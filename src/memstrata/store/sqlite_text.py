@@ -79,8 +79,9 @@ class TextSearch:
         self.text_builds = 0  # index builds and folds this connection started
         self.bm25_budget: int | None = BM25_BUDGET  # None: never leave a term out
         self._doc_freqs: dict[int, tuple[int | None, dict[str, int]]] = {}
-        self._doc_counts: dict[int, tuple[int, int, float]] = {}
-        self._counts_written: dict[int, bool] = {}
+        # per namespace: data_version when counted (None: this connection wrote since),
+        # the episode count, and when it was counted
+        self._doc_counts: dict[int, tuple[int | None, int, float]] = {}
 
     def bm25_episodes(
         self, namespace: str, terms: Sequence[str], limit: int, filters: SearchFilters | None = None
@@ -136,17 +137,12 @@ class TextSearch:
         if kept is not None:
             seen, count, at = kept
             young = time.monotonic() - at < _COUNT_KEPT_S
-            if (
-                seen == version
-                and not self._counts_written.get(ns_id)
-                or (count >= self._text_threshold and young)
-            ):
+            if seen == version or (count >= self._text_threshold and young):
                 return count
         row = self._conn.execute(
             "SELECT count(*) FROM episodes WHERE namespace_id=?", (ns_id,)
         ).fetchone()
         self._doc_counts[ns_id] = (version, int(row[0]), time.monotonic())
-        self._counts_written[ns_id] = False
         return int(row[0])
 
     def _known_freqs(self, ns_id: int) -> dict[str, int]:
@@ -434,7 +430,9 @@ class TextSearch:
 
     def _text_written(self, ns_id: int | None) -> None:
         self._doc_freqs.pop(ns_id or -1, None)
-        self._counts_written[ns_id or -1] = True
+        counted = self._doc_counts.get(ns_id or -1)
+        if counted is not None:
+            self._doc_counts[ns_id or -1] = (None, *counted[1:])
         state = self._texts.get(ns_id or -1)
         if state is not None:
             state.stale = True
