@@ -143,12 +143,16 @@ class RetrievalConfig(_Section):
     bm25_weight: float | None = None
     speaker_boost: float | None = None
     drop_speaker_terms: bool | None = None
+    drop_meta_terms: bool | None = None
     neighbour_weight: float | None = None
     neighbour_window: int | None = None
     date_boost: float | None = None
     stance_boost: float | None = None
     link_boost: float | None = None
     link_pool: int | None = None
+    cover_boost: float | None = None
+    rule_boost: float | None = None
+    advice_boost: float | None = None
 
 
 class BuildConfig(_Section):

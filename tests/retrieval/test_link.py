@@ -7,7 +7,7 @@ import pytest
 
 from memstrata.embed import MiniLMEmbedder
 from memstrata.memory import Memory
-from memstrata.retrieval.system1 import link_strengths
+from memstrata.retrieval.system1 import cover_words, link_words, word_strengths
 from memstrata.store import Store
 
 ANCHOR = (
@@ -39,8 +39,8 @@ def store(tmp_path: Path, embedder: MiniLMEmbedder) -> Iterator[Store]:
 
 
 def strengths(store: Store, asked: set[str]) -> dict[str, float]:
-    got = link_strengths(
-        ANCHOR, list(OTHERS.values()), asked, lambda found: store.doc_freqs("ns", found)
+    got = word_strengths(
+        link_words(ANCHOR, asked), list(OTHERS.values()), lambda found: store.doc_freqs("ns", found)
     )
     return dict(zip(OTHERS, got, strict=True))
 
@@ -65,6 +65,40 @@ def test_a_number_is_a_link_when_the_question_does_not_name_it(store: Store) -> 
 
 
 def test_no_link_without_counts(store: Store) -> None:
-    empty = link_strengths(ANCHOR, ["Maximum Overdrive"], set(), lambda found: (0, {}))
+    links = link_words(ANCHOR, set())
+    empty = word_strengths(links, ["Maximum Overdrive"], lambda found: (0, {}))
     assert empty == [0.0]
-    assert link_strengths(ANCHOR, [], set(), lambda found: (10, {})) == []
+    assert word_strengths(links, [], lambda found: (10, {})) == []
+
+
+def test_cover_words_are_the_asked_names_the_anchor_leaves_out() -> None:
+    question = "Which singer is American, Mark King or Nick Hexum?"
+    anchor = "Nick Hexum is an American singer and guitarist of the band 311."
+    assert cover_words(question, anchor, speakers=set()) == {"mark", "king"}
+    # a speaker's name is left to the speaker match
+    assert cover_words(question, anchor, speakers={"mark"}) == {"king"}
+    # the anchor holds every name: nothing left to cover
+    both = anchor + " Mark King plays bass."
+    assert cover_words(question, both, speakers=set()) == set()
+
+
+def test_no_cover_when_the_anchor_holds_none_of_the_names() -> None:
+    # the names did not find the anchor (a nickname, a name said only in greetings):
+    # raising the texts that hold them would follow the wrong thread
+    question = "What countries has Kate visited?"
+    assert cover_words(question, "I flew to Lisbon and then Rome.", speakers=set()) == set()
+
+
+def test_cover_strength_follows_the_uncovered_name(store: Store) -> None:
+    # "Stanford" is the name the anchor leaves out of "Leland Stanford's horror film"
+    question = "Did Leland Stanford shoot Maximum Overdrive?"
+    found = cover_words(question, ANCHOR, speakers=set())
+    assert found == {"stanford"}
+    got = dict(
+        zip(
+            OTHERS,
+            word_strengths(found, list(OTHERS.values()), lambda ws: store.doc_freqs("ns", ws)),
+            strict=True,
+        )
+    )
+    assert got["asked"] > 0 and all(v == 0 for k, v in got.items() if k != "asked")

@@ -241,3 +241,105 @@ def test_a_name_in_the_best_passage_finds_the_second_step(
     with Memory.open(config=cfg, embedder=embedder) as without:
         hits = [h.id for h in without.search(question, namespace="h", k=8).hits]
         assert hits[0] == "leland" and hits.index("overdrive") > 2
+
+
+SINGERS = [
+    (
+        "hexum",
+        "Nick Hexum is an American singer and guitarist, the lead vocalist of the rock band "
+        "311 from Omaha, Nebraska.",
+    ),
+    (
+        "zack",
+        "Zack Hexum is an American musician and producer, the younger brother of Nick Hexum "
+        "of 311.",
+    ),
+    (
+        "amber",
+        "Amber is a song by the American rock band 311, written by Nick Hexum and released "
+        "in 2001.",
+    ),
+    (
+        "here",
+        "I'll Be Here Awhile is a song by 311, sung by Nick Hexum, from their album From Chaos.",
+    ),
+    (
+        "king",
+        "Mark King is an English musician, the bassist and singer of the band Level 42, known "
+        "for slap bass.",
+    ),
+    ("level", "Level 42 is an English pop and jazz-funk band formed on the Isle of Wight in 1979."),
+    ("singers", "Many singers in rock bands also play an instrument on stage."),
+    ("pop", "The King of Pop was a title given to an American singer."),
+]
+
+
+def test_the_second_name_of_a_comparison_is_covered(
+    tmp_path: Path, embedder: MiniLMEmbedder
+) -> None:
+    question = "Which singer is American, Mark King or Nick Hexum?"
+    path = str(tmp_path / "c.db")
+    with Memory.open(path, embedder=embedder) as memory:
+        memory.add_many([{"id": i, "text": t} for i, t in SINGERS], namespace="c")
+        hits = [h.id for h in memory.search(question, namespace="c", k=8).hits]
+        assert hits[:2] == ["hexum", "king"]
+    # without the cover, what Nick Hexum's passage links to comes before Mark King
+    cfg = Config(store=path, retrieval={"cover_boost": 0.0})
+    with Memory.open(config=cfg, embedder=embedder) as without:
+        hits = [h.id for h in without.search(question, namespace="c", k=8).hits]
+        assert hits[0] == "hexum" and hits.index("king") > 1
+
+
+CHAT = [
+    (
+        "u1",
+        "user",
+        "I need to plan my week: a dentist visit, two client calls and the school play.",
+    ),
+    ("a1", "assistant", "Happy to help you plan your week around those commitments."),
+    ("u2", "user", "Always format dates as MM/DD/YYYY when I ask about scheduling details."),
+    ("a2", "assistant", "Understood, I will use that date format from now on."),
+    ("u3", "user", "I prefer audiobooks under ten hours, narrated by the author if possible."),
+    ("a3", "assistant", "Noted. Shorter audiobooks read by their authors it is."),
+    ("u4", "user", "The meeting with the studio moved to Thursday afternoon."),
+    ("a4", "assistant", "Thursday afternoon works; the studio meeting is set."),
+    ("u5", "user", "My sister recommended a long fantasy audiobook series for the car."),
+    ("a5", "assistant", "Fantasy series make long drives pass quickly."),
+    ("u6", "user", "Our studio meeting on Thursday covers the sound mix and the final cut."),
+    ("a6", "assistant", "Bring notes on the sound mix to the studio meeting."),
+    ("u7", "user", "I listen to podcasts and audiobooks on my commute every morning."),
+    ("a7", "assistant", "A commute is a good time for audiobooks and podcasts."),
+]
+
+
+@pytest.fixture
+def chat_path(tmp_path: Path, embedder: MiniLMEmbedder) -> str:
+    path = str(tmp_path / "r.db")
+    with Memory.open(path, embedder=embedder) as memory:
+        memory.add_many(
+            [{"id": i, "text": t, "speaker": s, "session": "s1"} for i, s, t in CHAT],
+            namespace="r",
+        )
+    return path
+
+
+def ranked(path: str, embedder: MiniLMEmbedder, question: str, **knobs: float) -> list[str]:
+    with Memory.open(config=Config(store=path, retrieval=knobs), embedder=embedder) as m:
+        return [h.id for h in m.search(question, namespace="r", k=8).hits]
+
+
+def test_a_standing_instruction_comes_with_a_question_on_its_topic(
+    chat_path: str, embedder: MiniLMEmbedder
+) -> None:
+    # the rule on dates shares no word with the question it governs
+    question = "When is my meeting at the studio?"
+    assert "u2" in ranked(chat_path, embedder, question)[:3]
+    assert "u2" not in ranked(chat_path, embedder, question, rule_boost=0.0)
+
+
+def test_a_request_for_advice_finds_the_stated_preference(
+    chat_path: str, embedder: MiniLMEmbedder
+) -> None:
+    question = "Can you suggest some good audiobooks for me?"
+    assert ranked(chat_path, embedder, question)[0] == "u3"
+    assert ranked(chat_path, embedder, question, advice_boost=0.0)[0] != "u3"

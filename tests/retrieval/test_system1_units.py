@@ -34,6 +34,15 @@ def test_plan_query_finds_speakers_and_drops_their_names() -> None:
     assert "melanie" in plan_query("What did Melanie paint?", ["Melanie"], System1Params()).terms
 
 
+def test_plan_query_drops_words_about_the_conversation_itself() -> None:
+    params = System1Params(drop_meta_terms=True)
+    question = "Can you summarize how my budget tracker evolved across our conversations?"
+    assert plan_query(question, [], params).terms == ["budget", "tracker", "evolved"]
+    # a question made only of such words keeps them
+    assert plan_query("What did we discuss?", [], params).terms == ["discuss"]
+    assert "conversations" in plan_query(question, [], System1Params()).terms
+
+
 def test_parse_period() -> None:
     start, end = parse_period("What happened in May 2023?") or (0, 0)
     assert datetime.fromtimestamp(start, UTC) == datetime(2023, 5, 1, tzinfo=UTC)

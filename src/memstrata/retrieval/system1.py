@@ -19,7 +19,16 @@ On top of plain RRF it applies LLM-free, data-set-independent refinements:
   polarity ("I love salsa", "I can't stand crowds"; :mod:`memstrata.retrieval.stance`);
 * **links** (``link_boost``) — the second step of a two-step question shares no words
   with it, but the first step names it: candidates about a name that the best candidate
-  mentions and the question does not are raised (:func:`link_strengths`).
+  mentions and the question does not are raised (:func:`link_words`);
+* **cover** (``cover_boost``) — a question about several things ("Mark King or Nick
+  Hexum") finds one of them first: candidates about the names the best candidate leaves
+  uncovered are raised (:func:`cover_words`);
+* **standing instructions and advice** (``rule_boost``, ``advice_boost``) — a rule on how
+  to answer ("Always format dates as MM/DD/YYYY when I ask about scheduling") is raised
+  for every question, and a request for advice raises the turns that state a preference
+  (:mod:`memstrata.retrieval.standing`);
+* **words about the conversation** (``drop_meta_terms``) — "across our conversations",
+  "what did I mention" are left out of the BM25 terms (``text.META_WORDS``).
 """
 
 from __future__ import annotations
@@ -35,9 +44,17 @@ from pydantic import BaseModel, ConfigDict
 
 from memstrata.embed.base import Embedder, Vectors
 from memstrata.models import Episode, Hit
-from memstrata.retrieval import documents, stance, when
+from memstrata.retrieval import documents, stance, standing, when
 from memstrata.retrieval.fusion import rrf
-from memstrata.retrieval.text import WORD, content_terms, content_words, plain, sentences, words
+from memstrata.retrieval.text import (
+    META_WORDS,
+    WORD,
+    content_terms,
+    content_words,
+    plain,
+    sentences,
+    words,
+)
 from memstrata.store.base import EpisodeMeta, SearchFilters, Store
 
 
@@ -52,28 +69,38 @@ class System1Params(BaseModel):
     bm25_weight: float = 1.0
     speaker_boost: float = 0.0
     drop_speaker_terms: bool = False
+    drop_meta_terms: bool = False
     neighbour_weight: float = 0.0
     neighbour_window: int = 1
     date_boost: float = 0.0
     stance_boost: float = 0.0
     link_boost: float = 0.0
     link_pool: int = 50
+    cover_boost: float = 0.0
+    rule_boost: float = 0.0
+    advice_boost: float = 0.0
 
 
 # The ``default`` recipe's knobs. A steeper rank discount (k=20 instead of 60) lets the
 # refinements re-order within the head of the list without being swamped by the long,
 # flat RRF tail. Round values; the dev-split sweep in docs/benchmarks.md shows the
 # neighbourhood is flat (k 10-30). The date and stance factors: round values in the
-# middle of flat regions of the four-set sweep ("Query understanding", same file).
+# middle of flat regions of the four-set sweep ("Query understanding", same file); the
+# link, cover, rule and advice factors likewise ("Links between the steps of a question",
+# "The other name, standing instructions ...").
 DEFAULT_SYSTEM1 = System1Params(
     rrf_k=20,
     speaker_boost=0.5,
     drop_speaker_terms=True,
+    drop_meta_terms=True,
     neighbour_weight=0.2,
     neighbour_window=1,
     date_boost=1.0,
     stance_boost=0.5,
     link_boost=0.5,
+    cover_boost=0.5,
+    rule_boost=2.0,
+    advice_boost=0.5,
 )
 
 
@@ -104,6 +131,8 @@ def plan_query(text: str, known_speakers: list[str], params: System1Params) -> Q
         names = {w for s in mentioned for w in words(s)}
         kept = [t for t in terms if t not in names]
         terms = kept or terms
+    if params.drop_meta_terms:
+        terms = [t for t in terms if t not in META_WORDS] or terms
     return QueryPlan(
         text=text,
         terms=terms,
@@ -188,14 +217,22 @@ class EpisodeRoute:
                         final[m.key] += p.neighbour_weight * max(near)
         found = self._periods(namespace, filters, plan, meta) if p.date_boost else []
         polarity = stance.asks(plan.text) if p.stance_boost else None
-        # the candidates' texts, read only when a period or a preference asks for them
-        episodes = self.store.episodes_by_key(list(meta)) if found or polarity else {}
+        advice = bool(p.advice_boost) and standing.asks_advice(plan.text)
+        # the candidates' texts, read only when something below asks for them
+        read = found or polarity or advice or p.rule_boost
+        episodes = self.store.episodes_by_key(list(meta)) if read else {}
         dated = {k for k, e in episodes.items() if when.about(meta[k].occurred_ts, e.text, found)}
         stated = (
             {k for k, e in episodes.items() if polarity in stance.states(e.text)}
             if polarity
             else set()
         )
+        ruled = (
+            {k for k, e in episodes.items() if standing.instructs(e.text)}
+            if p.rule_boost
+            else set()
+        )
+        preferred = {k for k, e in episodes.items() if stance.states(e.text)} if advice else set()
         for key, m in meta.items():
             factor = 1.0
             if p.speaker_boost and plan.speakers and m.speaker in plan.speakers:
@@ -204,8 +241,12 @@ class EpisodeRoute:
                 factor += p.date_boost
             if key in stated:
                 factor += p.stance_boost
+            if key in ruled:
+                factor += p.rule_boost
+            if key in preferred:
+                factor += p.advice_boost
             final[key] *= factor
-        if p.link_boost:
+        if p.link_boost or p.cover_boost:
             episodes = self._link(namespace, plan, final, episodes)
         ranked = sorted(final, key=lambda key: -final[key])[:k]
         missing = [key for key in ranked if key not in episodes]
@@ -224,26 +265,33 @@ class EpisodeRoute:
         final: dict[int, float],
         episodes: dict[int, Episode],
     ) -> dict[int, Episode]:
-        """Raise the candidates about a name the best candidate mentions and the question
-        does not, by ``link_boost`` x the best score x the link's strength (see
-        :func:`link_strengths`); the best candidate gains the largest raise, so it stays
-        first. Returns ``episodes`` with the texts it read."""
-        pool = sorted(final, key=lambda key: -final[key])[: self.params.link_pool]
+        """Raise the candidates about the second step of the question: a name the best
+        candidate mentions and the question does not (``link_boost``), or a name the
+        question asks about and the best candidate does not hold (``cover_boost``). Each
+        gains its factor x the best score x its strength (:func:`word_strengths`); the
+        best candidate gains the largest raise, so it stays first. Returns ``episodes``
+        with the texts it read."""
+        p = self.params
+        pool = sorted(final, key=lambda key: -final[key])[: p.link_pool]
         unread = [key for key in pool if key not in episodes]
         if unread:
             episodes = {**episodes, **self.store.episodes_by_key(unread)}
         keys = [key for key in pool if key in episodes]
         if len(keys) < 2 or keys[0] != pool[0]:
             return episodes
-        texts = [episodes[key].text for key in keys]
-        asked = set(content_terms(plan.text)) | {
-            w for speaker in plan.known_speakers for w in words(speaker)
-        }
-        strengths = link_strengths(
-            texts[0], texts[1:], asked, lambda found: self.store.doc_freqs(namespace, found)
-        )
+        anchor, others = episodes[keys[0]].text, [episodes[key].text for key in keys[1:]]
+        speakers = {w for speaker in plan.known_speakers for w in words(speaker)}
         top = final[pool[0]]
-        gains = [self.params.link_boost * top * s for s in strengths]
+        gains = [0.0] * len(others)
+        for boost, found in (
+            (p.link_boost, lambda: link_words(anchor, set(content_terms(plan.text)) | speakers)),
+            (p.cover_boost, lambda: cover_words(plan.text, anchor, speakers)),
+        ):
+            if boost:
+                strengths = word_strengths(
+                    found(), others, lambda ws: self.store.doc_freqs(namespace, ws)
+                )
+                gains = [g + boost * top * s for g, s in zip(gains, strengths, strict=True)]
         for key, gain in zip(keys[1:], gains, strict=True):
             final[key] += gain
         final[pool[0]] += max(gains, default=0.0)
@@ -273,30 +321,50 @@ class EpisodeRoute:
         return found
 
 
-def link_strengths(
-    anchor: str,
+def link_words(anchor: str, asked: set[str]) -> set[str]:
+    """The words that may join ``anchor`` to the second step of a two-step question.
+
+    The bridge of such a question is named in its first step's evidence and not in the
+    question ("the film shot in Leland in 1986" finds a passage naming *Maximum
+    Overdrive*, and that film's own passage says who directed it): words of ``anchor``
+    written as names (capitalised inside a sentence, or holding a digit) that are not in
+    ``asked`` (the question's words, the speakers' names)."""
+    return (set(_word_counts(anchor)) & _name_words(anchor)) - asked
+
+
+def cover_words(question: str, anchor: str, speakers: set[str]) -> set[str]:
+    """The names ``question`` asks about that ``anchor`` does not hold, when it holds
+    some of them.
+
+    A question about two things ("Which singer is American, Mark King or Nick Hexum?")
+    finds one first; the evidence for the other is what the best candidate leaves
+    uncovered. A question none of whose names the anchor holds gives nothing: then the
+    names are not what found the anchor (a nickname, a name only said in greetings), and
+    raising the texts that hold them would follow the wrong thread. Speakers' names are
+    left to the speaker match."""
+    names = (set(content_words(question)) & _name_words(question)) - speakers
+    uncovered = names - set(_word_counts(anchor))
+    return set() if uncovered == names else uncovered
+
+
+def word_strengths(
+    found: set[str],
     others: list[str],
-    asked: set[str],
     doc_freqs: Callable[[list[str]], tuple[int, dict[str, int]]],
 ) -> list[float]:
-    """How strongly each of ``others`` is about a name that ``anchor`` mentions, in [0, 1).
+    """How strongly each of ``others`` is about one of the words ``found``, in [0, 1).
 
-    The word that joins two pieces of evidence is the bridge of a two-step question ("the
-    film shot in Leland in 1986" finds a passage naming *Maximum Overdrive*, and that
-    film's own passage says who directed it). A link word is written as a name in the
-    anchor (capitalised inside a sentence, or holding a digit) and is not in ``asked``
-    (the question's words, the speakers' names). Its weight in another text is BM25's:
-    idf over the namespace (``doc_freqs`` gives the episode count and the words'
-    counts), over log of the episode count, times the saturated, length-normalised
-    frequency of the word in that text, so a long text that names everything once is
-    not about each of those names. A text's strength is that of its strongest word."""
-    links = (set(_word_counts(anchor)) & _name_words(anchor)) - asked
+    A word's weight in a text is BM25's: idf over the namespace (``doc_freqs`` gives the
+    episode count and the words' counts), over log of the episode count, times the
+    saturated, length-normalised frequency of the word in that text, so a long text
+    that names everything once is not about each of those names. A text's strength is
+    that of its strongest word."""
     counts = [_word_counts(text) for text in others]
-    shared = [links & c.keys() for c in counts]
-    found = sorted(set().union(*shared))
-    if not found:
+    shared = [found & c.keys() for c in counts]
+    present = sorted(set().union(*shared))
+    if not present:
         return [0.0] * len(others)
-    docs, freqs = doc_freqs(found)
+    docs, freqs = doc_freqs(present)
     if docs < 2:
         return [0.0] * len(others)
     lengths = [c.total() for c in counts]

@@ -33,6 +33,18 @@ STOPWORDS = frozenset(
     """.split()
 )
 
+#: Words about the conversation itself or the form of the answer ("across our
+#: conversations", "what did I mention", "give me a summary"): a question's own
+#: scaffolding, rare in the turns, where they would match only talk about talking.
+META_WORDS = frozenset(
+    """
+    conversation conversations chat chats chatted session sessions discussion discussions
+    discuss discussed discussing message messages mention mentions mentioned mentioning
+    brought bring bringing talk talked talking told tell summary summarize summarise
+    summarized summarised comprehensive throughout across items requests questions asked
+    """.split()
+)
+
 
 def words(text: str) -> list[str]:
     """Lower-cased word tokens, apostrophes kept inside words."""
