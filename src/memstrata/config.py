@@ -153,6 +153,7 @@ class RetrievalConfig(_Section):
     cover_boost: float | None = None
     rule_boost: float | None = None
     advice_boost: float | None = None
+    asker_boost: float | None = None
 
 
 class BuildConfig(_Section):

@@ -2,7 +2,7 @@
 
 import pytest
 
-from memstrata.retrieval.standing import asks_advice, instructs
+from memstrata.retrieval.standing import asks_advice, by_asker, first_person, instructs
 
 
 @pytest.mark.parametrize(
@@ -58,3 +58,18 @@ def test_requests_for_guidance_ask_advice(question: str) -> None:
 )
 def test_questions_about_facts_do_not_ask_advice(question: str) -> None:
     assert not asks_advice(question)
+
+
+def test_a_question_in_the_first_person_speaks_of_its_asker() -> None:
+    assert first_person("When is my meeting at the studio?")
+    assert first_person("I'm planning a trip. Where did I stay last time?")
+    assert not first_person("When is Nora's meeting at the studio?")
+
+
+def test_the_users_turns_are_known_by_role_or_by_speaker() -> None:
+    assert by_asker("user", None)
+    assert by_asker("user", "Nora")  # the role decides
+    assert not by_asker("assistant", "user")
+    assert by_asker(None, "User")  # a log without roles names the speaker after it
+    assert by_asker(None, "human")
+    assert not by_asker(None, "Nora") and not by_asker(None, None)

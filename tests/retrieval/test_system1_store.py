@@ -228,19 +228,29 @@ PASSAGES = [
 ]
 
 
+def passage_store(tmp_path: Path, embedder: MiniLMEmbedder, passages: list[tuple[str, str]]) -> str:
+    path = str(tmp_path / "p.db")
+    with Memory.open(path, embedder=embedder) as memory:
+        memory.add_many([{"id": i, "text": t} for i, t in passages], namespace="p")
+    return path
+
+
+def search_ids(
+    path: str, embedder: MiniLMEmbedder, question: str, namespace: str = "p", **knobs: float
+) -> list[str]:
+    """The first 8 hits of ``default``, with System-1 knobs overridden."""
+    with Memory.open(config=Config(store=path, retrieval=knobs), embedder=embedder) as m:
+        return [h.id for h in m.search(question, namespace=namespace, k=8).hits]
+
+
 def test_a_name_in_the_best_passage_finds_the_second_step(
     tmp_path: Path, embedder: MiniLMEmbedder
 ) -> None:
     question = "Who directed the film that was shot in or around Leland, North Carolina in 1986?"
-    path = str(tmp_path / "h.db")
-    with Memory.open(path, embedder=embedder) as memory:
-        memory.add_many([{"id": i, "text": t} for i, t in PASSAGES], namespace="h")
-        hits = [h.id for h in memory.search(question, namespace="h", k=8).hits]
-        assert hits[:2] == ["leland", "overdrive"]
-    cfg = Config(store=path, retrieval={"link_boost": 0.0})
-    with Memory.open(config=cfg, embedder=embedder) as without:
-        hits = [h.id for h in without.search(question, namespace="h", k=8).hits]
-        assert hits[0] == "leland" and hits.index("overdrive") > 2
+    path = passage_store(tmp_path, embedder, PASSAGES)
+    assert search_ids(path, embedder, question)[:2] == ["leland", "overdrive"]
+    without = search_ids(path, embedder, question, link_boost=0.0)
+    assert without[0] == "leland" and without.index("overdrive") > 2
 
 
 SINGERS = [
@@ -278,16 +288,11 @@ def test_the_second_name_of_a_comparison_is_covered(
     tmp_path: Path, embedder: MiniLMEmbedder
 ) -> None:
     question = "Which singer is American, Mark King or Nick Hexum?"
-    path = str(tmp_path / "c.db")
-    with Memory.open(path, embedder=embedder) as memory:
-        memory.add_many([{"id": i, "text": t} for i, t in SINGERS], namespace="c")
-        hits = [h.id for h in memory.search(question, namespace="c", k=8).hits]
-        assert hits[:2] == ["hexum", "king"]
+    path = passage_store(tmp_path, embedder, SINGERS)
+    assert search_ids(path, embedder, question)[:2] == ["hexum", "king"]
     # without the cover, what Nick Hexum's passage links to comes before Mark King
-    cfg = Config(store=path, retrieval={"cover_boost": 0.0})
-    with Memory.open(config=cfg, embedder=embedder) as without:
-        hits = [h.id for h in without.search(question, namespace="c", k=8).hits]
-        assert hits[0] == "hexum" and hits.index("king") > 1
+    without = search_ids(path, embedder, question, cover_boost=0.0)
+    assert without[0] == "hexum" and without.index("king") > 1
 
 
 CHAT = [
@@ -323,23 +328,35 @@ def chat_path(tmp_path: Path, embedder: MiniLMEmbedder) -> str:
     return path
 
 
-def ranked(path: str, embedder: MiniLMEmbedder, question: str, **knobs: float) -> list[str]:
-    with Memory.open(config=Config(store=path, retrieval=knobs), embedder=embedder) as m:
-        return [h.id for h in m.search(question, namespace="r", k=8).hits]
-
-
 def test_a_standing_instruction_comes_with_a_question_on_its_topic(
     chat_path: str, embedder: MiniLMEmbedder
 ) -> None:
     # the rule on dates shares no word with the question it governs
     question = "When is my meeting at the studio?"
-    assert "u2" in ranked(chat_path, embedder, question)[:3]
-    assert "u2" not in ranked(chat_path, embedder, question, rule_boost=0.0)
+    # (the user's own turns are not raised here, so that only the rule moves)
+    assert "u2" in search_ids(chat_path, embedder, question, "r", asker_boost=0.0)[:3]
+    assert "u2" not in search_ids(chat_path, embedder, question, "r", rule_boost=0, asker_boost=0)
 
 
 def test_a_request_for_advice_finds_the_stated_preference(
     chat_path: str, embedder: MiniLMEmbedder
 ) -> None:
     question = "Can you suggest some good audiobooks for me?"
-    assert ranked(chat_path, embedder, question)[0] == "u3"
-    assert ranked(chat_path, embedder, question, advice_boost=0.0)[0] != "u3"
+    assert search_ids(chat_path, embedder, question, "r", asker_boost=0.0)[0] == "u3"
+    assert search_ids(chat_path, embedder, question, "r", advice_boost=0, asker_boost=0)[0] != "u3"
+
+
+def test_a_question_in_the_first_person_prefers_the_users_own_turns(
+    chat_path: str, embedder: MiniLMEmbedder
+) -> None:
+    question = "When is my meeting at the studio?"
+    kept = search_ids(chat_path, embedder, question, "r", rule_boost=0.0)
+    without = search_ids(chat_path, embedder, question, "r", rule_boost=0.0, asker_boost=0.0)
+    # the assistant's echo ("the studio meeting is set") came first; the user's report wins
+    assert without[0] == "a4"
+    assert kept[0] in {"u4", "u6"} and kept.index("u6") < without.index("u6")
+    # a question about someone else leaves the turns as they were
+    other = "When is Nora's meeting at the studio?"
+    assert search_ids(chat_path, embedder, other, "r") == search_ids(
+        chat_path, embedder, other, "r", asker_boost=0.0
+    )

@@ -6,8 +6,10 @@ and the later question never repeats it ("When is my meeting at the studio?"). L
 a request for advice ("Can you suggest some books for me?") is answered well only with
 the preferences the user stated before ("I prefer e-books for their portability").
 :func:`instructs` reads whether a text gives such a rule; :func:`asks_advice` whether a
-question asks for guidance. The patterns are English function words, nothing a data set
-taught.
+question asks for guidance. And a question in the first person put to an assistant's
+memory ("When is my meeting?") is about the user, whose own turns hold the answer
+(:func:`first_person`, :func:`by_asker`). The patterns are English function words and
+the role names chat logs use, nothing a data set taught.
 """
 
 from __future__ import annotations
@@ -64,3 +66,21 @@ def asks_advice(question: str) -> bool:
     if _ADVICE.search(question):
         return True
     return bool(_ADVICE_WORD.search(question) and _ASKER.search(question))
+
+
+_FIRST_PERSON = re.compile(r"\b(?:i|me|my|mine|myself)\b", re.I)
+#: how chat logs name the person an assistant serves: the role of the messages, or the
+#: speaker when the log has no role
+_ASKER_ROLES = frozenset({"user", "human"})
+
+
+def first_person(question: str) -> bool:
+    """Whether the question speaks of its asker ("my meeting", "did I")."""
+    return bool(_FIRST_PERSON.search(question))
+
+
+def by_asker(role: str | None, speaker: str | None) -> bool:
+    """Whether a turn is the user's own: its role says so, or, without a role, its
+    speaker is named after the role."""
+    name = role if role is not None else speaker
+    return name is not None and name.strip().lower() in _ASKER_ROLES

@@ -28,7 +28,10 @@ On top of plain RRF it applies LLM-free, data-set-independent refinements:
   for every question, and a request for advice raises the turns that state a preference
   (:mod:`memstrata.retrieval.standing`);
 * **words about the conversation** (``drop_meta_terms``) — "across our conversations",
-  "what did I mention" are left out of the BM25 terms (``text.META_WORDS``).
+  "what did I mention" are left out of the BM25 terms (``text.META_WORDS``);
+* **the asker's own turns** (``asker_boost``) — a question in the first person ("When
+  is my meeting?") to an assistant's memory is about the user, so the user's turns
+  (role ``user``; without a role, a speaker called so) are raised like a named speaker's.
 """
 
 from __future__ import annotations
@@ -79,6 +82,7 @@ class System1Params(BaseModel):
     cover_boost: float = 0.0
     rule_boost: float = 0.0
     advice_boost: float = 0.0
+    asker_boost: float = 0.0
 
 
 # The ``default`` recipe's knobs. A steeper rank discount (k=20 instead of 60) lets the
@@ -101,6 +105,7 @@ DEFAULT_SYSTEM1 = System1Params(
     cover_boost=0.5,
     rule_boost=2.0,
     advice_boost=0.5,
+    asker_boost=0.5,
 )
 
 
@@ -218,8 +223,9 @@ class EpisodeRoute:
         found = self._periods(namespace, filters, plan, meta) if p.date_boost else []
         polarity = stance.asks(plan.text) if p.stance_boost else None
         advice = bool(p.advice_boost) and standing.asks_advice(plan.text)
+        asked_by_me = bool(p.asker_boost) and standing.first_person(plan.text)
         # the candidates' texts, read only when something below asks for them
-        read = found or polarity or advice or p.rule_boost
+        read = found or polarity or advice or asked_by_me or p.rule_boost
         episodes = self.store.episodes_by_key(list(meta)) if read else {}
         dated = {k for k, e in episodes.items() if when.about(meta[k].occurred_ts, e.text, found)}
         stated = (
@@ -233,6 +239,11 @@ class EpisodeRoute:
             else set()
         )
         preferred = {k for k, e in episodes.items() if stance.states(e.text)} if advice else set()
+        mine = (
+            {k for k, e in episodes.items() if standing.by_asker(e.role, e.speaker)}
+            if asked_by_me
+            else set()
+        )
         for key, m in meta.items():
             factor = 1.0
             if p.speaker_boost and plan.speakers and m.speaker in plan.speakers:
@@ -245,6 +256,8 @@ class EpisodeRoute:
                 factor += p.rule_boost
             if key in preferred:
                 factor += p.advice_boost
+            if key in mine:
+                factor += p.asker_boost
             final[key] *= factor
         if p.link_boost or p.cover_boost:
             episodes = self._link(namespace, plan, final, episodes)
