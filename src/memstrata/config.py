@@ -154,6 +154,9 @@ class RetrievalConfig(_Section):
     rule_boost: float | None = None
     advice_boost: float | None = None
     asker_boost: float | None = None
+    speaker_aliases: bool | None = None
+    brief_words: int | None = None
+    brief_penalty: float | None = None
 
 
 class BuildConfig(_Section):

@@ -163,7 +163,11 @@ def test_a_period_placed_from_an_event(tmp_path: Path, embedder: MiniLMEmbedder)
         for i, t, at in [
             ("w", "Our wedding was beautiful, we danced all night.", datetime(2023, 7, 1, 22)),
             ("e1", "I baked a plum cake for my aunt.", datetime(2023, 5, 20, 9)),
-            ("e2", "I baked a lemon tart.", datetime(2023, 6, 18, 9)),  # two weeks before
+            (
+                "e2",
+                "I baked a lemon tart for the neighbours.",
+                datetime(2023, 6, 18, 9),
+            ),  # 2 weeks before
             ("e3", "I baked a lemon cake with my mother.", datetime(2023, 7, 20, 9)),
         ]
     ]
@@ -236,7 +240,7 @@ def passage_store(tmp_path: Path, embedder: MiniLMEmbedder, passages: list[tuple
 
 
 def search_ids(
-    path: str, embedder: MiniLMEmbedder, question: str, namespace: str = "p", **knobs: float
+    path: str, embedder: MiniLMEmbedder, question: str, namespace: str = "p", **knobs: float | bool
 ) -> list[str]:
     """The first 8 hits of ``default``, with System-1 knobs overridden."""
     with Memory.open(config=Config(store=path, retrieval=knobs), embedder=embedder) as m:
@@ -360,3 +364,49 @@ def test_a_question_in_the_first_person_prefers_the_users_own_turns(
     assert search_ids(chat_path, embedder, other, "r") == search_ids(
         chat_path, embedder, other, "r", asker_boost=0.0
     )
+
+
+NICKNAMED = [
+    ("f1", "Felix", "Hey Kit! How was your weekend?"),
+    ("s1", "Samantha", "Lovely, I went kayaking on the river with my cousin."),
+    ("f2", "Felix", "Kit, did you go kayaking? Kit, kayaking is the best."),
+    ("s2", "Samantha", "Haha, I'm Kit to my friends, by the way."),
+    ("f3", "Felix", "Thanks, Kit!"),
+    ("s3", "Samantha", "Guess what I bought? An electric piano."),
+]
+
+
+def test_a_speaker_is_found_by_the_name_the_other_calls_them(
+    tmp_path: Path, embedder: MiniLMEmbedder
+) -> None:
+    path = str(tmp_path / "n.db")
+    with Memory.open(path, embedder=embedder) as memory:
+        turns = [{"id": i, "text": t, "speaker": s, "session": "s1"} for i, s, t in NICKNAMED]
+        memory.add_many(turns, namespace="n")
+    question = "Where did Kit go kayaking?"
+    # "Kit" is Samantha: her own kayaking comes first, not Felix's turn that says "Kit"
+    assert search_ids(path, embedder, question, "n")[0] == "s1"
+    assert search_ids(path, embedder, question, "n", speaker_aliases=False)[0] == "f2"
+    # a third person in the chat leaves the address ambiguous: nothing is learned
+    with Memory.open(path, embedder=embedder) as memory:
+        memory.add_many([{"id": "x1", "text": "Hello all", "speaker": "Ines"}], namespace="n")
+    assert search_ids(path, embedder, question, "n")[0] == "f2"
+
+
+def test_a_brief_turn_gives_way_to_one_that_says_something(
+    tmp_path: Path, embedder: MiniLMEmbedder
+) -> None:
+    path = str(tmp_path / "b.db")
+    chat = [
+        ("n1", "Nora", "Do you like to cook?"),
+        ("f1", "Felix", "Yes! I bake sourdough bread and slow-roast vegetables every Sunday."),
+        ("n2", "Nora", "Cooking sounds fun!"),
+        ("f2", "Felix", "We went hiking in the hills near the lake yesterday."),
+    ]
+    with Memory.open(path, embedder=embedder) as memory:
+        turns = [{"id": i, "text": t, "speaker": s, "session": "s1"} for i, s, t in chat]
+        memory.add_many(turns, namespace="b")
+    question = "What does Felix cook?"
+    # the two short turns hold "cook" and say nothing of what Felix cooks
+    assert search_ids(path, embedder, question, "b", brief_penalty=0.0)[0] in {"n1", "n2"}
+    assert search_ids(path, embedder, question, "b")[0] == "f1"

@@ -34,6 +34,17 @@ def test_plan_query_finds_speakers_and_drops_their_names() -> None:
     assert "melanie" in plan_query("What did Melanie paint?", ["Melanie"], System1Params()).terms
 
 
+def test_plan_query_reads_a_speakers_other_name() -> None:
+    params = System1Params(drop_speaker_terms=True)
+    aliases = {"kate": "Emi"}
+    plan = plan_query("What did Kate's class cook?", ["Emi", "elise"], params, aliases)
+    assert plan.speakers == ["Emi"] and plan.alias_words == ["kate"]
+    assert plan.terms == ["class", "cook"]
+    # the label and the other name together name the speaker once
+    assert plan_query("Did Emi (Kate) cook?", ["Emi", "elise"], params, aliases).speakers == ["Emi"]
+    assert plan_query("What did Elise cook?", ["Emi", "elise"], params, aliases).alias_words == []
+
+
 def test_plan_query_drops_words_about_the_conversation_itself() -> None:
     params = System1Params(drop_meta_terms=True)
     question = "Can you summarize how my budget tracker evolved across our conversations?"

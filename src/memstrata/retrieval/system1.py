@@ -31,7 +31,13 @@ On top of plain RRF it applies LLM-free, data-set-independent refinements:
   "what did I mention" are left out of the BM25 terms (``text.META_WORDS``);
 * **the asker's own turns** (``asker_boost``) — a question in the first person ("When
   is my meeting?") to an assistant's memory is about the user, so the user's turns
-  (role ``user``; without a role, a speaker called so) are raised like a named speaker's.
+  (role ``user``; without a role, a speaker called so) are raised like a named speaker's;
+* **other names of the speakers** (``speaker_aliases``) — in a two-person chat, a name
+  the question uses that is no speaker's label but that one speaker is called by
+  ("Hey Kate!") counts as naming that speaker (:mod:`memstrata.retrieval.aliases`);
+* **brief turns** (``brief_words``, ``brief_penalty``) — a turn of at most
+  ``brief_words`` content words ("What about you Kate?", "Hey!") states little and
+  matches a question's words by chance; its score is multiplied by 1 - ``brief_penalty``.
 """
 
 from __future__ import annotations
@@ -39,7 +45,7 @@ from __future__ import annotations
 import math
 from collections import Counter, defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import lru_cache
 
@@ -48,6 +54,7 @@ from pydantic import BaseModel, ConfigDict
 from memstrata.embed.base import Embedder, Vectors
 from memstrata.models import Episode, Hit
 from memstrata.retrieval import documents, stance, standing, when
+from memstrata.retrieval.aliases import speaker_named, unknown_names
 from memstrata.retrieval.fusion import rrf
 from memstrata.retrieval.text import (
     META_WORDS,
@@ -59,6 +66,9 @@ from memstrata.retrieval.text import (
     words,
 )
 from memstrata.store.base import EpisodeMeta, SearchFilters, Store
+
+#: turns read to learn whether a name the question uses is a speaker's other name
+ALIAS_POOL = 100
 
 
 class System1Params(BaseModel):
@@ -83,6 +93,9 @@ class System1Params(BaseModel):
     rule_boost: float = 0.0
     advice_boost: float = 0.0
     asker_boost: float = 0.0
+    speaker_aliases: bool = False
+    brief_words: int = 0
+    brief_penalty: float = 0.0
 
 
 # The ``default`` recipe's knobs. A steeper rank discount (k=20 instead of 60) lets the
@@ -106,6 +119,9 @@ DEFAULT_SYSTEM1 = System1Params(
     rule_boost=2.0,
     advice_boost=0.5,
     asker_boost=0.5,
+    speaker_aliases=True,
+    brief_words=3,
+    brief_penalty=0.5,
 )
 
 
@@ -116,6 +132,8 @@ class QueryPlan:
     speakers: list[str]
     period: tuple[float, float] | None
     known_speakers: list[str]
+    #: the question's words that are another name of a speaker (:mod:`.aliases`)
+    alias_words: list[str] = field(default_factory=list)
 
 
 def parse_period(text: str) -> tuple[float, float] | None:
@@ -124,7 +142,13 @@ def parse_period(text: str) -> tuple[float, float] | None:
     return when.hull(when.periods(text))
 
 
-def plan_query(text: str, known_speakers: list[str], params: System1Params) -> QueryPlan:
+def plan_query(
+    text: str,
+    known_speakers: list[str],
+    params: System1Params,
+    aliases: dict[str, str] | None = None,
+) -> QueryPlan:
+    """``aliases``: other names of speakers (lowercased name -> speaker label)."""
     terms = content_terms(text)
     query_words = set(words(text))
     mentioned = []
@@ -132,8 +156,12 @@ def plan_query(text: str, known_speakers: list[str], params: System1Params) -> Q
         parts = [w for w in words(speaker) if len(w) > 1]
         if parts and any(p in query_words or p + "'s" in query_words for p in parts):
             mentioned.append(speaker)
+    said = [n for n in aliases or {} if n in query_words or n + "'s" in query_words]
+    for name in said:
+        if aliases and aliases[name] not in mentioned:
+            mentioned.append(aliases[name])
     if params.drop_speaker_terms and mentioned:
-        names = {w for s in mentioned for w in words(s)}
+        names = {w for s in mentioned for w in words(s)} | set(said)
         kept = [t for t in terms if t not in names]
         terms = kept or terms
     if params.drop_meta_terms:
@@ -144,6 +172,7 @@ def plan_query(text: str, known_speakers: list[str], params: System1Params) -> Q
         speakers=mentioned,
         period=parse_period(text),
         known_speakers=known_speakers,
+        alias_words=said,
     )
 
 
@@ -168,7 +197,8 @@ class EpisodeRoute:
         """``qvecs``: the queries' vectors when the caller already has them."""
         p = self.params
         speakers = self.store.speakers(namespace)
-        plans = [plan_query(q, speakers, p) for q in queries]
+        aliases = self._aliases(namespace, queries, speakers) if p.speaker_aliases else {}
+        plans = [plan_query(q, speakers, p, aliases) for q in queries]
         if qvecs is None:
             qvecs = self.embedder.embed(queries)
         dense = self.store.dense_episodes(
@@ -189,6 +219,22 @@ class EpisodeRoute:
                 routes[key].append("bm25")
             out.append(self._refine(namespace, filters, plan, scores, routes, k))
         return out
+
+    def _aliases(self, namespace: str, queries: list[str], speakers: list[str]) -> dict[str, str]:
+        """The other names of the two speakers that the queries use: each name of a
+        query that is no speaker's is looked up in the turns that hold it
+        (:func:`~memstrata.retrieval.aliases.speaker_named`)."""
+        if len(speakers) != 2:
+            return {}
+        names = dict.fromkeys(n for q in queries for n in unknown_names(q, speakers))
+        found: dict[str, str] = {}
+        for name in names:
+            hits = self.store.bm25_episodes(namespace, [name], ALIAS_POOL)
+            turns = self.store.episodes_by_key([key for key, _ in hits]).values()
+            speaker = speaker_named(name, ((e.speaker, e.text) for e in turns), speakers)
+            if speaker is not None:
+                found[name] = speaker
+        return found
 
     def _refine(
         self,
@@ -225,7 +271,7 @@ class EpisodeRoute:
         advice = bool(p.advice_boost) and standing.asks_advice(plan.text)
         asked_by_me = bool(p.asker_boost) and standing.first_person(plan.text)
         # the candidates' texts, read only when something below asks for them
-        read = found or polarity or advice or asked_by_me or p.rule_boost
+        read = found or polarity or advice or asked_by_me or p.rule_boost or p.brief_penalty
         episodes = self.store.episodes_by_key(list(meta)) if read else {}
         dated = {k for k, e in episodes.items() if when.about(meta[k].occurred_ts, e.text, found)}
         stated = (
@@ -244,6 +290,11 @@ class EpisodeRoute:
             if asked_by_me
             else set()
         )
+        brief = (
+            {k for k, e in episodes.items() if len(content_words(e.text)) <= p.brief_words}
+            if p.brief_penalty
+            else set()
+        )
         for key, m in meta.items():
             factor = 1.0
             if p.speaker_boost and plan.speakers and m.speaker in plan.speakers:
@@ -258,6 +309,8 @@ class EpisodeRoute:
                 factor += p.advice_boost
             if key in mine:
                 factor += p.asker_boost
+            if key in brief:
+                factor *= 1.0 - p.brief_penalty
             final[key] *= factor
         if p.link_boost or p.cover_boost:
             episodes = self._link(namespace, plan, final, episodes)
@@ -294,6 +347,7 @@ class EpisodeRoute:
             return episodes
         anchor, others = episodes[keys[0]].text, [episodes[key].text for key in keys[1:]]
         speakers = {w for speaker in plan.known_speakers for w in words(speaker)}
+        speakers.update(plan.alias_words)
         top = final[pool[0]]
         gains = [0.0] * len(others)
         for boost, found in (

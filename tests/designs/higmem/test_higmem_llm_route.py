@@ -20,7 +20,7 @@ from memstrata.llm.fence import unfence
 
 TURNS = [
     ("s1", "Evan", "I finally picked up my new Prius from the dealer."),
-    ("s1", "Sam", "Congrats! How does it handle?"),
+    ("s1", "Sam", "Congrats! How does it handle in city traffic?"),
     ("s1", "Evan", "Smooth and quiet, and it barely uses any fuel."),
     ("s2", "Sam", "My sister is moving to Denver next month."),
     ("s2", "Evan", "Denver is lovely in the spring."),
@@ -324,7 +324,7 @@ def test_link_expansion_brings_the_question_a_reply_answers_and_back(store, embe
     question, reply = eps[1], eps[2]
     for query, seed, brought in (
         ("Was the car smooth and quiet?", reply, question),
-        ("Congrats! How does it handle?", question, reply),
+        ("Congrats! How does it handle in city traffic?", question, reply),
     ):
         backend = ByFamily({"keywords": lambda m: {"keywords": []}, "filter": _keep_all})
         params = GuidedParams(k_turn=1, use_events=False, k_profile=0)

@@ -318,7 +318,7 @@ SESSIONS = [
     ("Lena", "How many people can sleep on board?", "s1"),
     ("Omar", "Four, if two of us take the deck.", "s1"),
     ("Omar", "It is a small red catamaran and it leaks a little.", "s1"),
-    ("Lena", "Bring a bucket then!", "s1"),
+    ("Lena", "Bring a bucket along then, just in case!", "s1"),
     ("Lena", "My sister opened a bakery downtown.", "s2"),
     ("Omar", "It is a small red van and it rattles a little.", "s2"),
     ("Lena", "We painted the kitchen pale green.", "s2"),
