@@ -20,7 +20,7 @@ LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON
 	-DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF
 LLAMA_WHEEL = $(firstword $(wildcard $(WHEELHOUSE)/llama_cpp_python-$(LLAMA_CPP_VERSION)-*.whl))
 
-.PHONY: demo test lint install install-test bench-locomo bench-scale explorer-shots clean
+.PHONY: demo test lint install install-test browsers bench-locomo bench-scale explorer-shots clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -49,8 +49,20 @@ demo: $(STAMP)
 
 # Two processes (pytest-xdist), each test file whole in one of them: the suite is mostly
 # end-to-end runs that wait on a model, a server or a child process
-test: $(TEST_STAMP)
+test: $(TEST_STAMP) browsers
 	$(BIN)/python -m pytest -q -n 2 --dist loadfile
+
+# The HTML report test and the explorer's browser tests drive headless Chromium (the
+# latter through chromedriver): on Debian, as root, install both packages when missing
+browsers:
+	@if ! { command -v chromium && command -v chromedriver; } >/dev/null 2>&1 \
+		&& command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+		echo "installing chromium and chromium-driver (once per machine)"; \
+		apt-get install -y -q chromium chromium-driver >/dev/null 2>&1 \
+			|| { apt-get update -q >/dev/null 2>&1 \
+				&& apt-get install -y -q chromium chromium-driver >/dev/null 2>&1; } \
+			|| echo "could not install chromium and chromium-driver: the browser tests will fail"; \
+	fi
 
 lint: $(TEST_STAMP)
 	$(BIN)/ruff check src tests studies
