@@ -321,15 +321,19 @@ CHAT = [
 ]
 
 
+def chat_store(
+    path: str, embedder: MiniLMEmbedder, chat: list[tuple[str, str, str]], ns: str
+) -> str:
+    """A store at ``path`` holding ``chat`` (id, speaker, text) as one session of ``ns``."""
+    with Memory.open(path, embedder=embedder) as memory:
+        turns = [{"id": i, "text": t, "speaker": s, "session": "s1"} for i, s, t in chat]
+        memory.add_many(turns, namespace=ns)
+    return path
+
+
 @pytest.fixture
 def chat_path(tmp_path: Path, embedder: MiniLMEmbedder) -> str:
-    path = str(tmp_path / "r.db")
-    with Memory.open(path, embedder=embedder) as memory:
-        memory.add_many(
-            [{"id": i, "text": t, "speaker": s, "session": "s1"} for i, s, t in CHAT],
-            namespace="r",
-        )
-    return path
+    return chat_store(str(tmp_path / "r.db"), embedder, CHAT, "r")
 
 
 def test_a_standing_instruction_comes_with_a_question_on_its_topic(
@@ -379,10 +383,7 @@ NICKNAMED = [
 def test_a_speaker_is_found_by_the_name_the_other_calls_them(
     tmp_path: Path, embedder: MiniLMEmbedder
 ) -> None:
-    path = str(tmp_path / "n.db")
-    with Memory.open(path, embedder=embedder) as memory:
-        turns = [{"id": i, "text": t, "speaker": s, "session": "s1"} for i, s, t in NICKNAMED]
-        memory.add_many(turns, namespace="n")
+    path = chat_store(str(tmp_path / "n.db"), embedder, NICKNAMED, "n")
     question = "Where did Kit go kayaking?"
     # "Kit" is Samantha: her own kayaking comes first, not Felix's turn that says "Kit"
     assert search_ids(path, embedder, question, "n")[0] == "s1"
@@ -403,9 +404,7 @@ def test_a_brief_turn_gives_way_to_one_that_says_something(
         ("n2", "Nora", "Cooking sounds fun!"),
         ("f2", "Felix", "We went hiking in the hills near the lake yesterday."),
     ]
-    with Memory.open(path, embedder=embedder) as memory:
-        turns = [{"id": i, "text": t, "speaker": s, "session": "s1"} for i, s, t in chat]
-        memory.add_many(turns, namespace="b")
+    chat_store(path, embedder, chat, "b")
     question = "What does Felix cook?"
     # the two short turns hold "cook" and say nothing of what Felix cooks
     assert search_ids(path, embedder, question, "b", brief_penalty=0.0)[0] in {"n1", "n2"}

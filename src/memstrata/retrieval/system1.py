@@ -156,10 +156,11 @@ def plan_query(
         parts = [w for w in words(speaker) if len(w) > 1]
         if parts and any(p in query_words or p + "'s" in query_words for p in parts):
             mentioned.append(speaker)
-    said = [n for n in aliases or {} if n in query_words or n + "'s" in query_words]
+    other_names = aliases or {}
+    said = [n for n in other_names if n in query_words or n + "'s" in query_words]
     for name in said:
-        if aliases and aliases[name] not in mentioned:
-            mentioned.append(aliases[name])
+        if other_names[name] not in mentioned:
+            mentioned.append(other_names[name])
     if params.drop_speaker_terms and mentioned:
         names = {w for s in mentioned for w in words(s)} | set(said)
         kept = [t for t in terms if t not in names]
@@ -273,42 +274,27 @@ class EpisodeRoute:
         # the candidates' texts, read only when something below asks for them
         read = found or polarity or advice or asked_by_me or p.rule_boost or p.brief_penalty
         episodes = self.store.episodes_by_key(list(meta)) if read else {}
+
+        def marked(on: object, test: Callable[[Episode], bool]) -> set[int]:
+            return {k for k, e in episodes.items() if test(e)} if on else set()
+
         dated = {k for k, e in episodes.items() if when.about(meta[k].occurred_ts, e.text, found)}
-        stated = (
-            {k for k, e in episodes.items() if polarity in stance.states(e.text)}
-            if polarity
-            else set()
-        )
-        ruled = (
-            {k for k, e in episodes.items() if standing.instructs(e.text)}
-            if p.rule_boost
-            else set()
-        )
-        preferred = {k for k, e in episodes.items() if stance.states(e.text)} if advice else set()
-        mine = (
-            {k for k, e in episodes.items() if standing.by_asker(e.role, e.speaker)}
-            if asked_by_me
-            else set()
-        )
-        brief = (
-            {k for k, e in episodes.items() if len(content_words(e.text)) <= p.brief_words}
-            if p.brief_penalty
-            else set()
-        )
+        # each mark, and the factor its candidates gain
+        raised = [
+            (dated, p.date_boost),
+            (marked(polarity, lambda e: polarity in stance.states(e.text)), p.stance_boost),
+            (marked(p.rule_boost, lambda e: standing.instructs(e.text)), p.rule_boost),
+            (marked(advice, lambda e: bool(stance.states(e.text))), p.advice_boost),
+            (marked(asked_by_me, lambda e: standing.by_asker(e.role, e.speaker)), p.asker_boost),
+        ]
+        brief = marked(p.brief_penalty, lambda e: len(content_words(e.text)) <= p.brief_words)
         for key, m in meta.items():
             factor = 1.0
             if p.speaker_boost and plan.speakers and m.speaker in plan.speakers:
                 factor += p.speaker_boost
-            if key in dated:
-                factor += p.date_boost
-            if key in stated:
-                factor += p.stance_boost
-            if key in ruled:
-                factor += p.rule_boost
-            if key in preferred:
-                factor += p.advice_boost
-            if key in mine:
-                factor += p.asker_boost
+            for keys, boost in raised:
+                if key in keys:
+                    factor += boost
             if key in brief:
                 factor *= 1.0 - p.brief_penalty
             final[key] *= factor
