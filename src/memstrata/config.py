@@ -157,6 +157,7 @@ class RetrievalConfig(_Section):
     speaker_aliases: bool | None = None
     brief_words: int | None = None
     brief_penalty: float | None = None
+    voice_weight: float | None = None
 
 
 class BuildConfig(_Section):

@@ -406,6 +406,36 @@ def test_a_brief_turn_gives_way_to_one_that_says_something(
     ]
     chat_store(path, embedder, chat, "b")
     question = "What does Felix cook?"
-    # the two short turns hold "cook" and say nothing of what Felix cooks
-    assert search_ids(path, embedder, question, "b", brief_penalty=0.0)[0] in {"n1", "n2"}
-    assert search_ids(path, embedder, question, "b")[0] == "f1"
+    # the two short turns hold "cook" and say nothing of what Felix cooks (his own voice,
+    # "What do I cook?", would find f1 as well: it is off here)
+    assert search_ids(path, embedder, question, "b", brief_penalty=0.0, voice_weight=0.0)[0] in {
+        "n1",
+        "n2",
+    }
+    assert search_ids(path, embedder, question, "b", voice_weight=0.0)[0] == "f1"
+
+
+VOICES = [
+    ("k1", "Kate", "Elise, which country would you most like to live in one day?"),
+    ("e1", "Elise", "Honestly? I'm from Houston, Texas, and I'd never move away from it."),
+    ("k2", "Kate", "Elise told me the country she lives in has great barbecue."),
+    ("e2", "Elise", "My brother just adopted a puppy, she is adorable."),
+    ("k3", "Kate", "I live in a small flat in Lisbon with two cats."),
+]
+
+
+def test_a_question_about_a_speaker_finds_her_own_words(
+    tmp_path: Path, embedder: MiniLMEmbedder
+) -> None:
+    path = chat_store(str(tmp_path / "v.db"), embedder, VOICES, "v")
+    question = "What country does Elise live in?"
+    voiced = search_ids(path, embedder, question, "v")
+    without = search_ids(path, embedder, question, "v", voice_weight=0.0)
+    # Kate's turns that name Elise came first; Elise's "I'm from Houston" wins in her voice
+    assert without[:2] == ["k1", "k2"]
+    assert voiced[0] == "e1"
+    # a question that names no speaker has no voice to read it in
+    other = "Which country has great barbecue?"
+    assert search_ids(path, embedder, other, "v") == search_ids(
+        path, embedder, other, "v", voice_weight=0.0
+    )

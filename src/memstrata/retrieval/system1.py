@@ -37,7 +37,11 @@ On top of plain RRF it applies LLM-free, data-set-independent refinements:
   ("Hey Kate!") counts as naming that speaker (:mod:`memstrata.retrieval.aliases`);
 * **brief turns** (``brief_words``, ``brief_penalty``) — a turn of at most
   ``brief_words`` content words ("What about you Kate?", "Hey!") states little and
-  matches a question's words by chance; its score is multiplied by 1 - ``brief_penalty``.
+  matches a question's words by chance; its score is multiplied by 1 - ``brief_penalty``;
+* **the speaker's own voice** (``voice_weight``) — a question about one speaker ("What
+  country does Elise live in?") is also read as she would say it ("What country do I
+  live in?", :mod:`memstrata.retrieval.voice`), and the dense hits of that reading among
+  her own turns join the fusion as a third list.
 """
 
 from __future__ import annotations
@@ -65,6 +69,7 @@ from memstrata.retrieval.text import (
     sentences,
     words,
 )
+from memstrata.retrieval.voice import in_voice
 from memstrata.store.base import EpisodeMeta, SearchFilters, Store
 
 #: turns read to learn whether a name the question uses is a speaker's other name
@@ -96,6 +101,7 @@ class System1Params(BaseModel):
     speaker_aliases: bool = False
     brief_words: int = 0
     brief_penalty: float = 0.0
+    voice_weight: float = 0.0
 
 
 # The ``default`` recipe's knobs. A steeper rank discount (k=20 instead of 60) lets the
@@ -122,6 +128,7 @@ DEFAULT_SYSTEM1 = System1Params(
     speaker_aliases=True,
     brief_words=3,
     brief_penalty=0.5,
+    voice_weight=1.0,
 )
 
 
@@ -205,20 +212,58 @@ class EpisodeRoute:
         dense = self.store.dense_episodes(
             namespace, self.embedder.model_id, qvecs, p.candidates, filters
         )
+        voiced = self._voiced(namespace, plans, aliases, filters) if p.voice_weight else {}
         out = []
-        for plan, dense_hits in zip(plans, dense, strict=True):
+        for i, (plan, dense_hits) in enumerate(zip(plans, dense, strict=True)):
             bm25_hits = self.store.bm25_episodes(namespace, plan.terms, p.candidates, filters)
+            voice_hits = voiced.get(i, [])
             scores = rrf(
-                [[key for key, _ in dense_hits], [key for key, _ in bm25_hits]],
+                [
+                    [key for key, _ in dense_hits],
+                    [key for key, _ in bm25_hits],
+                    [key for key, _ in voice_hits],
+                ],
                 k=p.rrf_k,
-                weights=[p.dense_weight, p.bm25_weight],
+                weights=[p.dense_weight, p.bm25_weight, p.voice_weight],
             )
             routes: dict[int, list[str]] = defaultdict(list)
             for key, _ in dense_hits:
                 routes[key].append("dense")
             for key, _ in bm25_hits:
                 routes[key].append("bm25")
+            for key, _ in voice_hits:
+                if "dense" not in routes[key]:
+                    routes[key].append("dense")
             out.append(self._refine(namespace, filters, plan, scores, routes, k))
+        return out
+
+    def _voiced(
+        self,
+        namespace: str,
+        plans: list[QueryPlan],
+        aliases: dict[str, str],
+        filters: SearchFilters | None,
+    ) -> dict[int, list[tuple[int, float]]]:
+        """For each question about one speaker, the dense hits among that speaker's turns
+        for the question read in her voice (:func:`~memstrata.retrieval.voice.in_voice`)."""
+        out: dict[int, list[tuple[int, float]]] = {}
+        for i, plan in enumerate(plans):
+            if len(plan.speakers) != 1:
+                continue
+            speaker = plan.speakers[0]
+            if filters is not None and filters.speakers and speaker not in filters.speakers:
+                continue
+            names = [w for w in words(speaker) if len(w) > 1]
+            names += [a for a in plan.alias_words if aliases.get(a) == speaker]
+            text = in_voice(plan.text, names)
+            if text is None:
+                continue
+            only = (filters or SearchFilters()).model_copy(update={"speakers": [speaker]})
+            qvec = self.embedder.embed([text])
+            (hits,) = self.store.dense_episodes(
+                namespace, self.embedder.model_id, qvec, self.params.candidates, only
+            )
+            out[i] = hits
         return out
 
     def _aliases(self, namespace: str, queries: list[str], speakers: list[str]) -> dict[str, str]:
