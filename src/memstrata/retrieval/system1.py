@@ -149,6 +149,11 @@ def parse_period(text: str) -> tuple[float, float] | None:
     return when.hull(when.periods(text))
 
 
+def name_parts(speaker: str) -> list[str]:
+    """The words of a speaker's label that a question names her by."""
+    return [w for w in words(speaker) if len(w) > 1]
+
+
 def plan_query(
     text: str,
     known_speakers: list[str],
@@ -160,7 +165,7 @@ def plan_query(
     query_words = set(words(text))
     mentioned = []
     for speaker in known_speakers:
-        parts = [w for w in words(speaker) if len(w) > 1]
+        parts = name_parts(speaker)
         if parts and any(p in query_words or p + "'s" in query_words for p in parts):
             mentioned.append(speaker)
     other_names = aliases or {}
@@ -227,13 +232,10 @@ class EpisodeRoute:
                 weights=[p.dense_weight, p.bm25_weight, p.voice_weight],
             )
             routes: dict[int, list[str]] = defaultdict(list)
-            for key, _ in dense_hits:
-                routes[key].append("dense")
-            for key, _ in bm25_hits:
-                routes[key].append("bm25")
-            for key, _ in voice_hits:
-                if "dense" not in routes[key]:
-                    routes[key].append("dense")
+            for hits, route in ((dense_hits, "dense"), (bm25_hits, "bm25"), (voice_hits, "dense")):
+                for key, _ in hits:
+                    if route not in routes[key]:
+                        routes[key].append(route)
             out.append(self._refine(namespace, filters, plan, scores, routes, k))
         return out
 
@@ -246,24 +248,27 @@ class EpisodeRoute:
     ) -> dict[int, list[tuple[int, float]]]:
         """For each question about one speaker, the dense hits among that speaker's turns
         for the question read in her voice (:func:`~memstrata.retrieval.voice.in_voice`)."""
-        out: dict[int, list[tuple[int, float]]] = {}
+        readings: dict[int, tuple[str, str]] = {}
         for i, plan in enumerate(plans):
             if len(plan.speakers) != 1:
                 continue
             speaker = plan.speakers[0]
             if filters is not None and filters.speakers and speaker not in filters.speakers:
                 continue
-            names = [w for w in words(speaker) if len(w) > 1]
+            names = name_parts(speaker)
             names += [a for a in plan.alias_words if aliases.get(a) == speaker]
             text = in_voice(plan.text, names)
-            if text is None:
-                continue
+            if text is not None:
+                readings[i] = (speaker, text)
+        if not readings:
+            return {}
+        vecs = self.embedder.embed([text for _, text in readings.values()])
+        out: dict[int, list[tuple[int, float]]] = {}
+        for row, (i, (speaker, _)) in enumerate(readings.items()):
             only = (filters or SearchFilters()).model_copy(update={"speakers": [speaker]})
-            qvec = self.embedder.embed([text])
-            (hits,) = self.store.dense_episodes(
-                namespace, self.embedder.model_id, qvec, self.params.candidates, only
+            (out[i],) = self.store.dense_episodes(
+                namespace, self.embedder.model_id, vecs[row : row + 1], self.params.candidates, only
             )
-            out[i] = hits
         return out
 
     def _aliases(self, namespace: str, queries: list[str], speakers: list[str]) -> dict[str, str]:
