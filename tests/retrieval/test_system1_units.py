@@ -2,7 +2,7 @@ from datetime import UTC, datetime
 
 from memstrata.retrieval.fusion import rrf
 from memstrata.retrieval.system1 import System1Params, parse_period, plan_query
-from memstrata.retrieval.text import content_terms
+from memstrata.retrieval.text import at_most_content_words, content_terms, content_words
 
 
 def test_rrf_sums_reciprocal_ranks() -> None:
@@ -21,6 +21,22 @@ def test_content_terms_drop_stopwords_and_possessives() -> None:
         "park",
     ]
     assert content_terms("the of and") == []
+
+
+def test_at_most_content_words_agrees_with_counting_them() -> None:
+    texts = [
+        "",
+        "Hey!",
+        "What about you Kate?",
+        "Kate's dog's bed, 2 x 4",
+        "I’m fine, thanks a lot",
+        "We drove from Lisbon to Porto in May and camped by the river " * 20,
+    ]
+    for text in texts:
+        for n in range(6):
+            assert at_most_content_words(text, n) == (len(content_words(text)) <= n), (text, n)
+    assert at_most_content_words("What about you Kate?", 1)
+    assert not at_most_content_words("We drove from Lisbon to Porto", 2)
 
 
 def test_plan_query_finds_speakers_and_drops_their_names() -> None:

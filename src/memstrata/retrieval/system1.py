@@ -63,6 +63,7 @@ from memstrata.retrieval.fusion import rrf
 from memstrata.retrieval.text import (
     META_WORDS,
     WORD,
+    at_most_content_words,
     content_terms,
     content_words,
     plain,
@@ -212,12 +213,18 @@ class EpisodeRoute:
         speakers = self.store.speakers(namespace)
         aliases = self._aliases(namespace, queries, speakers) if p.speaker_aliases else {}
         plans = [plan_query(q, speakers, p, aliases) for q in queries]
+        readings = self._readings(plans, aliases, filters) if p.voice_weight else {}
+        # the queries and their readings in one request: the embedder may run them at once
+        texts = [text for _, text in readings.values()]
         if qvecs is None:
-            qvecs = self.embedder.embed(queries)
+            vecs = self.embedder.embed([*queries, *texts])
+            qvecs, rvecs = vecs[: len(queries)], vecs[len(queries) :]
+        else:
+            rvecs = self.embedder.embed(texts)
         dense = self.store.dense_episodes(
             namespace, self.embedder.model_id, qvecs, p.candidates, filters
         )
-        voiced = self._voiced(namespace, plans, aliases, filters) if p.voice_weight else {}
+        voiced = self._voiced(namespace, readings, rvecs, filters)
         out = []
         for i, (plan, dense_hits) in enumerate(zip(plans, dense, strict=True)):
             bm25_hits = self.store.bm25_episodes(namespace, plan.terms, p.candidates, filters)
@@ -239,15 +246,11 @@ class EpisodeRoute:
             out.append(self._refine(namespace, filters, plan, scores, routes, k))
         return out
 
-    def _voiced(
-        self,
-        namespace: str,
-        plans: list[QueryPlan],
-        aliases: dict[str, str],
-        filters: SearchFilters | None,
-    ) -> dict[int, list[tuple[int, float]]]:
-        """For each question about one speaker, the dense hits among that speaker's turns
-        for the question read in her voice (:func:`~memstrata.retrieval.voice.in_voice`)."""
+    def _readings(
+        self, plans: list[QueryPlan], aliases: dict[str, str], filters: SearchFilters | None
+    ) -> dict[int, tuple[str, str]]:
+        """For each question about one speaker, that speaker and the question read in her
+        voice (:func:`~memstrata.retrieval.voice.in_voice`), by the question's index."""
         readings: dict[int, tuple[str, str]] = {}
         for i, plan in enumerate(plans):
             if len(plan.speakers) != 1:
@@ -260,9 +263,17 @@ class EpisodeRoute:
             text = in_voice(plan.text, names)
             if text is not None:
                 readings[i] = (speaker, text)
-        if not readings:
-            return {}
-        vecs = self.embedder.embed([text for _, text in readings.values()])
+        return readings
+
+    def _voiced(
+        self,
+        namespace: str,
+        readings: dict[int, tuple[str, str]],
+        vecs: Vectors,
+        filters: SearchFilters | None,
+    ) -> dict[int, list[tuple[int, float]]]:
+        """The dense hits of each reading (``vecs``, in the order of ``readings``) among
+        its speaker's own turns."""
         out: dict[int, list[tuple[int, float]]] = {}
         for row, (i, (speaker, _)) in enumerate(readings.items()):
             only = (filters or SearchFilters()).model_copy(update={"speakers": [speaker]})
@@ -337,7 +348,7 @@ class EpisodeRoute:
             (marked(advice, lambda e: bool(stance.states(e.text))), p.advice_boost),
             (marked(asked_by_me, lambda e: standing.by_asker(e.role, e.speaker)), p.asker_boost),
         ]
-        brief = marked(p.brief_penalty, lambda e: len(content_words(e.text)) <= p.brief_words)
+        brief = marked(p.brief_penalty, lambda e: _brief(e.text, p.brief_words))
         for key, m in meta.items():
             factor = 1.0
             if p.speaker_boost and plan.speakers and m.speaker in plan.speakers:
@@ -490,6 +501,12 @@ def word_strengths(
 
 # BM25's constants (as in the stores' indexes)
 _K1, _B = 1.2, 0.75
+
+
+@lru_cache(maxsize=8192)
+def _brief(text: str, limit: int) -> bool:
+    """Whether a turn says at most ``limit`` content words; asked of every candidate."""
+    return at_most_content_words(text, limit)
 
 
 @lru_cache(maxsize=8192)

@@ -56,14 +56,26 @@ def plain(word: str) -> str:
     return word[:-2] if word.endswith("'s") else word
 
 
+def _is_content(word: str) -> bool:
+    return word not in STOPWORDS and (len(word) >= 2 or word.isdigit())
+
+
 def content_words(text: str) -> list[str]:
     """Non-stopword words in order, repeats kept; possessive 's dropped."""
-    out = []
-    for w in map(plain, words(text)):
-        if w in STOPWORDS or len(w) < 2 and not w.isdigit():
-            continue
-        out.append(w)
-    return out
+    return [w for w in map(plain, words(text)) if _is_content(w)]
+
+
+def at_most_content_words(text: str, n: int) -> bool:
+    """Whether ``text`` holds at most ``n`` content words (``len(content_words(text)) <=
+    n``), read only as far as the (n+1)th: a search asks it of every candidate, and
+    most candidates are long."""
+    count = 0
+    for m in WORD.finditer(text.lower()):
+        if _is_content(plain(m.group().replace("’", "'"))):
+            count += 1
+            if count > n:
+                return False
+    return True
 
 
 def content_terms(text: str) -> list[str]:
