@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memstrata.retrieval.voice import in_voice
+from memstrata.retrieval.voice import apart, in_voice
 
 
 @pytest.mark.parametrize(
@@ -29,3 +29,46 @@ def test_a_question_without_the_name_has_no_voice() -> None:
     assert in_voice("What is the capital of France?", ["elise"]) is None
     # a longer word that starts with the name is not the name
     assert in_voice("Where is Toms River?", ["tom"]) is None
+
+
+@pytest.mark.parametrize(
+    ("question", "kate", "elise"),
+    [
+        (
+            "Which cities have both, Kate and Elise, been to?",
+            "Which cities have Kate been to?",
+            "Which cities have Elise been to?",
+        ),
+        (
+            "What do Elise and Kate have in common?",
+            "What do Kate have in common?",
+            "What do Elise have in common?",
+        ),
+        (
+            "What games are both Kate and Elise interested in?",
+            "What games are Kate interested in?",
+            "What games are Elise interested in?",
+        ),
+        (
+            "What are Kate and Elise's hobbies?",
+            "What are Kate's hobbies?",
+            "What are Elise's hobbies?",
+        ),
+        ("Kate & Elise both like what?", "Kate like what?", "Elise like what?"),
+    ],
+)
+def test_a_pair_is_narrowed_to_each_of_its_people(question: str, kate: str, elise: str) -> None:
+    assert apart(question, ["kate"], ["elise"]) == kate
+    assert apart(question, ["elise"], ["kate"]) == elise
+
+
+def test_a_pair_read_in_one_voice() -> None:
+    narrowed = apart("What games are both Kate and Elise interested in?", ["kate"], ["elise"])
+    assert narrowed is not None
+    assert in_voice(narrowed, ["kate"]) == "What games am I interested in?"
+
+
+def test_two_people_who_are_no_pair_are_left_alone() -> None:
+    assert apart("Did Kate tell Elise about Rome?", ["kate"], ["elise"]) is None
+    assert apart("What did Kate and Tom cook?", ["kate"], ["elise"]) is None
+    assert apart("Where is Kate?", ["kate"], ["elise"]) is None

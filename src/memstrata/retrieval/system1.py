@@ -41,7 +41,8 @@ On top of plain RRF it applies LLM-free, data-set-independent refinements:
 * **the speaker's own voice** (``voice_weight``) — a question about one speaker ("What
   country does Elise live in?") is also read as she would say it ("What country do I
   live in?", :mod:`memstrata.retrieval.voice`), and the dense hits of that reading among
-  her own turns join the fusion as a third list.
+  her own turns join the fusion as a third list; a question about two speakers as a pair
+  ("Which cities have both Kate and Elise been to?") is read in each voice, a list each.
 """
 
 from __future__ import annotations
@@ -70,7 +71,7 @@ from memstrata.retrieval.text import (
     sentences,
     words,
 )
-from memstrata.retrieval.voice import in_voice
+from memstrata.retrieval.voice import apart, in_voice
 from memstrata.store.base import EpisodeMeta, SearchFilters, Store
 
 #: turns read to learn whether a name the question uses is a speaker's other name
@@ -214,8 +215,8 @@ class EpisodeRoute:
         aliases = self._aliases(namespace, queries, speakers) if p.speaker_aliases else {}
         plans = [plan_query(q, speakers, p, aliases) for q in queries]
         readings = self._readings(plans, aliases, filters) if p.voice_weight else {}
-        # the queries and their readings in one request: the embedder may run them at once
-        texts = [text for _, text in readings.values()]
+        # the queries and their readings in one request, one batch for the embedder
+        texts = [text for voices in readings.values() for _, text in voices]
         if qvecs is None:
             vecs = self.embedder.embed([*queries, *texts])
             qvecs, rvecs = vecs[: len(queries)], vecs[len(queries) :]
@@ -228,18 +229,15 @@ class EpisodeRoute:
         out = []
         for i, (plan, dense_hits) in enumerate(zip(plans, dense, strict=True)):
             bm25_hits = self.store.bm25_episodes(namespace, plan.terms, p.candidates, filters)
-            voice_hits = voiced.get(i, [])
+            voices = voiced.get(i, [])
+            lists = [dense_hits, bm25_hits, *voices]
             scores = rrf(
-                [
-                    [key for key, _ in dense_hits],
-                    [key for key, _ in bm25_hits],
-                    [key for key, _ in voice_hits],
-                ],
+                [[key for key, _ in hits] for hits in lists],
                 k=p.rrf_k,
-                weights=[p.dense_weight, p.bm25_weight, p.voice_weight],
+                weights=[p.dense_weight, p.bm25_weight] + [p.voice_weight] * len(voices),
             )
             routes: dict[int, list[str]] = defaultdict(list)
-            for hits, route in ((dense_hits, "dense"), (bm25_hits, "bm25"), (voice_hits, "dense")):
+            for hits, route in zip(lists, ["dense", "bm25"] + ["dense"] * len(voices), strict=True):
                 for key, _ in hits:
                     if route not in routes[key]:
                         routes[key].append(route)
@@ -248,38 +246,53 @@ class EpisodeRoute:
 
     def _readings(
         self, plans: list[QueryPlan], aliases: dict[str, str], filters: SearchFilters | None
-    ) -> dict[int, tuple[str, str]]:
-        """For each question about one speaker, that speaker and the question read in her
-        voice (:func:`~memstrata.retrieval.voice.in_voice`), by the question's index."""
-        readings: dict[int, tuple[str, str]] = {}
+    ) -> dict[int, list[tuple[str, str]]]:
+        """For each question about one speaker, or about two as a pair ("both Kate and
+        Elise"), each speaker with the question read in her voice
+        (:mod:`~memstrata.retrieval.voice`), by the question's index."""
+        readings: dict[int, list[tuple[str, str]]] = {}
         for i, plan in enumerate(plans):
-            if len(plan.speakers) != 1:
+            if not 1 <= len(plan.speakers) <= 2:
                 continue
-            speaker = plan.speakers[0]
-            if filters is not None and filters.speakers and speaker not in filters.speakers:
-                continue
-            names = name_parts(speaker)
-            names += [a for a in plan.alias_words if aliases.get(a) == speaker]
-            text = in_voice(plan.text, names)
-            if text is not None:
-                readings[i] = (speaker, text)
+            names = {
+                s: name_parts(s) + [a for a in plan.alias_words if aliases.get(a) == s]
+                for s in plan.speakers
+            }
+            for speaker in plan.speakers:
+                if filters is not None and filters.speakers and speaker not in filters.speakers:
+                    continue
+                text: str | None = plan.text
+                for other in plan.speakers:
+                    if other != speaker and text is not None:
+                        text = apart(text, names[speaker], names[other])
+                text = in_voice(text, names[speaker]) if text is not None else None
+                if text is not None:
+                    readings.setdefault(i, []).append((speaker, text))
         return readings
 
     def _voiced(
         self,
         namespace: str,
-        readings: dict[int, tuple[str, str]],
+        readings: dict[int, list[tuple[str, str]]],
         vecs: Vectors,
         filters: SearchFilters | None,
-    ) -> dict[int, list[tuple[int, float]]]:
+    ) -> dict[int, list[list[tuple[int, float]]]]:
         """The dense hits of each reading (``vecs``, in the order of ``readings``) among
         its speaker's own turns."""
-        out: dict[int, list[tuple[int, float]]] = {}
-        for row, (i, (speaker, _)) in enumerate(readings.items()):
-            only = (filters or SearchFilters()).model_copy(update={"speakers": [speaker]})
-            (out[i],) = self.store.dense_episodes(
-                namespace, self.embedder.model_id, vecs[row : row + 1], self.params.candidates, only
-            )
+        out: dict[int, list[list[tuple[int, float]]]] = {}
+        row = 0
+        for i, voices in readings.items():
+            for speaker, _ in voices:
+                only = (filters or SearchFilters()).model_copy(update={"speakers": [speaker]})
+                (hits,) = self.store.dense_episodes(
+                    namespace,
+                    self.embedder.model_id,
+                    vecs[row : row + 1],
+                    self.params.candidates,
+                    only,
+                )
+                out.setdefault(i, []).append(hits)
+                row += 1
         return out
 
     def _aliases(self, namespace: str, queries: list[str], speakers: list[str]) -> dict[str, str]:

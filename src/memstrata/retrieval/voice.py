@@ -6,7 +6,9 @@ does Elise live in?", "What are Kate's hobbies?"), and an embedding of the quest
 closer to other turns that name her than to her own words about herself. Read in her
 voice ("What country do I live in?", "What are my hobbies?") the question meets those
 words. :func:`in_voice` makes that reading with English function words only: the name
-becomes "I", "me" or "my", and the verb next to it agrees.
+becomes "I", "me" or "my", and the verb next to it agrees. A question about two people
+at once ("Which cities have both Kate and Elise been to?") is read in each voice after
+:func:`apart` leaves the one person in the pair ("Which cities have Kate been to?").
 """
 
 from __future__ import annotations
@@ -15,7 +17,15 @@ import re
 from collections.abc import Iterable
 
 #: a verb before the name that asks about it ("does Elise ..."), and its first-person form
-_ASKING = {"does": "do", "is": "am", "was": "was", "has": "have", "did": "did"}
+_ASKING = {
+    "does": "do",
+    "is": "am",
+    "are": "am",  # a pair narrowed to one ("are Kate and Elise" -> "are Kate")
+    "was": "was",
+    "were": "was",
+    "has": "have",
+    "did": "did",
+}
 #: a verb after the name ("Elise is ..."), and its first-person form
 _STATING = {"is": "am", "was": "was", "has": "have", "does": "do", "doesn't": "don't"}
 #: words after which the name is an object ("to Elise", "with Kate")
@@ -24,6 +34,8 @@ _OBJECT_AFTER = frozenset(
     "give gave meet met call called help helped see saw visit visited".split()
 )
 _TOKEN = re.compile(r"[\w’'-]+|[^\w\s]")
+#: what joins two names into a pair ("Kate and Elise", "Kate & Elise", "Kate, Elise")
+_JOIN = frozenset({"and", "&", ","})
 
 
 def in_voice(question: str, names: Iterable[str]) -> str | None:
@@ -74,3 +86,42 @@ def _join(tokens: list[str]) -> str:
             text += " "
         text += token
     return text
+
+
+def apart(question: str, names: Iterable[str], others: Iterable[str]) -> str | None:
+    """The question with a pair of people, one named by ``names`` and the other by
+    ``others`` ("both Kate and Elise", "Elise and Kate's"), narrowed to the first one;
+    None when it holds no such pair."""
+    mine = {n.lower() for n in names if n}
+    theirs = {n.lower() for n in others if n}
+    tokens = _TOKEN.findall(question)
+    for i, token in enumerate(tokens):
+        j = i + 1
+        while j < len(tokens) - 1 and tokens[j].lower() in _JOIN:
+            j += 1
+        pair = {_bare(token).lower(), _bare(tokens[j]).lower()} if j > i + 1 else set()
+        if len(pair) < 2 or not pair & mine or not pair & theirs:
+            continue
+        kept = _bare(token if _bare(token).lower() in mine else tokens[j])
+        if _bare(tokens[j]) != tokens[j]:  # "Elise and Kate's hobbies": the pair's
+            kept += "'s"
+        start, end, comma = i, j + 1, False
+        if start and tokens[start - 1] == ",":
+            start, comma = start - 1, True
+        if start and tokens[start - 1].lower() == "both":
+            start -= 1
+        elif end < len(tokens) and tokens[end].lower() == "both":
+            end += 1
+        if comma and end < len(tokens) and tokens[end] == ",":
+            end += 1
+        return _join([*tokens[:start], kept, *tokens[end:]])
+    return None
+
+
+def _bare(token: str) -> str:
+    """A name without its possessive ending ("Kate's", "Lucas'")."""
+    if token.lower().endswith(("'s", "’s")):
+        return token[:-2]
+    if token.lower().endswith(("s'", "s’")):
+        return token[:-1]
+    return token
