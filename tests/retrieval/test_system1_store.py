@@ -8,7 +8,8 @@ import pytest
 from memstrata.config import Config
 from memstrata.embed import MiniLMEmbedder
 from memstrata.memory import Memory
-from memstrata.store import SearchFilters
+from memstrata.retrieval.system1 import DEFAULT_SYSTEM1, EpisodeRoute
+from memstrata.store import SearchFilters, SQLiteStore
 
 TURNS = [
     {
@@ -439,3 +440,25 @@ def test_a_question_about_a_speaker_finds_her_own_words(
     assert search_ids(path, embedder, other, "v") == search_ids(
         path, embedder, other, "v", voice_weight=0.0
     )
+
+
+def test_a_question_about_a_pair_is_read_in_both_voices(
+    tmp_path: Path, embedder: MiniLMEmbedder
+) -> None:
+    path = chat_store(str(tmp_path / "v.db"), embedder, VOICES, "v")
+    store = SQLiteStore(path)
+
+    def scores(question: str, voice: float) -> dict[str, float]:
+        params = DEFAULT_SYSTEM1.model_copy(update={"voice_weight": voice})
+        (hits,) = EpisodeRoute(store, embedder, params).search("v", [question], 8)
+        return {h.id: h.score for h in hits}
+
+    pair = "What country do Elise and Kate live in?"
+    gain = {i: s - scores(pair, 0.0)[i] for i, s in scores(pair, 1.0).items()}
+    # each one's turns were searched in her own voice: every turn of both gains
+    assert min(gain[i] for i in ("k1", "k2", "k3")) > 0
+    assert min(gain[i] for i in ("e1", "e2")) > 0
+    # two names that are no pair are read in no voice
+    told = "Did Kate tell Elise about the country?"
+    assert scores(told, 1.0) == scores(told, 0.0)
+    store.close()
