@@ -69,8 +69,15 @@ TURNS = [
 ]
 
 
+# A ceiling on every call's completion (``llm.max_tokens``): the hierarchy stage's replies
+# run to its 720-token budget with this model, and a reply cut at the ceiling is closed
+# and parsed like any cut reply; the build is checked for its structure, not its length.
+CEILING = 256
+
+
 def test_llm_tier_builds_and_searches_with_smollm2(tmp_path: Path, embedder) -> None:
-    with Memory.open(tmp_path / "m.db", embedder=embedder, llm={"kind": "gguf"}, recipes=DEEP) as m:
+    llm = {"kind": "gguf", "max_tokens": CEILING}
+    with Memory.open(tmp_path / "m.db", embedder=embedder, llm=llm, recipes=DEEP) as m:
         m.add_many(TURNS)
         (report,) = m.build(recipe="mnemis-deep", tier="llm")
         assert report.tier == "llm" and report.episodes + report.failed == 3
@@ -134,9 +141,8 @@ def test_gguf_fact_resolution_on_a_changed_fact(tmp_path: Path, embedder) -> Non
     the episodes carry one; before they were read in the episode's zone, comparing them
     raised TypeError here. (This model does not mark the contradiction: see above.)"""
     recipe = "mnemis-shallow"
-    with Memory.open(
-        tmp_path / "m.db", embedder=embedder, llm={"kind": "gguf"}, recipes=SHALLOW
-    ) as m:
+    llm = {"kind": "gguf", "max_tokens": CEILING}
+    with Memory.open(tmp_path / "m.db", embedder=embedder, llm=llm, recipes=SHALLOW) as m:
         m.add_many(CHANGE)
         (report,) = m.build(recipe=recipe, tier="llm")
         assert report.failed == 0
