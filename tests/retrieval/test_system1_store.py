@@ -454,7 +454,8 @@ def test_a_question_about_a_pair_is_read_in_both_voices(
         return {h.id: h.score for h in hits}
 
     pair = "What country do Elise and Kate live in?"
-    gain = {i: s - scores(pair, 0.0)[i] for i, s in scores(pair, 1.0).items()}
+    before = scores(pair, 0.0)
+    gain = {i: s - before[i] for i, s in scores(pair, 1.0).items()}
     # each one's turns were searched in her own voice: every turn of both gains
     assert min(gain[i] for i in ("k1", "k2", "k3")) > 0
     assert min(gain[i] for i in ("e1", "e2")) > 0

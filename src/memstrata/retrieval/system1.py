@@ -214,9 +214,9 @@ class EpisodeRoute:
         speakers = self.store.speakers(namespace)
         aliases = self._aliases(namespace, queries, speakers) if p.speaker_aliases else {}
         plans = [plan_query(q, speakers, p, aliases) for q in queries]
-        readings = self._readings(plans, aliases, filters) if p.voice_weight else {}
+        readings = self._readings(plans, aliases, filters) if p.voice_weight else []
         # the queries and their readings in one request, one batch for the embedder
-        texts = [text for voices in readings.values() for _, text in voices]
+        texts = [text for _, _, text in readings]
         if qvecs is None:
             vecs = self.embedder.embed([*queries, *texts])
             qvecs, rvecs = vecs[: len(queries)], vecs[len(queries) :]
@@ -246,11 +246,11 @@ class EpisodeRoute:
 
     def _readings(
         self, plans: list[QueryPlan], aliases: dict[str, str], filters: SearchFilters | None
-    ) -> dict[int, list[tuple[str, str]]]:
-        """For each question about one speaker, or about two as a pair ("both Kate and
-        Elise"), each speaker with the question read in her voice
-        (:mod:`~memstrata.retrieval.voice`), by the question's index."""
-        readings: dict[int, list[tuple[str, str]]] = {}
+    ) -> list[tuple[int, str, str]]:
+        """(question index, speaker, the question read in her voice) for each question
+        about one speaker, and for each speaker of a question about two as a pair ("both
+        Kate and Elise"; :mod:`~memstrata.retrieval.voice`)."""
+        readings: list[tuple[int, str, str]] = []
         for i, plan in enumerate(plans):
             if not 1 <= len(plan.speakers) <= 2:
                 continue
@@ -261,38 +261,31 @@ class EpisodeRoute:
             for speaker in plan.speakers:
                 if filters is not None and filters.speakers and speaker not in filters.speakers:
                     continue
-                text: str | None = plan.text
-                for other in plan.speakers:
-                    if other != speaker and text is not None:
-                        text = apart(text, names[speaker], names[other])
-                text = in_voice(text, names[speaker]) if text is not None else None
-                if text is not None:
-                    readings.setdefault(i, []).append((speaker, text))
+                other = next((o for o in plan.speakers if o != speaker), None)
+                text = (
+                    plan.text if other is None else apart(plan.text, names[speaker], names[other])
+                )
+                voiced = in_voice(text, names[speaker]) if text is not None else None
+                if voiced is not None:
+                    readings.append((i, speaker, voiced))
         return readings
 
     def _voiced(
         self,
         namespace: str,
-        readings: dict[int, list[tuple[str, str]]],
+        readings: list[tuple[int, str, str]],
         vecs: Vectors,
         filters: SearchFilters | None,
     ) -> dict[int, list[list[tuple[int, float]]]]:
-        """The dense hits of each reading (``vecs``, in the order of ``readings``) among
-        its speaker's own turns."""
-        out: dict[int, list[list[tuple[int, float]]]] = {}
-        row = 0
-        for i, voices in readings.items():
-            for speaker, _ in voices:
-                only = (filters or SearchFilters()).model_copy(update={"speakers": [speaker]})
-                (hits,) = self.store.dense_episodes(
-                    namespace,
-                    self.embedder.model_id,
-                    vecs[row : row + 1],
-                    self.params.candidates,
-                    only,
-                )
-                out.setdefault(i, []).append(hits)
-                row += 1
+        """The dense hits of each reading (``vecs``, one row per reading) among its
+        speaker's own turns, by question index."""
+        out: dict[int, list[list[tuple[int, float]]]] = defaultdict(list)
+        for row, (i, speaker, _) in enumerate(readings):
+            only = (filters or SearchFilters()).model_copy(update={"speakers": [speaker]})
+            (hits,) = self.store.dense_episodes(
+                namespace, self.embedder.model_id, vecs[row : row + 1], self.params.candidates, only
+            )
+            out[i].append(hits)
         return out
 
     def _aliases(self, namespace: str, queries: list[str], speakers: list[str]) -> dict[str, str]:

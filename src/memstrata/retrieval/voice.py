@@ -49,8 +49,8 @@ def in_voice(question: str, names: Iterable[str]) -> str | None:
     while i < len(tokens):
         token = tokens[i]
         low = token.lower()
-        possessive = low.endswith(("'s", "’s")) and low[:-2] in wanted
-        if possessive or low.endswith(("s'", "s’")) and low[:-1] in wanted:
+        bare = _bare(low)
+        if bare != low and bare in wanted:  # "Kate's", "Lucas'"
             out.append("my")
             changed = True
         elif low in wanted:
@@ -99,11 +99,14 @@ def apart(question: str, names: Iterable[str], others: Iterable[str]) -> str | N
         j = i + 1
         while j < len(tokens) - 1 and tokens[j].lower() in _JOIN:
             j += 1
-        pair = {_bare(token).lower(), _bare(tokens[j]).lower()} if j > i + 1 else set()
+        if j == i + 1:  # no joining word after this token
+            continue
+        first, second = _bare(token), _bare(tokens[j])
+        pair = {first.lower(), second.lower()}
         if len(pair) < 2 or not pair & mine or not pair & theirs:
             continue
-        kept = _bare(token if _bare(token).lower() in mine else tokens[j])
-        if _bare(tokens[j]) != tokens[j]:  # "Elise and Kate's hobbies": the pair's
+        kept = first if first.lower() in mine else second
+        if second != tokens[j]:  # "Elise and Kate's hobbies": the pair's
             kept += "'s"
         start, end, comma = i, j + 1, False
         if start and tokens[start - 1] == ",":
