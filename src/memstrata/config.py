@@ -91,7 +91,10 @@ class LLMConfig(_Section):
     model_path: str | None = None
     threads: int | None = Field(
         default=None,
-        description="gguf: CPU threads for the model; default: llama.cpp's (half the cores)",
+        description=(
+            "gguf: CPU threads for the model, prompts included; default: llama.cpp's"
+            " (half the cores, and all of them for prompts)"
+        ),
     )
     cache_dir: str | None = Field(
         default=None, description="response cache folder; default: beside the store file"

@@ -49,6 +49,9 @@ def test_structured_call_returns_valid_instance(backend: GGUFBackend) -> None:
     (rec,) = usage.records
     assert rec.ok and rec.backend == "gguf" and rec.model == backend.model
     assert rec.prompt_tokens > 0 and rec.completion_tokens > 0
+    # a thread count given bounds the prompt's evaluation too, not only generation
+    params = backend._llama.context_params
+    assert params.n_threads == 1 and params.n_threads_batch == 1
 
 
 class Topic(BaseModel):

@@ -59,7 +59,7 @@ class GGUFBackend:
         self.n_ctx = n_ctx
         #: the model's context window in tokens, for parts that size their prompts to it
         self.context_tokens = n_ctx
-        self.n_threads = n_threads  # None: llama.cpp's default, half the cores
+        self.n_threads = n_threads  # None: llama.cpp's defaults (half the cores; all for prompts)
         self.seed = seed
         self._llama: Any = None
         # llama.cpp contexts are not thread-safe. The thread lock is the real guard (a
@@ -76,6 +76,9 @@ class GGUFBackend:
                 model_path=str(self.model_path),
                 n_ctx=self.n_ctx,
                 n_threads=self.n_threads,
+                # a thread count given bounds the prompt's evaluation too (llama.cpp's own
+                # default there is every core)
+                n_threads_batch=self.n_threads,
                 seed=self.seed,
                 verbose=False,
             )

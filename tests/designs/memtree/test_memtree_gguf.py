@@ -66,7 +66,7 @@ def test_a_delete_re_aggregates_the_ancestors_with_the_gguf_model(
         recipes={"deep": deep},
         **{"build.mode": "manual"},
     ) as m:
-        m.add_many(sample[:6])
+        m.add_many(sample[:4])
         (report,) = m.build(tier="llm")
         assert report.failed == 0
         tree = Tree.load(m.store, embedder, "default")
@@ -85,8 +85,8 @@ def test_a_delete_re_aggregates_the_ancestors_with_the_gguf_model(
         assert tree_problems(after) == [] and len(after.leaves()) == len(tree.leaves()) - 1
         assert m.stats("default")["namespaces"][0]["repairs"] == {}
         assert m.stats()["llm"]["memtree.aggregate"]["calls"] > calls  # through the model
-        left = " ".join(t["text"] for t in sample[:6] if t["id"] != gone).lower()
-        (text,) = [t["text"] for t in sample[:6] if t["id"] == gone]
+        left = " ".join(t["text"] for t in sample[:4] if t["id"] != gone).lower()
+        (text,) = [t["text"] for t in sample[:4] if t["id"] == gone]
         only = {w for w in re.findall(r"[a-z]{5,}", text.lower()) if w not in left}
         assert only
         for a in above:

@@ -142,7 +142,12 @@ def test_gguf_fact_resolution_on_a_changed_fact(tmp_path: Path, embedder) -> Non
     raised TypeError here. (This model does not mark the contradiction: see above.)"""
     recipe = "mnemis-shallow"
     llm = {"kind": "gguf", "max_tokens": CEILING}
-    with Memory.open(tmp_path / "m.db", embedder=embedder, llm=llm, recipes=SHALLOW) as m:
+    # the build through the model; the search on the heuristic tier (the llm tier's
+    # selection and reranking are the first test's)
+    heuristic = {"retrieval.tier": "heuristic"}
+    with Memory.open(
+        tmp_path / "m.db", embedder=embedder, llm=llm, recipes=SHALLOW, **heuristic
+    ) as m:
         m.add_many(CHANGE)
         (report,) = m.build(recipe=recipe, tier="llm")
         assert report.failed == 0

@@ -1,5 +1,5 @@
 """The PersonalAI ``llm`` tier through the real bundled GGUF model (SmolLM2-135M), end to
-end on eight short passages (one updating another): appendix A extraction, the
+end on five short passages (one updating another): appendix A extraction, the
 outdated-knowledge step, the appendix C entity parser and QA generator. A 135M model
 extracts poorly; what is checked is that every stage runs and is counted, what it built
 rests on its sources, and the search and the answer work on it. The 40-passage run of
@@ -17,9 +17,6 @@ from memstrata.memory import Memory
 pytestmark = pytest.mark.slow
 
 FACTS = [
-    "Lisbon is the capital of Portugal.",
-    "Porto is a city in the north of Portugal.",
-    "Kafka is a platform for streaming data.",
     "Maya works as a data engineer at Acme.",
     "Tomas is a friend of Maya.",
     "Acme is a company based in Berlin.",
