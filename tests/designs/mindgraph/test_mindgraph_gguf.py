@@ -103,6 +103,7 @@ def test_reader_llm_tier_on_a_document_of_several_chunks(tmp_path: Path, embedde
 # D.1 reply over six turns ran to the stage's 2,048-token budget; a reply cut at the
 # ceiling is closed and parsed like any cut reply.
 CEILING = 256
+OUTCOMES = ("applied", "rejected")
 
 
 def test_memory_recipe_llm_tier(tmp_path: Path, embedder) -> None:
@@ -119,6 +120,9 @@ def test_memory_recipe_llm_tier(tmp_path: Path, embedder) -> None:
         (report,) = m.build(tier="llm")
         assert report.tier == "llm" and report.episodes == 6
         assert report.llm["mindgraph.build"]["calls"] >= 1
+        # the model's operations are each accounted: taken, or refused with a reason
+        accounted = {k: v for k, v in report.work.items() if k.split(".")[0] in OUTCOMES}
+        assert sum(accounted.values()) > 0, report.work
         texts = {e.id: e.text for e in m.get([t["id"] for t in turns()[:6]])}
         for n in m.store.get_records("default", "concept_node", builder=None):
             assert isinstance(n, ConceptNode) and n.sources

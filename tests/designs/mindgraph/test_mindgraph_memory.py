@@ -115,6 +115,13 @@ def test_llm_tier_applies_operations_and_maps_spans_to_episodes(store, embedder)
                         "src": "words that appear nowhere in these turns",
                     },
                     {"op": "add_edge", "source": "maya", "target": "ghost", "relation": "r"},
+                    {  # its quote is a speaker's heading, in no turn's own text
+                        "op": "add_node",
+                        "id": "tomas",
+                        "type": "entity",
+                        "content": "Tomas",
+                        "src": "Tomas:",
+                    },
                 ]
             }
         )
@@ -122,12 +129,20 @@ def test_llm_tier_applies_operations_and_maps_spans_to_episodes(store, embedder)
     ctx = Context(store, embedder, LLMClient(ScriptedBackend([ops])), "llm")
     result = asyncio.run(MindGraphBuilder().update(ctx, ns, eps))
     assert result.failed == {}
+    # every operation is accounted in the build's work: taken, or refused with its reason
+    assert result.work == {
+        "applied.add_node": 4,  # Tomas's among them, refused next
+        "applied.add_edge": 1,
+        "rejected.no_span": 1,  # the ghost's quote is nowhere
+        "rejected.dangling_edge": 1,  # the edge to the ghost
+        "rejected.quote_outside_turns": 1,  # "Tomas:" is a heading, in no turn
+    }
     nodes = {
         r.label: r
         for r in store.get_records(ns, "concept_node", builder=None)
         if isinstance(r, ConceptNode)
     }
-    assert set(nodes) == {"maya", "lisbon_trip", "talk"}  # the unlocated one is refused
+    assert set(nodes) == {"maya", "lisbon_trip", "talk"}  # the unlocated ones are refused
     texts = {e.id: e.text for e in eps}
     (span,) = nodes["lisbon_trip"].sources
     assert span.episode == "t01" and texts["t01"][span.start : span.end] == (

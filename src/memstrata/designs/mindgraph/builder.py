@@ -14,7 +14,10 @@ Records: ``concept_node`` (``label`` the node's id, ``description`` its content,
   graph state, the stored nodes that share terms with it (``state_nodes`` at most). The
   question slot says that no question is known yet. Operations are validated as in the
   reader; a node whose quote cannot be located is rejected (a record needs a span), and
-  every located span is mapped back to its episode. A call that fails (nothing usable
+  every located span is mapped back to its episode. Each operation is counted in the
+  build report's ``work``: ``applied.<op>`` when the graph took it, ``rejected.<reason>``
+  when it was refused (``quote_outside_turns``: a node taken whose quote lies only in a
+  ``speaker: `` heading, so no turn can cite it). A call that fails (nothing usable
   after one re-ask) fails the batch's episodes: nothing of them is written and each
   waits for ``memstrata retry``, rather than being marked built with nothing from it.
 """
@@ -70,16 +73,18 @@ class MindGraphBuilder(Builder[MindGraphParams]):
             if ctx.llm is None:
                 raise ConfigError("the llm tier needs an LLM; configure llm.kind or use heuristic")
             errors: list[str] = []
-            records, deleted = await self._llm(ctx, namespace, batch, errors)
+            work: dict[str, int] = {}
+            records, deleted = await self._llm(ctx, namespace, batch, errors, work)
             if errors:  # the batch is one call: nothing of it is written, all is retried
                 return StepResult(failed={ep.id: errors[0] for ep in batch})
         else:
+            work = {}
             records, deleted = await asyncio.to_thread(self._heuristic, ctx, namespace, batch)
         keys = [ep.key for ep in batch]
         await asyncio.to_thread(
             ctx.store.write_records, namespace, records, deleted, (self.name, keys)
         )
-        return StepResult()
+        return StepResult(work=work)
 
     # heuristic --------------------------------------------------------------------------
     def _heuristic(
@@ -141,8 +146,15 @@ class MindGraphBuilder(Builder[MindGraphParams]):
 
     # llm --------------------------------------------------------------------------------
     async def _llm(
-        self, ctx: Context, namespace: str, batch: list[Episode], errors: list[str]
+        self,
+        ctx: Context,
+        namespace: str,
+        batch: list[Episode],
+        errors: list[str],
+        work: dict[str, int],
     ) -> tuple[list[Derived], list[str]]:
+        """The batch's records and deleted ids; ``work`` gets the D.1 operations applied and
+        rejected (by kind and by reason), so that none is dropped unseen."""
         assert ctx.llm is not None
         text, offsets = _join(batch)
         stored = await asyncio.to_thread(_stored_nodes, ctx, namespace)
@@ -165,6 +177,8 @@ class MindGraphBuilder(Builder[MindGraphParams]):
             max_tokens=self.params.max_tokens,
             errors=errors,
         )
+        work.update({f"applied.{op}": n for op, n in graph.applied.items()})
+        work.update({f"rejected.{why}": n for why, n in graph.rejected.items()})
         records: list[Derived] = []
         deleted = [rid(namespace, "llm", n) for n in before if n not in graph.nodes]
         for nid, node in graph.nodes.items():
@@ -175,7 +189,10 @@ class MindGraphBuilder(Builder[MindGraphParams]):
             span = _to_episode(node.start, node.end, offsets)
             if span is not None and span not in sources:
                 sources.append(span)
-            if not sources:
+            if not sources:  # its quote lies only in a "speaker: " heading, in no turn
+                work["rejected.quote_outside_turns"] = (
+                    work.get("rejected.quote_outside_turns", 0) + 1
+                )
                 continue
             records.append(
                 ConceptNode(
@@ -191,7 +208,9 @@ class MindGraphBuilder(Builder[MindGraphParams]):
             span = _to_episode(e.start, e.end, offsets)
             src = records_span(records, stored, namespace, e.source)
             sources = [span] if span is not None else src
-            if sources:
+            if not sources:  # neither its quote nor its source node lies in a turn
+                work["rejected.edge_outside_turns"] = work.get("rejected.edge_outside_turns", 0) + 1
+            else:
                 records.append(
                     _edge(
                         namespace,
