@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -73,18 +74,18 @@ class MindGraphBuilder(Builder[MindGraphParams]):
             if ctx.llm is None:
                 raise ConfigError("the llm tier needs an LLM; configure llm.kind or use heuristic")
             errors: list[str] = []
-            work: dict[str, int] = {}
+            work: Counter[str] = Counter()
             records, deleted = await self._llm(ctx, namespace, batch, errors, work)
             if errors:  # the batch is one call: nothing of it is written, all is retried
                 return StepResult(failed={ep.id: errors[0] for ep in batch})
         else:
-            work = {}
+            work = Counter()
             records, deleted = await asyncio.to_thread(self._heuristic, ctx, namespace, batch)
         keys = [ep.key for ep in batch]
         await asyncio.to_thread(
             ctx.store.write_records, namespace, records, deleted, (self.name, keys)
         )
-        return StepResult(work=work)
+        return StepResult(work=dict(work))
 
     # heuristic --------------------------------------------------------------------------
     def _heuristic(
@@ -151,7 +152,7 @@ class MindGraphBuilder(Builder[MindGraphParams]):
         namespace: str,
         batch: list[Episode],
         errors: list[str],
-        work: dict[str, int],
+        work: Counter[str],
     ) -> tuple[list[Derived], list[str]]:
         """The batch's records and deleted ids; ``work`` gets the D.1 operations applied and
         rejected (by kind and by reason), so that none is dropped unseen."""
@@ -190,9 +191,7 @@ class MindGraphBuilder(Builder[MindGraphParams]):
             if span is not None and span not in sources:
                 sources.append(span)
             if not sources:  # its quote lies only in a "speaker: " heading, in no turn
-                work["rejected.quote_outside_turns"] = (
-                    work.get("rejected.quote_outside_turns", 0) + 1
-                )
+                work["rejected.quote_outside_turns"] += 1
                 continue
             records.append(
                 ConceptNode(
@@ -209,7 +208,7 @@ class MindGraphBuilder(Builder[MindGraphParams]):
             src = records_span(records, stored, namespace, e.source)
             sources = [span] if span is not None else src
             if not sources:  # neither its quote nor its source node lies in a turn
-                work["rejected.edge_outside_turns"] = work.get("rejected.edge_outside_turns", 0) + 1
+                work["rejected.edge_outside_turns"] += 1
             else:
                 records.append(
                     _edge(
