@@ -226,7 +226,6 @@ def test_recipes_off_a_terminal_prints_every_field_whole(tmp_path: Path) -> None
     assert mine[1:] == ["-", "system1", "config", listed[-1]["description"]]
 
 
-@pytest.mark.skipif(not hasattr(os, "openpty"), reason="needs a pseudo-terminal")
 def test_recipes_on_a_terminal_is_a_table() -> None:
     leader, follower = os.openpty()
     proc = subprocess.Popen(

@@ -100,7 +100,7 @@ def _browser() -> str | None:
 def test_html_report_renders_its_plots_in_headless_chromium(run_dir: Path) -> None:
     browser = _browser()
     if browser is None:
-        pytest.skip("no Chromium on this machine (.ci/run installs the Debian package)")
+        pytest.fail("no Chromium on this machine: `make browsers` installs the Debian package")
     from PIL import Image
 
     shot = run_dir / "shot.png"
