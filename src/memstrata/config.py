@@ -161,6 +161,8 @@ class RetrievalConfig(_Section):
     brief_words: int | None = None
     brief_penalty: float | None = None
     voice_weight: float | None = None
+    session_weight: float | None = None
+    session_window: int | None = None
 
 
 class BuildConfig(_Section):

@@ -342,9 +342,11 @@ def test_a_standing_instruction_comes_with_a_question_on_its_topic(
 ) -> None:
     # the rule on dates shares no word with the question it governs
     question = "When is my meeting at the studio?"
-    # (the user's own turns are not raised here, so that only the rule moves)
-    assert "u2" in search_ids(chat_path, embedder, question, "r", asker_boost=0.0)[:3]
-    assert "u2" not in search_ids(chat_path, embedder, question, "r", rule_boost=0, asker_boost=0)
+    # (the user's own turns are not raised here, and in this one short session every
+    # turn is near the meeting's, so the session's list is off too: only the rule moves)
+    knobs = {"asker_boost": 0.0, "session_weight": 0.0}
+    assert "u2" in search_ids(chat_path, embedder, question, "r", **knobs)[:3]
+    assert "u2" not in search_ids(chat_path, embedder, question, "r", rule_boost=0, **knobs)
 
 
 def test_a_request_for_advice_finds_the_stated_preference(
@@ -408,12 +410,11 @@ def test_a_brief_turn_gives_way_to_one_that_says_something(
     chat_store(path, embedder, chat, "b")
     question = "What does Felix cook?"
     # the two short turns hold "cook" and say nothing of what Felix cooks (his own voice,
-    # "What do I cook?", would find f1 as well: it is off here)
-    assert search_ids(path, embedder, question, "b", brief_penalty=0.0, voice_weight=0.0)[0] in {
-        "n1",
-        "n2",
-    }
-    assert search_ids(path, embedder, question, "b", voice_weight=0.0)[0] == "f1"
+    # "What do I cook?", and the session's list, where f1 sits between them, would find
+    # f1 as well: they are off here)
+    off = {"voice_weight": 0.0, "session_weight": 0.0}
+    assert search_ids(path, embedder, question, "b", brief_penalty=0.0, **off)[0] in {"n1", "n2"}
+    assert search_ids(path, embedder, question, "b", **off)[0] == "f1"
 
 
 VOICES = [
@@ -430,8 +431,10 @@ def test_a_question_about_a_speaker_finds_her_own_words(
 ) -> None:
     path = chat_store(str(tmp_path / "v.db"), embedder, VOICES, "v")
     question = "What country does Elise live in?"
-    voiced = search_ids(path, embedder, question, "v")
-    without = search_ids(path, embedder, question, "v", voice_weight=0.0)
+    # (the session's list is off: in this one short session it lends every turn the
+    # same evidence, and the test is about the voice alone)
+    voiced = search_ids(path, embedder, question, "v", session_weight=0.0)
+    without = search_ids(path, embedder, question, "v", voice_weight=0.0, session_weight=0.0)
     # Kate's turns that name Elise came first; Elise's "I'm from Houston" wins in her voice
     assert without[:2] == ["k1", "k2"]
     assert voiced[0] == "e1"
@@ -463,3 +466,33 @@ def test_a_question_about_a_pair_is_read_in_both_voices(
     told = "Did Kate tell Elise about the country?"
     assert scores(told, 1.0) == scores(told, 0.0)
     store.close()
+
+
+BOAT = [
+    ("s1", "n1", "Nora", "We rented a boat for our week in Crete."),
+    ("s1", "f1", "Felix", "Oh nice, what kind of boat was it?"),
+    ("s1", "n2", "Nora", "A small red catamaran with two cabins, it sailed beautifully."),
+    ("s1", "n3", "Nora", "Nine hundred euros for the seven days, fuel included."),
+    ("s2", "f2", "Felix", "The concert tickets were ninety euros each."),
+    ("s2", "n4", "Nora", "I cooked a big pot of lentil soup for dinner."),
+    ("s3", "n5", "Nora", "The food on the island was the best part of the holiday."),
+    ("s3", "f3", "Felix", "What kind of music do you like?"),
+    ("s4", "f4", "Felix", "My uncle sold his old car for two thousand dollars."),
+]
+
+
+def test_a_reply_is_found_by_the_words_said_around_it(
+    tmp_path: Path, embedder: MiniLMEmbedder
+) -> None:
+    # n3 answers the question and shares no word with it; the turns around it in its
+    # session do ("boat", "Crete"), and the session's list lifts it past the question
+    # Felix asked there (f1), which holds "boat" itself
+    path = str(tmp_path / "s.db")
+    with Memory.open(path, embedder=embedder) as memory:
+        turns = [{"id": i, "text": t, "speaker": s, "session": ss} for ss, i, s, t in BOAT]
+        memory.add_many(turns, namespace="s")
+    question = "How much did the boat in Crete cost?"
+    ranked = search_ids(path, embedder, question, "s")
+    assert ranked.index("n3") < ranked.index("f1")
+    without = search_ids(path, embedder, question, "s", session_weight=0.0)
+    assert without.index("n3") > without.index("f1")

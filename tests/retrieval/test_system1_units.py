@@ -1,8 +1,14 @@
 from datetime import UTC, datetime
 
 from memstrata.retrieval.fusion import rrf
-from memstrata.retrieval.system1 import System1Params, parse_period, plan_query
+from memstrata.retrieval.system1 import (
+    System1Params,
+    in_session,
+    parse_period,
+    plan_query,
+)
 from memstrata.retrieval.text import at_most_content_words, content_terms, content_words
+from memstrata.store.base import EpisodeMeta
 
 
 def test_rrf_sums_reciprocal_ranks() -> None:
@@ -79,3 +85,23 @@ def test_parse_period() -> None:
     dec = parse_period("december 2021") or (0, 0)
     assert datetime.fromtimestamp(dec[1], UTC) == datetime(2022, 1, 1, tzinfo=UTC)
     assert parse_period("no dates here") is None
+
+
+def _meta(*rows: tuple[int, str | None, int]) -> dict[int, EpisodeMeta]:
+    return {key: EpisodeMeta(key, session, seq, None, None) for key, session, seq in rows}
+
+
+def test_in_session_sums_the_lexical_evidence_around_a_turn() -> None:
+    # 2 shares no word with the question but sits between two turns that do.
+    meta = _meta(
+        (1, "s1", 1), (2, "s1", 2), (3, "s1", 3), (4, "s2", 2), (5, "s1", 30), (6, None, 2)
+    )
+    bm25 = [(1, 2.0), (3, 1.5), (4, 3.0), (6, 9.0)]
+    # one turn either side: 2 holds 2.0 + 1.5 around it, more than any turn alone
+    assert in_session(bm25, meta, window=1) == [(2, 1), (4, 2), (1, 3), (3, 4)]
+    # ten either side: 1, 2 and 3 each see all of s1's evidence and share the first
+    # rank (their order in the store decides nothing); 5, 27 turns away, sees none
+    assert in_session(bm25, meta, window=10) == [(1, 1), (2, 1), (3, 1), (4, 4)]
+    assert in_session(bm25, meta, window=0) == [(4, 1), (1, 2), (3, 3)]  # alone: each its own score
+    # 6 belongs to no session (a document's passage): it has no surroundings to add, and
+    # its own BM25 rank is already in the fusion, so it is never ranked here

@@ -7,7 +7,9 @@ On top of plain RRF it applies LLM-free, data-set-independent refinements:
   greeting addressed to a person contains the name, which otherwise crowds out evidence);
 * **session context** — conversation turns lean on their neighbours ("yes, last week!"), so
   a candidate turn inherits part of the best score among the adjacent candidate turns of
-  the same session;
+  the same session; and the candidates ranked by the BM25 evidence of the turns around
+  them in their session (``session_weight``, :func:`in_session`) join the fusion as a
+  list of their own, so the second turn of a two-turn answer is found by the first;
 * **date handling** — the periods a question names ("on 7 May 2023", "in May 2023", "the
   week before August 3", "last spring", "three days ago"; :mod:`memstrata.retrieval.when`)
   raise the turns about them: said in one (or the day after), or naming one in their own
@@ -48,6 +50,7 @@ On top of plain RRF it applies LLM-free, data-set-independent refinements:
 from __future__ import annotations
 
 import math
+from bisect import bisect_left, bisect_right
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -72,7 +75,7 @@ from memstrata.retrieval.text import (
     words,
 )
 from memstrata.retrieval.voice import apart, in_voice
-from memstrata.store.base import EpisodeMeta, SearchFilters, Store
+from memstrata.store.base import EpisodeMeta, ScoredKeys, SearchFilters, Store
 
 #: turns read to learn whether a name the question uses is a speaker's other name
 ALIAS_POOL = 100
@@ -104,6 +107,8 @@ class System1Params(BaseModel):
     brief_words: int = 0
     brief_penalty: float = 0.0
     voice_weight: float = 0.0
+    session_weight: float = 0.0
+    session_window: int = 10
 
 
 # The ``default`` recipe's knobs. A steeper rank discount (k=20 instead of 60) lets the
@@ -112,7 +117,8 @@ class System1Params(BaseModel):
 # neighbourhood is flat (k 10-30). The date and stance factors: round values in the
 # middle of flat regions of the four-set sweep ("Query understanding", same file); the
 # link, cover, rule and advice factors likewise ("Links between the steps of a question",
-# "The other name, standing instructions ...").
+# "The other name, standing instructions ..."); the session's lexical evidence likewise
+# ("The evidence around a turn").
 DEFAULT_SYSTEM1 = System1Params(
     rrf_k=20,
     speaker_boost=0.5,
@@ -131,6 +137,8 @@ DEFAULT_SYSTEM1 = System1Params(
     brief_words=3,
     brief_penalty=0.5,
     voice_weight=1.0,
+    session_weight=0.5,
+    session_window=10,
 )
 
 
@@ -231,17 +239,23 @@ class EpisodeRoute:
             bm25_hits = self.store.bm25_episodes(namespace, plan.terms, p.candidates, filters)
             voices = voiced.get(i, [])
             lists = [dense_hits, bm25_hits, *voices]
-            scores = rrf(
-                [[key for key, _ in hits] for hits in lists],
-                k=p.rrf_k,
-                weights=[p.dense_weight, p.bm25_weight] + [p.voice_weight] * len(voices),
-            )
             routes: dict[int, list[str]] = defaultdict(list)
             for hits, route in zip(lists, ["dense", "bm25"] + ["dense"] * len(voices), strict=True):
                 for key, _ in hits:
                     if route not in routes[key]:
                         routes[key].append(route)
-            out.append(self._refine(namespace, filters, plan, scores, routes, k))
+            meta = self.store.episode_meta(list(routes))
+            scores = rrf(
+                [[key for key, _ in hits] for hits in lists],
+                k=p.rrf_k,
+                weights=[p.dense_weight, p.bm25_weight] + [p.voice_weight] * len(voices),
+            )
+            if p.session_weight:
+                # turns with the same evidence around them share a rank: a session's
+                # turns near one answer tie, and their order in the store decides nothing
+                for key, rank in in_session(bm25_hits, meta, p.session_window):
+                    scores[key] += p.session_weight / (p.rrf_k + rank)
+            out.append(self._refine(namespace, filters, plan, scores, routes, meta, k))
         return out
 
     def _readings(
@@ -311,20 +325,16 @@ class EpisodeRoute:
         plan: QueryPlan,
         scores: dict[int, float],
         routes: dict[int, list[str]],
+        meta: dict[int, EpisodeMeta],
         k: int,
     ) -> list[Hit]:
-        """Re-rank fused candidates; both routes applied the filters already in the store."""
+        """Re-rank fused candidates (``meta``: theirs); both routes applied the filters
+        already in the store."""
         p = self.params
-        meta = self.store.episode_meta(list(scores))
         base = {key: scores[key] for key in meta}
         final = dict(base)
         if p.neighbour_weight:
-            by_session: dict[str, list[EpisodeMeta]] = defaultdict(list)
-            for m in meta.values():
-                if m.session is not None:
-                    by_session[m.session].append(m)
-            for group in by_session.values():
-                group.sort(key=lambda m: m.seq)
+            for group in _by_session(meta).values():
                 w = p.neighbour_window
                 for i, m in enumerate(group):
                     near = [
@@ -439,6 +449,55 @@ class EpisodeRoute:
             if ts is not None:
                 found.append(shift.period(ts))
         return found
+
+
+def _by_session(meta: dict[int, EpisodeMeta]) -> dict[str, list[EpisodeMeta]]:
+    """The candidates of each session, in the order they were said."""
+    groups: dict[str, list[EpisodeMeta]] = defaultdict(list)
+    for m in meta.values():
+        if m.session is not None:
+            groups[m.session].append(m)
+    for group in groups.values():
+        group.sort(key=lambda m: m.seq)
+    return groups
+
+
+def _near(meta: dict[int, EpisodeMeta], window: int) -> dict[int, list[int]]:
+    """Each candidate's fellow candidates within ``window`` turns of it in its session."""
+    near: dict[int, list[int]] = {}
+    for group in _by_session(meta).values():
+        seqs = [m.seq for m in group]
+        for m in group:
+            lo = bisect_left(seqs, m.seq - window)
+            hi = bisect_right(seqs, m.seq + window)
+            near[m.key] = [g.key for g in group[lo:hi] if g.key != m.key]
+    return near
+
+
+def in_session(
+    bm25: ScoredKeys, meta: dict[int, EpisodeMeta], window: int
+) -> list[tuple[int, int]]:
+    """The candidates ranked by the summed BM25 scores of themselves and the turns within
+    ``window`` of them in the same session, as (key, rank from 1), best first; turns with
+    the same sum share the best rank among them. Candidates with no lexical evidence
+    around them, and those outside any session (a passage of a document), are left out.
+    A question's evidence clusters where its topic is discussed: the second turn of a
+    two-turn answer shares no word with the question, but its neighbours do."""
+    lexical = dict(bm25)
+    near = _near(meta, window)
+    score: dict[int, float] = {}
+    for key, m in meta.items():
+        if m.session is None:
+            continue
+        total = lexical.get(key, 0.0) + sum(lexical.get(n, 0.0) for n in near.get(key, ()))
+        if total > 0:
+            score[key] = total
+    ranked = sorted(score, key=lambda key: -score[key])
+    out: list[tuple[int, int]] = []
+    for i, key in enumerate(ranked):
+        tied = i > 0 and math.isclose(score[key], score[ranked[i - 1]], rel_tol=1e-9)
+        out.append((key, out[-1][1] if tied else i + 1))
+    return out
 
 
 def link_words(anchor: str, asked: set[str]) -> set[str]:

@@ -72,7 +72,12 @@ class MnemisParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     #: the System-1 episode route this one builds on (the ``default`` recipe's knobs)
-    system1: System1Params = Field(default_factory=lambda: DEFAULT_SYSTEM1)
+    # ``default``'s knobs without System-1's list of the words around a turn: this route
+    # ranks its union in its session itself (``session_weight`` below), and the two
+    # stacked cost BEAM dev 0.034 (docs/benchmarks.md, "The evidence around a turn")
+    system1: System1Params = Field(
+        default_factory=lambda: DEFAULT_SYSTEM1.model_copy(update={"session_weight": 0.0})
+    )
     candidates: int = 50
     rrf_k: int = 20
     agreement: float = 0.5
