@@ -74,7 +74,7 @@ class MnemisParams(BaseModel):
     #: the System-1 episode route this one builds on (the ``default`` recipe's knobs)
     # ``default``'s knobs without System-1's list of the words around a turn: this route
     # ranks its union in its session itself (``session_weight`` below), and the two
-    # stacked cost BEAM dev 0.034 (docs/benchmarks.md, "The evidence around a turn")
+    # stacked cost BEAM dev 0.031 (docs/benchmarks.md, "The evidence around a turn")
     system1: System1Params = Field(
         default_factory=lambda: DEFAULT_SYSTEM1.model_copy(update={"session_weight": 0.0})
     )
