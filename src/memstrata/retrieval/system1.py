@@ -334,16 +334,9 @@ class EpisodeRoute:
         base = {key: scores[key] for key in meta}
         final = dict(base)
         if p.neighbour_weight:
-            for group in _by_session(meta).values():
-                w = p.neighbour_window
-                for i, m in enumerate(group):
-                    near = [
-                        base[g.key]
-                        for g in group[max(0, i - w) : i + w + 1]
-                        if g.key != m.key and abs(g.seq - m.seq) <= w
-                    ]
-                    if near:
-                        final[m.key] += p.neighbour_weight * max(near)
+            for key, near in _near(meta, p.neighbour_window).items():
+                if near:
+                    final[key] += p.neighbour_weight * max(base[n] for n in near)
         found = self._periods(namespace, filters, plan, meta) if p.date_boost else []
         polarity = stance.asks(plan.text) if p.stance_boost else None
         advice = bool(p.advice_boost) and standing.asks_advice(plan.text)
