@@ -163,6 +163,8 @@ class RetrievalConfig(_Section):
     voice_weight: float | None = None
     session_weight: float | None = None
     session_window: int | None = None
+    reply_weight: float | None = None
+    reply_pool: int | None = None
 
 
 class BuildConfig(_Section):

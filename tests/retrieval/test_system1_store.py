@@ -389,12 +389,15 @@ def test_a_speaker_is_found_by_the_name_the_other_calls_them(
     path = chat_store(str(tmp_path / "n.db"), embedder, NICKNAMED, "n")
     question = "Where did Kit go kayaking?"
     # "Kit" is Samantha: her own kayaking comes first, not Felix's turn that says "Kit"
+    # (s1 also answers Felix's question f1; the answers to questions are off in the
+    # controls, which are about the name alone)
     assert search_ids(path, embedder, question, "n")[0] == "s1"
-    assert search_ids(path, embedder, question, "n", speaker_aliases=False)[0] == "f2"
+    no_reply = {"reply_weight": 0.0}
+    assert search_ids(path, embedder, question, "n", speaker_aliases=False, **no_reply)[0] == "f2"
     # a third person in the chat leaves the address ambiguous: nothing is learned
     with Memory.open(path, embedder=embedder) as memory:
         memory.add_many([{"id": "x1", "text": "Hello all", "speaker": "Ines"}], namespace="n")
-    assert search_ids(path, embedder, question, "n")[0] == "f2"
+    assert search_ids(path, embedder, question, "n", **no_reply)[0] == "f2"
 
 
 def test_a_brief_turn_gives_way_to_one_that_says_something(
@@ -410,9 +413,9 @@ def test_a_brief_turn_gives_way_to_one_that_says_something(
     chat_store(path, embedder, chat, "b")
     question = "What does Felix cook?"
     # the two short turns hold "cook" and say nothing of what Felix cooks (his own voice,
-    # "What do I cook?", and the session's list, where f1 sits between them, would find
-    # f1 as well: they are off here)
-    off = {"voice_weight": 0.0, "session_weight": 0.0}
+    # "What do I cook?", the session's list, where f1 sits between them, and f1 being the
+    # answer to n1's question would find f1 as well: they are off here)
+    off = {"voice_weight": 0.0, "session_weight": 0.0, "reply_weight": 0.0}
     assert search_ids(path, embedder, question, "b", brief_penalty=0.0, **off)[0] in {"n1", "n2"}
     assert search_ids(path, embedder, question, "b", **off)[0] == "f1"
 
@@ -432,9 +435,10 @@ def test_a_question_about_a_speaker_finds_her_own_words(
     path = chat_store(str(tmp_path / "v.db"), embedder, VOICES, "v")
     question = "What country does Elise live in?"
     # (the session's list is off: in this one short session it lends every turn the
-    # same evidence, and the test is about the voice alone)
-    voiced = search_ids(path, embedder, question, "v", session_weight=0.0)
-    without = search_ids(path, embedder, question, "v", voice_weight=0.0, session_weight=0.0)
+    # same evidence; so is the answer to k1's question, e1: the test is about the voice)
+    off = {"session_weight": 0.0, "reply_weight": 0.0}
+    voiced = search_ids(path, embedder, question, "v", **off)
+    without = search_ids(path, embedder, question, "v", voice_weight=0.0, **off)
     # Kate's turns that name Elise came first; Elise's "I'm from Houston" wins in her voice
     assert without[:2] == ["k1", "k2"]
     assert voiced[0] == "e1"
@@ -496,3 +500,72 @@ def test_a_reply_is_found_by_the_words_said_around_it(
     assert ranked.index("n3") < ranked.index("f1")
     without = search_ids(path, embedder, question, "s", session_weight=0.0)
     assert without.index("n3") > without.index("f1")
+
+
+SUMMER = [
+    ("s1", "m1", "Maya", "I finally finished the thesis draft last night."),
+    (
+        "s1",
+        "t1",
+        "Theo",
+        "Congratulations, that was a long road! What are your plans for the summer?",
+    ),
+    ("s1", "m2", "Maya", "Volunteering at an animal rescue near the coast."),
+    ("s1", "t2", "Theo", "That sounds lovely, they always need help."),
+    ("s2", "m3", "Maya", "My sister keeps changing her summer wedding plans."),
+    ("s2", "t3", "Theo", "Weddings bring drama every summer."),
+    ("s3", "m4", "Maya", "Our plans at work changed, the launch moved to autumn."),
+    ("s3", "t4", "Theo", "I planted tomatoes in the garden this spring."),
+    ("s4", "m5", "Maya", "The summer heat makes my commute miserable."),
+    ("s4", "t5", "Theo", "Do you have any plans to buy a fan?"),
+    ("s4", "m6", "Maya", "No, I'll just open the windows."),
+    ("s5", "t6", "Theo", "The summer festival plans were announced today."),
+]
+
+
+def summer_store(path: str, embedder: MiniLMEmbedder, speakers: dict[str, str]) -> str:
+    with Memory.open(path, embedder=embedder) as memory:
+        turns = [
+            {"id": i, "text": t, "speaker": speakers.get(s, s), "session": ss}
+            for ss, i, s, t in SUMMER
+        ]
+        memory.add_many(turns, namespace="q")
+    return path
+
+
+def test_the_answer_to_a_question_is_found_by_the_question(
+    tmp_path: Path, embedder: MiniLMEmbedder
+) -> None:
+    # m2 answers Theo's question (t1) and shares no word with the question asked of the
+    # memory; t1 does. The replies to questions (m2 to t1, m6 to t5) borrow part of
+    # their question's score, and nothing else moves
+    path = summer_store(str(tmp_path / "q.db"), embedder, {})
+    store = SQLiteStore(path)
+    question = "What are Maya's plans for the summer?"
+
+    def scores(**knobs: float) -> dict[str, float]:
+        params = DEFAULT_SYSTEM1.model_copy(update=knobs)
+        (hits,) = EpisodeRoute(store, embedder, params).search("q", [question], 12)
+        return {h.id: h.score for h in hits}
+
+    before, after = scores(reply_weight=0.0), scores()
+    assert {i for i in after if after[i] != pytest.approx(before[i])} == {"m2", "m6"}
+    assert after["m2"] > before["m2"] and after["m6"] > before["m6"]
+    strong = scores(reply_weight=1.0)
+    assert max(strong, key=strong.__getitem__) == "m2"
+    assert max(before, key=before.__getitem__) == "m3"
+    # with few candidates the reply is none of them: it joins them through its question
+    few = {"candidates": 3, "session_weight": 0.0, "neighbour_weight": 0.0}
+    assert "m2" in scores(**few)
+    assert "m2" not in scores(reply_weight=0.0, **few)
+    store.close()
+
+
+def test_a_pair_with_an_assistant_in_it_is_no_question_and_answer(
+    tmp_path: Path, embedder: MiniLMEmbedder
+) -> None:
+    # the same chat between a user and an assistant: the rule leaves it as it was
+    path = summer_store(str(tmp_path / "a.db"), embedder, {"Maya": "user", "Theo": "assistant"})
+    question = "What are my plans for the summer?"
+    with_rule = search_ids(path, embedder, question, "q")
+    assert with_rule == search_ids(path, embedder, question, "q", reply_weight=0.0)

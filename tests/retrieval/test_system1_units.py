@@ -1,9 +1,9 @@
 from datetime import UTC, datetime
 
 from memstrata.retrieval.fusion import rrf
+from memstrata.retrieval.sessions import asks, in_session
 from memstrata.retrieval.system1 import (
     System1Params,
-    in_session,
     parse_period,
     plan_query,
 )
@@ -105,3 +105,10 @@ def test_in_session_sums_the_lexical_evidence_around_a_turn() -> None:
     assert in_session(bm25, meta, window=0) == [(4, 1), (1, 2), (3, 3)]  # alone: each its own score
     # 6 belongs to no session (a document's passage): it has no surroundings to add, and
     # its own BM25 rank is already in the fusion, so it is never ranked here
+
+
+def test_a_turn_asks_when_its_last_sentence_is_a_question() -> None:
+    assert asks("Congratulations! What are your plans for the summer?")
+    assert asks("How was it? 😊")
+    assert not asks("What a day? No, what a week.")
+    assert not asks("")

@@ -72,6 +72,15 @@ _FIRST_PERSON = re.compile(r"\b(?:i|me|my|mine|myself)\b", re.I)
 #: how chat logs name the person an assistant serves: the role of the messages, or the
 #: speaker when the log has no role
 _ASKER_ROLES = frozenset({"user", "human"})
+#: and the assistant's messages
+_ASSISTANT_ROLES = frozenset({"assistant", "ai", "bot", "model"})
+
+
+def by_assistant(role: str | None, speaker: str | None) -> bool:
+    """Whether a turn is an assistant's: its role says so, or, without a role, its
+    speaker is named after the role."""
+    name = role if role is not None else speaker
+    return name is not None and name.strip().lower() in _ASSISTANT_ROLES
 
 
 def first_person(question: str) -> bool:

@@ -8,8 +8,12 @@ On top of plain RRF it applies LLM-free, data-set-independent refinements:
 * **session context** — conversation turns lean on their neighbours ("yes, last week!"), so
   a candidate turn inherits part of the best score among the adjacent candidate turns of
   the same session; and the candidates ranked by the BM25 evidence of the turns around
-  them in their session (``session_weight``, :func:`in_session`) join the fusion as a
+  them in their session (``session_weight``, :func:`~.sessions.in_session`) join the fusion as a
   list of their own, so the second turn of a two-turn answer is found by the first;
+* **answers to questions** (``reply_weight``) — a question one person asks the other
+  ("What are your plans for the summer?") is answered by the next turn, which need share
+  no word with it ("Researching adoption agencies"): the reply to a question among the
+  best candidates borrows part of the question's score (:func:`~.sessions.replies`);
 * **date handling** — the periods a question names ("on 7 May 2023", "in May 2023", "the
   week before August 3", "last spring", "three days ago"; :mod:`memstrata.retrieval.when`)
   raise the turns about them: said in one (or the day after), or naming one in their own
@@ -50,7 +54,6 @@ On top of plain RRF it applies LLM-free, data-set-independent refinements:
 from __future__ import annotations
 
 import math
-from bisect import bisect_left, bisect_right
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -61,7 +64,7 @@ from pydantic import BaseModel, ConfigDict
 
 from memstrata.embed.base import Embedder, Vectors
 from memstrata.models import Episode, Hit
-from memstrata.retrieval import documents, stance, standing, when
+from memstrata.retrieval import documents, sessions, stance, standing, when
 from memstrata.retrieval.aliases import speaker_named, unknown_names
 from memstrata.retrieval.fusion import rrf
 from memstrata.retrieval.text import (
@@ -75,7 +78,7 @@ from memstrata.retrieval.text import (
     words,
 )
 from memstrata.retrieval.voice import apart, in_voice
-from memstrata.store.base import EpisodeMeta, ScoredKeys, SearchFilters, Store
+from memstrata.store.base import EpisodeMeta, SearchFilters, Store
 
 #: turns read to learn whether a name the question uses is a speaker's other name
 ALIAS_POOL = 100
@@ -109,6 +112,8 @@ class System1Params(BaseModel):
     voice_weight: float = 0.0
     session_weight: float = 0.0
     session_window: int = 10
+    reply_weight: float = 0.0
+    reply_pool: int = 20
 
 
 # The ``default`` recipe's knobs. A steeper rank discount (k=20 instead of 60) lets the
@@ -118,7 +123,7 @@ class System1Params(BaseModel):
 # middle of flat regions of the four-set sweep ("Query understanding", same file); the
 # link, cover, rule and advice factors likewise ("Links between the steps of a question",
 # "The other name, standing instructions ..."); the session's lexical evidence likewise
-# ("The evidence around a turn").
+# ("The evidence around a turn"); and the answers to questions ("Answers to questions").
 DEFAULT_SYSTEM1 = System1Params(
     rrf_k=20,
     speaker_boost=0.5,
@@ -139,6 +144,8 @@ DEFAULT_SYSTEM1 = System1Params(
     voice_weight=1.0,
     session_weight=0.5,
     session_window=10,
+    reply_weight=0.25,
+    reply_pool=20,
 )
 
 
@@ -253,7 +260,7 @@ class EpisodeRoute:
             if p.session_weight:
                 # turns with the same evidence around them share a rank: a session's
                 # turns near one answer tie, and their order in the store decides nothing
-                for key, rank in in_session(bm25_hits, meta, p.session_window):
+                for key, rank in sessions.in_session(bm25_hits, meta, p.session_window):
                     scores[key] += p.session_weight / (p.rrf_k + rank)
             out.append(self._refine(namespace, filters, plan, scores, routes, meta, k))
         return out
@@ -334,16 +341,25 @@ class EpisodeRoute:
         base = {key: scores[key] for key in meta}
         final = dict(base)
         if p.neighbour_weight:
-            for key, near in _near(meta, p.neighbour_window).items():
+            for key, near in sessions.near(meta, p.neighbour_window).items():
                 if near:
                     final[key] += p.neighbour_weight * max(base[n] for n in near)
+        episodes: dict[int, Episode] = {}
+        if p.reply_weight:
+            gains, episodes = sessions.replies(
+                self.store, base, meta, routes, filters, weight=p.reply_weight, pool=p.reply_pool
+            )
+            for key, gain in gains.items():
+                final[key] = final.get(key, 0.0) + gain
         found = self._periods(namespace, filters, plan, meta) if p.date_boost else []
         polarity = stance.asks(plan.text) if p.stance_boost else None
         advice = bool(p.advice_boost) and standing.asks_advice(plan.text)
         asked_by_me = bool(p.asker_boost) and standing.first_person(plan.text)
         # the candidates' texts, read only when something below asks for them
         read = found or polarity or advice or asked_by_me or p.rule_boost or p.brief_penalty
-        episodes = self.store.episodes_by_key(list(meta)) if read else {}
+        if read:
+            unread = [key for key in meta if key not in episodes]
+            episodes = {**episodes, **self.store.episodes_by_key(unread)}
 
         def marked(on: object, test: Callable[[Episode], bool]) -> set[int]:
             return {k for k, e in episodes.items() if test(e)} if on else set()
@@ -442,55 +458,6 @@ class EpisodeRoute:
             if ts is not None:
                 found.append(shift.period(ts))
         return found
-
-
-def _by_session(meta: dict[int, EpisodeMeta]) -> dict[str, list[EpisodeMeta]]:
-    """The candidates of each session, in the order they were said."""
-    groups: dict[str, list[EpisodeMeta]] = defaultdict(list)
-    for m in meta.values():
-        if m.session is not None:
-            groups[m.session].append(m)
-    for group in groups.values():
-        group.sort(key=lambda m: m.seq)
-    return groups
-
-
-def _near(meta: dict[int, EpisodeMeta], window: int) -> dict[int, list[int]]:
-    """Each candidate's fellow candidates within ``window`` turns of it in its session."""
-    near: dict[int, list[int]] = {}
-    for group in _by_session(meta).values():
-        seqs = [m.seq for m in group]
-        for m in group:
-            lo = bisect_left(seqs, m.seq - window)
-            hi = bisect_right(seqs, m.seq + window)
-            near[m.key] = [g.key for g in group[lo:hi] if g.key != m.key]
-    return near
-
-
-def in_session(
-    bm25: ScoredKeys, meta: dict[int, EpisodeMeta], window: int
-) -> list[tuple[int, int]]:
-    """The candidates ranked by the summed BM25 scores of themselves and the turns within
-    ``window`` of them in the same session, as (key, rank from 1), best first; turns with
-    the same sum share the best rank among them. Candidates with no lexical evidence
-    around them, and those outside any session (a passage of a document), are left out.
-    A question's evidence clusters where its topic is discussed: the second turn of a
-    two-turn answer shares no word with the question, but its neighbours do."""
-    lexical = dict(bm25)
-    near = _near(meta, window)
-    score: dict[int, float] = {}
-    for key, m in meta.items():
-        if m.session is None:
-            continue
-        total = lexical.get(key, 0.0) + sum(lexical.get(n, 0.0) for n in near.get(key, ()))
-        if total > 0:
-            score[key] = total
-    ranked = sorted(score, key=lambda key: -score[key])
-    out: list[tuple[int, int]] = []
-    for i, key in enumerate(ranked):
-        tied = i > 0 and math.isclose(score[key], score[ranked[i - 1]], rel_tol=1e-9)
-        out.append((key, out[-1][1] if tied else i + 1))
-    return out
 
 
 def link_words(anchor: str, asked: set[str]) -> set[str]:

@@ -1,0 +1,130 @@
+"""What a conversation's order says about its turns, for System-1's ranking.
+
+A chat's evidence is not where the question's words are alone: a reply leans on the turn
+before it ("yes, last week!"), a topic is discussed over several turns, and a question
+one person asks is answered by the next turn, in words of its own. These functions read
+the candidates' sessions and positions (:class:`~memstrata.store.base.EpisodeMeta`) and,
+for the answers to questions, the texts of the best candidates and their replies.
+Passages outside any session (a document's) are left as they are.
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_left, bisect_right
+from collections import defaultdict
+
+from memstrata.models import Episode
+from memstrata.retrieval import standing
+from memstrata.retrieval.text import sentences
+from memstrata.store.base import EpisodeMeta, ScoredKeys, SearchFilters, Store
+
+
+def by_session(meta: dict[int, EpisodeMeta]) -> dict[str, list[EpisodeMeta]]:
+    """The candidates of each session, in the order they were said."""
+    groups: dict[str, list[EpisodeMeta]] = defaultdict(list)
+    for m in meta.values():
+        if m.session is not None:
+            groups[m.session].append(m)
+    for group in groups.values():
+        group.sort(key=lambda m: m.seq)
+    return groups
+
+
+def near(meta: dict[int, EpisodeMeta], window: int) -> dict[int, list[int]]:
+    """Each candidate's fellow candidates within ``window`` turns of it in its session."""
+    out: dict[int, list[int]] = {}
+    for group in by_session(meta).values():
+        seqs = [m.seq for m in group]
+        for m in group:
+            lo = bisect_left(seqs, m.seq - window)
+            hi = bisect_right(seqs, m.seq + window)
+            out[m.key] = [g.key for g in group[lo:hi] if g.key != m.key]
+    return out
+
+
+def in_session(
+    bm25: ScoredKeys, meta: dict[int, EpisodeMeta], window: int
+) -> list[tuple[int, int]]:
+    """The candidates ranked by the summed BM25 scores of themselves and the turns within
+    ``window`` of them in the same session, as (key, rank from 1), best first; turns with
+    the same sum share the best rank among them. Candidates with no lexical evidence
+    around them, and those outside any session (a passage of a document), are left out.
+    A question's evidence clusters where its topic is discussed: the second turn of a
+    two-turn answer shares no word with the question, but its neighbours do."""
+    lexical = dict(bm25)
+    around = near(meta, window)
+    score: dict[int, float] = {}
+    for key, m in meta.items():
+        if m.session is None:
+            continue
+        total = lexical.get(key, 0.0) + sum(lexical.get(n, 0.0) for n in around.get(key, ()))
+        if total > 0:
+            score[key] = total
+    ranked = sorted(score, key=lambda key: -score[key])
+    out: list[tuple[int, int]] = []
+    for i, key in enumerate(ranked):
+        tied = i > 0 and math.isclose(score[key], score[ranked[i - 1]], rel_tol=1e-9)
+        out.append((key, out[-1][1] if tied else i + 1))
+    return out
+
+
+def asks(text: str) -> bool:
+    """Whether a turn ends by asking something: its last sentence is a question."""
+    spans = sentences(text)
+    return bool(spans) and text[spans[-1][0] : spans[-1][1]].endswith("?")
+
+
+def _by_assistant(episode: Episode) -> bool:
+    return standing.by_assistant(episode.role, episode.speaker)
+
+
+def replies(
+    store: Store,
+    base: dict[int, float],
+    meta: dict[int, EpisodeMeta],
+    routes: dict[int, list[str]],
+    filters: SearchFilters | None,
+    *,
+    weight: float,
+    pool: int,
+) -> tuple[dict[int, float], dict[int, Episode]]:
+    """The turns that answer a question among the ``pool`` best candidates (by ``base``,
+    the fused scores), each with ``weight`` x its question's score; and the texts read
+    (of candidates only).
+
+    A question is a turn whose last sentence ends with a question mark; its reply is the
+    next turn of the session, said by someone else. A reply that was no candidate joins
+    them when it passes the ``filters``: ``meta``, ``base`` (at 0) and ``routes`` (by the
+    route "reply") gain it. Pairs with an assistant in them do not count: an assistant's
+    answer to a user is not what the user said, and its questions ("Would you like more
+    examples?") ask for consent more than for facts; with them the rule lost on the long
+    user/assistant chats (docs/benchmarks.md, "Answers to questions")."""
+    best = sorted(base, key=lambda key: -base[key])[:pool]
+    read = store.episodes_by_key([key for key in best if meta[key].session is not None])
+    asking = [key for key in best if key in read and asks(read[key].text)]
+    asking = [key for key in asking if not _by_assistant(read[key])]
+    if not asking:
+        return {}, read
+    around = store.session_neighbours(asking, 1)
+    unknown = [n for keys in around.values() for n in keys if n not in meta]
+    known = {**store.episode_meta(unknown), **meta} if unknown else meta
+    pairs: dict[int, int] = {}
+    for key in asking:
+        after = [n for n in around.get(key, []) if n in known and known[n].seq > meta[key].seq]
+        if after and known[after[0]].speaker != meta[key].speaker:
+            pairs[key] = after[0]
+    unread = [reply for reply in pairs.values() if reply not in read]
+    if unread:
+        read = {**read, **store.episodes_by_key(unread)}
+    gains: dict[int, float] = defaultdict(float)
+    for key, reply in pairs.items():
+        if reply not in read or _by_assistant(read[reply]):
+            continue
+        if reply not in meta:
+            if filters is not None and not filters.admits(read[reply]):
+                continue
+            meta[reply], base[reply] = known[reply], 0.0
+            routes[reply] = ["reply"]
+        gains[reply] += weight * base[key]
+    return gains, {key: e for key, e in read.items() if key in meta}
