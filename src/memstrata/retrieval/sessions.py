@@ -81,6 +81,7 @@ def _by_assistant(episode: Episode) -> bool:
 
 def replies(
     store: Store,
+    namespace: str,
     base: dict[int, float],
     meta: dict[int, EpisodeMeta],
     routes: dict[int, list[str]],
@@ -103,28 +104,26 @@ def replies(
     best = sorted(base, key=lambda key: -base[key])[:pool]
     read = store.episodes_by_key([key for key in best if meta[key].session is not None])
     asking = [key for key in best if key in read and asks(read[key].text)]
-    asking = [key for key in asking if not _by_assistant(read[key])]
-    if not asking:
-        return {}, read
-    around = store.session_neighbours(asking, 1)
-    unknown = [n for keys in around.values() for n in keys if n not in meta]
-    known = {**store.episode_meta(unknown), **meta} if unknown else meta
-    pairs: dict[int, int] = {}
-    for key in asking:
-        after = [n for n in around.get(key, []) if n in known and known[n].seq > meta[key].seq]
-        if after and known[after[0]].speaker != meta[key].speaker:
-            pairs[key] = after[0]
-    unread = [reply for reply in pairs.values() if reply not in read]
-    if unread:
-        read = {**read, **store.episodes_by_key(unread)}
     gains: dict[int, float] = defaultdict(float)
-    for key, reply in pairs.items():
-        if reply not in read or _by_assistant(read[reply]):
+    joining: list[int] = []
+    for key in asking:
+        m = meta[key]
+        if m.session is None or _by_assistant(read[key]):
             continue
-        if reply not in meta:
-            if filters is not None and not filters.admits(read[reply]):
+        after = store.session_after(namespace, m.session, m.seq, 1)
+        if not after or after[0].speaker == m.speaker or _by_assistant(after[0]):
+            continue
+        reply = after[0]
+        if reply.key not in meta:
+            if filters is not None and not filters.admits(reply):
                 continue
-            meta[reply], base[reply] = known[reply], 0.0
-            routes[reply] = ["reply"]
-        gains[reply] += weight * base[key]
-    return gains, {key: e for key, e in read.items() if key in meta}
+            if reply.key not in routes:
+                joining.append(reply.key)
+            routes[reply.key] = ["reply"]
+        read[reply.key] = reply
+        gains[reply.key] += weight * base[key]
+    if joining:
+        for key, m in store.episode_meta(joining).items():
+            meta[key], base[key] = m, 0.0
+    kept = {key: gain for key, gain in gains.items() if key in meta}
+    return kept, {key: e for key, e in read.items() if key in meta}

@@ -347,7 +347,14 @@ class EpisodeRoute:
         episodes: dict[int, Episode] = {}
         if p.reply_weight:
             gains, episodes = sessions.replies(
-                self.store, base, meta, routes, filters, weight=p.reply_weight, pool=p.reply_pool
+                self.store,
+                namespace,
+                base,
+                meta,
+                routes,
+                filters,
+                weight=p.reply_weight,
+                pool=p.reply_pool,
             )
             for key, gain in gains.items():
                 final[key] = final.get(key, 0.0) + gain
