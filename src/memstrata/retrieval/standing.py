@@ -76,11 +76,16 @@ _ASKER_ROLES = frozenset({"user", "human"})
 _ASSISTANT_ROLES = frozenset({"assistant", "ai", "bot", "model"})
 
 
-def by_assistant(role: str | None, speaker: str | None) -> bool:
-    """Whether a turn is an assistant's: its role says so, or, without a role, its
-    speaker is named after the role."""
+def _in_role(role: str | None, speaker: str | None, roles: frozenset[str]) -> bool:
+    """Whether a turn's role is one of ``roles``, or, without a role, its speaker is
+    named after one."""
     name = role if role is not None else speaker
-    return name is not None and name.strip().lower() in _ASSISTANT_ROLES
+    return name is not None and name.strip().lower() in roles
+
+
+def by_assistant(role: str | None, speaker: str | None) -> bool:
+    """Whether a turn is an assistant's (:func:`_in_role`)."""
+    return _in_role(role, speaker, _ASSISTANT_ROLES)
 
 
 def first_person(question: str) -> bool:
@@ -89,7 +94,5 @@ def first_person(question: str) -> bool:
 
 
 def by_asker(role: str | None, speaker: str | None) -> bool:
-    """Whether a turn is the user's own: its role says so, or, without a role, its
-    speaker is named after the role."""
-    name = role if role is not None else speaker
-    return name is not None and name.strip().lower() in _ASKER_ROLES
+    """Whether a turn is the user's own (:func:`_in_role`)."""
+    return _in_role(role, speaker, _ASKER_ROLES)
