@@ -472,6 +472,24 @@ def test_a_question_about_a_pair_is_read_in_both_voices(
     store.close()
 
 
+def sessions_store(
+    path: str,
+    embedder: MiniLMEmbedder,
+    chat: list[tuple[str, str, str, str]],
+    ns: str,
+    speakers: dict[str, str] | None = None,
+) -> str:
+    """A store at ``path`` holding ``chat`` (session, id, speaker, text) in ``ns``, each
+    speaker renamed by ``speakers``."""
+    names = speakers or {}
+    with Memory.open(path, embedder=embedder) as memory:
+        turns = [
+            {"id": i, "text": t, "speaker": names.get(s, s), "session": ss} for ss, i, s, t in chat
+        ]
+        memory.add_many(turns, namespace=ns)
+    return path
+
+
 BOAT = [
     ("s1", "n1", "Nora", "We rented a boat for our week in Crete."),
     ("s1", "f1", "Felix", "Oh nice, what kind of boat was it?"),
@@ -491,10 +509,7 @@ def test_a_reply_is_found_by_the_words_said_around_it(
     # n3 answers the question and shares no word with it; the turns around it in its
     # session do ("boat", "Crete"), and the session's list lifts it past the question
     # Felix asked there (f1), which holds "boat" itself
-    path = str(tmp_path / "s.db")
-    with Memory.open(path, embedder=embedder) as memory:
-        turns = [{"id": i, "text": t, "speaker": s, "session": ss} for ss, i, s, t in BOAT]
-        memory.add_many(turns, namespace="s")
+    path = sessions_store(str(tmp_path / "s.db"), embedder, BOAT, "s")
     question = "How much did the boat in Crete cost?"
     ranked = search_ids(path, embedder, question, "s")
     assert ranked.index("n3") < ranked.index("f1")
@@ -523,23 +538,13 @@ SUMMER = [
 ]
 
 
-def summer_store(path: str, embedder: MiniLMEmbedder, speakers: dict[str, str]) -> str:
-    with Memory.open(path, embedder=embedder) as memory:
-        turns = [
-            {"id": i, "text": t, "speaker": speakers.get(s, s), "session": ss}
-            for ss, i, s, t in SUMMER
-        ]
-        memory.add_many(turns, namespace="q")
-    return path
-
-
 def test_the_answer_to_a_question_is_found_by_the_question(
     tmp_path: Path, embedder: MiniLMEmbedder
 ) -> None:
     # m2 answers Theo's question (t1) and shares no word with the question asked of the
     # memory; t1 does. The replies to questions (m2 to t1, m6 to t5) borrow part of
     # their question's score, and nothing else moves
-    path = summer_store(str(tmp_path / "q.db"), embedder, {})
+    path = sessions_store(str(tmp_path / "q.db"), embedder, SUMMER, "q")
     store = SQLiteStore(path)
     question = "What are Maya's plans for the summer?"
 
@@ -565,7 +570,8 @@ def test_a_pair_with_an_assistant_in_it_is_no_question_and_answer(
     tmp_path: Path, embedder: MiniLMEmbedder
 ) -> None:
     # the same chat between a user and an assistant: the rule leaves it as it was
-    path = summer_store(str(tmp_path / "a.db"), embedder, {"Maya": "user", "Theo": "assistant"})
+    roles = {"Maya": "user", "Theo": "assistant"}
+    path = sessions_store(str(tmp_path / "a.db"), embedder, SUMMER, "q", roles)
     question = "What are my plans for the summer?"
     with_rule = search_ids(path, embedder, question, "q")
     assert with_rule == search_ids(path, embedder, question, "q", reply_weight=0.0)

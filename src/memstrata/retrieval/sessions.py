@@ -117,8 +117,7 @@ def replies(
         if reply.key not in meta:
             if filters is not None and not filters.admits(reply):
                 continue
-            if reply.key not in routes:
-                joining.append(reply.key)
+            joining.append(reply.key)  # one turn before it: it joins once
             routes[reply.key] = ["reply"]
         read[reply.key] = reply
         gains[reply.key] += weight * base[key]
