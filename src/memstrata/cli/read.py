@@ -51,6 +51,15 @@ def read(
             "context window when the model states one).",
         ),
     ] = None,
+    max_compaction: Annotated[
+        float | None,
+        typer.Option(
+            min=0.001,
+            max=1.0,
+            help="Heuristic tier: fewer claims until the first answer call is at most this "
+            "share of the document (default: the reader's, 0.15); 1 keeps them all.",
+        ),
+    ] = None,
     llm: Annotated[
         str | None,
         typer.Option(
@@ -95,7 +104,8 @@ def read(
             "llm.model_path": None if llm_model_path is None else str(llm_model_path),
         }
         cfg = load_config(config, **{k: v for k, v in llm_options.items() if v is not None})
-        params = None if chunk_tokens is None else {"chunk_tokens": chunk_tokens}
+        chosen = {"chunk_tokens": chunk_tokens, "max_compaction": max_compaction}
+        params = {k: v for k, v in chosen.items() if v is not None} or None
         raw = file.read_bytes()
 
         async def run() -> Reading:

@@ -7,6 +7,7 @@ import pytest
 from mindgraph_helpers import DOC
 
 from memstrata.designs.mindgraph.graph import ConceptGraph
+from memstrata.designs.mindgraph.heuristic import parse, question_graph
 from memstrata.designs.mindgraph.provenance import locate, normalise, window
 
 
@@ -165,3 +166,25 @@ def test_digest_changes_with_the_structure_only() -> None:
     g.apply({"op": "edit_node", "id": "maya", "content": "engineer"}, DOC, 0)
     assert g.digest() != h
     assert ConceptGraph.from_dict(g.to_dict()).digest() == g.digest()
+
+
+def test_the_heuristic_parse_reads_a_date_and_its_time_as_one_value() -> None:
+    """``[2023-07-15 13:51]`` is one stat, not four (2023, 07, 15, 13:51): a turn's
+    timestamp would otherwise bring four nodes to every claim of a chat. A value ends
+    with a digit or its unit, not with the sentence's punctuation."""
+    text = "[2023-07-15 13:51] Maya: The drone dove 300 km on 2021-03-02 and cost $45,000."
+    (sentence,) = parse(text)
+    assert [v for v, _, _ in sentence.numbers] == [
+        "2023-07-15 13:51",
+        "300 km",
+        "2021-03-02",
+        "$45,000",
+    ]
+    assert all(text[a:b] == v for v, a, b in sentence.numbers)
+    graph = question_graph(text, "How deep did the drone dive?", [(0, len(text))])
+    assert sorted(n for n in graph.nodes if n.startswith("stat_")) == [
+        "stat_2021_03_02",
+        "stat_2023_07_15_13_51",
+        "stat_300_km",
+        "stat_45_000",
+    ]

@@ -89,6 +89,36 @@ def test_heuristic_read_finds_a_paraphrased_answer_deep_in_a_long_story(
         assert none.abstained and none.answer is None and none.windows
 
 
+def test_the_heuristic_graph_is_sized_to_the_document(tmp_path: Path, embedder) -> None:
+    """40 claims unless the first answer call would pass 15% of the document: then
+    fewer, down to one per evidence window; the sentence found by meaning stays."""
+    text, answer = story()
+    long_text = "\n\n".join([story(seed)[0] for seed in (5, 7)] + [text])
+    at = long_text.index(answer)
+    question = "Why did Ana depart?"
+
+    def claims(r: Any) -> int:
+        return sum(n["type"] == "claim" for n in r.graph["graph_nodes"])
+
+    with Memory.open(tmp_path / "m.db", embedder=embedder) as m:
+        whole = m.read(long_text, question, params={"max_compaction": None})
+        sized = m.read(long_text, question)
+        assert whole.compaction_ratio > 0.15 >= sized.compaction_ratio
+        assert whole.graph["key"] != sized.graph["key"]  # the cap is part of the graph's key
+        full = claims(m.read(long_text, question, params={"max_compaction": None}, graph_only=True))
+        fitted = claims(m.read(long_text, question, graph_only=True))
+        assert 30 < full <= 40 and 5 < fitted < full
+        assert any(w.start <= at < w.end for w in sized.windows)
+        # a looser cap keeps more claims; one the instructions alone exceed keeps the floor
+        loose = claims(
+            m.read(long_text, question, params={"max_compaction": 0.25}, graph_only=True)
+        )
+        assert fitted < loose <= full
+        tight = m.read(long_text, question, params={"max_compaction": 0.01}, graph_only=True)
+        assert claims(tight) == 5  # one per evidence window (``windows``)
+        assert claims(m.read(DOC, Q, graph_only=True)) == 5  # a short text: the floor too
+
+
 def test_deleting_the_document_drops_every_reading_of_it(tmp_path: Path, embedder) -> None:
     with Memory.open(tmp_path / "m.db", embedder=embedder) as m:
         m.read(DOC, Q)
@@ -129,6 +159,19 @@ def test_cli_read_json_shape(tmp_path: Path) -> None:
     assert small.exit_code == 0, small.output
     graph = json.loads(small.stdout)["graph"]
     assert graph["chunk_tokens"] == 64 and graph["chunks"] == len(chunk_spans(DOC, 64)) > 1
+    # the graph's size cap too: a 31 KB story is too short for 15%, so it keeps the floor
+    # (one claim per window) by default and every claim found with the cap lifted
+    tale = tmp_path / "tale.txt"
+    tale.write_text(story()[0], encoding="utf-8")
+    sizes = []
+    for cap in ([], ["--max-compaction", "1"]):
+        res = runner.invoke(
+            app, ["read", str(tale), "-q", "Why did Ana depart?", "--db", db, "--graph-only", *cap]
+        )
+        assert res.exit_code == 0, res.output
+        nodes = json.loads(res.stdout)["graph"]["graph_nodes"]
+        sizes.append(sum(n["type"] == "claim" for n in nodes))
+    assert sizes[0] == 5 and 30 < sizes[1] <= 40
     bad = runner.invoke(app, ["read", str(doc), "-q", Q, "--db", db, "--llm", "oracle"])
     assert bad.exit_code == 2 and "oracle" in bad.stderr
     llm_tier = runner.invoke(app, ["read", str(doc), "-q", Q, "--db", db, "--tier", "llm"])

@@ -141,8 +141,6 @@ def evidence(
         found = node_window(text, graph, best, size)  # the answer's claim is always read
         if found is not None:
             spans = spans[: n_windows - 1] + [(found[0], found[1], [best])]
-    state = graph.state_json()
-    first, _ = prompts.answer(state, graph.stats_line(), question)
     answer = None
     if best is not None and support[best] >= MIN_SUPPORT:
         node = graph.nodes[best]
@@ -151,7 +149,7 @@ def evidence(
         answer=answer,
         abstained=answer is None,
         windows=_merge(text, spans),
-        first_prompt=first[0].content,
+        first_prompt=first_prompt(graph, question),
         details={"support": round(support[best], 4)} if best is not None else {},
     )
 
@@ -266,6 +264,14 @@ def _final(content: str, graph: ConceptGraph) -> tuple[str, list[str], str]:
     return text, cited, confidence
 
 
-def compaction(first_prompt: str, document: str) -> float:
-    """f_1 / L in the same tokens (section 4.2), as a fraction."""
-    return round(count_tokens(first_prompt) / max(1, count_tokens(document)), 4)
+def first_prompt(graph: ConceptGraph, question: str) -> str:
+    """The first answer call's input (the D.2 prompt over the whole graph)."""
+    messages, _ = prompts.answer(graph.state_json(), graph.stats_line(), question)
+    return messages[0].content
+
+
+def compaction(prompt: str, document: str | int) -> float:
+    """f_1 / L in the same tokens (section 4.2), as a fraction; ``document`` is the
+    text or its token count."""
+    length = document if isinstance(document, int) else count_tokens(document)
+    return round(count_tokens(prompt) / max(1, length), 4)

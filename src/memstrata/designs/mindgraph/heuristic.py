@@ -11,9 +11,9 @@ From that parse:
   closest to the question by cosine (an answer in other words than the question's); each
   becomes a ``claim`` node, with ``entity`` nodes for the names and ``stat`` nodes for
   the numbers in them (one node per distinct name or value, linked to every kept claim
-  that has it). Edges: entity ``mentioned_in`` claim, stat ``stated_in`` claim (claims
-  that share a mention meet at its entity), and claim ``followed_by`` the next kept
-  claim (sentence order).
+  that has it; a date with its time, ``2023-07-15 13:51``, is one value). Edges: entity
+  ``mentioned_in`` claim, stat ``stated_in`` claim (claims that share a mention meet at
+  its entity), and claim ``followed_by`` the next kept claim (sentence order).
 * **memory** (:func:`episode_parts`): every sentence of an episode, question-agnostic.
 
 The operations go through :meth:`ConceptGraph.apply` with the sentence itself as the
@@ -34,10 +34,14 @@ from memstrata.retrieval.text import STOPWORDS, content_terms, sentences
 
 _ENTITY = re.compile(r"\b[A-Z][\w'’-]*(?:\s+[A-Z][\w'’-]*)*")
 _NUMBER = re.compile(
-    r"(?:[$€£]\s?)?\b\d[\d,.:/]*(?:\s?(?:%|percent|years?|months?|weeks?|days?|hours?|"
+    r"\b\d{4}-\d{2}-\d{2}(?:[ T]\d{1,2}:\d{2}(?::\d{2})?)?(?!\d)"  # a date (and time) is one value
+    r"|(?:[$€£]\s?)?\b\d(?:[\d,.:/]*\d)?(?:\s?(?:%|percent|years?|months?|weeks?|days?|hours?|"
     r"minutes?|km|miles?|kg|million|billion|thousand))?"
 )
 _CLAIM_CHARS = 240
+#: part of a stored heuristic graph's key: a change to how the tier builds bumps it, so
+#: a graph built by an earlier version is rebuilt rather than read back
+VERSION = 2
 
 
 @dataclass

@@ -23,11 +23,11 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from memstrata.designs.mindgraph.answer import compaction, evidence, tool_loop
+from memstrata.designs.mindgraph.answer import compaction, evidence, first_prompt, tool_loop
 from memstrata.designs.mindgraph.build import build_llm
 from memstrata.designs.mindgraph.communities import ReportCache
 from memstrata.designs.mindgraph.graph import BUILDER, ConceptGraph, Edge, Node
-from memstrata.designs.mindgraph.heuristic import Sentence, parse, question_graph
+from memstrata.designs.mindgraph.heuristic import VERSION, Sentence, parse, question_graph
 from memstrata.designs.mindgraph.records import ConceptEdge, ConceptNode
 from memstrata.embed.cache import embed_cached
 from memstrata.engine.contracts import Context, Reader, Reading
@@ -36,6 +36,7 @@ from memstrata.llm.base import context_tokens
 from memstrata.llm.types import LLMError, MemoryUsageSink
 from memstrata.models import Episode, Span
 from memstrata.retrieval.chunking import chunk_spans
+from memstrata.retrieval.context import count_tokens
 
 HEADER = "graph"
 
@@ -56,6 +57,13 @@ class ReaderParams(BaseModel):
     dense_sentences: int = Field(
         default=5, ge=0, description="heuristic build: sentences a semantic search adds"
     )
+    max_compaction: float | None = Field(
+        default=0.15,
+        gt=0,
+        le=1,
+        description="heuristic build: fewer claims until the first answer call is at most "
+        "this share of the document (None: always max_claims)",
+    )
     build_max_tokens: int = Field(default=2048, ge=64, description="completion per build call")
     state_nodes: int | None = Field(
         default=None, ge=0, description="build: latest nodes shown (None: the whole graph)"
@@ -74,7 +82,14 @@ class MindGraphReader(Reader[ReaderParams]):
     def graph_key(self, question: str, ctx: Context) -> str:
         model = ctx.llm.backend.model if ctx.llm is not None else ""
         p = self.params
-        heuristic = [p.max_claims, p.context, p.dense_sentences, ctx.embedder.model_id]
+        heuristic = [
+            VERSION,
+            p.max_claims,
+            p.context,
+            p.dense_sentences,
+            p.max_compaction,
+            ctx.embedder.model_id,
+        ]
         build = [self.chunk_tokens(ctx)] + (heuristic if ctx.llm is None else [])
         raw = json.dumps([question.strip(), ctx.tier, model, build])
         return hashlib.sha256(raw.encode("utf-8")).hexdigest()[:24]
@@ -100,18 +115,7 @@ class MindGraphReader(Reader[ReaderParams]):
         if graph is None:
             chunks = self._chunks(ctx, document)
             if llm is None:
-                parsed = self._parse(ctx, document)
-                dense = await asyncio.to_thread(self._dense, ctx, document, parsed, question)
-                graph = await asyncio.to_thread(
-                    question_graph,
-                    text,
-                    question,
-                    chunks,
-                    parsed=parsed,
-                    max_claims=p.max_claims,
-                    context=p.context,
-                    dense=dense,
-                )
+                graph = await asyncio.to_thread(self._sized_graph, ctx, document, question, chunks)
             else:
                 graph, failed = await build_llm(
                     llm,
@@ -160,7 +164,7 @@ class MindGraphReader(Reader[ReaderParams]):
             answer=out.answer,
             abstained=out.abstained,
             windows=out.windows,
-            compaction_ratio=compaction(out.first_prompt, text),
+            compaction_ratio=compaction(out.first_prompt, self._length(ctx, document)),
             graph=counts,
             usage=usage,
             details={"tier": ctx.tier, **out.details},
@@ -200,6 +204,64 @@ class MindGraphReader(Reader[ReaderParams]):
         query = ctx.embedder.embed([question])[0]
         order = np.argsort(-(vecs @ query), kind="stable")[: self.params.dense_sentences]
         return [int(k) for k in order]
+
+    def _sized_graph(
+        self, ctx: Context, document: Episode, question: str, chunks: list[tuple[int, int]]
+    ) -> ConceptGraph:
+        """The heuristic question graph, sized to the document: ``max_claims`` claims,
+        fewer when the first answer call would exceed ``max_compaction`` of the document
+        (a chat of 30,000 tokens gets a smaller graph; a 100,000-token document keeps
+        them all). The claims dropped are the last ones by shared words; the sentences
+        found by meaning keep their places. The floor is one claim per evidence window
+        (``windows``): under ~7,000 tokens the D.2 instructions alone exceed 15% of the
+        document, and a smaller graph would only read fewer places."""
+        p, text = self.params, document.text
+        parsed = self._parse(ctx, document)
+        dense = self._dense(ctx, document, parsed, question)
+
+        def build(claims: int) -> ConceptGraph:
+            return question_graph(
+                text,
+                question,
+                chunks,
+                parsed=parsed,
+                max_claims=claims,
+                context=p.context,
+                dense=dense,
+            )
+
+        graph = build(p.max_claims)
+        if p.max_compaction is None:
+            return graph
+        budget = p.max_compaction * self._length(ctx, document)
+
+        def fits(g: ConceptGraph) -> bool:
+            return count_tokens(first_prompt(g, question)) <= budget
+
+        if fits(graph):
+            return graph
+        # the most claims that fit: a graph's prompt grows with its claims (each brings
+        # its names and numbers), so a binary search over the count finds it
+        lo, hi = min(p.max_claims, p.windows), p.max_claims - 1
+        best = build(lo)
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            candidate = build(mid)
+            if fits(candidate):
+                lo, best = mid, candidate
+            else:
+                hi = mid - 1
+        return best
+
+    def _length(self, ctx: Context, document: Episode) -> int:
+        """The document's length in tokens (the compaction ratio's L), once per text."""
+        cache: dict[tuple[str, int], int] = ctx.state("mindgraph.lengths", dict)
+        key = (document.namespace, document.text.__hash__())
+        if key not in cache:
+            if len(cache) > 64:
+                cache.clear()
+            cache[key] = count_tokens(document.text)
+        return cache[key]
 
     def _parse(self, ctx: Context, document: Episode) -> list[Sentence]:
         cache: dict[tuple[str, int], list[Sentence]] = ctx.state("mindgraph.parses", dict)
