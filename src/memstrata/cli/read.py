@@ -55,9 +55,9 @@ def read(
         float | None,
         typer.Option(
             min=0.001,
-            max=1.0,
             help="Heuristic tier: fewer claims until the first answer call is at most this "
-            "share of the document (default: the reader's, 0.15); 1 keeps them all.",
+            "share of the document (default: the reader's, 0.15); a large value, such as "
+            "100, keeps them all.",
         ),
     ] = None,
     llm: Annotated[

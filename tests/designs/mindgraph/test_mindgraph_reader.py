@@ -117,6 +117,8 @@ def test_the_heuristic_graph_is_sized_to_the_document(tmp_path: Path, embedder) 
         tight = m.read(long_text, question, params={"max_compaction": 0.01}, graph_only=True)
         assert claims(tight) == 5  # one per evidence window (``windows``)
         assert claims(m.read(DOC, Q, graph_only=True)) == 5  # a short text: the floor too
+        with pytest.raises(ConfigError, match="max_compaction"):
+            m.read(DOC, Q, params={"max_compaction": 0})
 
 
 def test_deleting_the_document_drops_every_reading_of_it(tmp_path: Path, embedder) -> None:
@@ -164,7 +166,7 @@ def test_cli_read_json_shape(tmp_path: Path) -> None:
     tale = tmp_path / "tale.txt"
     tale.write_text(story()[0], encoding="utf-8")
     sizes = []
-    for cap in ([], ["--max-compaction", "1"]):
+    for cap in ([], ["--max-compaction", "100"]):
         res = runner.invoke(
             app, ["read", str(tale), "-q", "Why did Ana depart?", "--db", db, "--graph-only", *cap]
         )

@@ -60,9 +60,9 @@ class ReaderParams(BaseModel):
     max_compaction: float | None = Field(
         default=0.15,
         gt=0,
-        le=1,
         description="heuristic build: fewer claims until the first answer call is at most "
-        "this share of the document (None: always max_claims)",
+        "this share of the document (None: always max_claims; the share may pass 1, as "
+        "the prompt of a short document is longer than the document)",
     )
     build_max_tokens: int = Field(default=2048, ge=64, description="completion per build call")
     state_nodes: int | None = Field(
