@@ -270,8 +270,7 @@ def first_prompt(graph: ConceptGraph, question: str) -> str:
     return messages[0].content
 
 
-def compaction(prompt: str, document: str | int) -> float:
-    """f_1 / L in the same tokens (section 4.2), as a fraction; ``document`` is the
-    text or its token count."""
-    length = document if isinstance(document, int) else count_tokens(document)
+def compaction(prompt: str, length: int) -> float:
+    """f_1 / L in the same tokens (section 4.2), as a fraction; ``length`` is the
+    document's token count."""
     return round(count_tokens(prompt) / max(1, length), 4)

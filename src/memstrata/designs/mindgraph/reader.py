@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+from collections.abc import Callable
 from functools import partial
 from typing import Any
 
@@ -183,12 +184,10 @@ class MindGraphReader(Reader[ReaderParams]):
         return min(p.chunk_tokens, max(MIN_CHUNK, (window - p.build_max_tokens) // 2))
 
     def _chunks(self, ctx: Context, document: Episode) -> list[tuple[int, int]]:
-        cache = ctx.state("mindgraph.chunks", dict)
         size = self.chunk_tokens(ctx)
-        key = (document.namespace, document.text.__hash__(), size)
-        if key not in cache:
-            cache[key] = chunk_spans(document.text, size)
-        found: list[tuple[int, int]] = cache[key]
+        found: list[tuple[int, int]] = _per_document(
+            ctx, "chunks", document, lambda text: chunk_spans(text, size), size
+        )
         return found
 
     def _dense(
@@ -243,35 +242,39 @@ class MindGraphReader(Reader[ReaderParams]):
         # the most claims that fit: a graph's prompt grows with its claims (each brings
         # its names and numbers), so a binary search over the count finds it
         lo, hi = min(p.max_claims, p.windows), p.max_claims - 1
-        best = build(lo)
         while lo < hi:
             mid = (lo + hi + 1) // 2
-            candidate = build(mid)
-            if fits(candidate):
-                lo, best = mid, candidate
-            else:
-                hi = mid - 1
-        return best
+            lo, hi = (mid, hi) if fits(build(mid)) else (lo, mid - 1)
+        return build(lo)
 
     def _length(self, ctx: Context, document: Episode) -> int:
         """The document's length in tokens (the compaction ratio's L), once per text."""
-        cache: dict[tuple[str, int], int] = ctx.state("mindgraph.lengths", dict)
-        key = (document.namespace, document.text.__hash__())
-        if key not in cache:
-            if len(cache) > 64:
-                cache.clear()
-            cache[key] = count_tokens(document.text)
-        return cache[key]
+        length: int = _per_document(ctx, "lengths", document, count_tokens, keep=64)
+        return length
 
     def _parse(self, ctx: Context, document: Episode) -> list[Sentence]:
-        cache: dict[tuple[str, int], list[Sentence]] = ctx.state("mindgraph.parses", dict)
-        key = (document.namespace, document.text.__hash__())
-        if key not in cache:
-            if len(cache) > 8:
-                cache.clear()
-            cache[key] = parse(document.text)
-        found: list[Sentence] = cache[key]
+        found: list[Sentence] = _per_document(ctx, "parses", document, parse, keep=8)
         return found
+
+
+def _per_document(
+    ctx: Context,
+    name: str,
+    document: Episode,
+    make: Callable[[str], Any],
+    variant: int = 0,
+    *,
+    keep: int = 64,
+) -> Any:
+    """``make(document.text)``, computed once per document text (and ``variant``) in
+    this process; the cache starts over past ``keep`` documents."""
+    cache: dict[tuple[str, int, int], Any] = ctx.state(f"mindgraph.{name}", dict)
+    key = (document.namespace, document.text.__hash__(), variant)
+    if key not in cache:
+        if len(cache) > keep:
+            cache.clear()
+        cache[key] = make(document.text)
+    return cache[key]
 
 
 def graph_view(graph: ConceptGraph, text: str) -> dict[str, Any]:
