@@ -36,6 +36,18 @@ def embedder() -> MiniLMEmbedder:
     return MiniLMEmbedder()
 
 
+@pytest.fixture(scope="session")
+def model_tokens() -> Callable[[str], int]:
+    """Tokens of a text in the bundled GGUF model's own tokenizer (its vocabulary only, no
+    weights): what a completion budget must leave room for."""
+    from llama_cpp import Llama
+
+    from memstrata.llm.gguf import find_smollm2_gguf
+
+    vocab = Llama(model_path=str(find_smollm2_gguf()), vocab_only=True, verbose=False)
+    return lambda text: len(vocab.tokenize(text.encode("utf-8"), add_bos=False))
+
+
 @pytest.fixture(autouse=True)
 def _no_memstrata_env(monkeypatch: pytest.MonkeyPatch) -> None:
     """A developer's MEMSTRATA_* variables must not change what the tests see."""

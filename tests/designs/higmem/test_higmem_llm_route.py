@@ -5,11 +5,12 @@ and the answerer's category-aware prompt."""
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 
 import pydantic
 import pytest
-from higmem_helpers import NS, ByFamily, add_turns, analysis_reply, llm_ctx
+from higmem_helpers import NS, ByFamily, add_turns, analysis_reply, family, llm_ctx
 
 from memstrata.designs.higmem.answer import HiGMemAnswerer, question_kind
 from memstrata.designs.higmem.builder import HiGMemBuilder
@@ -255,6 +256,42 @@ def test_prediction_sees_every_turn_of_an_event_in_prompts_of_bounded_size(store
         shown = [sid for messages in asked for sid in listed(messages)]
         assert len(shown) == len(set(shown)) == 12  # every turn, once
         assert all("Evan bought a new Prius" in unfence(m[-1].content) for m in asked)
+
+
+def test_prediction_and_filter_have_room_to_name_every_turn_they_show(
+    store, embedder, model_tokens
+) -> None:
+    """The model may keep every turn it is shown: each prediction and filter call's
+    completion budget holds the reply that names them all, counted in the bundled
+    model's tokens (the old fixed budget of 120 cut a list of 30 ids at about 24)."""
+    turns = [
+        ("s1", "Evan" if i % 2 else "Sam", f"Car talk number {i}: the Prius again.")
+        for i in range(40)
+    ]
+    eps = add_turns(store, turns, embedder)
+    backend = ByFamily({"analysis": analysis_reply, "affiliation": one_event, "refresh": sheet})
+    assert not asyncio.run(
+        HiGMemBuilder().update(llm_ctx(store, embedder, backend), NS, eps)
+    ).failed
+
+    def listed(messages):  # type: ignore[no-untyped-def]
+        return re.findall(r"^\s*(T\d+) ", unfence(messages[-1].content), flags=re.M)
+
+    def keep_all(messages):  # type: ignore[no-untyped-def]
+        return {"ids": listed(messages)}
+
+    backend = ByFamily(
+        {"keywords": lambda m: {"keywords": []}, "predict": keep_all, "filter": keep_all}
+    )
+    ctx = llm_ctx(store, embedder, backend)
+    (hits,) = asyncio.run(GuidedRoute(GuidedParams(k_turn=1)).search(ctx, NS, [QUESTION], 10))
+    assert len(hits) == 30  # the filter was shown max_candidates and kept them all
+    asked = [r for r in backend.requests if family(r.messages) in ("predict", "filter")]
+    assert {family(r.messages) for r in asked} == {"predict", "filter"}
+    for request in asked:
+        reply = json.dumps({"ids": listed(request.messages)})
+        assert len(listed(request.messages)) >= 30
+        assert request.max_tokens >= model_tokens(reply)
 
 
 def test_t_semantic_by_cosine_over_the_turns(store, embedder) -> None:

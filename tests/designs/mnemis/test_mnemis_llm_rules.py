@@ -323,9 +323,13 @@ def test_model_written_dates_take_the_episodes_time_zone(embedder) -> None:
     assert fact.valid_at < e1.occurred_at < fact.invalid_at  # comparable, no TypeError
 
 
-def test_global_selection_asks_a_wide_layer_in_chunks_and_takes_all_it_picks(embedder) -> None:
+def test_global_selection_asks_a_wide_layer_in_chunks_and_takes_all_it_picks(
+    embedder, model_tokens
+) -> None:
     """No top-k: 45 entities under one category are shown 20 at a time, and every one the
-    model picks is taken (the old schema stopped at 15)."""
+    model picks is taken (the old schema stopped at 15), and each call's completion budget
+    holds a reply that picks every node shown, counted in the bundled model's tokens (the
+    old fixed budget of 320 cut such a reply after about ten nodes)."""
     from memstrata.designs.mnemis.global_selection import SELECT_CHUNK
 
     store = SQLiteStore(":memory:")
@@ -345,6 +349,12 @@ def test_global_selection_asks_a_wide_layer_in_chunks_and_takes_all_it_picks(emb
     shown = [len(re.findall(r"uuid:", r.messages[-1].content)) for r in backend.requests[1:]]
     assert sorted(shown) == [5, SELECT_CHUNK, SELECT_CHUNK]
     assert set(sel.entities) == set(kids)
+    for request in backend.requests:
+        listed = re.findall(
+            r'name: "([^"]+)", uuid: "([^"]+)"', unfence(request.messages[-1].content)
+        )
+        picks = [{"name": n, "uuid": u, "get_all_children": True} for n, u in listed]
+        assert request.max_tokens >= model_tokens(json.dumps({"nodes": picks}))
 
 
 def test_the_llm_tier_selects_hubs_and_a_named_hub_does_not_narrow(embedder) -> None:

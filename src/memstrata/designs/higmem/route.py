@@ -34,6 +34,7 @@ from memstrata.designs.higmem.records import Event, TurnNote
 from memstrata.embed.cache import embed_cached
 from memstrata.engine.contracts import Context, Route
 from memstrata.llm.base import LLMClient
+from memstrata.llm.schema import list_reply_tokens
 from memstrata.models import Episode, Hit, Span
 from memstrata.retrieval import documents
 from memstrata.retrieval.system1 import (
@@ -353,7 +354,7 @@ class GuidedRoute(Route[GuidedParams]):
                     blocks.append((self._sheet(lay.events[eid], sid_of), shown))
             calls = _pack(blocks, p.predict_chars)
             preds = await asyncio.gather(
-                *(_ask(llm, prompts.event_prediction(query, c), "predict") for c in calls)
+                *(_ask(llm, prompts.event_prediction(query, c), "predict", _room(c)) for c in calls)
             )
             for pred in preds:
                 for sid in getattr(pred, "ids", []):
@@ -373,7 +374,8 @@ class GuidedRoute(Route[GuidedParams]):
         pool = list(cands.values())[: p.max_candidates]
         ids = {f"T{i}": c for i, c in enumerate(pool, start=1)}
         shown = [(sid, self._with_dates(lay, c.ep)[: p.shown_chars]) for sid, c in ids.items()]
-        kept = await _ask(llm, prompts.evidence_filter(query, shown), "filter")
+        room = list_reply_tokens(list(ids), prompts.MAX_TOKENS["filter"])
+        kept = await _ask(llm, prompts.evidence_filter(query, shown), "filter", room)
         if not isinstance(kept, prompts.Selection):  # the filter failed: candidates in order
             chosen = pool[:k]
         else:  # the filter's set, whatever its size (Eq. 8): k does not cut it
@@ -505,13 +507,22 @@ def _admitted(
     return eps
 
 
-async def _ask(llm: LLMClient, prompt: tuple, step: str) -> BaseModel | None:
-    """One retrieval-stage call; None when it failed (the step then falls back)."""
+def _room(blocks: list[Block]) -> int:
+    """The prediction's completion budget: room to name every turn shown."""
+    return list_reply_tokens(
+        [sid for _, shown in blocks for sid, _ in shown], prompts.MAX_TOKENS["predict"]
+    )
+
+
+async def _ask(
+    llm: LLMClient, prompt: tuple, step: str, max_tokens: int | None = None
+) -> BaseModel | None:
+    """One retrieval-stage call with the step's completion budget (or ``max_tokens``);
+    None when it failed (the step then falls back)."""
     messages, model = prompt
+    budget = prompts.MAX_TOKENS[step] if max_tokens is None else max_tokens
     try:
-        return await llm.structured(
-            messages, model, stage=prompts.STAGES[step], max_tokens=prompts.MAX_TOKENS[step]
-        )
+        return await llm.structured(messages, model, stage=prompts.STAGES[step], max_tokens=budget)
     except (asyncio.CancelledError, KeyboardInterrupt):
         raise
     except Exception:  # counted as a failure in the LLM accounting

@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field, create_model
 from memstrata.errors import MemstrataError
 from memstrata.llm.base import LLMClient
 from memstrata.llm.fence import FENCE_NOTE, fence
-from memstrata.llm.schema import list_bounded
+from memstrata.llm.schema import list_bounded, list_reply_tokens
 from memstrata.llm.types import Message
 
 # answers ------------------------------------------------------------------------------
@@ -480,10 +480,14 @@ def rerank(query: str, kind: str, candidates: Sequence[str]) -> Prompt:
     ), Ranking
 
 
-async def ask(llm: LLMClient, prompt: Prompt, stage: str) -> BaseModel:
-    """Send one prompt with its stage's completion budget; returns the validated answer."""
+async def ask(
+    llm: LLMClient, prompt: Prompt, stage: str, max_tokens: int | None = None
+) -> BaseModel:
+    """Send one prompt with its stage's completion budget (or ``max_tokens``); returns
+    the validated answer."""
     messages, model = prompt
-    return await llm.structured(messages, model, stage=stage, max_tokens=MAX_TOKENS[stage])
+    budget = MAX_TOKENS[stage] if max_tokens is None else max_tokens
+    return await llm.structured(messages, model, stage=stage, max_tokens=budget)
 
 
 # adapters the builders and routes call -----------------------------------------------
@@ -554,7 +558,10 @@ def category_describer(llm: LLMClient, chunk: int = 8) -> Any:
 
 def node_selector(llm: LLMClient) -> Any:
     async def select(query: str, nodes: list[tuple[str, str, list[str]]]) -> list[tuple[str, bool]]:
-        answer = await ask(llm, select_nodes(query, nodes), "mnemis.select")
+        # the model may pick every node shown: the reply has room for all of them
+        picks = [{"name": n, "uuid": u, "get_all_children": False} for u, n, _ in nodes]
+        budget = list_reply_tokens(picks, MAX_TOKENS["mnemis.select"])
+        answer = await ask(llm, select_nodes(query, nodes), "mnemis.select", budget)
         assert isinstance(answer, NodeSelection)
         return [(n.uuid, n.get_all_children) for n in answer.nodes]
 
