@@ -265,6 +265,29 @@ def test_subgraph_summary_refuses_an_id_out_of_range(store, embedder) -> None:
     assert not any("It dives to 300 meters." in m for m in last)  # no report was given
 
 
+@pytest.mark.parametrize(
+    ("reply", "expected"),
+    [
+        ("The answer: maybe Ottawa? No, {leo} says Toronto.\nFinal answer: Toronto", "Toronto"),
+        ("Looking at node {her_brother_leo}, he teaches.\n**Answer:** Toronto", "Toronto"),
+        ("Leo teaches music.\nToronto", "Toronto"),
+        ('{"answer": "Toronto", "confidence": "high"}', "Toronto"),
+        ('{"cited_nodes": []}', ""),  # the final JSON without an answer answers nothing
+    ],
+)
+def test_a_prose_final_reply_answers_with_its_last_answer_line(
+    store, embedder, reply: str, expected: str
+) -> None:
+    """A model that writes its reasoning instead of the final JSON (native tool calls
+    end on free content) is read for the answer it ends on, not the reasoning; a brace
+    in the reasoning is not the final JSON."""
+    chunks = chunk_spans(DOC, 8192)
+    backend = ScriptedBackend([build_reply] * len(chunks) + [{"content": reply}], native_tools=True)
+    ctx, ns, doc = llm_ctx(store, embedder, backend)
+    r = asyncio.run(MindGraphReader().read(ctx, ns, doc, "Where does Leo teach?"))
+    assert r.answer == expected and r.abstained == (not expected)
+
+
 def test_llm_read_builds_per_chunk_then_runs_the_tool_loop(store, embedder) -> None:
     params = ReaderParams(chunk_tokens=40)
     chunks = chunk_spans(DOC, 40)

@@ -38,6 +38,7 @@ from memstrata.designs.mindgraph.heuristic import idf, parse
 from memstrata.designs.mindgraph.provenance import window
 from memstrata.engine.contracts import Window
 from memstrata.engine.extractive import MIN_SUPPORT
+from memstrata.llm.answers import final_answer
 from memstrata.llm.base import LLMClient
 from memstrata.llm.schema import bounded_json_schema, repair_json
 from memstrata.llm.tools import MAX_ROUNDS, ToolCall, run_tool_loop
@@ -249,14 +250,17 @@ async def tool_loop(
 
 
 def _final(content: str, graph: ConceptGraph) -> tuple[str, list[str], str]:
-    """The final JSON's answer, its cited nodes that exist, and the confidence; a reply
-    that is not JSON is taken as the answer text, low confidence."""
+    """The final JSON's answer, its cited nodes that exist, and the confidence. A reply
+    that is not JSON, or whose JSON has no answer (a brace quoted in the reasoning), is
+    read as prose: its final answer line (:func:`~memstrata.llm.answers.final_answer`),
+    not the reasoning before it, with low confidence."""
     try:
         data = repair_json(content)
     except LLMOutputError:
-        return content.strip(), [], "low"
-    if not isinstance(data, dict):
-        return content.strip(), [], "low"
+        data = None
+    prose = not content.lstrip().startswith("{")
+    if not isinstance(data, dict) or ("answer" not in data and prose):
+        return final_answer(content), [], "low"
     answer = data.get("answer")
     text = answer.strip() if isinstance(answer, str) else json.dumps(answer) if answer else ""
     cited = [str(c) for c in data.get("cited_nodes") or [] if str(c) in graph.nodes]

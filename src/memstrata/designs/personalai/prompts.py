@@ -23,6 +23,7 @@ from typing import Literal, TypeVar
 
 from pydantic import BaseModel, Field, ValidationError
 
+from memstrata.llm.answers import ANSWER_LINE
 from memstrata.llm.base import LLMClient
 from memstrata.llm.fence import fence, noted
 from memstrata.llm.types import LLMOutputError, Message
@@ -409,13 +410,12 @@ def _entities_lines(text: str) -> dict[str, object]:
 
 
 _ANSWER_TAG = re.compile(r"\[answer\]\s*:", re.IGNORECASE)
-_ANSWER_LINE = re.compile(r"(?:^|\n)[ \t*#]*(?:final\s+)?answer\s*:", re.IGNORECASE)
 
 
 def _qa_lines(text: str) -> dict[str, object]:
     """The answer after the *last* ``[Answer]:`` (or, without the tag, the last line that
     starts with "Answer:"): the reasoning before it may say "answer:" too."""
-    marks = list(_ANSWER_TAG.finditer(text)) or list(_ANSWER_LINE.finditer(text))
+    marks = list(_ANSWER_TAG.finditer(text)) or list(ANSWER_LINE.finditer(text))
     answer = text[marks[-1].end() :].strip() if marks else ""
     if not answer:
         raise ValueError("no [Answer]: with an answer after it")
