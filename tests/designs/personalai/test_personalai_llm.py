@@ -236,6 +236,22 @@ def test_llm_entity_parser_and_its_fallback(store, embedder) -> None:
     assert asyncio.run(route.entities("Who employs Maya?", llm)) == ["Maya"]
 
 
+def test_entities_the_question_does_not_name_are_not_start_nodes(store, embedder) -> None:
+    """Table 9 extracts entities from the text: a model copying the prompt's examples
+    names nothing the question names, and the heuristic parser stands in; of a mixed
+    list the entities the question names are kept (by stem: "devices" names "device")."""
+    backend = ScriptedBackend(
+        [
+            {"entities": ["Kayla", "opinion", "Xiaomi 10Pro"]},
+            {"entities": ["Maya", "Xiaomi 10Pro", "device"]},
+        ]
+    )
+    route = PersonalAIRoute(PersonalAIParams())
+    llm = LLMClient(backend)
+    assert asyncio.run(route.entities("Which devices does Maya own?", llm)) == ["Maya"]
+    assert asyncio.run(route.entities("Which devices does Maya own?", llm)) == ["Maya", "device"]
+
+
 def test_an_empty_list_with_a_remark_is_an_empty_answer() -> None:
     for text in ("[]. Nothing to replace here.", "[] - no outdated triplets", "  []"):
         assert parse(text, Replacements).replacements == []
@@ -367,3 +383,64 @@ def test_the_existing_items_shown_are_the_closest_to_the_new_ones(store, embedde
     ]
     assert len(shown) == 1
     assert "Maya, works at, Acme" in shown[0] and "green tea" not in shown[0]
+
+
+@pytest.mark.parametrize("output", ["json", "lines"])
+def test_extraction_prompts_carry_every_example_of_tables_5_and_6(output) -> None:
+    """Table 5: Einstein, the north exit (one consistent thesis), John's hypothesis, the
+    knight, several thesises about one node; Table 6: the same kinds with triplets, the
+    Wikidata note, "do not miss this type of connections"."""
+    from memstrata.designs.personalai.prompts import extract_theses, extract_triplets
+
+    (theses, _), _ = extract_theses("x", output)
+    for part in (
+        "Albert Einstein",
+        "North exit from kitchen",
+        "potentially will be winner",
+        "knight needs to kill dragon",
+        "kitchen contains apple",
+    ):
+        assert part in theses.content, part
+    (triplets, _), _ = extract_triplets("x", output)
+    for part in (
+        "Wikidata",
+        "John, could be, winner",
+        "John, will be, winner",
+        "knight, needs to kill, dragon",
+        "kitchen, contains, table",
+        "apple, is on, table",
+        "Do not miss this type of connections",
+        "at most 7 words",
+    ):
+        assert part in triplets.content, part
+
+
+@pytest.mark.parametrize("output", ["json", "lines"])
+def test_question_prompts_carry_every_example_of_tables_9_and_10(output) -> None:
+    """Table 9's four key-entity examples and Table 10's three answers (one found, one
+    with too little in the contexts, one with none), each written in the format the
+    prompt asks for: the parser reads every demonstration back."""
+    from memstrata.designs.personalai.prompts import (
+        KEY_ENTITY_EXAMPLES,
+        NOT_ENOUGH,
+        QA_EXAMPLES,
+        KeyEntities,
+        QAAnswer,
+        key_entities,
+        parse,
+        qa,
+    )
+
+    (system, _), _ = key_entities("Which phone did Ann buy?", output)
+    shown = system.content.split("[Key entities]: ")[1:]
+    assert len(shown) == len(KEY_ENTITY_EXAMPLES) == 4
+    for text, (example, entities) in zip(shown, KEY_ENTITY_EXAMPLES, strict=True):
+        reply = text.split(" ####")[0].split(" Return only")[0].split(" Answer with")[0]
+        assert parse(reply, KeyEntities).entities == entities, example
+    (system, user), _ = qa("Where does Leo teach?", ["Leo, teaches in, Toronto"], output)
+    mark = '{"chain_of_thoughts"' if output == "json" else "[Chain of thoughts]: "
+    replies = [line for line in system.content.splitlines() if line.startswith(mark)]
+    assert [parse(r, QAAnswer).answer for r in replies] == [a for *_, a in QA_EXAMPLES]
+    assert [a for *_, a in QA_EXAMPLES] == ["Anthony", NOT_ENOUGH, NOT_ENOUGH]
+    assert "<Empty>" in system.content and "k30s" in system.content
+    assert "Toronto" in user.content and "Toronto" not in system.content

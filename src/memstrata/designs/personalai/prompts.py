@@ -80,14 +80,23 @@ _THESES = (
     "Objective: The main goal is to meticulously gather information from input [Text] and "
     "organize this data into a clear, structured knowledge graph. Requirements: 1. Entities "
     "must depict concepts, similar to Wikipedia nodes; they must not include verbs or words "
-    'describing motion or properties. From [Text] "Albert Einstein, born in Germany, is '
-    'known for developing the theory of relativity" extract "Albert Einstein was born in '
-    "Germany, ['Albert Einstein', 'Germany']\" and \"Albert Einstein developed Theory of "
-    "Relativity, ['Albert Einstein', 'Theory of Relativity']\". 2. Thesises MUST BE "
-    "comprehensive and consistent sentences; better one longer thesis than two that are "
-    "inconsistent apart. 3. Extract only concrete knowledge; assumptions must be described "
-    "as hypothesis. 4. Nodes must be atomary units while a thesis can be complex and long. "
-    "5. Do not miss important information. 6. Several thesises may be about the same node."
+    "describing motion or properties; every entity is a real-world object or an abstract "
+    'concept. From [Text] "Albert Einstein, born in Germany, is known for developing the '
+    'theory of relativity" extract "Albert Einstein was born in Germany, [\'Albert '
+    "Einstein', 'Germany']\" and \"Albert Einstein developed Theory of Relativity, "
+    "['Albert Einstein', 'Theory of Relativity']\". 2. Thesises MUST BE comprehensive and "
+    "consistent sentences; better one longer thesis than two that are inconsistent apart. "
+    'For example, extract "North exit from kitchen is blocked by door" rather than '
+    '"kitchen has door" and "north exit is blocked by door": without the kitchen, "north '
+    'exit is blocked by door" could be about any room of the house. 3. Extract only '
+    "concrete knowledge; assumptions must be described as hypothesis. For example, from "
+    '[Text] "John have scored many points and potentially will be winner" extract "John '
+    "scored many points and potentially will be winner, ['John', 'winner']\". 4. Nodes "
+    "must be atomary units while a thesis can be complex and long. 5. Do not miss "
+    'important information. If [Text] is "book involves story about knight, who needs to '
+    'kill a dragon", the thesises are "book involves knight" and "knight needs to kill '
+    'dragon". 6. Several thesises may be about the same node, for example "kitchen '
+    'contains apple" and "apple is on kitchen table".'
 )
 _THESES_LINES = (
     " Return one thesis per line: the thesis sentence, a comma, then the list of its "
@@ -97,12 +106,22 @@ _TRIPLETS = (
     "Objective: The main goal is to meticulously gather information from the input [Text] "
     "and organize this data into a clear, structured knowledge graph of triplets. Each "
     "triplet contains two entities (subject and object) and one relation that connects "
-    "them. 1. Nodes must depict objects or concepts, usually in one or two words. 2. "
-    'Complex objects like "John position engineer in Google" must be split into "John '
-    'position engineer" and "John work at Google". 3. A triplet is at most 7 words. 4. '
-    "Extract only concrete knowledge; assumptions must be described as hypothesis. 5. "
-    "Object and subject must be atomary units while the relation can be longer. 6. Do not "
-    'miss important information. 7. Do not use "none" as subject or object.'
+    "them. The subject is the entity that is the factual object of the action; what each "
+    'predicate says is summarized as a triplet "subject predicate object". 1. Nodes must '
+    "depict objects or concepts, usually in one or two words. Subjects and objects may be "
+    "named entities or concepts describing a group of people, events or abstract objects "
+    'from the Wikidata knowledge graph. 2. Complex objects like "John position engineer in '
+    'Google" must be split into "John position engineer" and "John work at Google". 3. A '
+    "triplet is at most 7 words. 4. Extract only concrete knowledge; assumptions must be "
+    'described as hypothesis. For example, from [Text] "John have scored many points and '
+    'potentially will be winner" extract "John, scored, many points" and "John, could be, '
+    'winner", and do not extract "John, will be, winner". 5. Object and subject must be '
+    "atomary units while the relation can be longer. 6. Do not miss important information. "
+    'If [Text] is "book involves story about knight, who needs to kill a dragon", the '
+    'triplets are "book, involves, knight" and "knight, needs to kill, dragon". 7. Several '
+    'triplets may be about the same node, for example "kitchen, contains, table" and '
+    '"apple, is on, table". Do not miss this type of connections. 8. Do not use "none" as '
+    "subject or object."
 )
 _TRIPLETS_LINES = (
     " Return the triplets in the format: subject_1, relation_1, object_1; subject_2, "
@@ -283,13 +302,97 @@ def replace_triplets(existing: list[str], new: list[str], output: Output = "json
 
 
 # appendix C --------------------------------------------------------------------------
+#: Table 9's four examples: (text, key entities)
+KEY_ENTITY_EXAMPLES = [
+    (
+        "Kayla has positive, negative or neutral opinion about video of Xiaomi 10Pro?",
+        ["Kayla", "opinion", "video", "Xiaomi 10Pro"],
+    ),
+    (
+        "Which device is better in battery life: Apple or k30u?",
+        ["device", "battery life", "Apple", "k30u"],
+    ),
+    (
+        "The majority of speakers have positive, neutral or negative sentiment about screen "
+        "of Samsung?",
+        ["speakers", "sentiment", "screen", "Samsung"],
+    ),
+    (
+        "Which people have positive opinion about video of Xiaomi 10Pro on 25.11.2020?",
+        ["people", "opinion", "video", "Xiaomi 10Pro", "25.11.2020"],
+    ),
+]
+
+#: Table 10's three examples: (question, contexts, chain of thoughts, answer); no
+#: contexts stands for "<Empty>"
+QA_EXAMPLES: list[tuple[str, list[str], str, str]] = [
+    (
+        "Whose opinions from Anthony and Grace about devices are most similar to Faith's?",
+        [
+            "Xiaomi (kind: device) opinion (person: Anthony; opinion: hard) maintenance "
+            "point (kind: feature)",
+            "mate30pro (kind: device) opinion (person: Anthony; opinion: not as good as) "
+            "signal (kind: feature)",
+            "iPhone (kind: device) opinion (person: Anthony; opinion: not as good as) "
+            "signal (kind: feature)",
+            "Xiaomi 12 (kind: device) opinion (person: Grace; opinion: beat) charging "
+            "speed (kind: feature)",
+            "Xiaomi (kind: device) opinion (person: Faith; opinion: problem) product "
+            "control (kind: feature)",
+            "k30s (kind: device) opinion (person: Faith; opinion: not as good) film effect "
+            "(kind: feature)",
+            "red rice (kind: device) opinion (person: Faith; opinion: not as good) film "
+            "effect (kind: feature)",
+        ],
+        "Anthony's and Grace's opinions are compared with Faith's. Faith finds a "
+        '"problem" with Xiaomi and finds k30s and red rice "not as good". Grace\'s only '
+        'opinion, "beat" for Xiaomi 12, is like none of these. Anthony finds Xiaomi '
+        '"hard" and mate30pro and iPhone "not as good as" for the signal, which matches '
+        'Faith\'s "not as good".',
+        "Anthony",
+    ),
+    (
+        "Whose opinions from Amanda and Arianna about manufacturers are most similar to Joshua's?",
+        [
+            "Xiaomi 12 (kind: device) opinion (person: Grace; opinion: beat) charging "
+            "speed (kind: feature)",
+            "Xiaomi (kind: device) opinion (person: Faith; opinion: problem) product "
+            "control (kind: feature)",
+            "k30s (kind: device) opinion (person: Faith; opinion: not as good) film effect "
+            "(kind: feature)",
+        ],
+        "Amanda's and Arianna's opinions about manufacturers are to be compared with "
+        "Joshua's, but the contexts say nothing of any of the three, so the question "
+        "cannot be answered from them.",
+        NOT_ENOUGH,
+    ),
+    (
+        "The majority of speakers have positive, neutral or negative sentiment about "
+        "signal of Apple?",
+        [],
+        "No information is given for the question.",
+        NOT_ENOUGH,
+    ),
+]
+
+
 def key_entities(question: str, output: Output = "json") -> Prompt:
-    """Table 9: the key entities of a question."""
+    """Table 9: the key entities of a question, with the table's four examples."""
+
+    def shown(entities: list[str]) -> str:
+        if output == "lines":
+            return "; ".join(entities)
+        return json.dumps({"entities": entities})
+
+    examples = " ".join(
+        f"#### Example {i} [Text]: {text} [Key entities]: {shown(found)}"
+        for i, (text, found) in enumerate(KEY_ENTITY_EXAMPLES, start=1)
+    )
     system = (
         "You are an expert system that can extract [Key entities] from a given [Text]. "
-        "[Key entities] is a noun or an object like person, device, company and etc. "
-        "Examples: [Text]: Which device is better in battery life: Apple or k30u? "
-        "[Key entities]: device; battery life; Apple; k30u."
+        "[Key entities] is a noun or an object like person, device, company and etc. Your "
+        "response must contain only the extracted entities, with no explanation. Examples "
+        f"of [Texts] and the entities extracted from them: {examples}"
     )
     tail = (
         " Return only the entities, separated by semicolons."
@@ -304,20 +407,38 @@ def key_entities(question: str, output: Output = "json") -> Prompt:
     ], KeyEntities
 
 
+def _contexts(contexts: list[str]) -> str:
+    return "\n".join(f"- {c}" for c in contexts) if contexts else "<Empty>"
+
+
 def qa(question: str, contexts: list[str], output: Output = "json") -> Prompt:
-    """Table 10: answer from the filtered triplets, or the NotEnoughInfo abstention."""
+    """Table 10: answer from the filtered triplets, or the NotEnoughInfo abstention, with
+    the table's three examples (an answer, too little in the contexts, no contexts)."""
+
+    def shown(thoughts: str, answer: str) -> str:
+        if output == "lines":
+            return f"[Chain of thoughts]: {thoughts} [Answer]: {answer}"
+        return json.dumps({"chain_of_thoughts": thoughts, "answer": answer})
+
+    examples = "\n".join(
+        f"#### Example {i} [Example Question]: {q} [Example Contexts]:\n{_contexts(c)}\n"
+        f"{shown(thoughts, answer)}"
+        for i, (q, c, thoughts, answer) in enumerate(QA_EXAMPLES, start=1)
+    )
     system = (
         "You are a system that is trying to generate an [Answer] for a given [Question], "
         "based on provided [Contexts] in a list format. If there is no relevant information "
         f'in the given [Contexts] or the [Contexts] is "<Empty>", answer "{NOT_ENOUGH}". '
-        "Before the final answer present your [Chain of thoughts] that leads to it."
+        "Before the final answer present your [Chain of thoughts] that leads to it: your "
+        "reasoning from the [Question] and the [Contexts] to the [Answer]. Examples of "
+        f"[Questions], [Contexts] and expected answers:\n{examples}\n"
     )
     tail = (
-        " Format: [Chain of thoughts]: <reasoning> [Answer]: <final answer>"
+        "Format: [Chain of thoughts]: <reasoning> [Answer]: <final answer>"
         if output == "lines"
-        else _json_tail(QAAnswer)
+        else _json_tail(QAAnswer).lstrip()
     )
-    ctx = fence("\n".join(f"- {c}" for c in contexts)) if contexts else "<Empty>"
+    ctx = fence(_contexts(contexts)) if contexts else "<Empty>"
     return [
         Message(role="system", content=noted(system + tail)),
         Message(role="user", content=f"[Question]: {question}\n[Contexts]:\n{ctx}"),

@@ -48,7 +48,7 @@ from memstrata.llm.base import LLMClient
 from memstrata.llm.types import LLMError
 from memstrata.models import Hit, Span
 from memstrata.retrieval import documents
-from memstrata.retrieval.text import content_terms
+from memstrata.retrieval.text import content_terms, plain, stem, words
 from memstrata.store.base import SearchFilters
 
 STAGE = "personalai.query_entities"
@@ -69,6 +69,15 @@ class PersonalAIParams(BaseModel):
     top_n: int = Field(default=40, ge=1)
     #: format of the llm tier's entity-parser answer
     output: Output = "json"
+
+
+def named_in(question: str, entities: list[str]) -> list[str]:
+    """The entities the question names: every word of one is a word of the question (by
+    stem, so "devices" names "device"). Table 9 extracts key entities *from* the text; one
+    that is not in it was made up, as a small model does by copying the prompt's examples
+    ("Kayla", "Xiaomi 10Pro"), and would start the graph walk from a wrong node."""
+    asked = {stem(plain(w)) for w in words(question)}
+    return [e for e in entities if (own := words(e)) and all(stem(plain(w)) in asked for w in own)]
 
 
 def heuristic_entities(question: str) -> list[str]:
@@ -125,7 +134,8 @@ class PersonalAIRoute(Route[PersonalAIParams]):
         return out
 
     async def entities(self, question: str, llm: LLMClient | None) -> list[str]:
-        """Key entities of the question; the heuristic parser if the model fails."""
+        """Key entities of the question; the heuristic parser if the model fails or
+        names nothing the question names (:func:`named_in`)."""
         if llm is None:
             return heuristic_entities(question)
         try:
@@ -139,7 +149,7 @@ class PersonalAIRoute(Route[PersonalAIParams]):
             )
         except LLMError:
             return heuristic_entities(question)
-        found = [e.strip() for e in answer.entities if e.strip()]
+        found = named_in(question, [e.strip() for e in answer.entities if e.strip()])
         return found or heuristic_entities(question)
 
     def runs(self) -> list[Callable[[Query], list[Item]]]:
