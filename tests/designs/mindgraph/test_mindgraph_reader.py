@@ -193,6 +193,35 @@ def test_the_build_chunk_follows_the_models_context_window(store, embedder) -> N
     assert MindGraphReader(ReaderParams()).chunk_tokens(llm_ctx(store, embedder, tiny)[0]) == 64
 
 
+def test_the_graph_state_shown_fits_the_models_context_window(store, embedder) -> None:
+    """With the model's window stated (4,096 tokens, the bundled model's) and the default
+    settings, every D.1 prompt with its reply budget fits the window: the state shows the
+    most latest nodes that fit, not the whole graph, which outgrows it after a chunk or
+    two; a graph that fits is shown whole."""
+    text, _ = story()
+    backend = ScriptedBackend([build_reply] * 100, context_tokens=4096)
+    ctx = Context(store, embedder, LLMClient(backend, max_retries=0), "llm")
+    ns = "fit"
+    store.add_episodes(ns, [prepare_episode({"text": text, "id": "document"}, Config())])
+    (doc,) = store.get_episodes(ns, ["document"])
+    reader = MindGraphReader(ReaderParams())
+    r = asyncio.run(reader.read(ctx, ns, doc, "Why did Ana leave?", graph_only=True))
+    builds = [
+        q
+        for q in backend.requests
+        if "You are a mind-graph builder" in unfence(q.messages[-1].content)
+    ]
+    assert len(builds) == r.graph["chunks"] >= 4 and "failed_chunks" not in r.usage
+    shown = []
+    for q in builds:
+        assert sum(count_tokens(m.content) for m in q.messages) + q.max_tokens <= 4096
+        prompt = unfence(q.messages[-1].content)
+        state = prompt.split("## Current graph state\n")[1].split("## New text block")[0]
+        shown.append(0 if state.startswith("(empty)") else state.count('"type":'))
+    assert shown[0] == 0 and all(n > 0 for n in shown[1:])
+    assert max(shown) < r.graph["nodes"]  # the whole graph no longer fits
+
+
 # llm tier, scripted -------------------------------------------------------------------------
 def llm_ctx(store: Any, embedder: Any, backend: ScriptedBackend) -> tuple[Context, str, Any]:
     ns = "read-test"

@@ -9,7 +9,10 @@ call fails after the client's retries is counted in ``failed_chunks`` and skippe
 graph stays valid.
 
 ``state_nodes`` bounds the graph state shown (the latest nodes and the edges among
-them) for models with a small context; the paper shows the whole graph (None).
+them) for models with a small context; the paper shows the whole graph (None). With
+``window`` (the model's context, when it states one) and no ``state_nodes``, each call
+shows the most latest nodes that fit beside the prompt, the chunk and the reply: a
+graph that outgrows a 4,096-token window would otherwise make every later call fail.
 """
 
 from __future__ import annotations
@@ -21,9 +24,26 @@ from memstrata.designs.mindgraph.graph import ConceptGraph
 from memstrata.llm.base import LLMClient
 from memstrata.llm.salvage import Salvage
 from memstrata.llm.types import LLMError
+from memstrata.retrieval.context import count_tokens
 
 logger = logging.getLogger("memstrata.mindgraph")
 EMPTY = "(empty)"
+
+
+#: tokens kept free beside a fitted prompt: the chat template's and the counts' slack
+MARGIN = 64
+
+
+def fitted_state(graph: ConceptGraph, room: int) -> str:
+    """The state of the most latest nodes whose JSON takes at most ``room`` tokens (none
+    when even one does not fit), found by a binary search over the count."""
+    if count_tokens(graph.state_json()) <= room:
+        return graph.state_json()
+    lo, hi = 0, len(graph.nodes) - 1
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if count_tokens(graph.state_json(mid)) <= room else (lo, mid - 1)
+    return graph.state_json(lo)
 
 
 async def build_llm(
@@ -38,6 +58,7 @@ async def build_llm(
     require_span: bool = False,
     max_tokens: int = 2048,
     state_nodes: int | None = None,
+    window: int | None = None,
     errors: list[str] | None = None,
 ) -> tuple[ConceptGraph, int]:
     """Fold ``chunks`` (spans of ``text``) into ``graph``; returns it and failed chunks
@@ -47,8 +68,16 @@ async def build_llm(
     failed = 0
     for n, (lo, hi) in enumerate(chunks):
         index = first_index + n
-        state = graph.state_json(state_nodes) if graph.nodes else EMPTY
-        messages, model = prompts.build(question, state, text[lo:hi], index + 1, total)
+        chunk, at = text[lo:hi], (index + 1, total)
+        if not graph.nodes:
+            state = EMPTY
+        elif state_nodes is None and window is not None:
+            bare, _ = prompts.build(question, EMPTY, chunk, *at)
+            room = window - max_tokens - sum(count_tokens(m.content) for m in bare) - MARGIN
+            state = fitted_state(graph, room)
+        else:
+            state = graph.state_json(state_nodes)
+        messages, model = prompts.build(question, state, chunk, *at)
         repairs = Salvage()
         try:
             reply = await llm.structured(

@@ -39,6 +39,7 @@ from memstrata.designs.mindgraph.records import ConceptEdge, ConceptNode
 from memstrata.designs.mindgraph.repair import repair_records
 from memstrata.engine.contracts import Builder, Context, StepResult
 from memstrata.errors import ConfigError
+from memstrata.llm.base import context_tokens
 from memstrata.models import Derived, Episode, Span
 from memstrata.retrieval.text import content_terms
 from memstrata.store.base import Repairs
@@ -176,6 +177,7 @@ class MindGraphBuilder(Builder[MindGraphParams]):
             graph=graph,
             require_span=True,
             max_tokens=self.params.max_tokens,
+            window=context_tokens(ctx.llm.backend),
             errors=errors,
         )
         work.update({f"applied.{op}": n for op, n in graph.applied.items()})

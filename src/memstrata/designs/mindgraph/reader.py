@@ -67,7 +67,10 @@ class ReaderParams(BaseModel):
     )
     build_max_tokens: int = Field(default=2048, ge=64, description="completion per build call")
     state_nodes: int | None = Field(
-        default=None, ge=0, description="build: latest nodes shown (None: the whole graph)"
+        default=None,
+        ge=0,
+        description="build: latest nodes shown (None: the whole graph, or as many of the "
+        "latest as fit when the model states its context window)",
     )
     answer_max_tokens: int = Field(default=1024, ge=64, description="completion per round")
 
@@ -125,6 +128,7 @@ class MindGraphReader(Reader[ReaderParams]):
                     chunks,
                     max_tokens=p.build_max_tokens,
                     state_nodes=p.state_nodes,
+                    window=context_tokens(llm.backend),
                 )
             await asyncio.to_thread(save_graph, ctx, namespace, key, document.id, graph, failed)
         counts = {**graph.counts(), "cached": cached, "key": key}
