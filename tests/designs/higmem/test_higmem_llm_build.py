@@ -167,7 +167,15 @@ def test_dates_a_model_writes_its_own_way_are_read_by_parsing() -> None:
     assert calendar_date("2023-05-07T10:30:00") == "2023-05-07"
     assert calendar_date("May 2023") == "2023-05"
     assert calendar_date("2023") == "2023"
-    for not_a_date in ("last Saturday", "unknown", "", "May", "turn 12345"):
+    for not_a_date in (
+        "last Saturday",
+        "unknown",
+        "",
+        "May",
+        "turn 12345",
+        "2023-02-30",
+        "2023-13",
+    ):
         assert calendar_date(not_a_date) is None
 
 
@@ -220,7 +228,16 @@ def test_the_analysis_schema_bounds_links_by_the_window_shown() -> None:
 
     from memstrata.designs.higmem.prompts import turn_analysis
 
-    _, model = turn_analysis(["[t] A: one", "[t] B: two"], "[t] A: three")
+    (system, _), model = turn_analysis(["[t] A: one", "[t] B: two"], "[t] A: three")
+    # the prompt names the turns it shows (the window is a setting, not always five)
+    assert "the 2 earlier turns W1 to W2" in system.content and "five" not in system.content
+    assert "up to 4" in system.content  # the dates' bound, as the schema states it
+    with pytest.raises(pydantic.ValidationError):
+        model.model_validate(
+            {"dates": [{"phrase": f"day {i}", "date": "2023-05-0{i}"} for i in range(1, 6)]}
+        )
+    (alone, _), _ = turn_analysis([], "[t] A: first")
+    assert "no earlier turns" in alone.content
     assert model.model_validate({"links": ["W1", "W2"]}).links == ["W1", "W2"]
     with pytest.raises(pydantic.ValidationError):
         model.model_validate({"links": ["W1", "W2", "W1"]})

@@ -7,6 +7,8 @@ import json
 import re
 from datetime import UTC, datetime
 
+import pytest
+
 from memstrata.designs.mnemis.base_graph_llm import LLMBaseGraph
 from memstrata.designs.mnemis.global_selection import select_llm
 from memstrata.designs.mnemis.graph import Graph
@@ -291,7 +293,16 @@ def test_lone_nodes_degrade_the_hierarchy_and_trigger_the_rebuild(embedder) -> N
     assert h.degraded()
 
 
-def test_model_written_dates_take_the_episodes_time_zone(embedder) -> None:
+@pytest.mark.parametrize(
+    ("written", "read"),
+    [
+        ("2024-03-01", datetime(2024, 3, 1, tzinfo=UTC)),  # no offset: the episode's zone
+        ("1 March 2024", datetime(2024, 3, 1, tzinfo=UTC)),  # in words: parsed, not lost
+        ("March 2024", datetime(2024, 3, 1, tzinfo=UTC)),
+        ("since spring", datetime(2024, 6, 1, tzinfo=UTC)),  # no date: the episode's time
+    ],
+)
+def test_model_written_dates_take_the_episodes_time_zone(embedder, written, read) -> None:
     store = SQLiteStore(":memory:")
     e1 = episode(
         store, "e1", "I have worked at Acme since March.", datetime(2024, 6, 1, tzinfo=UTC)
@@ -307,7 +318,7 @@ def test_model_written_dates_take_the_episodes_time_zone(embedder) -> None:
                         "source": "Maya",
                         "target": "Acme",
                         "fact": "Maya works at Acme",
-                        "valid_at": "2024-03-01",  # no offset: read in the episode's zone
+                        "valid_at": written,
                         "invalid_at": "2024-09-01T02:00:00+02:00",
                     }
                 ]
@@ -318,9 +329,9 @@ def test_model_written_dates_take_the_episodes_time_zone(embedder) -> None:
     graph = Graph(store, embedder, "t")
     asyncio.run(LLMBaseGraph(graph, LLMClient(backend, max_retries=0)).add([e1]))
     (fact,) = graph.facts.values()
-    assert fact.valid_at == datetime(2024, 3, 1, tzinfo=UTC)
+    assert fact.valid_at == read
     assert fact.invalid_at == datetime(2024, 9, 1, tzinfo=UTC)
-    assert fact.valid_at < e1.occurred_at < fact.invalid_at  # comparable, no TypeError
+    assert fact.valid_at <= e1.occurred_at < fact.invalid_at  # comparable, no TypeError
 
 
 def test_global_selection_asks_a_wide_layer_in_chunks_and_takes_all_it_picks(

@@ -103,14 +103,23 @@ def _date_parser() -> Any:
     )
 
 
+def _real(iso: str) -> bool:
+    """Whether a ``YYYY``, ``YYYY-MM`` or ``YYYY-MM-DD`` names a real year, month or day."""
+    try:
+        datetime.strptime(iso, {4: "%Y", 7: "%Y-%m"}.get(len(iso), "%Y-%m-%d"))
+    except ValueError:
+        return False
+    return True
+
+
 @lru_cache(maxsize=4096)
 def calendar_date(text: str) -> str | None:
     """A date a model wrote ("2023-05-07", "7 May 2023", "May 2023", "2023/05/07", an
     ISO time) as ``YYYY-MM-DD``, ``YYYY-MM`` or ``YYYY`` by what it states; None when it
     names no year ("last Saturday" is a phrase to resolve, not a date) or is no date."""
     text = text.strip()
-    if _ISO_DATE.fullmatch(text):
-        return text
+    if _ISO_DATE.fullmatch(text):  # read, not only matched: "2023-02-30" is no date
+        return text if _real(text) else None
     if not _YEAR.search(text) or len(text) > 60:
         return None
     data = _date_parser().get_date_data(text)

@@ -120,19 +120,27 @@ def _msgs(system: str, user: str) -> list[Message]:
     return [Message(role="system", content=noted(system)), Message(role="user", content=user)]
 
 
+def _earlier(n: int) -> str:
+    """How the analysis prompt names the ``n`` earlier turns it shows."""
+    if n == 0:
+        return "no earlier turns"
+    return "the earlier turn W1" if n == 1 else f"the {n} earlier turns W1 to W{n}"
+
+
 def turn_analysis(window: Sequence[str], turn: str) -> Prompt:
     """``window``: the previous turns, oldest first, each ``[time] speaker: text``; they
     are shown as ``W1``, ``W2``, ... so the analysis can link to them."""
     system = (
         "You analyse one turn of a long conversation so it can be stored in memory. You get "
-        "up to five earlier turns of the same session as context (W1, W2, ...), then the "
-        "current turn (time, speaker, text). Describe the CURRENT turn only.\n"
+        f"{_earlier(len(window))} of the same session as context, then the current turn "
+        "(time, speaker, text). Describe the CURRENT turn only.\n"
         "- keywords: up to 8 specific words or names from the turn (people, places, "
         "objects, activities); no filler words.\n"
         "- tags: up to 5 short topic labels (e.g. family, career, hobby, health, travel).\n"
         "- context: one sentence saying who talks about what, using the earlier turns to "
         "resolve what 'it', 'that' or 'there' refer to.\n"
-        "- dates: every relative or absolute time expression in the turn ('yesterday', "
+        "- dates: each relative or absolute time expression in the turn, up to 4 "
+        "('yesterday', "
         "'last Saturday', 'next month', 'in 2022') with the calendar date it means, "
         "computed from the turn's time: YYYY-MM-DD, or YYYY-MM / YYYY when only the "
         "month or year is known. Empty when the turn names no time.\n"
@@ -184,7 +192,8 @@ def event_refresh(summary: str, turns: Sequence[tuple[str, str]]) -> Prompt:
         "You maintain one event of a conversation memory. Rewrite its summary and its fact "
         "sheet from all of its turns.\n"
         "- summary: two or three sentences: who, what, where, when, how it developed.\n"
-        "- facts: a timeline of short, self-contained facts (names instead of pronouns, "
+        "- facts: a timeline of at most 12 short, self-contained facts (names instead of "
+        "pronouns, "
         "absolute dates computed from the turn times), oldest first; each lists the ids "
         "of the turns it comes from. Keep concrete details (names, numbers, places, "
         "titles); skip small talk.\n"

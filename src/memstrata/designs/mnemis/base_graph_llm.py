@@ -27,6 +27,7 @@ from memstrata.embed.cache import embed_cached
 from memstrata.errors import MemstrataError
 from memstrata.llm.base import LLMClient
 from memstrata.models import Entity, Episode, Fact, Span
+from memstrata.retrieval import when
 from memstrata.retrieval.record_index import matvec
 from memstrata.retrieval.text import content_terms
 
@@ -46,13 +47,18 @@ def _span(ep: Episode, needle: str) -> Span:
 
 def _date(value: str | None, like: datetime | None = None) -> datetime | None:
     """A date the model wrote, read in the time zone of ``like`` (the episode's time),
-    so it compares with the episode's own dates whether or not it carries an offset."""
+    so it compares with the episode's own dates whether or not it carries an offset. ISO
+    first; a date in words ("7 May 2023", "May 2023") is read by parsing it, as its first
+    day written without an offset; anything else, or a relative phrase, is no date."""
     if not value:
         return None
     try:
         out = datetime.fromisoformat(value)
     except ValueError:
-        return None
+        found = when.periods(value) if len(value) <= 60 else []
+        if len(found) != 1:
+            return None
+        out = datetime.fromtimestamp(found[0].start, UTC).replace(tzinfo=None)
     if like is None or (out.tzinfo is None) == (like.tzinfo is None):
         return out
     if like.tzinfo is None:  # naive episode times are UTC (see the store)
