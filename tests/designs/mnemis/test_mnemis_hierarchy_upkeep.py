@@ -163,3 +163,41 @@ def test_the_builder_describes_changed_categories_and_rebuilds_a_degraded_hierar
 
 def backend_calls(backend: ScriptedBackend, phrase: str) -> int:
     return sum(phrase in r.messages[0].content for r in backend.requests)
+
+
+def test_a_category_that_loses_a_member_is_described_again_and_its_mark_is_stored(
+    tmp_path: Path, embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Deleting the turn behind one fruit repairs the hierarchy: Fruit loses that member,
+    and the llm tier's repair has the model describe Fruit again from the members left
+    (a description it wrote would otherwise go on naming what was deleted). A mark the
+    model could not clear is stored with the category and survives a reload."""
+    backend = ScriptedBackend([_answer] * 400)
+
+    def scripted(config: Config, store: Store, namespace: str | None = None) -> LLMClient:
+        return LLMClient(backend, usage=store, namespace=namespace)
+
+    monkeypatch.setattr("memstrata.memory.make_llm", scripted)
+    with Memory.open(tmp_path / "m.db", embedder=embedder, llm={"kind": "gguf"}) as m:
+        m.add_many([_turn(i, t) for i, t in enumerate(["apple", "pear", "plum", "cherry"])])
+        m.build(recipe="mnemis", tier="llm")
+        [fruit] = [
+            c for c in Graph.load(m.store, embedder, "default").layer(1) if c.name == "Fruit"
+        ]
+        assert fruit.summary == "Fruit Maya likes" and not fruit.children_changed
+        described = backend_calls(backend, "descriptions of categories")
+        m.delete(["t1"])  # "I like pear."
+        m.build(recipe="mnemis", tier="llm")
+        graph = Graph.load(m.store, embedder, "default")
+        fruit = graph.categories[fruit.id]
+        members = {graph.name_of(k) for k in fruit.child_ids}
+        assert members == {"apple", "plum", "cherry"}
+        assert backend_calls(backend, "descriptions of categories") == described + 1
+        assert fruit.summary.startswith("Now: ") and "pear" not in fruit.summary
+        assert not fruit.children_changed
+
+        # a mark is stored: a reloaded hierarchy still knows what to describe again
+        Hierarchy(graph).mark_changed(fruit)
+        graph.flush()
+        again = Graph.load(m.store, embedder, "default")
+        assert Hierarchy(again).changed() == [fruit.id]

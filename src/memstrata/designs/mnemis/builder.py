@@ -141,6 +141,9 @@ class MnemisBuilder(Builder[MnemisBuildParams]):
         graph, hierarchy = await asyncio.to_thread(cache.get, namespace, self.params.hierarchy)
         try:
             await asyncio.to_thread(repair_graph, graph, hierarchy, work, self.params.base)
+            if ctx.tier == "llm" and ctx.llm is not None:
+                # categories that lost a member are described again from the ones left
+                await hierarchy.redescribe(category_describer(ctx.llm))
             await asyncio.to_thread(graph.flush)
         finally:
             cache.forget(namespace)

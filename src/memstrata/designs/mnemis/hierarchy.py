@@ -27,8 +27,10 @@ reduction rule allows one more node in its layer. No layer is ever added increme
 marked; in the ``llm`` tier :meth:`Hierarchy.redescribe` asks the model for its
 description and tags again after each placement (the paper, which rebuilds, is silent
 here: we show the appendix D description rules with the current members). A category
-the model could not describe keeps its old text and its mark, so the next batch asks
-again. In the ``heuristic`` tier, member-derived descriptions are derived again.
+the model could not describe keeps its old text and its mark (stored with it,
+``Category.children_changed``), so the next batch asks again, after a reload too. A
+repair that removes a member marks its category the same way, and the llm tier's repair
+describes it again. In the ``heuristic`` tier, member-derived descriptions are derived again.
 """
 
 from __future__ import annotations
@@ -91,8 +93,6 @@ class Hierarchy:
         self.p = params or HierarchyParams()
         self._vec: dict[str, NDArray[np.float32]] = {}
         self._stale: set[str] = set()
-        # categories whose children changed since the model last described them
-        self._changed: dict[str, None] = {}
 
     # vectors ----------------------------------------------------------------------------
     def vector(self, node_id: str) -> NDArray[np.float32]:
@@ -153,7 +153,8 @@ class Hierarchy:
             below = [c.id for c in made if c.id != speaker_node]
             if len(made) <= self.p.top_width:
                 break
-        self._changed.clear()  # the grouping just described every category
+        for cat in self.g.categories.values():  # the grouping just described every one
+            cat.children_changed = False
         return counts[1:]
 
     async def _group(
@@ -305,13 +306,21 @@ class Hierarchy:
         """Categories with more than one child whose children changed since the model
         last described them (``Speaker`` and lone promotions need no description)."""
         out = []
-        for cid in list(self._changed):
-            cat = self.g.categories.get(cid)
-            if cat is None or cat.name == SPEAKER_CATEGORY or len(cat.child_ids) < 2:
-                self._changed.pop(cid)
+        for cat in self.g.categories.values():
+            if not cat.children_changed:
+                continue
+            if cat.name == SPEAKER_CATEGORY or len(cat.child_ids) < 2:
+                cat.children_changed = False
+                self.g.touch(cat)
             else:
-                out.append(cid)
+                out.append(cat.id)
         return out
+
+    def mark_changed(self, cat: Category) -> None:
+        """``cat``'s children changed: the llm tier describes it again (:meth:`redescribe`)."""
+        if not cat.children_changed:
+            cat.children_changed = True
+            self.g.touch(cat)
 
     async def redescribe(self, describer: LLMDescriber) -> int:
         """Have the model describe again every :meth:`changed` category, from its
@@ -329,7 +338,8 @@ class Hierarchy:
         for cat, w in zip(cats, written, strict=True):
             if w is not None and w[0]:
                 self.describe(cat, w)
-                self._changed.pop(cat.id, None)
+                cat.children_changed = False
+                self.g.touch(cat)
                 done += 1
         return done
 
@@ -499,14 +509,14 @@ class Hierarchy:
             self._link(cat, child)
         self.describe(cat)
         self._stale.discard(cat.id)
-        self._changed[cat.id] = None
+        self.mark_changed(cat)
         return cat
 
     def _link(self, cat: Category, child: str) -> None:
         if child in cat.child_ids:
             return
         cat.child_ids.append(child)
-        self._changed[cat.id] = None
+        self.mark_changed(cat)
         cat.sources = _merge_sources(cat.sources, self._sources(child))
         if not cat.summary or cat.summary.startswith(f"{cat.name}: "):
             self._stale.add(cat.id)  # member-derived: describe again once placing is done
@@ -529,7 +539,7 @@ class Hierarchy:
             parent = self.g.categories.get(pid)
             if parent is not None and cat.id in parent.child_ids:
                 parent.child_ids.remove(cat.id)
-                self._changed[pid] = None
+                self.mark_changed(parent)
                 self.g.touch(parent)
                 self._invalidate(pid)
         for child in cat.child_ids:

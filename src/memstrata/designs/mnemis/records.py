@@ -24,6 +24,11 @@ class Category(Derived):
     tags: list[str] = Field(default_factory=list)
     child_ids: list[str] = Field(default_factory=list)
     parent_ids: list[str] = Field(default_factory=list)
+    children_changed: bool = Field(
+        default=False,
+        description="its children changed since the model last described it (stored, so a "
+        "mark survives a reload until the description is written)",
+    )
 
     links: ClassVar[tuple[tuple[str, str], ...]] = (
         ("child_ids", "category|entity"),

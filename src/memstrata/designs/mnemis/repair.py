@@ -37,6 +37,8 @@ def repair_graph(g: Graph, hier: Hierarchy, work: Repairs, base: BaseGraphParams
     removed = removed_terms(work)
     changed_entities = {i for i, k in work.changed.items() if k == "entity" and i in g.entities}
     touched: set[str] = {i for i, k in work.changed.items() if k == "category"}
+    for cid in touched & set(g.categories):  # the store took a member from its list
+        hier.mark_changed(g.categories[cid])
     suspects = changed_entities | {
         i for i, e in g.entities.items() if removed & set(content_terms(_entity_text(e)))
     }
@@ -150,6 +152,8 @@ def _restore_categories(g: Graph, hier: Hierarchy, work: Repairs) -> set[str]:
         cat = rec.model_copy(update={"child_ids": kids, "sources": []})
         cat.parent_ids = [p for p in rec.parent_ids if p in alive]
         g.categories[cat.id] = cat
+        if kids != rec.child_ids:
+            hier.mark_changed(cat)
         g.touch(cat)
         out.add(cat.id)
     for cid in list(out):
@@ -185,6 +189,7 @@ def _settle_categories(g: Graph, hier: Hierarchy) -> set[str]:
             kids = [k for k in cat.child_ids if k in g.entities or k in g.categories]
             if kids != cat.child_ids:
                 cat.child_ids = kids
+                hier.mark_changed(cat)
                 g.touch(cat)
                 out.add(cat.id)
             if not kids:
