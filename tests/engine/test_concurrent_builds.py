@@ -10,8 +10,8 @@ from collections.abc import Callable
 
 import pytest
 
+from memstrata.designs.mnemis.checks import hierarchy_problems
 from memstrata.designs.mnemis.graph import Graph
-from memstrata.designs.mnemis.hierarchy import hierarchy_problems
 from memstrata.eval.invariants import check_store, expected_lines
 from memstrata.memory import Memory
 

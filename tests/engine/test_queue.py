@@ -29,8 +29,8 @@ from pydantic import BaseModel
 from memstrata.config import BuildConfig
 from memstrata.designs import system1
 from memstrata.designs.mnemis.builder import MnemisBuilder
+from memstrata.designs.mnemis.checks import hierarchy_problems
 from memstrata.designs.mnemis.graph import Graph
-from memstrata.designs.mnemis.hierarchy import hierarchy_problems
 from memstrata.designs.personalai.records import Thesis
 from memstrata.embed.base import Embedder
 from memstrata.engine import (

@@ -294,15 +294,32 @@ def test_prediction_and_filter_have_room_to_name_every_turn_they_show(
         assert request.max_tokens >= model_tokens(reply)
 
 
-def test_t_semantic_by_cosine_over_the_turns(store, embedder) -> None:
-    eps = built(store, embedder)
+def test_t_semantic_by_cosine_over_the_turn_nodes(store, embedder) -> None:
+    """Eq. 2 over the turn nodes T_t = (D_t, M_t): the turn with the keywords its analysis
+    wrote. Sam's "How does it handle in city traffic?" names no car; with the keywords
+    its analysis gives it (Evan's car, hybrid car, driving) it is the node closest to the
+    question, where the turns' texts alone put Evan's fuel remark first."""
+    eps = add_turns(store, TURNS, embedder)
+
+    def analysed(messages):  # type: ignore[no-untyped-def]
+        reply = analysis_reply(messages)
+        if "city traffic" in unfence(messages[-1].content).split("Current turn:")[1]:
+            reply["keywords"] = ["Evan's car", "hybrid car", "driving"]
+        return reply
+
+    backend = ByFamily({"analysis": analysed, "affiliation": one_event, "refresh": sheet})
+    assert not asyncio.run(
+        HiGMemBuilder().update(llm_ctx(store, embedder, backend), NS, eps)
+    ).failed
     backend = ByFamily({"keywords": lambda m: {"keywords": []}, "filter": lambda m: {"ids": []}})
     ctx = llm_ctx(store, embedder, backend)
     route = GuidedRoute(GuidedParams(semantic="cosine", use_events=False))
     (hits,) = asyncio.run(route.search(ctx, NS, [QUESTION], 10))
     q = embedder.embed([QUESTION])[0]
-    best = max(eps, key=lambda e: float(embedder.embed([f"{e.speaker}: {e.text}"])[0] @ q))
-    assert hits[0].id == best.id and hits[0].routes == ["semantic#1"]
+    by_text = max(eps, key=lambda e: float(embedder.embed([f"{e.speaker}: {e.text}"])[0] @ q))
+    assert "fuel" in by_text.text  # the texts alone rank the fuel remark first
+    assert "city traffic" in store.get_episodes(NS, [hits[0].id])[0].text
+    assert hits[0].routes == ["semantic#1"]  # the filter kept nothing: the best stays
 
 
 def _keep_all(messages):  # type: ignore[no-untyped-def]

@@ -28,10 +28,10 @@ from pathlib import Path
 
 import pytest
 
+from memstrata.designs.mnemis.checks import hierarchy_problems
 from memstrata.designs.mnemis.extract import name_key
 from memstrata.designs.mnemis.global_selection import select_llm
 from memstrata.designs.mnemis.graph import Graph
-from memstrata.designs.mnemis.hierarchy import hierarchy_problems
 from memstrata.designs.mnemis.prompts import node_selector
 from memstrata.llm import LLMClient, make_backend
 from memstrata.memory import Memory

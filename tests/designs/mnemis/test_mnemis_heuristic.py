@@ -9,9 +9,10 @@ from pathlib import Path
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from memstrata.designs.mnemis.checks import hierarchy_problems
 from memstrata.designs.mnemis.extract import mentions, name_key
 from memstrata.designs.mnemis.graph import SPEAKER_CATEGORY, Graph
-from memstrata.designs.mnemis.hierarchy import Hierarchy, HierarchyParams, hierarchy_problems
+from memstrata.designs.mnemis.hierarchy import Hierarchy, HierarchyParams
 from memstrata.designs.mnemis.records import Category
 from memstrata.designs.mnemis.route import entity_text
 from memstrata.memory import Memory

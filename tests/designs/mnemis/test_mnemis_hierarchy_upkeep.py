@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from memstrata.config import Config
+from memstrata.designs.mnemis.checks import hierarchy_problems
 from memstrata.designs.mnemis.graph import Graph
-from memstrata.designs.mnemis.hierarchy import Hierarchy, HierarchyParams, hierarchy_problems
+from memstrata.designs.mnemis.hierarchy import Hierarchy, HierarchyParams
 from memstrata.designs.mnemis.prompts import category_describer
 from memstrata.designs.mnemis.records import Category
 from memstrata.llm import LLMClient

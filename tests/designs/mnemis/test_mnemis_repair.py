@@ -12,8 +12,9 @@ from datetime import UTC, datetime
 from test_mnemis_llm_rules import contradiction, episode
 
 from memstrata.designs.mnemis.builder import MnemisBuilder
+from memstrata.designs.mnemis.checks import hierarchy_problems
 from memstrata.designs.mnemis.graph import Graph
-from memstrata.designs.mnemis.hierarchy import Hierarchy, HierarchyParams, hierarchy_problems
+from memstrata.designs.mnemis.hierarchy import Hierarchy, HierarchyParams
 from memstrata.engine.contracts import Context
 from memstrata.models import Entity, Span
 from memstrata.store import PreparedEpisode, SQLiteStore

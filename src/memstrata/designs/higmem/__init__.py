@@ -9,8 +9,8 @@ Where things are:
 * :mod:`.events`: affiliation and extractive update, heuristic tier;
 * :mod:`.builder`: section 3.2, both tiers; :mod:`.prompts`: appendix C;
 * :mod:`.route`: section 3.3, both tiers; :mod:`.answer`: the final QA stage;
-* :mod:`.recipe`: ``higmem`` and ``higmem-turns``; :mod:`.show`: ``memstrata show``;
-  :mod:`.view`: the explorer.
+* :mod:`.recipe`: ``higmem``, ``higmem-paper`` and ``higmem-turns``;
+  :mod:`.show`: ``memstrata show``; :mod:`.view`: the explorer.
 """
 
 from __future__ import annotations

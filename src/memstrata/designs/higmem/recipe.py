@@ -1,5 +1,7 @@
-"""HiGMem's recipes: ``higmem`` and ``higmem-turns``, the ablation without the event layer
-(the same turns and builder; retrieval uses no event as anchor, as in table 5)."""
+"""HiGMem's recipes: ``higmem``; ``higmem-turns``, the ablation without the event layer
+(the same turns and builder; retrieval uses no event as anchor, as in table 5); and
+``higmem-paper``, T_semantic as the paper writes it (Eq. 2: cosine over the turn nodes)
+instead of System-1's boosted ranking."""
 
 from __future__ import annotations
 
@@ -15,6 +17,15 @@ RECIPES = [
         description="HiGMem: turn and event layers, event-guided retrieval, compact evidence.",
         builders=[BuilderSpec(name="higmem")],
         routes=[RouteSpec(name="higmem")],
+        fusion=EVIDENCE_SET,
+        answerer=AnswererSpec(name="higmem"),
+    ),
+    Recipe(
+        name="higmem-paper",
+        description="HiGMem with the paper's T_semantic: turns by cosine to the question over "
+        "the turn nodes (turn, keywords, dates), not System-1's fused ranking.",
+        builders=[BuilderSpec(name="higmem")],
+        routes=[RouteSpec(name="higmem", params={"semantic": "cosine"})],
         fusion=EVIDENCE_SET,
         answerer=AnswererSpec(name="higmem"),
     ),

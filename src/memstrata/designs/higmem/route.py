@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from memstrata.designs.higmem import prompts
 from memstrata.designs.higmem.builder import BUILDER, layer_cache, stamp
 from memstrata.designs.higmem.layer import Layers, unit
-from memstrata.designs.higmem.notes import turn_body
+from memstrata.designs.higmem.notes import note_text, turn_body
 from memstrata.designs.higmem.records import Event, TurnNote
 from memstrata.embed.cache import embed_cached
 from memstrata.engine.contracts import Context, Route
@@ -199,19 +199,28 @@ class GuidedRoute(Route[GuidedParams]):
     def _semantic(
         self,
         ctx: Context,
+        lay: Layers,
         namespace: str,
         texts: list[str],
         filters: SearchFilters | None,
     ) -> list[list[tuple[Episode, float]]]:
         """T_semantic per query: System-1's fused ranking and score, or (``semantic =
-        "cosine"``, Eq. 2 as the paper writes it) the turns by cosine to the query."""
+        "cosine"``, Eq. 2 as the paper writes it) the turn nodes by cosine to the query: a
+        turn node is T_t = (D_t, M_t), the turn with its keywords and resolved dates
+        (:func:`~.notes.note_text`, the vectors the build embedded for affiliation, read
+        from the embedding cache); a turn not analysed yet is its text alone."""
         if self.params.semantic == "cosine":
             qvecs = unit(np.asarray(ctx.embedder.embed(texts), dtype=np.float32))
-            ranked = ctx.store.dense_episodes(
-                namespace, ctx.embedder.model_id, qvecs, self.params.k_turn, filters
-            )
-            by_key = ctx.store.episodes_by_key(sorted({key for r in ranked for key, _ in r}))
-            return [[(by_key[key], sim) for key, sim in r if key in by_key] for r in ranked]
+            turns = [e for e in _all_turns(ctx, namespace) if filters is None or filters.admits(e)]
+            if not turns:
+                return [[] for _ in texts]
+            nodes = lay.embed([note_text(e, lay.notes.get(e.id)) for e in turns])
+            out = []
+            for q in qvecs:
+                sims = nodes @ q
+                top = np.argsort(-sims, kind="stable")[: self.params.k_turn]
+                out.append([(turns[i], float(sims[i])) for i in top])
+            return out
         route = EpisodeRoute(ctx.store, ctx.embedder, self.params.system1)
         hits = route.search(namespace, texts, self.params.k_turn, filters)
         ids = list(dict.fromkeys(h.id for hs in hits for h in hs))
@@ -248,7 +257,7 @@ class GuidedRoute(Route[GuidedParams]):
         k: int,
         filters: SearchFilters | None,
     ) -> list[list[Hit]]:
-        semantic = self._semantic(ctx, namespace, queries, filters)
+        semantic = self._semantic(ctx, lay, namespace, queries, filters)
         qvecs = unit(ctx.embedder.embed(queries))
         people = ctx.store.speakers(namespace)
         speakers = {w for s in people for w in words(s)}
@@ -324,7 +333,7 @@ class GuidedRoute(Route[GuidedParams]):
         kw = await _ask(llm, prompts.query_keywords(query), "keywords")
         words_ = [w.strip() for w in getattr(kw, "keywords", []) if w.strip()]
         text = f"{query} {' '.join(words_)}".strip()
-        sem = (await asyncio.to_thread(self._semantic, ctx, namespace, [text], filters))[0]
+        sem = (await asyncio.to_thread(self._semantic, ctx, lay, namespace, [text], filters))[0]
         cands = {ep.id: Candidate(ep, semantic=r) for r, (ep, _) in enumerate(sem, start=1)}
         qvec = unit(await asyncio.to_thread(ctx.embedder.embed, [text]))[0]
         anchors = self._anchors(lay, qvec)
@@ -495,6 +504,14 @@ class _Scorer:
                     s *= 1 + p.system1.date_boost
                 self.memo[e.id] = s
         return {e.id: self.memo[e.id] for e in eps}
+
+
+def _all_turns(ctx: Context, namespace: str) -> list[Episode]:
+    """Every episode of the namespace, in the store's order."""
+    out: list[Episode] = []
+    while page := ctx.store.iter_episodes(namespace, after_key=out[-1].key if out else 0):
+        out += page
+    return out
 
 
 def _admitted(
