@@ -71,6 +71,17 @@ def test_a_category_that_gains_a_child_is_described_again_from_its_members(embed
     assert schema["properties"]["categories"]["maxItems"] == 1
 
 
+def _scripted_model(monkeypatch: pytest.MonkeyPatch) -> ScriptedBackend:
+    """Memory's model is :func:`_answer`, scripted; returns its backend."""
+    backend = ScriptedBackend([_answer] * 400)
+
+    def scripted(config: Config, store: Store, namespace: str | None = None) -> LLMClient:
+        return LLMClient(backend, usage=store, namespace=namespace)
+
+    monkeypatch.setattr("memstrata.memory.make_llm", scripted)
+    return backend
+
+
 def _turn(i: int, thing: str) -> dict:
     return {"id": f"t{i}", "text": f"I like {thing}.", "speaker": "Maya"}
 
@@ -122,12 +133,7 @@ def _answer(messages) -> str:  # type: ignore[no-untyped-def]
 def test_the_builder_describes_changed_categories_and_rebuilds_a_degraded_hierarchy(
     tmp_path: Path, embedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    backend = ScriptedBackend([_answer] * 400)
-
-    def scripted(config: Config, store: Store, namespace: str | None = None) -> LLMClient:
-        return LLMClient(backend, usage=store, namespace=namespace)
-
-    monkeypatch.setattr("memstrata.memory.make_llm", scripted)
+    backend = _scripted_model(monkeypatch)
     with Memory.open(tmp_path / "m.db", embedder=embedder, llm={"kind": "gguf"}) as m:
         m.add_many([_turn(i, t) for i, t in enumerate(["apple", "pear", "plum", "cherry"])])
         (first,) = m.build(recipe="mnemis", tier="llm")
@@ -173,12 +179,7 @@ def test_a_category_that_loses_a_member_is_described_again_and_its_mark_is_store
     and the llm tier's repair has the model describe Fruit again from the members left
     (a description it wrote would otherwise go on naming what was deleted). A mark the
     model could not clear is stored with the category and survives a reload."""
-    backend = ScriptedBackend([_answer] * 400)
-
-    def scripted(config: Config, store: Store, namespace: str | None = None) -> LLMClient:
-        return LLMClient(backend, usage=store, namespace=namespace)
-
-    monkeypatch.setattr("memstrata.memory.make_llm", scripted)
+    backend = _scripted_model(monkeypatch)
     with Memory.open(tmp_path / "m.db", embedder=embedder, llm={"kind": "gguf"}) as m:
         m.add_many([_turn(i, t) for i, t in enumerate(["apple", "pear", "plum", "cherry"])])
         m.build(recipe="mnemis", tier="llm")

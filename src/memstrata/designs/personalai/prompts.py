@@ -323,27 +323,29 @@ KEY_ENTITY_EXAMPLES = [
     ),
 ]
 
+#: the contexts of Table 10's first example (its second shows three of them)
+_OPINIONS = [
+    "Xiaomi (kind: device) opinion (person: Anthony; opinion: hard) maintenance "
+    "point (kind: feature)",
+    "mate30pro (kind: device) opinion (person: Anthony; opinion: not as good as) "
+    "signal (kind: feature)",
+    "iPhone (kind: device) opinion (person: Anthony; opinion: not as good as) "
+    "signal (kind: feature)",
+    "Xiaomi 12 (kind: device) opinion (person: Grace; opinion: beat) charging "
+    "speed (kind: feature)",
+    "Xiaomi (kind: device) opinion (person: Faith; opinion: problem) product "
+    "control (kind: feature)",
+    "k30s (kind: device) opinion (person: Faith; opinion: not as good) film effect (kind: feature)",
+    "red rice (kind: device) opinion (person: Faith; opinion: not as good) film "
+    "effect (kind: feature)",
+]
+
 #: Table 10's three examples: (question, contexts, chain of thoughts, answer); no
 #: contexts stands for "<Empty>"
 QA_EXAMPLES: list[tuple[str, list[str], str, str]] = [
     (
         "Whose opinions from Anthony and Grace about devices are most similar to Faith's?",
-        [
-            "Xiaomi (kind: device) opinion (person: Anthony; opinion: hard) maintenance "
-            "point (kind: feature)",
-            "mate30pro (kind: device) opinion (person: Anthony; opinion: not as good as) "
-            "signal (kind: feature)",
-            "iPhone (kind: device) opinion (person: Anthony; opinion: not as good as) "
-            "signal (kind: feature)",
-            "Xiaomi 12 (kind: device) opinion (person: Grace; opinion: beat) charging "
-            "speed (kind: feature)",
-            "Xiaomi (kind: device) opinion (person: Faith; opinion: problem) product "
-            "control (kind: feature)",
-            "k30s (kind: device) opinion (person: Faith; opinion: not as good) film effect "
-            "(kind: feature)",
-            "red rice (kind: device) opinion (person: Faith; opinion: not as good) film "
-            "effect (kind: feature)",
-        ],
+        _OPINIONS,
         "Anthony's and Grace's opinions are compared with Faith's. Faith finds a "
         '"problem" with Xiaomi and finds k30s and red rice "not as good". Grace\'s only '
         'opinion, "beat" for Xiaomi 12, is like none of these. Anthony finds Xiaomi '
@@ -353,14 +355,7 @@ QA_EXAMPLES: list[tuple[str, list[str], str, str]] = [
     ),
     (
         "Whose opinions from Amanda and Arianna about manufacturers are most similar to Joshua's?",
-        [
-            "Xiaomi 12 (kind: device) opinion (person: Grace; opinion: beat) charging "
-            "speed (kind: feature)",
-            "Xiaomi (kind: device) opinion (person: Faith; opinion: problem) product "
-            "control (kind: feature)",
-            "k30s (kind: device) opinion (person: Faith; opinion: not as good) film effect "
-            "(kind: feature)",
-        ],
+        _OPINIONS[3:6],
         "Amanda's and Arianna's opinions about manufacturers are to be compared with "
         "Joshua's, but the contexts say nothing of any of the three, so the question "
         "cannot be answered from them.",
