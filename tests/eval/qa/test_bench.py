@@ -287,3 +287,61 @@ def test_rows_made_by_other_code_are_not_served(
     assert source_digest(pkg) == before
     (pkg / "sub" / "b.py").rename(pkg / "sub" / "c.py")
     assert source_digest(pkg) != before
+
+
+def test_bench_passes_each_questions_category_and_trap_to_the_answerer(
+    tmp_path: Path, embedder: MiniLMEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A LoCoMo file's adversarial question reaches the recipe's answerer with its
+    category and the plausible answer the data set offers as a trap (what HiGMem's
+    answer prompt branches on); an ordinary question with its category and no trap."""
+    from memstrata.engine.engine import Engine
+
+    turns = [
+        {"speaker": "Maya", "dia_id": "D1:1", "text": "I adopted a beagle named Max."},
+        {"speaker": "Tomas", "dia_id": "D1:2", "text": "Lovely! I have a cat called Pepper."},
+    ]
+    conversation = {
+        "speaker_a": "Maya",
+        "speaker_b": "Tomas",
+        "session_1": turns,
+        "session_1_date_time": "10:15 am on 2 March, 2024",
+    }
+    qa = [
+        {
+            "question": "What is Maya's dog called?",
+            "answer": "Max",
+            "evidence": ["D1:1"],
+            "category": 4,
+        },
+        {
+            "question": "What is Tomas's dog called?",
+            "adversarial_answer": "Pepper",
+            "evidence": ["D1:2"],
+            "category": 5,
+        },
+    ]
+    data = tmp_path / "locomo.json"
+    data.write_text(json.dumps([{"sample_id": "s", "conversation": conversation, "qa": qa}]))
+    seen: list[tuple[str, Any]] = []
+    answer = Engine.answer
+
+    async def spy(self, namespace, question, hits, recipe, about=None):  # type: ignore[no-untyped-def]
+        seen.append((question, about))
+        return await answer(self, namespace, question, hits, recipe, about)
+
+    monkeypatch.setattr(Engine, "answer", spy)
+
+    async def run() -> dict[str, Any]:
+        memory = await AsyncMemory.open(tmp_path / "m.db", embedder=embedder)
+        try:
+            return await qb.bench(memory, data, "locomo", Options(["default"]), tmp_path / "out")
+        finally:
+            await memory.close()
+
+    asyncio.run(run())
+    about = {q: (a.category, a.candidate) for q, a in seen}
+    assert about == {
+        "What is Maya's dog called?": ("single-hop", None),
+        "What is Tomas's dog called?": ("adversarial", "Pepper"),
+    }
