@@ -414,3 +414,28 @@ def test_the_llm_tier_selects_hubs_and_a_named_hub_does_not_narrow(embedder) -> 
     assert sel.entities == [pottery] and sel.hubs == []
     assert sel.support == {"e1": 1, "e2": 1}  # not narrowed to Maya's episodes
     assert sel.linked_entities == [maya]  # the heuristic tier would leave the hub out
+
+
+def test_a_descriptor_is_at_most_three_words_in_the_schema_as_in_the_prompt() -> None:
+    """Appendix D: "each descriptor maximum 3 words". The schema says it too (a pattern a
+    grammar-constrained model follows); from a model that ignores it, a longer descriptor
+    is dropped and counted, the others kept."""
+    from memstrata.designs.mnemis.prompts import (
+        Attributes,
+        CategoryDescriptions,
+        CategoryGroups,
+        entity_attributes,
+    )
+    from memstrata.llm.salvage import Salvage
+    from memstrata.llm.schema import bounded_json_schema, parse_structured
+
+    for model in (Attributes, CategoryGroups, CategoryDescriptions):
+        assert '"pattern"' in json.dumps(bounded_json_schema(model)), model
+    messages, _ = entity_attributes("[t] Maya: I work with data.", [], [("Maya", "")])
+    assert "at most 3 words" in messages[0].content
+    repairs = Salvage()
+    tags = ["data engineer", "person who likes long walks", "pet-owner", "big data person"]
+    reply = {"entities": [{"name": "Maya", "summary": "A data engineer.", "tag": tags}]}
+    got = parse_structured(json.dumps(reply), Attributes, repairs)
+    assert got.entities[0].tag == ["data engineer", "pet-owner", "big data person"]
+    assert repairs.reasons == {"string_pattern_mismatch": 1}

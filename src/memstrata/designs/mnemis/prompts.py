@@ -25,6 +25,11 @@ from memstrata.llm.types import Message
 
 
 Name = Annotated[str, Field(max_length=60)]
+#: appendix D's descriptor: "maximum 3 words", said in the schema too (a pattern a
+#: grammar-constrained model follows; words of at most 20 characters keep it bounded)
+Descriptor = Annotated[
+    str, Field(max_length=62, pattern=r'^[^ "\\\n\t]{1,20}( [^ "\\\n\t]{1,20}){0,2}$')
+]
 
 # Tight bounds keep a small local model from rambling: the grammar closes each list at
 # its bound, and a reply cut at ``MAX_TOKENS`` is closed and parsed, not thrown away.
@@ -46,7 +51,7 @@ class Duplicates(BaseModel):
 class EntityAttributes(BaseModel):
     name: Name
     summary: str = Field(max_length=240)
-    tag: list[Annotated[str, Field(max_length=30)]] = Field(default_factory=list, max_length=5)
+    tag: list[Descriptor] = Field(default_factory=list, max_length=5)
 
 
 class Attributes(BaseModel):
@@ -79,7 +84,7 @@ class FactResolutions(BaseModel):
 class CategoryGroup(BaseModel):
     category: str = Field(max_length=40)
     description: str = Field(default="", max_length=160)
-    tag: list[Annotated[str, Field(max_length=30)]] = Field(default_factory=list, max_length=5)
+    tag: list[Descriptor] = Field(default_factory=list, max_length=5)
     indexes: list[int] = Field(default_factory=list, max_length=30)
 
 
@@ -90,7 +95,7 @@ class CategoryGroups(BaseModel):
 class CategoryDescription(BaseModel):
     index: int
     description: str = Field(default="", max_length=160)
-    tag: list[Annotated[str, Field(max_length=30)]] = Field(default_factory=list, max_length=5)
+    tag: list[Descriptor] = Field(default_factory=list, max_length=5)
 
 
 class CategoryDescriptions(BaseModel):
