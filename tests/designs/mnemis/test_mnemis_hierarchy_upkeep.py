@@ -203,3 +203,22 @@ def test_a_category_that_loses_a_member_is_described_again_and_its_mark_is_store
         graph.flush()
         again = Graph.load(m.store, embedder, "default")
         assert Hierarchy(again).changed() == [fruit.id]
+
+
+def test_the_heuristic_tier_leaves_no_mark_behind(tmp_path: Path, embedder) -> None:
+    """Marks are the llm tier's work list: the heuristic tier derives its descriptions
+    itself and clears them, so a later llm-tier batch does not describe every category
+    the heuristic tier ever changed."""
+    places = ["Paris", "Lisbon", "Porto", "Madrid", "Rome", "Vienna", "Prague", "Berlin"]
+    with Memory.open(tmp_path / "m.db", embedder=embedder) as m:
+        m.add_many([_visit(i, p) for i, p in enumerate(places[:6])])
+        m.build(recipe="mnemis", tier="heuristic")
+        m.add_many([_visit(6 + i, p) for i, p in enumerate(places[6:])])
+        (report,) = m.build(recipe="mnemis", tier="heuristic")
+        assert report.details["hierarchy"] == "incremental"
+        graph = Graph.load(m.store, embedder, "default")
+    assert graph.categories and not any(c.children_changed for c in graph.categories.values())
+
+
+def _visit(i: int, place: str) -> dict:
+    return {"id": f"v{i}", "text": f"Last year Maya visited {place} with Tomas.", "speaker": "Maya"}

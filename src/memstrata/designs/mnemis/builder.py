@@ -107,6 +107,8 @@ class MnemisBuilder(Builder[MnemisBuildParams]):
                 elif ctx.tier == "llm" and ctx.llm is not None:
                     # Categories whose children changed are described again.
                     await hierarchy.redescribe(category_describer(ctx.llm))
+                else:
+                    hierarchy.forget_marks()
             failed: dict[str, str] = dict(getattr(base, "failed", {}))
             keys = [ep.key for ep in batch if ep.id not in failed]
             await asyncio.to_thread(graph.flush, (self.name, keys))
@@ -145,6 +147,8 @@ class MnemisBuilder(Builder[MnemisBuildParams]):
             if ctx.tier == "llm" and ctx.llm is not None:
                 # categories that lost a member are described again from the ones left
                 await hierarchy.redescribe(category_describer(ctx.llm))
+            else:
+                hierarchy.forget_marks()
             await asyncio.to_thread(graph.flush)
         finally:
             cache.forget(namespace)

@@ -316,6 +316,14 @@ class Hierarchy:
                 out.append(cat.id)
         return out
 
+    def forget_marks(self) -> None:
+        """Clear every mark: the heuristic tier derives member-derived descriptions again
+        itself, and its marks must not make a later llm-tier batch describe them all."""
+        for cat in self.g.categories.values():
+            if cat.children_changed:
+                cat.children_changed = False
+                self.g.touch(cat)
+
     def mark_changed(self, cat: Category) -> None:
         """``cat``'s children changed: the llm tier describes it again (:meth:`redescribe`)."""
         if not cat.children_changed:
