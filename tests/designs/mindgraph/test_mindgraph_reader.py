@@ -227,6 +227,53 @@ def test_the_graph_state_shown_fits_the_models_context_window(
     assert max(shown) < r.graph["nodes"]  # the whole graph no longer fits
 
 
+def test_the_answer_stage_stays_inside_the_models_context_window(
+    store, embedder, model_tokens
+) -> None:
+    """With a 4,096-token window and the default settings (40 rounds, 1,024 tokens a
+    reply), a model that looks up sources again and again is stopped before the
+    conversation passes the window: D.2 shows the nodes that best match the question,
+    the rounds are capped, and the final answer is asked for; every request fits."""
+    import re
+
+    text, _ = story()
+
+    def model(messages: list[Message]) -> str:
+        body = unfence(messages[-1].content)
+        if "You are a mind-graph builder" in body:
+            return build_reply(messages)
+        if "You write a report on one community" in body:
+            return json.dumps({"title": "t", "summary": "s", "rating": 1, "findings": []})
+        if "No more tool calls" in body:
+            final = {"answer": "She left for the city.", "cited_nodes": [], "confidence": "low"}
+            return json.dumps({"tool": "final", "arguments": final})
+        shown = " ".join(unfence(m.content) for m in messages)
+        first = re.search(r'"id": "([^"]+)"', shown)
+        assert first is not None
+        return json.dumps({"tool": "lookup_source", "arguments": {"node_id": first.group(1)}})
+
+    backend = ScriptedBackend([model] * 200, context_tokens=4096)
+    ctx = Context(store, embedder, LLMClient(backend, max_retries=0), "llm")
+    ns = "fit-answer"
+    store.add_episodes(ns, [prepare_episode({"text": text, "id": "document"}, Config())])
+    (doc,) = store.get_episodes(ns, ["document"])
+    r = asyncio.run(MindGraphReader(ReaderParams()).read(ctx, ns, doc, "Why did Ana leave?"))
+    assert r.answer == "She left for the city." and "answer_error" not in r.details
+    assert r.details["capped"] and 1 <= r.details["tool_rounds"] < 40, r.details
+    asked = [
+        q
+        for q in backend.requests
+        if "mind graph below" in q.messages[-1].content
+        or any("mind graph below" in m.content for m in q.messages)
+    ]
+    assert len(asked) == r.details["tool_rounds"] + 1
+    for q in asked:
+        prompt = sum(model_tokens(m.content) + 8 for m in q.messages)
+        assert prompt + q.max_tokens <= 4096
+    shown = unfence(asked[0].messages[1].content).count('"type":')
+    assert 0 < shown < r.graph["nodes"]  # the graph is too big for the window: a part
+
+
 # llm tier, scripted -------------------------------------------------------------------------
 def llm_ctx(store: Any, embedder: Any, backend: ScriptedBackend) -> tuple[Context, str, Any]:
     ns = "read-test"

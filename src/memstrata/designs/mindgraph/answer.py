@@ -32,6 +32,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from memstrata.designs.mindgraph import prompts
+from memstrata.designs.mindgraph.build import MARGIN, fitted_state
 from memstrata.designs.mindgraph.communities import ReportCache
 from memstrata.designs.mindgraph.graph import ConceptGraph
 from memstrata.designs.mindgraph.heuristic import idf, parse
@@ -41,7 +42,7 @@ from memstrata.engine.extractive import MIN_SUPPORT
 from memstrata.llm.answers import final_answer
 from memstrata.llm.base import LLMClient
 from memstrata.llm.schema import bounded_json_schema, repair_json
-from memstrata.llm.tools import MAX_ROUNDS, ToolCall, run_tool_loop
+from memstrata.llm.tools import MAX_ROUNDS, ToolCall, json_protocol, run_tool_loop
 from memstrata.llm.types import LLMOutputError
 from memstrata.retrieval.context import count_tokens
 from memstrata.retrieval.fusion import rrf
@@ -186,13 +187,26 @@ async def tool_loop(
     size: int = 1000,
     max_rounds: int = MAX_ROUNDS,
     max_tokens: int = 1024,
+    window: int | None = None,
 ) -> Outcome:
-    """The llm tier's answer stage."""
-    messages, model = prompts.answer(graph.state_json(), graph.stats_line(), question)
+    """The llm tier's answer stage. With ``window`` (the model's context, when it states
+    one) the conversation is kept inside it: D.2 shows the nodes that best match the
+    question in half of the room the reply and the instructions leave, every tool result
+    is cut to ``size`` characters, and the rounds stop (the final answer asked) before
+    their results would pass the window."""
+    schema = bounded_json_schema(prompts.FinalAnswer)
+    state, rounds = graph.state_json(), max_rounds
+    if window is not None:
+        state, rounds = _fitted(graph, question, schema, size, max_rounds, max_tokens, window)
+    messages, _ = prompts.answer(state, graph.stats_line(), question)
     looked: list[tuple[int, int, list[str]]] = []
     calls: dict[str, int] = {"lookup_source": 0, "subgraph_summary": 0}
 
     async def execute(call: ToolCall) -> str:
+        found = await run(call)
+        return found[:size] if window is not None else found
+
+    async def run(call: ToolCall) -> str:
         calls[call.name] = calls.get(call.name, 0) + 1
         if call.name == "lookup_source":
             nid = str(call.arguments.get("node_id", "")).strip()
@@ -222,8 +236,8 @@ async def tool_loop(
         prompts.TOOLS,
         execute,
         stage=prompts.ANSWER_STAGE,
-        final_schema=bounded_json_schema(model),
-        max_rounds=max_rounds,
+        final_schema=schema,
+        max_rounds=rounds,
         max_tokens=max_tokens,
     )
     answer, cited, confidence = _final(result.content, graph)
@@ -247,6 +261,33 @@ async def tool_loop(
             "protocol": result.replies[0].mode,
         },
     )
+
+
+#: what one tool round adds beside its result: the call, its wrapping, the chat turns
+ROUND_TOKENS = 60
+EMPTY_STATE = json.dumps({"nodes": [], "edges": []})
+
+
+def _fitted(
+    graph: ConceptGraph,
+    question: str,
+    schema: dict[str, Any],
+    size: int,
+    max_rounds: int,
+    max_tokens: int,
+    window: int,
+) -> tuple[str, int]:
+    """The D.2 graph state and the tool rounds that fit ``window``: the state holds the
+    nodes first by :func:`rank_nodes` in half of what the reply, the instructions and the
+    tool protocol leave, the rounds the rest; each round counts a result of ``size``
+    characters at two per token."""
+    protocol = count_tokens(json_protocol(prompts.TOOLS, schema))
+    bare, _ = prompts.answer(EMPTY_STATE, graph.stats_line(), question)
+    fixed = protocol + sum(count_tokens(m.content) for m in bare) + MARGIN
+    state = fitted_state(graph, (window - max_tokens - fixed) // 2, rank_nodes(graph, question))
+    first, _ = prompts.answer(state, graph.stats_line(), question)
+    left = window - max_tokens - protocol - sum(count_tokens(m.content) for m in first) - MARGIN
+    return state, max(0, min(max_rounds, left // (size // 2 + ROUND_TOKENS)))
 
 
 def _final(content: str, graph: ConceptGraph) -> tuple[str, list[str], str]:

@@ -34,16 +34,23 @@ EMPTY = "(empty)"
 MARGIN = 64
 
 
-def fitted_state(graph: ConceptGraph, room: int) -> str:
-    """The state of the most latest nodes whose JSON takes at most ``room`` tokens (none
-    when even one does not fit), found by a binary search over the count."""
-    if count_tokens(graph.state_json()) <= room:
-        return graph.state_json()
+def fitted_state(graph: ConceptGraph, room: int, ranked: list[str] | None = None) -> str:
+    """The state of the most nodes whose JSON takes at most ``room`` tokens (none when
+    even one does not fit): the latest ones, or the first of ``ranked``; found by a
+    binary search over the count."""
+
+    def state(k: int | None) -> str:
+        if ranked is None:
+            return graph.state_json(k)
+        return graph.state_json(ids=ranked if k is None else ranked[:k])
+
+    if count_tokens(state(None)) <= room:
+        return state(None)
     lo, hi = 0, len(graph.nodes) - 1
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        lo, hi = (mid, hi) if count_tokens(graph.state_json(mid)) <= room else (lo, mid - 1)
-    return graph.state_json(lo)
+        lo, hi = (mid, hi) if count_tokens(state(mid)) <= room else (lo, mid - 1)
+    return state(lo)
 
 
 async def build_llm(

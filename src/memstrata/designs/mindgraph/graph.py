@@ -174,11 +174,14 @@ class ConceptGraph:
         return None
 
     # views ------------------------------------------------------------------------------
-    def state(self, last: int | None = None) -> dict[str, Any]:
+    def state(self, last: int | None = None, ids: list[str] | None = None) -> dict[str, Any]:
         """What the prompts show: nodes and edges without offsets (only the ``last``
-        nodes added and the edges among them, when given)."""
+        nodes added, or the nodes ``ids`` in that order, and the edges among them, when
+        given)."""
         nodes = list(self.nodes.values())
-        if last is not None:
+        if ids is not None:
+            nodes = [self.nodes[i] for i in ids if i in self.nodes]
+        elif last is not None:
             nodes = nodes[-last:] if last > 0 else []
         shown = {n.id for n in nodes}
         return {
@@ -190,8 +193,8 @@ class ConceptGraph:
             ],
         }
 
-    def state_json(self, last: int | None = None) -> str:
-        return json.dumps(self.state(last), ensure_ascii=False)
+    def state_json(self, last: int | None = None, ids: list[str] | None = None) -> str:
+        return json.dumps(self.state(last, ids), ensure_ascii=False)
 
     def stats_line(self) -> str:
         """``72 nodes, 154 edges, built from 21 chunks`` (D.2's {graph_stats})."""

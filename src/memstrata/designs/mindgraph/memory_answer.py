@@ -29,6 +29,7 @@ from memstrata.designs.mindgraph.route import graph_index
 from memstrata.engine.answer import GroundedAnswerer, usage_of
 from memstrata.engine.contracts import Answer, Answerer, Context, QuestionInfo
 from memstrata.engine.prompts import NO_ANSWER
+from memstrata.llm.base import context_tokens
 from memstrata.llm.tools import MAX_ROUNDS
 from memstrata.llm.types import LLMError, MemoryUsageSink
 from memstrata.models import Hit, Span
@@ -144,6 +145,7 @@ class MindGraphMemoryAnswerer(Answerer[MemoryAnswerParams]):
                 size=p.window_chars,
                 max_rounds=p.max_rounds,
                 max_tokens=p.max_tokens,
+                window=context_tokens(llm.backend),
             )
         except LLMError as exc:  # the hits stand: the grounded answer from them
             logger.warning("the mindgraph tool loop failed, answering from the hits: %s", exc)

@@ -157,6 +157,7 @@ class MindGraphReader(Reader[ReaderParams]):
                     size=p.window_chars,
                     max_rounds=p.max_rounds,
                     max_tokens=p.answer_max_tokens,
+                    window=context_tokens(llm.backend),
                 )
             except LLMError as exc:  # the graph stands: answer from its evidence windows
                 out = evidence(text, graph, question, p.windows, p.window_chars, embed)
