@@ -34,11 +34,8 @@ from memstrata.store.base import ScoredKeys, SearchFilters, Store
 VARIANTS = ("whole", "last", "question")
 
 
-def _all_episodes(store: Store, namespace: str) -> list[Episode]:
-    out: list[Episode] = []
-    while part := store.iter_episodes(namespace, after_key=out[-1].key if out else 0):
-        out += part
-    return sorted(out, key=lambda e: (e.session or "", e.seq, e.key))
+def _in_sessions(store: Store, namespace: str) -> list[Episode]:
+    return sorted(store.all_episodes(namespace), key=lambda e: (e.session or "", e.seq, e.key))
 
 
 def with_context(variant: str, episodes: list[Episode]) -> list[str]:
@@ -97,7 +94,7 @@ def install(variant: str) -> None:
 
     def patched(self: system1.EpisodeRoute, namespace: str, *args: Any, **kw: Any) -> Any:
         if namespace not in cache:
-            episodes = _all_episodes(self.store, namespace)
+            episodes = _in_sessions(self.store, namespace)
             keys = np.array([e.key for e in episodes])
             cache[namespace] = (keys, self.embedder.embed(with_context(variant, episodes)))
         plain, self.store = self.store, ContextStore(self.store, cache[namespace])  # type: ignore[assignment]

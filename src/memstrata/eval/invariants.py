@@ -66,13 +66,8 @@ class Findings:
 
 
 def all_episodes(store: Store, namespace: str) -> list[Episode]:
-    """Every episode of the namespace, in insertion order (paged)."""
-    out: list[Episode] = []
-    after = 0
-    while page := store.iter_episodes(namespace, after_key=after, limit=1000):
-        out.extend(page)
-        after = page[-1].key
-    return out
+    """Every episode of the namespace, in insertion order."""
+    return store.all_episodes(namespace)
 
 
 def builder_records(store: Store, namespace: str, builder: str) -> list[Derived]:

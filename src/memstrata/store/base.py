@@ -264,6 +264,13 @@ class Store(ABC):
     def iter_episodes(self, namespace: str, after_key: int = 0, limit: int = 1000) -> list[Episode]:
         """Episodes in insertion order, for builders and exports."""
 
+    def all_episodes(self, namespace: str) -> list[Episode]:
+        """Every episode of the namespace, in insertion order (read in pages)."""
+        out: list[Episode] = []
+        while page := self.iter_episodes(namespace, after_key=out[-1].key if out else 0):
+            out += page
+        return out
+
     @abstractmethod
     def session_neighbours(self, keys: Sequence[int], window: int) -> dict[int, list[int]]:
         """For each episode key, the keys of up to ``window`` turns before and after it in

@@ -211,7 +211,8 @@ class GuidedRoute(Route[GuidedParams]):
         from the embedding cache); a turn not analysed yet is its text alone."""
         if self.params.semantic == "cosine":
             qvecs = unit(np.asarray(ctx.embedder.embed(texts), dtype=np.float32))
-            turns = [e for e in _all_turns(ctx, namespace) if filters is None or filters.admits(e)]
+            everyone = ctx.store.all_episodes(namespace)
+            turns = [e for e in everyone if filters is None or filters.admits(e)]
             if not turns:
                 return [[] for _ in texts]
             nodes = lay.embed([note_text(e, lay.notes.get(e.id)) for e in turns])
@@ -504,14 +505,6 @@ class _Scorer:
                     s *= 1 + p.system1.date_boost
                 self.memo[e.id] = s
         return {e.id: self.memo[e.id] for e in eps}
-
-
-def _all_turns(ctx: Context, namespace: str) -> list[Episode]:
-    """Every episode of the namespace, in the store's order."""
-    out: list[Episode] = []
-    while page := ctx.store.iter_episodes(namespace, after_key=out[-1].key if out else 0):
-        out += page
-    return out
 
 
 def _admitted(

@@ -32,7 +32,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from memstrata.designs.mindgraph import prompts
-from memstrata.designs.mindgraph.build import MARGIN, fitted_state
+from memstrata.designs.mindgraph.build import MARGIN, fitted_state, prompt_tokens
 from memstrata.designs.mindgraph.communities import ReportCache
 from memstrata.designs.mindgraph.graph import ConceptGraph
 from memstrata.designs.mindgraph.heuristic import idf, parse
@@ -283,10 +283,10 @@ def _fitted(
     characters at two per token."""
     protocol = count_tokens(json_protocol(prompts.TOOLS, schema))
     bare, _ = prompts.answer(EMPTY_STATE, graph.stats_line(), question)
-    fixed = protocol + sum(count_tokens(m.content) for m in bare) + MARGIN
+    fixed = protocol + prompt_tokens(bare) + MARGIN
     state = fitted_state(graph, (window - max_tokens - fixed) // 2, rank_nodes(graph, question))
     first, _ = prompts.answer(state, graph.stats_line(), question)
-    left = window - max_tokens - protocol - sum(count_tokens(m.content) for m in first) - MARGIN
+    left = window - max_tokens - protocol - prompt_tokens(first) - MARGIN
     return state, max(0, min(max_rounds, left // (size // 2 + ROUND_TOKENS)))
 
 

@@ -18,12 +18,13 @@ graph that outgrows a 4,096-token window would otherwise make every later call f
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from memstrata.designs.mindgraph import prompts
 from memstrata.designs.mindgraph.graph import ConceptGraph
 from memstrata.llm.base import LLMClient
 from memstrata.llm.salvage import Salvage
-from memstrata.llm.types import LLMError
+from memstrata.llm.types import LLMError, Message
 from memstrata.retrieval.context import count_tokens
 
 logger = logging.getLogger("memstrata.mindgraph")
@@ -34,23 +35,31 @@ EMPTY = "(empty)"
 MARGIN = 64
 
 
-def fitted_state(graph: ConceptGraph, room: int, ranked: list[str] | None = None) -> str:
-    """The state of the most nodes whose JSON takes at most ``room`` tokens (none when
-    even one does not fit): the latest ones, or the first of ``ranked``; found by a
-    binary search over the count."""
-
-    def state(k: int | None) -> str:
-        if ranked is None:
-            return graph.state_json(k)
-        return graph.state_json(ids=ranked if k is None else ranked[:k])
-
-    if count_tokens(state(None)) <= room:
-        return state(None)
-    lo, hi = 0, len(graph.nodes) - 1
+def most_that_fit(lo: int, hi: int, fits: Callable[[int], bool]) -> int:
+    """The largest count in ``[lo, hi]`` that ``fits`` (``lo`` when none does), by a
+    binary search: what a count brings into a prompt grows with the count."""
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        lo, hi = (mid, hi) if count_tokens(state(mid)) <= room else (lo, mid - 1)
-    return state(lo)
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid - 1)
+    return lo
+
+
+def prompt_tokens(messages: list[Message]) -> int:
+    return sum(count_tokens(m.content) for m in messages)
+
+
+def fitted_state(graph: ConceptGraph, room: int, ranked: list[str] | None = None) -> str:
+    """The state of the most nodes whose JSON takes at most ``room`` tokens (none when
+    even one does not fit): the latest ones, or the first of ``ranked``."""
+
+    def state(k: int) -> str:
+        return graph.state_json(k) if ranked is None else graph.state_json(ids=ranked[:k])
+
+    def fits(k: int) -> bool:
+        return count_tokens(state(k)) <= room
+
+    n = len(graph.nodes)
+    return state(n if fits(n) else most_that_fit(0, n - 1, fits))
 
 
 async def build_llm(
@@ -80,7 +89,7 @@ async def build_llm(
             state = EMPTY
         elif state_nodes is None and window is not None:
             bare, _ = prompts.build(question, EMPTY, chunk, *at)
-            room = window - max_tokens - sum(count_tokens(m.content) for m in bare) - MARGIN
+            room = window - max_tokens - prompt_tokens(bare) - MARGIN
             state = fitted_state(graph, room)
         else:
             state = graph.state_json(state_nodes)

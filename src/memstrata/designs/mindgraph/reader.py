@@ -25,7 +25,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from memstrata.designs.mindgraph.answer import compaction, evidence, first_prompt, tool_loop
-from memstrata.designs.mindgraph.build import build_llm
+from memstrata.designs.mindgraph.build import build_llm, most_that_fit
 from memstrata.designs.mindgraph.communities import ReportCache
 from memstrata.designs.mindgraph.graph import BUILDER, ConceptGraph, Edge, Node
 from memstrata.designs.mindgraph.heuristic import VERSION, Sentence, parse, question_graph
@@ -244,13 +244,10 @@ class MindGraphReader(Reader[ReaderParams]):
 
         if fits(graph):
             return graph
-        # the most claims that fit: a graph's prompt grows with its claims (each brings
-        # its names and numbers), so a binary search over the count finds it
-        lo, hi = min(p.max_claims, p.windows), p.max_claims - 1
-        while lo < hi:
-            mid = (lo + hi + 1) // 2
-            lo, hi = (mid, hi) if fits(build(mid)) else (lo, mid - 1)
-        return build(lo)
+        # the most claims that fit: each brings its names and numbers into the prompt
+        return build(
+            most_that_fit(min(p.max_claims, p.windows), p.max_claims - 1, lambda n: fits(build(n)))
+        )
 
     def _length(self, ctx: Context, document: Episode) -> int:
         """The document's length in tokens (the compaction ratio's L), once per text."""

@@ -310,8 +310,7 @@ class Hierarchy:
             if not cat.children_changed:
                 continue
             if cat.name == SPEAKER_CATEGORY or len(cat.child_ids) < 2:
-                cat.children_changed = False
-                self.g.touch(cat)
+                self._unmark(cat)
             else:
                 out.append(cat.id)
         return out
@@ -320,9 +319,12 @@ class Hierarchy:
         """Clear every mark: the heuristic tier derives member-derived descriptions again
         itself, and its marks must not make a later llm-tier batch describe them all."""
         for cat in self.g.categories.values():
-            if cat.children_changed:
-                cat.children_changed = False
-                self.g.touch(cat)
+            self._unmark(cat)
+
+    def _unmark(self, cat: Category) -> None:
+        if cat.children_changed:
+            cat.children_changed = False
+            self.g.touch(cat)
 
     def mark_changed(self, cat: Category) -> None:
         """``cat``'s children changed: the llm tier describes it again (:meth:`redescribe`)."""
@@ -346,8 +348,7 @@ class Hierarchy:
         for cat, w in zip(cats, written, strict=True):
             if w is not None and w[0]:
                 self.describe(cat, w)
-                cat.children_changed = False
-                self.g.touch(cat)
+                self._unmark(cat)
                 done += 1
         return done
 
