@@ -5,6 +5,11 @@ hash (``read-<sha256 prefix>``), so what a reader builds over it (per question, 
 model) is kept in the same store and reused by the next question. Nothing is built by
 the configured recipe there: the episode is written without the inline builders.
 
+A transcript (a document whose lines start turns with a speaker's label,
+:mod:`memstrata.retrieval.transcript`) is also stored turn by turn, as episodes of
+:func:`~memstrata.retrieval.transcript.turns_namespace`, so a reader can search its turns
+as the engine searches a conversation. Its ids are the turns' indexes (``0``, ``1``, ...).
+
 Which reader: the one of the design named by ``design``, else the configuration's
 ``reader``, else the only design that has one (:meth:`Registry.reader`). This module
 names no design.
@@ -19,6 +24,8 @@ from typing import TYPE_CHECKING, Any
 from memstrata.engine.contracts import Reading
 from memstrata.errors import InvalidInputError
 from memstrata.ingest import decode_utf8, prepare_episode
+from memstrata.retrieval.transcript import turns, turns_namespace
+from memstrata.store import PreparedEpisode
 
 if TYPE_CHECKING:
     from memstrata.memory import AsyncMemory
@@ -49,6 +56,25 @@ async def read_document(
     reader = memory.engine.registry.reader(design or memory.config.reader, params)
     namespace = document_namespace(text)
     await asyncio.to_thread(memory._write_batch, namespace, [prepared])
+    await _store_turns(memory, namespace, text)
     episode = (await asyncio.to_thread(memory.store.get_episodes, namespace, [DOCUMENT_ID]))[0]
     ctx = memory.engine.context(namespace, tier)
     return await reader.read(ctx, namespace, episode, question, graph_only=graph_only)
+
+
+async def _store_turns(memory: AsyncMemory, namespace: str, text: str) -> None:
+    """The document's turns as episodes, when it is a transcript. Written in batches of
+    their own transactions; a turn already stored is skipped, so a read cut short is
+    completed by the next one. A turn with no text, or over ``max_episode_chars``, is
+    left out (the document itself holds it)."""
+    found = await asyncio.to_thread(turns, text)
+    if not found:
+        return
+    limit = memory.config.max_episode_chars
+    prepared: list[PreparedEpisode] = []
+    for i, t in enumerate(found):
+        body = text[t.body : t.end].strip()
+        if body and len(body) <= limit:
+            item = {"id": str(i), "text": body, "speaker": t.speaker, "occurred_at": t.at}
+            prepared.append(prepare_episode(item, memory.config))
+    await memory._write_batches(turns_namespace(namespace), prepared, 256, False, None)
