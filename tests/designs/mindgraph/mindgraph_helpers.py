@@ -44,3 +44,38 @@ def story(seed: int = 3) -> tuple[str, str]:
     cut = text.index("\n\n", 22_000)
     answer = "Ana left the village for good when the river mill burned down in the winter storm."
     return text[:cut] + "\n\n" + answer + text[cut:], answer
+
+
+def transcript() -> tuple[str, str]:
+    """A user/assistant chat exported as text, 60 turns on cooking, travel and
+    gardening, and one long assistant turn (about 2,100 characters, over seven lines)
+    with a plan for the user's database migration. Returns the text and that turn."""
+    topics = [
+        ("How long should I roast a chicken?", "About 20 minutes per 500 g at 200 C."),
+        ("Which train goes to the coast?", "The morning express leaves at 7:40 on weekdays."),
+        ("When do I plant tomatoes?", "After the last frost, once nights stay above 10 C."),
+        ("What spice goes with lentils?", "Cumin and a little smoked paprika work well."),
+        ("Is the museum open on Mondays?", "It closes on Mondays and opens late on Thursdays."),
+    ]
+    steps = [
+        "Take a full backup of the orders database and restore it on a spare server",
+        "Freeze schema changes for the week of the move and tell the team",
+        "Copy the customer tables first, since the invoices reference them",
+        "Run both databases side by side and compare row counts every night",
+        "Switch the application's connection string during the Sunday window",
+        "Keep the old server read-only for a month before it is retired",
+    ]
+    long_turn = "assistant: Here is a migration plan for your orders database:\n" + "".join(
+        f"{i}. {step}. This matters because a partial copy of the orders data is very hard "
+        f"to repair once customers place new orders against it, and every later step "
+        f"assumes this one finished cleanly and was checked by someone else. Write the "
+        f"result in the shared log with the time it finished.\n"
+        for i, step in enumerate(steps, start=1)
+    )
+    lines = []
+    for day in range(6):
+        for question, answer in topics:
+            lines += [f"[2024-05-{day + 1:02d} 10:00] user: {question}", f"assistant: {answer}"]
+        if day == 3:
+            lines += ["user: I need to move my orders database to the new server.", long_turn]
+    return "\n".join(lines), long_turn.rstrip()

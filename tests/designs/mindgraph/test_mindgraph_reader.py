@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mindgraph_helpers import DOC, story
+from mindgraph_helpers import DOC, story, transcript
 from typer.testing import CliRunner
 
 from memstrata.cli.main import app
@@ -27,6 +27,7 @@ from memstrata.memory import Memory
 from memstrata.reading import document_namespace
 from memstrata.retrieval.chunking import chunk_spans
 from memstrata.retrieval.context import count_tokens
+from memstrata.retrieval.transcript import turns_namespace
 
 Q = "How deep can the Marlin drone dive?"
 
@@ -119,6 +120,43 @@ def test_the_heuristic_graph_is_sized_to_the_document(tmp_path: Path, embedder) 
         assert claims(m.read(DOC, Q, graph_only=True)) == 5  # a short text: the floor too
         with pytest.raises(ConfigError, match="max_compaction"):
             m.read(DOC, Q, params={"max_compaction": 0})
+
+
+def test_a_transcript_is_read_turn_by_turn(tmp_path: Path, embedder) -> None:
+    """A chat exported as text: its turns are stored and searched as episodes, and the
+    window on a long turn holds the whole turn, not 1,000 characters cut out of it."""
+    text, turn = transcript()
+    lo = text.index(turn)
+    hi = lo + len(turn)
+    assert 2000 < hi - lo < 4000 and turn.count("\n") == 6
+    question = "What was your plan for moving my orders database?"
+    with Memory.open(tmp_path / "m.db", embedder=embedder) as m:
+        r = m.read(text, question)
+        assert any(w.start <= lo and hi <= w.end for w in r.windows)
+        assert all(text[w.start : w.end] == w.text for w in r.windows)
+        assert r.details["turns"] == 62
+        where = turns_namespace(document_namespace(text))
+        stored = m.store.all_episodes(where)
+        assert len(stored) == 62 and {e.speaker for e in stored} == {"user", "assistant"}
+        assert [e.text for e in stored if e.id == "41"] == [turn.removeprefix("assistant: ")]
+        assert stored[0].occurred_at is not None and stored[0].occurred_at.day == 1
+        # the graph holds a claim from the turn the search ranked first
+        nodes = m.read(text, question, graph_only=True).graph["graph_nodes"]
+        assert any(n["type"] == "claim" and lo <= n["start"] < hi for n in nodes)
+        # a second reading stores nothing new; one after a store cut short completes it
+        m.read(text, "Which train goes to the coast?")
+        assert len(m.store.all_episodes(where)) == 62
+        m.delete([str(i) for i in range(40, 62)], namespace=where)
+        m.read(text, "Which train goes to the coast?")
+        assert sorted(int(e.id) for e in m.store.all_episodes(where)) == list(range(62))
+        # a turn longer than ``turn_chars`` is read through 1,000-character windows
+        cut = m.read(text, question, params={"turn_chars": 1000})
+        assert not any(w.start <= lo and hi <= w.end for w in cut.windows)
+        assert any(w.start < hi and lo < w.end for w in cut.windows)
+    # prose has no turns: nothing more is stored
+    with Memory.open(tmp_path / "p.db", embedder=embedder) as m:
+        m.read(DOC, Q)
+        assert not m.store.has_namespace(turns_namespace(document_namespace(DOC)))
 
 
 def test_deleting_the_document_drops_every_reading_of_it(tmp_path: Path, embedder) -> None:

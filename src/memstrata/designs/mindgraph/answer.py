@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from bisect import bisect_right
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -102,6 +103,9 @@ def rank_nodes(graph: ConceptGraph, question: str) -> list[str]:
 Embed = Callable[[list[str]], NDArray[np.float32]]
 
 
+Place = tuple[int, int]
+
+
 def evidence(
     text: str,
     graph: ConceptGraph,
@@ -109,6 +113,10 @@ def evidence(
     n_windows: int,
     size: int,
     embed: Embed | None = None,
+    *,
+    places: Sequence[Place] = (),
+    units: Sequence[Place] = (),
+    unit_chars: int = 4000,
 ) -> Outcome:
     """The heuristic answer stage: windows around the best-matching nodes, and the
     claim that best supports the question quoted as the answer (or an abstention when
@@ -119,7 +127,11 @@ def evidence(
     fused by reciprocal rank, so a claim that answers in other words than the question's
     is looked up beside the ones that repeat its words, and the best-supported claim's
     window is always among them (the last place if the fusion left it out). Without it,
-    the words alone."""
+    the words alone. ``places``: spans a search of the document ranked for the question
+    (a transcript's turns), best first; the best claim inside each joins the fusion as a
+    third ranking. ``units``: the document's turns in order; a node's window covers the
+    whole turn it sits in when that turn is at most ``unit_chars`` long (a turn longer
+    than a window is read whole, not cut at the window's edges)."""
     support: dict[str, float] = {}
     if embed is not None:
         claims = [n for n in graph.nodes if graph.nodes[n].type == "claim"]
@@ -127,20 +139,37 @@ def evidence(
             support = _support(text, graph, question, claims, embed)
     ranked = rank_nodes(graph, question)
     best = None
+    lists = [ranked]
     if support:
         by_support = sorted(support, key=lambda n: (-support[n], n))
         best = by_support[0]
-        fused = rrf([ranked, by_support])
+        lists.append(by_support)
+    if places:
+        lists.append(_in_places(graph, places, support))
+    if len(lists) > 1:
+        fused = rrf(lists)
         ranked = sorted(fused, key=lambda n: -fused[n])
+    starts = [u[0] for u in units]
+
+    def lookup(nid: str) -> Place | None:
+        found = node_window(text, graph, nid, size)
+        node = graph.nodes[nid]
+        if found is None or node.start is None or not units:
+            return found
+        lo, hi = units[max(0, bisect_right(starts, node.start) - 1)]
+        if not lo <= node.start < hi or hi - lo > unit_chars:
+            return found
+        return (lo, hi) if hi - lo >= size else (min(lo, found[0]), max(hi, found[1]))
+
     spans: list[tuple[int, int, list[str]]] = []
     for nid in ranked:
         if len(spans) >= n_windows:
             break
-        found = node_window(text, graph, nid, size)
-        if found is not None:
+        found = lookup(nid)
+        if found is not None and not any(found == (a, b) for a, b, _ in spans):
             spans.append((found[0], found[1], [nid]))
     if best is not None and not any(best in ids for _, _, ids in spans):
-        found = node_window(text, graph, best, size)  # the answer's claim is always read
+        found = lookup(best)  # the answer's claim is always read
         if found is not None:
             spans = spans[: n_windows - 1] + [(found[0], found[1], [best])]
     answer = None
@@ -154,6 +183,22 @@ def evidence(
         first_prompt=first_prompt(graph, question),
         details={"support": round(support[best], 4)} if best is not None else {},
     )
+
+
+def _in_places(
+    graph: ConceptGraph, places: Sequence[Place], support: dict[str, float]
+) -> list[str]:
+    """The best claim inside each place (by support, else the first), in the places' order."""
+    out: list[str] = []
+    for lo, hi in places:
+        inside = [
+            n
+            for n, node in graph.nodes.items()
+            if node.type == "claim" and node.start is not None and lo <= node.start < hi
+        ]
+        if inside:
+            out.append(max(inside, key=lambda n: support.get(n, 0.0)))
+    return list(dict.fromkeys(out))
 
 
 def _support(

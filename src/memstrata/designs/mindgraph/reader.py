@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+from bisect import bisect_left
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -38,6 +39,8 @@ from memstrata.llm.types import LLMError, MemoryUsageSink
 from memstrata.models import Episode, Span
 from memstrata.retrieval.chunking import chunk_spans
 from memstrata.retrieval.context import count_tokens
+from memstrata.retrieval.system1 import DEFAULT_SYSTEM1, EpisodeRoute
+from memstrata.retrieval.transcript import Turn, turns, turns_namespace
 
 HEADER = "graph"
 
@@ -57,6 +60,19 @@ class ReaderParams(BaseModel):
     context: int = Field(default=1, ge=0, description="heuristic build: neighbours kept")
     dense_sentences: int = Field(
         default=5, ge=0, description="heuristic build: sentences a semantic search adds"
+    )
+    turn_places: int = Field(
+        default=5,
+        ge=0,
+        description="heuristic, on a transcript: the turns the engine's System-1 search "
+        "ranks first for the question; each brings its sentence closest to the question "
+        "into the graph and its best claim into the windows' ranking",
+    )
+    turn_chars: int = Field(
+        default=4000,
+        ge=0,
+        description="heuristic, on a transcript: a window covers the whole turn its node "
+        "sits in when the turn is at most this long",
     )
     max_compaction: float | None = Field(
         default=0.15,
@@ -91,6 +107,7 @@ class MindGraphReader(Reader[ReaderParams]):
             p.max_claims,
             p.context,
             p.dense_sentences,
+            p.turn_places,
             p.max_compaction,
             ctx.embedder.model_id,
         ]
@@ -116,10 +133,13 @@ class MindGraphReader(Reader[ReaderParams]):
         graph = await asyncio.to_thread(load_graph, ctx, namespace, key)
         cached = graph is not None
         failed = 0
+        places = await asyncio.to_thread(self._places, ctx, namespace, document, question)
         if graph is None:
             chunks = self._chunks(ctx, document)
             if llm is None:
-                graph = await asyncio.to_thread(self._sized_graph, ctx, document, question, chunks)
+                graph = await asyncio.to_thread(
+                    self._sized_graph, ctx, document, question, chunks, places
+                )
             else:
                 graph, failed = await build_llm(
                     llm,
@@ -144,8 +164,21 @@ class MindGraphReader(Reader[ReaderParams]):
             view["subgraphs"] = [s.__dict__ for s in await reports.get()]
             return Reading(question=question, graph={**counts, **view})
         embed = partial(embed_cached, ctx.store, ctx.embedder)
+        units = [(t.start, t.end) for t in self._turns(ctx, document) or []]
+        heuristic = partial(
+            evidence,
+            text,
+            graph,
+            question,
+            p.windows,
+            p.window_chars,
+            embed,
+            places=places,
+            units=units,
+            unit_chars=p.turn_chars,
+        )
         if llm is None:
-            out = evidence(text, graph, question, p.windows, p.window_chars, embed)
+            out = heuristic()
         else:
             try:
                 out = await tool_loop(
@@ -160,7 +193,7 @@ class MindGraphReader(Reader[ReaderParams]):
                     window=context_tokens(llm.backend),
                 )
             except LLMError as exc:  # the graph stands: answer from its evidence windows
-                out = evidence(text, graph, question, p.windows, p.window_chars, embed)
+                out = heuristic()
                 out.details["answer_error"] = f"{type(exc).__name__}: {exc}"[:500]
         usage: dict[str, Any] = {"stages": sink.summary(), **out.usage}
         if failed:
@@ -173,7 +206,7 @@ class MindGraphReader(Reader[ReaderParams]):
             compaction_ratio=compaction(out.first_prompt, self._length(ctx, document)),
             graph=counts,
             usage=usage,
-            details={"tier": ctx.tier, **out.details},
+            details={"tier": ctx.tier, **out.details, **({"turns": len(units)} if units else {})},
         )
 
     def chunk_tokens(self, ctx: Context) -> int:
@@ -196,21 +229,61 @@ class MindGraphReader(Reader[ReaderParams]):
         return found
 
     def _dense(
-        self, ctx: Context, document: Episode, parsed: list[Sentence], question: str
+        self,
+        ctx: Context,
+        document: Episode,
+        parsed: list[Sentence],
+        question: str,
+        places: list[tuple[int, int]],
     ) -> list[int]:
-        """The ``dense_sentences`` sentences of the whole document closest to the
-        question (cosine); every sentence is embedded once, the store's embedding cache
-        keeps them for the next question."""
-        if not parsed or not self.params.dense_sentences:
+        """The sentence closest to the question (cosine) in each of the ``places``, then
+        the ``dense_sentences`` sentences of the whole document closest to it; every
+        sentence is embedded once, the store's embedding cache keeps them for the next
+        question."""
+        if not parsed or not (self.params.dense_sentences or places):
             return []
         text = document.text
         vecs = embed_cached(ctx.store, ctx.embedder, [text[s.start : s.end] for s in parsed])
-        query = ctx.embedder.embed([question])[0]
-        order = np.argsort(-(vecs @ query), kind="stable")[: self.params.dense_sentences]
-        return [int(k) for k in order]
+        cos = vecs @ ctx.embedder.embed([question])[0]
+        starts = [s.start for s in parsed]
+        out = []
+        for lo, hi in places:
+            a, b = bisect_left(starts, lo), bisect_left(starts, hi)
+            if a < b:
+                out.append(a + int(np.argmax(cos[a:b])))
+        order = np.argsort(-cos, kind="stable")[: self.params.dense_sentences]
+        return list(dict.fromkeys(out + [int(k) for k in order]))
+
+    def _turns(self, ctx: Context, document: Episode) -> list[Turn] | None:
+        found: list[Turn] | None = _per_document(ctx, "turns", document, turns, keep=8)
+        return found
+
+    def _places(
+        self, ctx: Context, namespace: str, document: Episode, question: str
+    ) -> list[tuple[int, int]]:
+        """The spans of the ``turn_places`` turns that System-1 (the ``default``
+        recipe's search) ranks first for the question, best first; none unless the
+        document is a transcript whose turns :mod:`memstrata.reading` stored."""
+        found = self._turns(ctx, document) if ctx.llm is None else None
+        where = turns_namespace(namespace)
+        if not found or not self.params.turn_places or not ctx.store.has_namespace(where):
+            return []
+        route = EpisodeRoute(ctx.store, ctx.embedder, DEFAULT_SYSTEM1)
+        hits = route.search(where, [question], self.params.turn_places)[0]
+        out = []
+        for h in hits:
+            i = int(h.id) if h.id.isdigit() else -1
+            if 0 <= i < len(found):
+                out.append((found[i].start, found[i].end))
+        return out
 
     def _sized_graph(
-        self, ctx: Context, document: Episode, question: str, chunks: list[tuple[int, int]]
+        self,
+        ctx: Context,
+        document: Episode,
+        question: str,
+        chunks: list[tuple[int, int]],
+        places: list[tuple[int, int]],
     ) -> ConceptGraph:
         """The heuristic question graph, sized to the document: ``max_claims`` claims,
         fewer when the first answer call would exceed ``max_compaction`` of the document
@@ -221,7 +294,7 @@ class MindGraphReader(Reader[ReaderParams]):
         document, and a smaller graph would only read fewer places."""
         p, text = self.params, document.text
         parsed = self._parse(ctx, document)
-        dense = self._dense(ctx, document, parsed, question)
+        dense = self._dense(ctx, document, parsed, question, places)
 
         def build(claims: int) -> ConceptGraph:
             return question_graph(
