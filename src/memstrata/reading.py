@@ -70,11 +70,17 @@ async def _store_turns(memory: AsyncMemory, namespace: str, text: str) -> None:
     found = await asyncio.to_thread(turns, text)
     if not found:
         return
+    where = turns_namespace(namespace)
     limit = memory.config.max_episode_chars
+    bodies = {str(i): text[t.body : t.end].strip() for i, t in enumerate(found)}
+    bodies = {i: b for i, b in bodies.items() if b and len(b) <= limit}
+    # every later question on the document finds them stored: one lookup, no writes
+    stored = await asyncio.to_thread(memory.store.existing_ids, where, list(bodies))
     prepared: list[PreparedEpisode] = []
-    for i, t in enumerate(found):
-        body = text[t.body : t.end].strip()
-        if body and len(body) <= limit:
-            item = {"id": str(i), "text": body, "speaker": t.speaker, "occurred_at": t.at}
+    for i, body in bodies.items():
+        if i not in stored:
+            t = found[int(i)]
+            item = {"id": i, "text": body, "speaker": t.speaker, "occurred_at": t.at}
             prepared.append(prepare_episode(item, memory.config))
-    await memory._write_batches(turns_namespace(namespace), prepared, 256, False, None)
+    if prepared:
+        await memory._write_batches(where, prepared, 256, False, None)
