@@ -188,14 +188,15 @@ class LLMClient:
         max_tokens: int = 1024,
         temperature: float = 0.0,
         repairs: Salvage | None = None,
-        fallback: Callable[[str], T] | None = None,
+        fallback: Callable[[str, Salvage], T] | None = None,
     ) -> T:
         """Ask for JSON matching ``response_model`` and return the validated instance.
 
         ``repairs``, when given, receives what was cut or dropped from the reply used, for
-        a design that counts rejected items itself. ``fallback`` reads a reply that is not
-        JSON the design's own way (raising ``LLMOutputError`` if it cannot either): a
-        model that answers "nothing to replace" in words has answered."""
+        a design that counts rejected items itself. ``fallback`` reads a reply the schema
+        could not, the design's own way, counting what it drops in the ``Salvage`` it is
+        given (and raising ``LLMOutputError`` if it cannot either): a model that answers
+        "nothing to replace" in words has answered."""
         schema = bounded_json_schema(response_model)
         tally = _Tally()
 
@@ -203,10 +204,13 @@ class LLMClient:
             tally.salvage = Salvage()  # only the reply that is used counts
             try:
                 return parse_structured(text, response_model, tally.salvage)
-            except LLMOutputError:
+            except LLMOutputError as exc:
                 if fallback is None:
                     raise
-                return fallback(text)
+                try:
+                    return fallback(text, tally.salvage)
+                except LLMOutputError:  # the schema's reason is the one to quote back
+                    raise exc from None
 
         value = await self._call(
             messages, schema, parse, stage, max_tokens, temperature, tally=tally

@@ -145,6 +145,9 @@ def test_the_answerer_is_category_aware(store, embedder) -> None:
     when = asyncio.run(HiGMemAnswerer().answer(ctx, NS, "When did Evan get his car?", hits))
     assert "dialogue timeline" in backend.asked["answer"][-1][0].content
     assert when.abstained
+    backend.rules["answer"] = lambda m: "Sam's turn names the car.\nFinal answer: a Prius"
+    said = asyncio.run(HiGMemAnswerer().answer(ctx, NS, QUESTION, hits))
+    assert said.text == "a Prius" and said.sources == ans.sources  # prose read, not failed
     assert eps
 
 

@@ -126,7 +126,8 @@ def test_the_answer_is_the_papers_prompt_over_the_hits(tmp_path, embedder) -> No
 
     store = SQLiteStore(":memory:")
     eps = add_episodes(store, TEXTS[:2])
-    backend = ScriptedBackend([{"answer": "In Lisbon."}, {"answer": "  "}])
+    words = "The first result names the city.\nAnswer: In Lisbon."  # prose, not JSON
+    backend = ScriptedBackend([{"answer": "In Lisbon."}, {"answer": "  "}, words])
     ctx = Context(store, embedder, LLMClient(backend, max_retries=0), "llm")
     hits = [episode_hit(ep, 1.0) for ep in eps]
     got = asyncio.run(MemTreeAnswerer().answer(ctx, NS, "Where is the conference?", hits))
@@ -138,3 +139,5 @@ def test_the_answer_is_the_papers_prompt_over_the_hits(tmp_path, embedder) -> No
     assert TEXTS[0] in user and TEXTS[1] in user and "[ Output ]" in user
     empty = asyncio.run(MemTreeAnswerer().answer(ctx, NS, "Where?", hits))
     assert empty.abstained and empty.sources == []
+    said = asyncio.run(MemTreeAnswerer().answer(ctx, NS, "Where is the conference?", hits))
+    assert said.text == "In Lisbon." and said.sources == got.sources

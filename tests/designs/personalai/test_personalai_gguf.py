@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from memstrata.designs.personalai.graph import PAGraph
+from memstrata.designs.personalai.prompts import TRIPLET_WORDS
 from memstrata.memory import Memory
 
 pytestmark = pytest.mark.slow
@@ -58,11 +59,14 @@ def test_llm_tier_end_to_end(tmp_path: Path, embedder) -> None:
             assert rec.sources and all(s.episode in ids for s in rec.sources)
         for f in graph.triplets.values():
             assert f.subject_id in graph.objects and f.object_id in graph.objects
+            assert len(f.fact.split()) <= TRIPLET_WORDS  # Table 6: "not more than 7 words"
             assert (f.invalid_at is None) == (not f.replaced_by)
         r = m.search("Where does Maya work?", k=3, max_tokens=None)
         assert r.hits and all(h.sources for h in r.hits)
         a = m.ask("Where does Maya work?")
         assert a.text and (a.abstained or a.sources)
+        # a reply the 135M model leaves unreadable is answered from the contexts, marked
+        assert a.extractive == ("unusable_replies" in a.usage)
         usage = m.stats()["llm"]
     assert usage["personalai.query_entities"]["calls"] >= 1
     assert usage["personalai.qa"]["calls"] >= 1

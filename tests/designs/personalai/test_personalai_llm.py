@@ -20,10 +20,10 @@ from memstrata.designs.personalai.prompts import (
     Replacements,
     Theses,
     Triplets,
-    parse,
     replace_theses,
     replace_triplets,
 )
+from memstrata.designs.personalai.replies import _all_too_long, parse
 from memstrata.designs.personalai.route import PersonalAIParams, PersonalAIRoute
 from memstrata.engine.contracts import Context
 from memstrata.llm import LLMClient
@@ -225,6 +225,27 @@ def test_qa_generator_answers_or_says_not_enough_info(store, embedder, fmt) -> N
     assert shown.index("Maya works at Acme") < shown.index(EP1)  # triplets first
     no = asyncio.run(qa.answer(ctx, NS, "What pet does Maya have?", _hits()))
     assert no.abstained and no.text == "<NotEnoughtInfo>" and no.sources == []
+
+
+def test_a_qa_reply_in_words_is_read_and_an_unusable_one_falls_back_to_the_contexts(
+    store, embedder
+) -> None:
+    """Asked for JSON, a model may answer in words: its final answer line is the answer.
+    A reply with no answer at all (JSON of other fields, twice) loses nothing retrieved:
+    the answer is the contexts' extract, marked and counted."""
+    add_episodes(store, {"e1": EP1})
+    words = "Acme is named in the first context.\nFinal answer: Acme"
+    backend = ScriptedBackend([words, {"reply": "Acme"}, {"reply": "Acme"}])
+    ctx = Context(store, embedder, LLMClient(backend), tier="llm")
+    qa = PersonalAIAnswerer(QAParams(output="json"))
+    read = asyncio.run(qa.answer(ctx, NS, "Where does Maya work?", _hits()))
+    assert read.text == "Acme" and not read.extractive and read.usage["calls"] == 1
+    assert "unusable_replies" not in read.usage
+    fell = asyncio.run(qa.answer(ctx, NS, "Where does Maya work?", _hits()))
+    assert len(backend.requests) == 3  # the unusable reply was asked again once
+    assert fell.extractive and not fell.abstained and "Acme" in fell.text
+    assert fell.sources == ["e1"]
+    assert fell.usage["unusable_replies"] == 1 and fell.usage["calls"] == 1
 
 
 def test_llm_entity_parser_and_its_fallback(store, embedder) -> None:
@@ -430,7 +451,6 @@ def test_question_prompts_carry_every_example_of_tables_9_and_10(output) -> None
         KeyEntities,
         QAAnswer,
         key_entities,
-        parse,
         qa,
     )
 
@@ -447,3 +467,80 @@ def test_question_prompts_carry_every_example_of_tables_9_and_10(output) -> None
     assert [a for *_, a in QA_EXAMPLES] == ["Anthony", NOT_ENOUGH, NOT_ENOUGH]
     assert "<Empty>" in system.content and "k30s" in system.content
     assert "Toronto" in user.content and "Toronto" not in system.content
+
+
+@pytest.mark.parametrize("fmt", ["json", "lines"])
+def test_a_triplet_over_the_prompts_seven_words_is_dropped_alone(store, embedder, fmt) -> None:
+    """Table 6: "A triplet is at most 7 words." From a model that writes a longer one,
+    that triplet is left out (on the JSON path counted as ``triplet_too_long``), and
+    the reply's other triplets are kept."""
+    from memstrata.llm.salvage import Salvage
+    from memstrata.llm.schema import parse_structured
+
+    long = ("Maya", "has been working very hard for years at", "the Acme company")
+    short = ("Maya", "works at", "Acme")
+    keys = ("subject", "relation", "object")
+    as_json = json.dumps({"triplets": [dict(zip(keys, t, strict=True)) for t in (long, short)]})
+    as_lines = "; ".join(", ".join(t) for t in (long, short))
+    repairs = Salvage()
+    got = parse_structured(as_json, Triplets, repairs)
+    assert [(t.subject, t.relation, t.object) for t in got.triplets] == [short]
+    assert repairs.reasons == {"triplet_too_long": 1}
+    for text in (as_json, as_lines):  # the lines parser reads either format
+        assert [t.relation for t in parse(text, Triplets).triplets] == ["works at"]
+
+    def answer(messages: list[Message]) -> str:
+        user = messages[-1].content
+        if "[Extracted thesises]" in user:
+            return "[]" if fmt == "lines" else json.dumps({"theses": []})
+        if "[Extracted Triplets]" in user:
+            return as_lines if fmt == "lines" else as_json
+        return "[]" if fmt == "lines" else json.dumps({"replacements": []})
+
+    ctx, result = _build(store, embedder, ScriptedBackend([answer] * 4), fmt, {"e1": EP1})
+    assert not result.failed
+    graph = graph_cache(ctx).get(NS)
+    assert [f.relation for f in graph.triplets.values()] == ["works at"]
+
+
+def test_a_reply_of_only_too_long_triplets_is_none_and_keeps_the_episode(store, embedder) -> None:
+    """The 135M model writes whole sentences as triplets. Every triplet over the bound
+    leaves no triplet the paper allows: the reply is an empty answer with its triplets
+    counted as dropped, not a failed call that would fail the episode and its theses."""
+    from memstrata.llm.types import MemoryUsageSink
+
+    sentence = {"subject": EP1, "relation": "triplets", "object": "Maya works at Acme"}
+    cut = {"subject": "Maya"}  # the last item, cut off by the token limit
+    thesis = {"theses": [{"thesis": "Maya works at Acme", "nodes": ["Maya", "Acme"]}]}
+
+    def answer(messages: list[Message]) -> str:
+        user = messages[-1].content
+        if "[Extracted thesises]" in user:
+            return json.dumps(thesis)
+        if "[Extracted Triplets]" in user:
+            return json.dumps({"triplets": [sentence, cut]})
+        return json.dumps({"replacements": []})
+
+    add_episodes(store, {"e1": EP1})
+    sink = MemoryUsageSink()
+    llm = LLMClient(ScriptedBackend([answer] * 3), max_retries=0, usage=sink)
+    ctx = Context(store, embedder, llm, tier="llm")
+    builder = PersonalAIBuilder(MemorizeParams(output="json"))
+    result = asyncio.run(builder.update(ctx, NS, store.get_episodes(NS, ["e1"])))
+    assert not result.failed
+    graph = graph_cache(ctx).get(NS)
+    assert not graph.triplets
+    assert [t.text for t in graph.theses.values()] == ["Maya works at Acme"]
+    (call,) = [r for r in sink.records if r.stage == "personalai.triplets"]
+    assert call.ok and call.attempts == 1
+    assert call.dropped == {"triplet_too_long": 1, "missing_field": 1}
+    half = {"triplets": [{"subject": "Maya", "relation": "works"}]}  # not over, broken
+    with pytest.raises(LLMOutputError, match="every item"):
+        asyncio.run(
+            LLMClient(ScriptedBackend([half]), max_retries=0).structured(
+                [Message(role="user", content="x")],
+                Triplets,
+                stage="t",
+                fallback=lambda text, repairs: _all_too_long(text, repairs),
+            )
+        )

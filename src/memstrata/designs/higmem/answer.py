@@ -30,6 +30,7 @@ from memstrata.designs.higmem.builder import layer_cache
 from memstrata.engine.answer import GroundedAnswerer, GroundedParams
 from memstrata.engine.contracts import Answer, Answerer, Context, QuestionInfo
 from memstrata.engine.extractive import extract_answer
+from memstrata.llm.answers import in_words
 from memstrata.llm.types import MemoryUsageSink
 from memstrata.models import Hit
 
@@ -97,7 +98,11 @@ class HiGMemAnswerer(Answerer[HiGMemAnswerParams]):
         tally = MemoryUsageSink()
         llm = ctx.llm.scoped(namespace=namespace, usage=tally)
         reply = await llm.structured(
-            messages, model, stage=prompts.STAGES["answer"], max_tokens=prompts.MAX_TOKENS["answer"]
+            messages,
+            model,
+            stage=prompts.STAGES["answer"],
+            max_tokens=prompts.MAX_TOKENS["answer"],
+            fallback=in_words(prompts.FinalAnswer),
         )
         assert isinstance(reply, prompts.FinalAnswer)
         text = reply.answer.strip()

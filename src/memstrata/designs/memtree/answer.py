@@ -15,6 +15,7 @@ from memstrata.designs.memtree import prompts
 from memstrata.engine.answer import GroundedAnswerer, usage_of
 from memstrata.engine.contracts import Answer, Answerer, Context, QuestionInfo
 from memstrata.engine.prompts import NO_ANSWER
+from memstrata.llm.answers import in_words
 from memstrata.llm.types import MemoryUsageSink
 from memstrata.models import Hit
 
@@ -50,7 +51,11 @@ class MemTreeAnswerer(Answerer[MemTreeAnswerParams]):
         tally = MemoryUsageSink()
         llm = ctx.llm.scoped(namespace=namespace, usage=tally)
         reply = await llm.structured(
-            messages, model, stage=prompts.ANSWER_STAGE, max_tokens=p.max_tokens
+            messages,
+            model,
+            stage=prompts.ANSWER_STAGE,
+            max_tokens=p.max_tokens,
+            fallback=in_words(prompts.ShortAnswer),
         )
         assert isinstance(reply, prompts.ShortAnswer)
         text = reply.answer.strip()

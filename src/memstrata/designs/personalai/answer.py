@@ -5,21 +5,31 @@ The contexts are the hits' texts in order, triplets and theses before episodes (
 paper conditions on triplets; episodes are the episodic "triplets"). Without an LLM the
 answer is the engine's extract of the contexts' episodes (``extractive``), abstaining
 with ``<NotEnoughtInfo>`` when their support is weak.
+
+A model whose reply cannot be read even after the retry (JSON without an answer, an empty
+reply) has not answered; the question still has its contexts, so the answer is their
+extract, marked ``extractive`` and counted as ``unusable_replies`` in its usage (the
+paper is silent; raising would throw the retrieval away).
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from memstrata.designs.personalai.prompts import NOT_ENOUGH, Output, QAAnswer, ask, qa
+from memstrata.designs.personalai.prompts import NOT_ENOUGH, Output, QAAnswer, qa
+from memstrata.designs.personalai.replies import ask
+from memstrata.engine.answer import usage_of
 from memstrata.engine.contracts import Answer, Answerer, Context, QuestionInfo
 from memstrata.engine.extractive import extract_answer
-from memstrata.llm.types import MemoryUsageSink
+from memstrata.llm.types import LLMOutputError, MemoryUsageSink
 from memstrata.models import Hit
 
 STAGE = "personalai.qa"
+
+logger = logging.getLogger("memstrata.personalai")
 
 
 class QAParams(BaseModel):
@@ -55,12 +65,14 @@ class PersonalAIAnswerer(Answerer[QAParams]):
         tally = MemoryUsageSink()
         llm = ctx.llm.scoped(namespace=namespace, usage=tally)
         prompt = qa(question, [h.text[: p.max_chars] for h in shown], p.output)
-        reply = await ask(llm, prompt, QAAnswer, p.output, STAGE, p.max_tokens)
-        usage = {
-            "calls": len(tally.records),
-            "prompt_tokens": sum(r.prompt_tokens for r in tally.records),
-            "completion_tokens": sum(r.completion_tokens for r in tally.records),
-        }
+        try:
+            reply = await ask(llm, prompt, QAAnswer, p.output, STAGE, p.max_tokens)
+        except LLMOutputError as exc:
+            logger.warning("unusable QA reply, answering from the contexts: %s", exc)
+            answer = await asyncio.to_thread(self._extractive, ctx, namespace, question, shown)
+            usage = {**usage_of(tally), "unusable_replies": 1}
+            return answer.model_copy(update={"usage": usage})
+        usage = usage_of(tally)
         if reply.abstained or not reply.answer.strip():
             return Answer(
                 question=question, text=NOT_ENOUGH, abstained=True, usage=usage, hits=shown

@@ -31,13 +31,13 @@ from memstrata.designs.personalai.prompts import (
     Replacements,
     Theses,
     Triplets,
-    ask,
     extract_theses,
     extract_triplets,
     replace_theses,
     replace_triplets,
 )
 from memstrata.designs.personalai.records import Thesis
+from memstrata.designs.personalai.replies import ask
 from memstrata.llm.base import LLMClient
 from memstrata.llm.types import LLMError
 from memstrata.models import Entity, Episode, Fact, Span

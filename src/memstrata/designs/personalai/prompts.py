@@ -1,4 +1,4 @@
-"""Every PersonalAI prompt (appendices A, B and C) and the parsers of their answers.
+"""Every PersonalAI prompt (appendices A, B and C) and the models of their answers.
 
 Each prompt function returns ``(messages, model)``: the messages and the pydantic model
 of the expected answer. Two output formats are offered, chosen by the builder's or
@@ -6,27 +6,25 @@ route's ``output`` parameter:
 
 * ``lines``: the paper's own formats (``subject, relation, object; ...``, ``["new <-
   old"; ...]``, ``[[old -> new], ...]``, ``[Answer]: ...``), asked as plain text and
-  parsed by :func:`parse` into the model;
+  parsed into the model by :func:`~memstrata.designs.personalai.replies.parse`;
 * ``json``: the same instructions asking for a JSON object of the model's schema, for
   grammar-constrained models (the local GGUF backend).
 
-:func:`parse` accepts either format whatever was asked, so a model that answers in the
-other one is not lost. Input that holds nothing parseable raises ``LLMOutputError``.
+:mod:`~memstrata.designs.personalai.replies` reads either format whatever was asked, so a
+model that answers in the other one is not lost.
 """
 
 from __future__ import annotations
 
-import ast
 import json
 import re
 from typing import Literal, TypeVar
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field, model_validator
+from pydantic_core import PydanticCustomError
 
-from memstrata.llm.answers import ANSWER_LINE
-from memstrata.llm.base import LLMClient
 from memstrata.llm.fence import fence, noted
-from memstrata.llm.types import LLMOutputError, Message
+from memstrata.llm.types import Message
 
 Output = Literal["json", "lines"]
 Prompt = tuple[list[Message], type[BaseModel]]
@@ -43,10 +41,27 @@ class Theses(BaseModel):
     theses: list[ThesisItem] = Field(default_factory=list, max_length=40)
 
 
+#: Table 6, rule 3: "Length of the triplet should not be more than 7 words." A reply's
+#: longer triplet is dropped alone (counted on its call as ``triplet_too_long``)
+TRIPLET_WORDS = 7
+
+
+def triplet_words(*parts: str) -> int:
+    return sum(len(p.split()) for p in parts)
+
+
 class TripletItem(BaseModel):
     subject: str = Field(max_length=120)
     relation: str = Field(max_length=120)
     object: str = Field(max_length=120)
+
+    @model_validator(mode="after")
+    def _at_most_seven_words(self) -> TripletItem:
+        if triplet_words(self.subject, self.relation, self.object) > TRIPLET_WORDS:
+            raise PydanticCustomError(
+                "triplet_too_long", "a triplet is at most {n} words", {"n": TRIPLET_WORDS}
+            )
+        return self
 
 
 class Triplets(BaseModel):
@@ -438,143 +453,3 @@ def qa(question: str, contexts: list[str], output: Output = "json") -> Prompt:
         Message(role="system", content=noted(system + tail)),
         Message(role="user", content=f"[Question]: {question}\n[Contexts]:\n{ctx}"),
     ], QAAnswer
-
-
-# parsing -----------------------------------------------------------------------------
-def parse(text: str, model: type[M]) -> M:
-    """The answer as ``model``, from JSON or from the paper's line format."""
-    stripped = text.strip()
-    if stripped.startswith("{"):
-        try:
-            return model.model_validate_json(stripped)
-        except ValidationError:
-            pass
-    try:
-        value = _LINE_PARSERS[model.__name__](stripped)
-        return model.model_validate(value)
-    except (ValueError, ValidationError) as exc:
-        raise LLMOutputError(f"cannot read a {model.__name__} answer: {exc}") from exc
-
-
-def _theses_lines(text: str) -> dict[str, object]:
-    items = []
-    for line in re.split(r"\n|(?<=\])\s*[;,]?\s*(?=\S)", text):
-        line = line.strip().strip('"').strip("-* ").strip()
-        m = re.match(r"(.+?),?\s*(\[[^\[\]]*\])\s*[.\"']*$", line)
-        if not m:
-            continue
-        nodes = _literal_list(m.group(2))
-        items.append({"thesis": m.group(1).strip().strip('"'), "nodes": nodes})
-    if not items and not _says_none(text):
-        raise ValueError("no 'thesis, [nodes]' line")
-    return {"theses": items}
-
-
-def _triplets_lines(text: str) -> dict[str, object]:
-    items = []
-    for part in re.split(r"[;\n]", text):
-        fields = [f.strip().strip("\"'[]()") for f in part.split(",")]
-        fields = [f for f in fields if f]
-        if len(fields) == 3:
-            items.append(dict(zip(("subject", "relation", "object"), fields, strict=True)))
-    if not items and not _says_none(text):
-        raise ValueError("no 'subject, relation, object' triplet")
-    return {"triplets": items}
-
-
-def _replacements_lines(text: str) -> dict[str, object]:
-    out = []
-    for m in re.finditer(r"([^\[\]\";]+?)\s*<-\s*([^\[\]\";]+)", text):
-        out.append({"new": m.group(1).strip(" ,'"), "outdated": m.group(2).strip(" ,'")})
-    for m in re.finditer(r"\[?\s*\"?([^\[\]\"]+?)\"?\s*->\s*\"?([^\[\]\"]+?)\"?\s*\]", text):
-        out.append({"outdated": m.group(1).strip(" ,'"), "new": m.group(2).strip(" ,'")})
-    if not out and not _says_none(text):
-        raise ValueError("no 'new <- old' or 'old -> new' pair and not []")
-    return {"replacements": out}
-
-
-_NONE = re.compile(
-    r"\s*(\[\s*\]|$|[\"'*]*(nothing|none|no|there (are|is) no)\b[^\[\]{}<>]*$)", re.IGNORECASE
-)
-
-
-def _says_none(text: str) -> bool:
-    """An empty answer: nothing, an empty list with or without a remark after it
-    ("[]. Nothing to replace here.", as the paper's examples answer), or a sentence
-    that says there is nothing ("No replacements needed.") and holds no list."""
-    return _NONE.match(text) is not None
-
-
-def _nothing(text: str, model: type[M]) -> M:
-    """A reply that is not JSON but says there is nothing: the empty answer."""
-    if not _says_none(text):
-        raise LLMOutputError(f"cannot read a {model.__name__} answer: not JSON")
-    return model()
-
-
-#: answers that may be empty, and so may say so in words
-_MAY_BE_EMPTY = frozenset({"Replacements", "Theses", "Triplets"})
-
-
-def _entities_lines(text: str) -> dict[str, object]:
-    text = re.sub(r"^\[?key entit\w*\]?:?", "", text.strip(), flags=re.IGNORECASE)
-    parts = [p.strip(" .\"'") for p in re.split(r"[;,\n]", text)]
-    parts = [p for p in parts if p]
-    if not parts:
-        raise ValueError("no entities")
-    return {"entities": parts}
-
-
-_ANSWER_TAG = re.compile(r"\[answer\]\s*:", re.IGNORECASE)
-
-
-def _qa_lines(text: str) -> dict[str, object]:
-    """The answer after the *last* ``[Answer]:`` (or, without the tag, the last line that
-    starts with "Answer:"): the reasoning before it may say "answer:" too."""
-    marks = list(_ANSWER_TAG.finditer(text)) or list(ANSWER_LINE.finditer(text))
-    answer = text[marks[-1].end() :].strip() if marks else ""
-    if not answer:
-        raise ValueError("no [Answer]: with an answer after it")
-    head = text[: marks[-1].start()]
-    cot = re.search(r"chain of thoughts\]?\s*:\s*(.*)", head, re.IGNORECASE | re.DOTALL)
-    return {"chain_of_thoughts": cot.group(1).strip() if cot else "", "answer": answer}
-
-
-def _literal_list(text: str) -> list[str]:
-    try:
-        value = ast.literal_eval(text)
-    except (ValueError, SyntaxError):
-        value = [v.strip(" '\"") for v in text.strip("[]").split(",")]
-    return [str(v).strip() for v in value if str(v).strip()] if isinstance(value, list) else []
-
-
-_LINE_PARSERS = {
-    "Theses": _theses_lines,
-    "Triplets": _triplets_lines,
-    "Replacements": _replacements_lines,
-    "KeyEntities": _entities_lines,
-    "QAAnswer": _qa_lines,
-}
-
-
-async def ask(
-    llm: LLMClient, prompt: Prompt, model: type[M], output: Output, stage: str, max_tokens: int
-) -> M:
-    """One call in the chosen format; the answer parsed into ``model``."""
-    messages, _ = prompt
-    if output == "json":
-        empty = model.__name__ in _MAY_BE_EMPTY
-        answer = await llm.structured(
-            messages,
-            model,
-            stage=stage,
-            max_tokens=max_tokens,
-            fallback=(lambda text: _nothing(text, model)) if empty else None,
-        )
-        assert isinstance(answer, model)
-        return answer
-    answer = await llm.read(
-        messages, lambda text: parse(text, model), stage=stage, max_tokens=max_tokens
-    )
-    assert isinstance(answer, model)
-    return answer

@@ -29,7 +29,8 @@ from memstrata.designs.personalai.beam import BeamParams, beam
 from memstrata.designs.personalai.builder import BUILDER, graph_cache
 from memstrata.designs.personalai.extract import name_mentions
 from memstrata.designs.personalai.graph import PAGraph, Topology
-from memstrata.designs.personalai.prompts import KeyEntities, Output, ask, key_entities
+from memstrata.designs.personalai.prompts import KeyEntities, Output, key_entities
+from memstrata.designs.personalai.replies import ask
 from memstrata.designs.personalai.retrieve import (
     ComparatorParams,
     Item,
