@@ -14,17 +14,15 @@ docs/benchmarks.md, "Two more ideas for the LoCoMo goal".
 
 from __future__ import annotations
 
-import argparse
-import json
 from collections.abc import Sequence
 
 import numpy as np
 
 from memstrata.embed.minilm import MiniLMEmbedder
 from memstrata.eval.metrics import recall_precision
-from memstrata.eval.qa.formats import FORMATS, load
 from memstrata.retrieval.documents import embed_text
 from memstrata.retrieval.fusion import rrf
+from studies.runs import ranked_questions
 
 SETTINGS = [(3, 0.0, 0.1), (3, 0.0, 0.25), (3, 1.0, 0.1), (3, 1.0, 0.25), (5, 0.5, 0.25)]
 
@@ -35,17 +33,7 @@ def fused(first: Sequence[str], second: Sequence[str], weight: float) -> list[st
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("file")
-    parser.add_argument("run", help="questions.jsonl of a bench qa run on FILE")
-    parser.add_argument("--format", choices=list(FORMATS), default="qaset")
-    args = parser.parse_args(argv)
-
-    samples = {s.id: s for s in load(args.file, args.format)}
-    with open(args.run, encoding="utf-8") as f:
-        rows = [json.loads(line) for line in f]
-    rows = [r for r in rows if r["evidence"] and not r["abstain"]]
-    rows = [r for r in rows if r["category"] != "adversarial"]
+    samples, rows = ranked_questions(__doc__ or "", argv)
     embedder = MiniLMEmbedder()
     questions = embedder.embed([r["question"] for r in rows])
     turns: dict[str, tuple[list[str], np.ndarray]] = {}

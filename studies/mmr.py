@@ -16,8 +16,6 @@ with all their evidence in the first five (HotpotQA's both-found@5).
 
 from __future__ import annotations
 
-import argparse
-import json
 from collections import defaultdict
 from collections.abc import Sequence
 
@@ -25,8 +23,8 @@ import numpy as np
 
 from memstrata.embed.minilm import MiniLMEmbedder
 from memstrata.eval.metrics import recall_precision
-from memstrata.eval.qa.formats import FORMATS, load
 from memstrata.retrieval.documents import embed_text
+from studies.runs import ranked_questions
 
 SETTINGS = [(20, 0.9), (20, 0.8), (20, 0.7), (30, 0.9), (30, 0.8), (30, 0.7), (30, 0.5)]
 
@@ -49,17 +47,7 @@ def mmr(ranked: Sequence[str], vecs: np.ndarray, lam: float, k: int = 10) -> lis
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("file")
-    parser.add_argument("run", help="questions.jsonl of a bench qa run on FILE")
-    parser.add_argument("--format", choices=list(FORMATS), default="qaset")
-    args = parser.parse_args(argv)
-
-    samples = {s.id: s for s in load(args.file, args.format)}
-    with open(args.run, encoding="utf-8") as f:
-        rows = [json.loads(line) for line in f]
-    rows = [r for r in rows if r["evidence"] and not r["abstain"]]
-    rows = [r for r in rows if r["category"] != "adversarial"]
+    samples, rows = ranked_questions(__doc__ or "", argv)
     embedder = MiniLMEmbedder()
     turns: dict[str, dict[str, np.ndarray]] = {}
     found: dict[tuple[int, float], list[float]] = defaultdict(list)
