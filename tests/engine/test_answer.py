@@ -180,13 +180,13 @@ def test_invalid_json_is_retried_with_the_error_quoted(memory: Memory, hits: lis
     answer, backend = _answer(
         memory,
         hits,
-        ["I think the cat is Biscuit", {"answer": "Biscuit", "sources": ["t3"]}],
+        ['{"reply": "I think the cat is Biscuit"}', {"answer": "Biscuit", "sources": ["t3"]}],
         usage=sink,
     )
     assert answer.text == "Biscuit" and answer.sources == ["t3"]
     assert len(backend.requests) == 2
     retry = backend.requests[1].messages
-    assert retry[-2].role == "assistant" and retry[-2].content == "I think the cat is Biscuit"
+    assert retry[-2].role == "assistant" and "I think the cat is Biscuit" in retry[-2].content
     assert retry[-1].role == "user" and "That reply was invalid" in retry[-1].content
     # one logical call (two attempts), its tokens summed over both attempts
     assert answer.usage["calls"] == 1
@@ -203,12 +203,24 @@ def test_model_that_never_gives_valid_json_raises_and_changes_nothing(
 ) -> None:
     before = _snapshot(memory.store)
     with pytest.raises(LLMError, match="invalid output after 2 attempts") as info:
-        _answer(memory, hits, ["not json", "{still not"], usage=memory.store)
+        _answer(memory, hits, [{"reply": "Biscuit"}, "{still not"], usage=memory.store)
     assert isinstance(info.value, LLMOutputError)
     assert info.value.raw_text == "{still not"
     assert _snapshot(memory.store) == before
     usage = memory.stats(NS)["llm"]["answer.grounded"]
     assert usage["calls"] == 1 and usage["failures"] == 1
+
+
+def test_a_reply_in_words_is_read_with_the_ids_it_names(memory: Memory, hits: list[Hit]) -> None:
+    """A model that writes prose where the JSON was asked has answered: its final answer
+    line, citing the shown ids it names in brackets; ids it was not shown are not cited,
+    and the marker in words abstains."""
+    words = "Item [t3] names the cat.\nAnswer: Biscuit [t3] [t9]"
+    answer, backend = _answer(memory, hits, [words, f"Nothing fits.\nAnswer: {NO_ANSWER}"])
+    assert answer.text == "Biscuit [t9]" and answer.sources == ["t3"]
+    assert not answer.abstained and len(backend.requests) == 1  # read, not asked again
+    answer, _ = _answer(memory, hits, [f"Nothing fits.\nAnswer: {NO_ANSWER}"])
+    assert answer.abstained and answer.text == NO_ANSWER and answer.sources == []
 
 
 def test_usage_is_on_the_answer_and_recorded_for_the_namespace(

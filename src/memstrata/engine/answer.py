@@ -3,7 +3,10 @@
 * With an LLM: the hits are shown with the episode ids they rest on, and the model answers
   from them only, citing ids, or says :data:`~memstrata.engine.prompts.NO_ANSWER`, which
   becomes ``abstained=True``. Cited ids that are not among the hits' sources are dropped,
-  so an answer never cites something it was not given.
+  so an answer never cites something it was not given. A reply in words instead of the
+  JSON is read by its final answer line, citing the ids it names in square brackets
+  (:func:`memstrata.llm.answers.in_words`); a JSON reply that breaks the schema is asked
+  again once and then raises.
 * Without one: an honest extract (:mod:`memstrata.engine.extractive`): the sentences of
   the hits' episodes that best support the question, each once, with its date and
   speaker, marked ``extractive``; "not in memory" (abstained) when the evidence is weak.
@@ -13,12 +16,15 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections.abc import Callable
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from memstrata.engine.contracts import Answer, Answerer, Context, QuestionInfo
 from memstrata.engine.extractive import MIN_SUPPORT, SPEAKER_GAP, extract_answer
 from memstrata.engine.prompts import NO_ANSWER, GroundedReply, grounded_answer
+from memstrata.llm.answers import in_words
+from memstrata.llm.salvage import Salvage
 from memstrata.llm.types import LLMError, MemoryUsageSink
 from memstrata.models import Hit
 
@@ -64,7 +70,11 @@ class GroundedAnswerer(Answerer[GroundedParams]):
         llm = ctx.llm.scoped(namespace=namespace, usage=tally)
         try:
             reply = await llm.structured(
-                messages, model, stage="answer.grounded", max_tokens=p.max_tokens
+                messages,
+                model,
+                stage="answer.grounded",
+                max_tokens=p.max_tokens,
+                fallback=_in_words({s for h in shown for s in h.sources}),
             )
         finally:
             usage = usage_of(tally)
@@ -96,6 +106,29 @@ class GroundedAnswerer(Answerer[GroundedParams]):
             min_support=p.min_support,
             speaker_gap=p.speaker_gap,
         )
+
+
+#: a group of ids in square brackets, as the items are shown to the model
+_CITED = re.compile(r"\s*\[([^\[\]\n]{1,400})\]")
+
+
+def _in_words(allowed: set[str]) -> Callable[[str, Salvage], GroundedReply]:
+    """A reply written in words: its final answer line as the answer, the bracketed
+    groups of shown ids anywhere in it as its sources (and out of the answer's text)."""
+    read = in_words(GroundedReply)
+
+    def parse(text: str, repairs: Salvage) -> GroundedReply:
+        reply = read(text, repairs)
+
+        def ids(group: str) -> list[str]:
+            named = [i.strip() for i in group.split(",")]
+            return named if named and all(i in allowed for i in named) else []
+
+        cited = [i for m in _CITED.finditer(text) for i in ids(m.group(1))]
+        answer = _CITED.sub(lambda m: "" if ids(m.group(1)) else m.group(0), reply.answer)
+        return GroundedReply(answer=answer.strip(), sources=list(dict.fromkeys(cited))[:8])
+
+    return parse
 
 
 def _says_no_answer(text: str) -> bool:
