@@ -221,6 +221,8 @@ def test_a_reply_in_words_is_read_with_the_ids_it_names(memory: Memory, hits: li
     assert not answer.abstained and len(backend.requests) == 1  # read, not asked again
     answer, _ = _answer(memory, hits, [f"Nothing fits.\nAnswer: {NO_ANSWER}"])
     assert answer.abstained and answer.text == NO_ANSWER and answer.sources == []
+    answer, _ = _answer(memory, hits, ["[t3] The cat is Biscuit."])  # a bracket, not JSON
+    assert answer.text == "The cat is Biscuit." and answer.sources == ["t3"]
 
 
 def test_usage_is_on_the_answer_and_recorded_for_the_namespace(

@@ -16,6 +16,7 @@ from typing import TypeVar
 from pydantic import BaseModel
 
 from memstrata.llm.salvage import Salvage, salvage
+from memstrata.llm.schema import repair_json
 from memstrata.llm.types import LLMOutputError
 
 T = TypeVar("T", bound=BaseModel)
@@ -41,7 +42,7 @@ def in_words(model: type[T], field: str = "answer") -> Callable[[str, Salvage], 
     does a reply with no answer in it."""
 
     def read(text: str, repairs: Salvage) -> T:
-        if text.lstrip().startswith(("{", "[")):
+        if _json(text):
             raise LLMOutputError(f"cannot read a {model.__name__} answer: JSON broke its schema")
         answer = final_answer(text)
         if not answer:
@@ -55,3 +56,15 @@ def in_words(model: type[T], field: str = "answer") -> Callable[[str, Salvage], 
         return value
 
     return read
+
+
+def _json(text: str) -> bool:
+    """The reply is JSON (perhaps cut off), not words that open with a bracket such as
+    "[t3] Biscuit"."""
+    if not text.lstrip().startswith(("{", "[")):
+        return False
+    try:
+        repair_json(text)
+    except LLMOutputError:
+        return False
+    return True
