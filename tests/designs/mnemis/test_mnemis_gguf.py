@@ -217,7 +217,11 @@ def test_gguf_global_selection_takes_whole_subtrees(tmp_path: Path, embedder) ->
     # The model chose get_all_children on at least one category (it may also mark an
     # entity so, which has no sub-nodes).
     whole = [
-        c for uid, all_kids in picks if all_kids for c in graph.categories if c.startswith(uid)
+        c
+        for uid, all_kids in picks
+        if all_kids
+        for c in graph.categories
+        if c.startswith(uid.strip(" \"'`").casefold())
     ]
     assert whole, picks
     chosen = set(sel.entities)

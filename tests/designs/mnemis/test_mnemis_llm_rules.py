@@ -175,7 +175,9 @@ def test_global_selection_honours_get_all_children(embedder) -> None:
     graph = Graph(store, embedder, "t")
     fruit = _entities(graph, ["apple", "pear", "plum"])
     tools = _entities(graph, ["hammer", "saw", "drill"])
-    c_fruit = Category(namespace="t", name="Fruit", layer=1, child_ids=fruit)
+    c_fruit = Category(
+        id="abcdef" + "0" * 26, namespace="t", name="Fruit", layer=1, child_ids=fruit
+    )
     c_tools = Category(namespace="t", name="Tools", layer=1, child_ids=tools)
     top = Category(namespace="t", name="Things", layer=2, child_ids=[c_fruit.id, c_tools.id])
     c_fruit.parent_ids = c_tools.parent_ids = [top.id]
@@ -186,7 +188,8 @@ def test_global_selection_honours_get_all_children(embedder) -> None:
             {"nodes": [{"name": "Things", "uuid": top.id[:8], "get_all_children": False}]},
             {
                 "nodes": [
-                    {"name": "Fruit", "uuid": c_fruit.id[:8], "get_all_children": True},
+                    # copied in capitals and quoted: still the Fruit node
+                    {"name": "Fruit", "uuid": '"ABCDEF00"', "get_all_children": True},
                     {"name": "Tools", "uuid": c_tools.id[:8], "get_all_children": False},
                 ]
             },

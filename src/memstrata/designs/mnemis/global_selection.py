@@ -189,10 +189,12 @@ async def select_llm(graph: Graph, query: str, selector: NodeSelector) -> Select
         replies = await asyncio.gather(*(selector(query, chunk) for chunk in chunks))
         picks: dict[str, bool] = {}
         for chunk, reply in zip(chunks, replies, strict=True):
-            shown = {sid for sid, _, _ in chunk}
+            # ids are hex: a model that copies one in capitals or quoted means that node
+            shown = {sid.casefold(): sid for sid, _, _ in chunk}
             for u, all_kids in reply:
-                if u.strip() in shown:
-                    uid = short[u.strip()]
+                known = shown.get(u.strip(" \"'`").casefold())
+                if known is not None:
+                    uid = short[known]
                     picks[uid] = picks.get(uid, False) or all_kids
         picked = list(picks.items())
         path.append([u for u, _ in picked])
