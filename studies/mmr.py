@@ -35,9 +35,9 @@ def mmr(ranked: Sequence[str], vecs: np.ndarray, lam: float, k: int = 10) -> lis
     rel = np.array([61.0 / (61.0 + i) for i in range(len(ranked))])
     sims = vecs @ vecs.T
     picked: list[int] = []
-    redundancy = np.full(len(ranked), -1.0)
+    redundancy = np.zeros(len(ranked))  # a turn unlike every pick repeats nothing
     for _ in range(min(k, len(ranked))):
-        score = lam * rel - (1 - lam) * np.maximum(redundancy, 0.0)
+        score = lam * rel - (1 - lam) * redundancy
         score[picked] = -np.inf
         best = int(np.argmax(score))
         picked.append(best)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import ast
 import json
 import re
-from collections import Counter
 from collections.abc import Callable
 from typing import cast
 
@@ -27,7 +26,7 @@ from memstrata.designs.personalai.prompts import (
 )
 from memstrata.llm.answers import ANSWER_LINE, in_words
 from memstrata.llm.base import LLMClient
-from memstrata.llm.salvage import Salvage, salvage
+from memstrata.llm.salvage import TRUNCATING, Salvage, salvage
 from memstrata.llm.schema import repair_json
 from memstrata.llm.types import LLMOutputError
 
@@ -105,33 +104,25 @@ def _nothing(text: str, model: type[M]) -> M:
 
 
 def _all_too_long(text: str, repairs: Salvage) -> Triplets:
-    """A JSON reply whose triplets are all over the paper's word bound (but for items
-    missing a field, as the last one of a reply cut off by the token limit) has none the
-    paper allows: the empty answer, its items counted by reason as the schema would
-    count them. The schema alone would call it unusable and ask again, and a small model
-    only repeats itself. Any other reply is read as :func:`_nothing` reads it."""
+    """A JSON reply whose triplets the schema all dropped for the paper's word bound (but
+    for items missing a field, as the last one of a reply cut off by the token limit) has
+    none the paper allows: the empty answer, with the schema's counts. The schema alone
+    would call it unusable and ask again, and a small model only repeats itself. Any
+    other reply is read as :func:`_nothing` reads it."""
+    attempt = Salvage()
     try:
-        value = repair_json(text)
-    except LLMOutputError:
-        value = None
-    items = value.get("triplets") if isinstance(value, dict) else value
-    reasons: Counter[str] = Counter()
-    for item in items if isinstance(items, list) else []:
-        got = [item.get(f) for f in _FIELDS] if isinstance(item, dict) else []
-        fields = [f for f in got if isinstance(f, str)]
-        if len(fields) != len(_FIELDS):
-            reasons["missing_field"] += 1
-        elif triplet_words(*fields) > TRIPLET_WORDS:
-            reasons["triplet_too_long"] += 1
-        else:  # a triplet within the bound broke the schema some other way
-            return _nothing(text, Triplets)
-    if not reasons["triplet_too_long"]:
-        return _nothing(text, Triplets)
-    repairs.reasons.update(reasons)
-    return Triplets()
+        salvage(repair_json(text), Triplets, attempt)
+    except LLMOutputError:  # no JSON at all
+        pass
+    except ValueError:  # nothing kept (Unusable and ValidationError are ValueErrors)
+        if attempt.reasons["triplet_too_long"] and set(attempt.reasons) <= _OVER_BOUND:
+            repairs.merge(attempt)
+            return Triplets()
+    return _nothing(text, Triplets)
 
 
-_FIELDS = ("subject", "relation", "object")
+#: what a triplet is dropped or cut for when its reply only broke the word bound
+_OVER_BOUND = frozenset({"triplet_too_long", "missing_field"}) | TRUNCATING
 
 
 #: answers that may be empty, and so may say so in words
