@@ -165,6 +165,9 @@ class RetrievalConfig(_Section):
     session_window: int | None = None
     reply_weight: float | None = None
     reply_pool: int | None = None
+    period_weight: float | None = None
+    thread_weight: float | None = None
+    thread_window: int | None = None
 
 
 class BuildConfig(_Section):

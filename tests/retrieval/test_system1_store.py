@@ -97,7 +97,7 @@ def test_dates_in_questions_raise_turns_of_that_period(
 ) -> None:
     question = "What did Felix do in July 2024?"
     with_dates = ids(memory, question)
-    cfg = Config(store=memory.store.url, retrieval={"date_boost": 0.0})
+    cfg = Config(store=memory.store.url, retrieval={"date_boost": 0.0, "period_weight": 0.0})
     with Memory.open(config=cfg, embedder=embedder) as without:
         no_dates = [h.id for h in without.search(question, namespace="ns", k=7).hits]
     assert with_dates.index("c1") < no_dates.index("c1")
@@ -153,7 +153,7 @@ def test_dates_pick_the_turn_about_the_day(
     with Memory.open(tmp_path / "d.db", embedder=embedder) as memory:
         memory.add_many(turns, namespace="days")
         assert memory.search(question, namespace="days", k=4).hits[0].id == answer
-    cfg = Config(store=str(tmp_path / "d.db"), retrieval={"date_boost": 0.0})
+    cfg = Config(store=str(tmp_path / "d.db"), retrieval={"date_boost": 0.0, "period_weight": 0.0})
     with Memory.open(config=cfg, embedder=embedder) as without:
         assert without.search(question, namespace="days", k=4).hits[0].id != answer
 
@@ -413,9 +413,10 @@ def test_a_brief_turn_gives_way_to_one_that_says_something(
     chat_store(path, embedder, chat, "b")
     question = "What does Felix cook?"
     # the two short turns hold "cook" and say nothing of what Felix cooks (his own voice,
-    # "What do I cook?", the session's list, where f1 sits between them, and f1 being the
-    # answer to n1's question would find f1 as well: they are off here)
-    off = {"voice_weight": 0.0, "session_weight": 0.0, "reply_weight": 0.0}
+    # "What do I cook?", the session's list, where f1 sits between them, f1 being the
+    # answer to n1's question and f1 being Felix's turn next to the best one would find
+    # f1 as well: they are off here)
+    off = {"voice_weight": 0.0, "session_weight": 0.0, "reply_weight": 0.0, "thread_weight": 0.0}
     assert search_ids(path, embedder, question, "b", brief_penalty=0.0, **off)[0] in {"n1", "n2"}
     assert search_ids(path, embedder, question, "b", **off)[0] == "f1"
 
@@ -435,8 +436,9 @@ def test_a_question_about_a_speaker_finds_her_own_words(
     path = chat_store(str(tmp_path / "v.db"), embedder, VOICES, "v")
     question = "What country does Elise live in?"
     # (the session's list is off: in this one short session it lends every turn the
-    # same evidence; so is the answer to k1's question, e1: the test is about the voice)
-    off = {"session_weight": 0.0, "reply_weight": 0.0}
+    # same evidence; so are the answer to k1's question, e1, and Elise's turns around the
+    # best one: the test is about the voice)
+    off = {"session_weight": 0.0, "reply_weight": 0.0, "thread_weight": 0.0}
     voiced = search_ids(path, embedder, question, "v", **off)
     without = search_ids(path, embedder, question, "v", voice_weight=0.0, **off)
     # Kate's turns that name Elise came first; Elise's "I'm from Houston" wins in her voice

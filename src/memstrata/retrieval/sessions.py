@@ -126,3 +126,41 @@ def replies(
             meta[key], base[key] = m, 0.0
     kept = {key: gain for key, gain in gains.items() if key in meta}
     return kept, {key: e for key, e in read.items() if key in meta}
+
+
+def thread(
+    store: Store,
+    best: int,
+    meta: dict[int, EpisodeMeta],
+    routes: dict[int, list[str]],
+    speakers: list[str],
+    filters: SearchFilters | None,
+    *,
+    window: int,
+) -> tuple[list[int], dict[int, Episode]]:
+    """The turns of ``speakers`` within ``window`` turns of ``best`` (the best candidate)
+    in its session, and the texts read.
+
+    A question about what someone said ("What does Jon plan to do at the grand
+    opening?") finds the turn that names its topic ("The official opening night is
+    tomorrow"); what the person says about it comes a turn or two later in the same
+    exchange ("... I want to savor all the good vibes"), in words of its own. A turn that
+    was no candidate joins them when it passes the ``filters``: ``meta`` and ``routes``
+    (by the route "thread") gain it."""
+    if meta[best].session is None or not speakers:
+        return [], {}
+    near_keys = store.session_neighbours([best], window).get(best, [])
+    # the candidates' speakers are known; only the others are read
+    read = store.episodes_by_key([key for key in near_keys if key not in meta])
+    found = [key for key in near_keys if key in meta and meta[key].speaker in speakers]
+    joining = [
+        key
+        for key, e in read.items()
+        if e.speaker in speakers and (filters is None or filters.admits(e))
+    ]
+    if joining:
+        for key, m in store.episode_meta(joining).items():
+            meta[key] = m
+            routes[key] = ["thread"]
+            found.append(key)
+    return found, {key: read[key] for key in joining}

@@ -19,7 +19,12 @@ On top of plain RRF it applies LLM-free, data-set-independent refinements:
   raise the turns about them: said in one (or the day after), or naming one in their own
   text ("last Saturday", resolved against when the turn was said). Relative phrases count
   from the newest candidate turn; one placed from an event ("two weeks before the
-  wedding") from the turn that best matches the event's words;
+  wedding") from the turn that best matches the event's words; and the turns said in a
+  period the question names by date are searched alone, their two lists joining the
+  fusion (``period_weight``), so the day's evidence is found even when the whole
+  namespace ranks it low;
+* **the speaker's thread** (``thread_weight``) — a question about what someone said
+  raises her turns a few turns around the best candidate (:func:`~.sessions.thread`);
 * **likes and dislikes** (``stance_boost``) — a question about a preference ("her
   favourite dance", "what does he dislike") raises the turns that state one of that
   polarity ("I love salsa", "I can't stand crowds"; :mod:`memstrata.retrieval.stance`);
@@ -57,7 +62,7 @@ import math
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 
 from pydantic import BaseModel, ConfigDict
@@ -78,7 +83,7 @@ from memstrata.retrieval.text import (
     words,
 )
 from memstrata.retrieval.voice import apart, in_voice
-from memstrata.store.base import EpisodeMeta, SearchFilters, Store
+from memstrata.store.base import EpisodeMeta, ScoredKeys, SearchFilters, Store
 
 #: turns read to learn whether a name the question uses is a speaker's other name
 ALIAS_POOL = 100
@@ -114,6 +119,9 @@ class System1Params(BaseModel):
     session_window: int = 10
     reply_weight: float = 0.0
     reply_pool: int = 20
+    period_weight: float = 0.0
+    thread_weight: float = 0.0
+    thread_window: int = 3
 
 
 # The ``default`` recipe's knobs. A steeper rank discount (k=20 instead of 60) lets the
@@ -123,7 +131,9 @@ class System1Params(BaseModel):
 # middle of flat regions of the four-set sweep ("Query understanding", same file); the
 # link, cover, rule and advice factors likewise ("Links between the steps of a question",
 # "The other name, standing instructions ..."); the session's lexical evidence likewise
-# ("The evidence around a turn"); and the answers to questions ("Answers to questions").
+# ("The evidence around a turn"); the answers to questions ("Answers to questions"); and
+# the day's own search and the speaker's thread ("The day a question names, and the
+# speaker's thread").
 DEFAULT_SYSTEM1 = System1Params(
     rrf_k=20,
     speaker_boost=0.5,
@@ -146,6 +156,9 @@ DEFAULT_SYSTEM1 = System1Params(
     session_window=10,
     reply_weight=0.25,
     reply_pool=20,
+    period_weight=1.0,
+    thread_weight=0.2,
+    thread_window=3,
 )
 
 
@@ -245,9 +258,11 @@ class EpisodeRoute:
         for i, (plan, dense_hits) in enumerate(zip(plans, dense, strict=True)):
             bm25_hits = self.store.bm25_episodes(namespace, plan.terms, p.candidates, filters)
             voices = voiced.get(i, [])
-            lists = [dense_hits, bm25_hits, *voices]
+            dated = self._in_period(namespace, plan, qvecs[i : i + 1], filters)
+            lists = [dense_hits, bm25_hits, *voices, *dated]
+            names = ["dense", "bm25"] + ["dense"] * len(voices) + ["dense", "bm25"][: len(dated)]
             routes: dict[int, list[str]] = defaultdict(list)
-            for hits, route in zip(lists, ["dense", "bm25"] + ["dense"] * len(voices), strict=True):
+            for hits, route in zip(lists, names, strict=True):
                 for key, _ in hits:
                     if route not in routes[key]:
                         routes[key].append(route)
@@ -255,7 +270,9 @@ class EpisodeRoute:
             scores = rrf(
                 [[key for key, _ in hits] for hits in lists],
                 k=p.rrf_k,
-                weights=[p.dense_weight, p.bm25_weight] + [p.voice_weight] * len(voices),
+                weights=[p.dense_weight, p.bm25_weight]
+                + [p.voice_weight] * len(voices)
+                + [p.period_weight] * len(dated),
             )
             if p.session_weight:
                 # turns with the same evidence around them share a rank: a session's
@@ -264,6 +281,19 @@ class EpisodeRoute:
                     scores[key] += p.session_weight / (p.rrf_k + rank)
             out.append(self._refine(namespace, filters, plan, scores, routes, meta, k))
         return out
+
+    def _in_period(
+        self, namespace: str, plan: QueryPlan, qvec: Vectors, filters: SearchFilters | None
+    ) -> list[ScoredKeys]:
+        """The dense and BM25 hits among the turns said in the period the question names
+        by date (or the day after, :data:`~.when.REPORT_LAG`); none without one."""
+        if not self.params.period_weight or plan.period is None:
+            return []
+        start, end = (datetime.fromtimestamp(t, UTC) for t in plan.period)
+        only = (filters or SearchFilters()).within(start, end + timedelta(seconds=when.REPORT_LAG))
+        n = self.params.candidates
+        (dense,) = self.store.dense_episodes(namespace, self.embedder.model_id, qvec, n, only)
+        return [dense, self.store.bm25_episodes(namespace, plan.terms, n, only)]
 
     def _readings(
         self, plans: list[QueryPlan], aliases: dict[str, str], filters: SearchFilters | None
@@ -393,6 +423,15 @@ class EpisodeRoute:
             final[key] *= factor
         if p.link_boost or p.cover_boost:
             episodes = self._link(namespace, plan, final, episodes)
+        if p.thread_weight and plan.speakers and final:
+            best = max(final, key=lambda key: final[key])
+            threaded, texts = sessions.thread(
+                self.store, best, meta, routes, plan.speakers, filters, window=p.thread_window
+            )
+            episodes = {**texts, **episodes}
+            gain = p.thread_weight * final[best] if threaded else 0.0
+            for key in [*threaded, best]:  # the best gains as much, so it stays first
+                final[key] = final.get(key, 0.0) + gain
         ranked = sorted(final, key=lambda key: -final[key])[:k]
         missing = [key for key in ranked if key not in episodes]
         if missing:

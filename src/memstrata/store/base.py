@@ -194,6 +194,12 @@ class SearchFilters(BaseModel):
     def is_empty(self) -> bool:
         return not (self.speakers or self.sessions or self.since or self.until)
 
+    def within(self, since: datetime, until: datetime) -> SearchFilters:
+        """These filters, with their time window narrowed to ``[since, until]``."""
+        lo = max(_aware(since), _aware(self.since)) if self.since else since
+        hi = min(_aware(until), _aware(self.until)) if self.until else until
+        return self.model_copy(update={"since": lo, "until": hi})
+
     def admits(self, episode: Episode) -> bool:
         """Whether ``episode`` passes, for routes that filter outside the store (naive
         times count as UTC, as the store's timestamps do)."""

@@ -1,0 +1,188 @@
+"""System-1's searches of a narrower scope: the day a question names, and the thread of
+the best candidate (SQLite + MiniLM, real stores)."""
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from memstrata.embed import MiniLMEmbedder
+from memstrata.memory import Memory
+from memstrata.retrieval.system1 import DEFAULT_SYSTEM1, EpisodeRoute
+from memstrata.store import SearchFilters, SQLiteStore
+
+DAY1 = datetime(2023, 6, 3, 18, 0, tzinfo=UTC)
+
+# Maria's new activity of 3 June shares no word with the question but "started"; the
+# other days hold many turns about starting things, which the whole namespace ranks first
+DAYS = [
+    ("d1", DAY1 - timedelta(days=30), "John", "I started a new job at the bank this week."),
+    ("d2", DAY1 - timedelta(days=30), "Maria", "I started a pottery class, it is a new hobby."),
+    ("d3", DAY1 - timedelta(days=20), "John", "We started a new routine of morning runs."),
+    ("d4", DAY1 - timedelta(days=20), "Maria", "I started learning a new recipe every week."),
+    ("d5", DAY1 - timedelta(days=10), "John", "The kids started a new school term recently."),
+    ("d6", DAY1 - timedelta(days=10), "Maria", "My neighbour started a new garden recently."),
+    ("e1", DAY1, "John", "We adopted a puppy from the pound last weekend."),
+    ("e2", DAY1 + timedelta(minutes=1), "Maria", "I just started helping at a dog shelter."),
+    ("e3", DAY1 + timedelta(minutes=2), "John", "That is kind of you."),
+    ("f1", DAY1 + timedelta(days=9), "John", "A new bakery opened near the office."),
+]
+
+
+@pytest.fixture
+def days_store(tmp_path: Path, embedder: MiniLMEmbedder) -> SQLiteStore:
+    path = str(tmp_path / "days.db")
+    with Memory.open(path, embedder=embedder) as memory:
+        memory.add_many(
+            [
+                {
+                    "id": i,
+                    "text": t,
+                    "speaker": s,
+                    "occurred_at": at,
+                    "session": at.date().isoformat(),
+                }
+                for i, at, s, t in DAYS
+            ],
+            namespace="d",
+        )
+    store = SQLiteStore(path)
+    yield store
+    store.close()
+
+
+def _ids(
+    store: SQLiteStore, embedder: MiniLMEmbedder, question: str, k: int = 10, **knobs: object
+) -> list[str]:
+    params = DEFAULT_SYSTEM1.model_copy(update=knobs)
+    (hits,) = EpisodeRoute(store, embedder, params).search("d", [question], k)
+    return [h.id for h in hits]
+
+
+def test_the_turns_of_the_day_a_question_names_are_searched_alone(
+    days_store: SQLiteStore, embedder: MiniLMEmbedder
+) -> None:
+    question = "What new activity did Maria start, as mentioned on 3 June, 2023?"
+    # three candidates from each list over the whole namespace: the other days' turns
+    few = {
+        "candidates": 3,
+        "session_weight": 0.0,
+        "neighbour_weight": 0.0,
+        "reply_weight": 0.0,
+        "voice_weight": 0.0,
+    }
+    assert "e2" not in _ids(days_store, embedder, question, period_weight=0.0, **few)
+    found = _ids(days_store, embedder, question, period_weight=1.0, **few)
+    assert found[0] == "e2"
+    # a question naming no date searches nothing more
+    plain = "What new activity did Maria start?"
+    assert _ids(days_store, embedder, plain, period_weight=1.0, **few) == _ids(
+        days_store, embedder, plain, period_weight=0.0, **few
+    )
+
+
+def test_the_days_search_keeps_the_searchs_own_filters(
+    days_store: SQLiteStore, embedder: MiniLMEmbedder
+) -> None:
+    question = "What new activity did Maria start, as mentioned on 3 June, 2023?"
+    params = DEFAULT_SYSTEM1.model_copy(update={"period_weight": 1.0, "candidates": 3})
+    route = EpisodeRoute(days_store, embedder, params)
+    (johns,) = route.search("d", [question], 10, SearchFilters(speakers=["John"]))
+    assert {h.id for h in johns} <= {"d1", "d3", "d5", "e1", "e3", "f1"}
+    later = SearchFilters(since=DAY1 + timedelta(days=1))
+    (after,) = route.search("d", [question], 10, later)
+    assert [h.id for h in after] == ["f1"]
+
+
+def test_filters_within_narrow_their_time_window() -> None:
+    start, end = DAY1, DAY1 + timedelta(days=2)
+    assert SearchFilters().within(start, end).since == start
+    naive = SearchFilters(since=datetime(2023, 6, 4), speakers=["Maria"]).within(start, end)
+    assert naive.since == datetime(2023, 6, 4, tzinfo=UTC)
+    assert naive.until == end and naive.speakers == ["Maria"]
+    wide = SearchFilters(until=datetime(2024, 1, 1, tzinfo=UTC)).within(start, end)
+    assert wide.until == end
+
+
+OPENING = [
+    ("s1", "j1", "Jon", "The official opening night of my dance studio is tomorrow!"),
+    ("s1", "g1", "Gina", "So soon! Are you nervous about it?"),
+    ("s1", "j2", "Jon", "A bit, but I want to savor every second and soak up the good vibes."),
+    ("s1", "g2", "Gina", "You deserve every bit of it."),
+    ("s1", "j3", "Jon", "Thanks, talk soon."),
+    ("s1", "g3", "Gina", "Bye!"),
+    ("s1", "j4", "Jon", "My cousin is visiting next month."),
+    ("s2", "g4", "Gina", "The opening of my store went well, the night was busy."),
+    ("s2", "j5", "Jon", "Next spring I might repaint the kitchen."),
+    ("s3", "g5", "Gina", "My plan for the night is a quiet dinner."),
+]
+
+
+@pytest.fixture
+def opening_store(tmp_path: Path, embedder: MiniLMEmbedder) -> SQLiteStore:
+    path = str(tmp_path / "opening.db")
+    with Memory.open(path, embedder=embedder) as memory:
+        memory.add_many(
+            [{"id": i, "text": t, "speaker": s, "session": ss} for ss, i, s, t in OPENING],
+            namespace="d",
+        )
+    store = SQLiteStore(path)
+    yield store
+    store.close()
+
+
+def _scores(
+    store: SQLiteStore, embedder: MiniLMEmbedder, question: str, **knobs: object
+) -> dict[str, float]:
+    params = DEFAULT_SYSTEM1.model_copy(update=knobs)
+    (hits,) = EpisodeRoute(store, embedder, params).search("d", [question], 10)
+    return {h.id: h.score for h in hits}
+
+
+def test_the_named_speakers_turns_around_the_best_candidate_are_raised(
+    opening_store: SQLiteStore, embedder: MiniLMEmbedder
+) -> None:
+    question = "What does Jon plan to do at the opening night of his studio?"
+    before = _scores(opening_store, embedder, question, thread_weight=0.0)
+    after = _scores(opening_store, embedder, question, thread_weight=0.3, thread_window=3)
+    wider = _scores(opening_store, embedder, question, thread_weight=0.3, thread_window=4)
+    best = max(before, key=before.__getitem__)
+    assert best == "j1"
+    changed = {i for i in after if after[i] != pytest.approx(before.get(i, 0.0))}
+    # Jon's turn within three of j1 (j2, two on); not Gina's between, not j3 four on,
+    # not Jon's turns of other sessions; j1 gains as much, so it stays first
+    assert changed == {"j1", "j2"}
+    assert after["j2"] == pytest.approx(before["j2"] + 0.3 * before["j1"])
+    assert after["j1"] == pytest.approx(1.3 * before["j1"])
+    assert sorted(after, key=after.__getitem__, reverse=True)[:2] == ["j1", "j2"]
+    assert wider["j3"] == pytest.approx(before["j3"] + 0.3 * before["j1"])
+    # a question naming nobody raises nothing
+    nobody = "What is planned for the opening night of the studio?"
+    assert _scores(opening_store, embedder, nobody, thread_weight=0.3) == pytest.approx(
+        _scores(opening_store, embedder, nobody, thread_weight=0.0)
+    )
+
+
+def test_a_thread_turn_joins_the_candidates_only_through_the_filters(
+    opening_store: SQLiteStore, embedder: MiniLMEmbedder
+) -> None:
+    question = "What does Jon plan to do at the opening night of his studio?"
+    # one candidate from each list: j2 is none of them and joins through j1
+    few = {
+        "candidates": 1,
+        "session_weight": 0.0,
+        "neighbour_weight": 0.0,
+        "reply_weight": 0.0,
+        "voice_weight": 0.0,
+        "thread_weight": 0.3,
+    }
+    route = EpisodeRoute(opening_store, embedder, DEFAULT_SYSTEM1.model_copy(update=few))
+    (hits,) = route.search("d", [question], 10)
+    joined = {h.id: h for h in hits}
+    assert "j2" in joined and joined["j2"].routes == ["thread"]
+    off = DEFAULT_SYSTEM1.model_copy(update={**few, "thread_weight": 0.0})
+    (plain,) = EpisodeRoute(opening_store, embedder, off).search("d", [question], 10)
+    assert "j2" not in {h.id for h in plain}
+    # the thread around Gina's best turn is Jon's, whom the filter leaves out
+    (ginas,) = route.search("d", [question], 10, SearchFilters(speakers=["Gina"]))
+    assert ginas and {h.id for h in ginas} <= {"g1", "g2", "g3", "g4", "g5"}
