@@ -70,3 +70,16 @@ def install(make: MakeLists) -> None:
 
     system1.EpisodeRoute.search = searched  # type: ignore[method-assign]
     system1.rrf = fused  # type: ignore[assignment]
+
+
+def weighted_bench(doc: str, install_with: Callable[[float], None]) -> None:
+    """The command line of a study that patches System-1 with one weight: ``python -m
+    studies.NAME WEIGHT bench qa ...`` installs the patch, then runs the ``memstrata``
+    command after the weight."""
+    from memstrata.cli.main import main as cli
+
+    if len(sys.argv) < 3:
+        raise SystemExit(doc)
+    install_with(float(sys.argv[1]))
+    sys.argv = ["memstrata", *sys.argv[2:]]
+    cli()

@@ -13,13 +13,12 @@ rank does. Every refinement after the fusion is left as it is.
 
 from __future__ import annotations
 
-import sys
 import threading
 from typing import Any
 
-from memstrata.cli.main import main as cli
 from memstrata.retrieval import system1
 from memstrata.store.base import Store
+from studies import extra_lists
 
 
 class _Recording:
@@ -76,11 +75,7 @@ def install(weight: float) -> None:
 
 
 def main() -> None:
-    if len(sys.argv) < 3:
-        raise SystemExit(__doc__)
-    install(float(sys.argv[1]))
-    sys.argv = ["memstrata", *sys.argv[2:]]
-    cli()
+    extra_lists.weighted_bench(__doc__ or "", install)
 
 
 if __name__ == "__main__":

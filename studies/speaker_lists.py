@@ -12,9 +12,6 @@ weighted WEIGHT.
 
 from __future__ import annotations
 
-import sys
-
-from memstrata.cli.main import main as cli
 from memstrata.retrieval import system1
 from memstrata.store.base import SearchFilters
 from studies import extra_lists
@@ -44,11 +41,7 @@ def install(weight: float) -> None:
 
 
 def main() -> None:
-    if len(sys.argv) < 3:
-        raise SystemExit(__doc__)
-    install(float(sys.argv[1]))
-    sys.argv = ["memstrata", *sys.argv[2:]]
-    cli()
+    extra_lists.weighted_bench(__doc__ or "", install)
 
 
 if __name__ == "__main__":
