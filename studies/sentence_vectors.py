@@ -32,6 +32,7 @@ from memstrata.retrieval.documents import embed_text
 from memstrata.retrieval.text import sentences
 from memstrata.store.base import ScoredKeys, SearchFilters, Store
 from studies import extra_lists
+from studies.turn_context import ContextStore
 
 VARIANTS = ("replace", "list")
 CANDIDATES = 100
@@ -67,26 +68,11 @@ def best_by_turn(keys: np.ndarray, vecs: np.ndarray, q: np.ndarray, limit: int) 
     return out
 
 
-class SentenceStore:
+class SentenceStore(ContextStore):
     """The route's store, with unfiltered dense search by each turn's best sentence."""
 
-    def __init__(self, store: Store, rows: tuple[np.ndarray, np.ndarray]) -> None:
-        self._store, (self._keys, self._vecs) = store, rows
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._store, name)
-
-    def dense_episodes(
-        self,
-        namespace: str,
-        model: str,
-        queries: np.ndarray,
-        limit: int,
-        filters: SearchFilters | None = None,
-    ) -> list[ScoredKeys]:
-        if filters is not None and not filters.is_empty():
-            return self._store.dense_episodes(namespace, model, queries, limit, filters)
-        return [best_by_turn(self._keys, self._vecs, q, limit) for q in queries]
+    def top(self, q: np.ndarray, limit: int) -> ScoredKeys:
+        return best_by_turn(self._keys, self._vecs, q, limit)
 
 
 def install(variant: str, weight: float) -> None:

@@ -80,12 +80,13 @@ class ContextStore:
     ) -> list[ScoredKeys]:
         if filters is not None and filters.speakers:
             return self._store.dense_episodes(namespace, model, queries, limit, filters)
-        out = []
-        for q in queries:
-            sims = self._vecs @ q
-            top = np.argsort(-sims, kind="stable")[:limit]
-            out.append([(int(self._keys[i]), float(sims[i])) for i in top])
-        return out
+        return [self.top(q, limit) for q in queries]
+
+    def top(self, q: np.ndarray, limit: int) -> ScoredKeys:
+        """The ``limit`` best rows by cosine with ``q``."""
+        sims = self._vecs @ q
+        best = np.argsort(-sims, kind="stable")[:limit]
+        return [(int(self._keys[i]), float(sims[i])) for i in best]
 
 
 def install(variant: str) -> None:
