@@ -1,6 +1,7 @@
 """System-1's searches of a narrower scope: the day a question names, and the thread of
 the best candidate (SQLite + MiniLM, real stores)."""
 
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -8,6 +9,7 @@ import pytest
 
 from memstrata.embed import MiniLMEmbedder
 from memstrata.memory import Memory
+from memstrata.models import Hit
 from memstrata.retrieval.system1 import DEFAULT_SYSTEM1, EpisodeRoute
 from memstrata.store import SearchFilters, SQLiteStore
 
@@ -29,34 +31,42 @@ DAYS = [
 ]
 
 
-@pytest.fixture
-def days_store(tmp_path: Path, embedder: MiniLMEmbedder) -> SQLiteStore:
-    path = str(tmp_path / "days.db")
+#: the rules that would also find the turns these tests are about
+OTHERS_OFF = {
+    "session_weight": 0.0,
+    "neighbour_weight": 0.0,
+    "reply_weight": 0.0,
+    "voice_weight": 0.0,
+}
+
+
+def _store(path: Path, embedder: MiniLMEmbedder, turns: list[dict]) -> Iterator[SQLiteStore]:
     with Memory.open(path, embedder=embedder) as memory:
-        memory.add_many(
-            [
-                {
-                    "id": i,
-                    "text": t,
-                    "speaker": s,
-                    "occurred_at": at,
-                    "session": at.date().isoformat(),
-                }
-                for i, at, s, t in DAYS
-            ],
-            namespace="d",
-        )
-    store = SQLiteStore(path)
+        memory.add_many(turns, namespace="d")
+    store = SQLiteStore(str(path))
     yield store
     store.close()
 
 
-def _ids(
-    store: SQLiteStore, embedder: MiniLMEmbedder, question: str, k: int = 10, **knobs: object
-) -> list[str]:
+@pytest.fixture
+def days_store(tmp_path: Path, embedder: MiniLMEmbedder) -> Iterator[SQLiteStore]:
+    turns = [
+        {"id": i, "text": t, "speaker": s, "occurred_at": at, "session": at.date().isoformat()}
+        for i, at, s, t in DAYS
+    ]
+    yield from _store(tmp_path / "days.db", embedder, turns)
+
+
+def _hits(
+    store: SQLiteStore, embedder: MiniLMEmbedder, question: str, **knobs: object
+) -> list[Hit]:
     params = DEFAULT_SYSTEM1.model_copy(update=knobs)
-    (hits,) = EpisodeRoute(store, embedder, params).search("d", [question], k)
-    return [h.id for h in hits]
+    (hits,) = EpisodeRoute(store, embedder, params).search("d", [question], 10)
+    return hits
+
+
+def _ids(store: SQLiteStore, embedder: MiniLMEmbedder, question: str, **knobs: object) -> list[str]:
+    return [h.id for h in _hits(store, embedder, question, **knobs)]
 
 
 def test_the_turns_of_the_day_a_question_names_are_searched_alone(
@@ -64,13 +74,7 @@ def test_the_turns_of_the_day_a_question_names_are_searched_alone(
 ) -> None:
     question = "What new activity did Maria start, as mentioned on 3 June, 2023?"
     # three candidates from each list over the whole namespace: the other days' turns
-    few = {
-        "candidates": 3,
-        "session_weight": 0.0,
-        "neighbour_weight": 0.0,
-        "reply_weight": 0.0,
-        "voice_weight": 0.0,
-    }
+    few = {"candidates": 3, **OTHERS_OFF}
     assert "e2" not in _ids(days_store, embedder, question, period_weight=0.0, **few)
     found = _ids(days_store, embedder, question, period_weight=1.0, **few)
     assert found[0] == "e2"
@@ -119,24 +123,15 @@ OPENING = [
 
 
 @pytest.fixture
-def opening_store(tmp_path: Path, embedder: MiniLMEmbedder) -> SQLiteStore:
-    path = str(tmp_path / "opening.db")
-    with Memory.open(path, embedder=embedder) as memory:
-        memory.add_many(
-            [{"id": i, "text": t, "speaker": s, "session": ss} for ss, i, s, t in OPENING],
-            namespace="d",
-        )
-    store = SQLiteStore(path)
-    yield store
-    store.close()
+def opening_store(tmp_path: Path, embedder: MiniLMEmbedder) -> Iterator[SQLiteStore]:
+    turns = [{"id": i, "text": t, "speaker": s, "session": ss} for ss, i, s, t in OPENING]
+    yield from _store(tmp_path / "opening.db", embedder, turns)
 
 
 def _scores(
     store: SQLiteStore, embedder: MiniLMEmbedder, question: str, **knobs: object
 ) -> dict[str, float]:
-    params = DEFAULT_SYSTEM1.model_copy(update=knobs)
-    (hits,) = EpisodeRoute(store, embedder, params).search("d", [question], 10)
-    return {h.id: h.score for h in hits}
+    return {h.id: h.score for h in _hits(store, embedder, question, **knobs)}
 
 
 def test_the_named_speakers_turns_around_the_best_candidate_are_raised(
@@ -168,14 +163,7 @@ def test_a_thread_turn_joins_the_candidates_only_through_the_filters(
 ) -> None:
     question = "What does Jon plan to do at the opening night of his studio?"
     # one candidate from each list: j2 is none of them and joins through j1
-    few = {
-        "candidates": 1,
-        "session_weight": 0.0,
-        "neighbour_weight": 0.0,
-        "reply_weight": 0.0,
-        "voice_weight": 0.0,
-        "thread_weight": 0.3,
-    }
+    few = {"candidates": 1, "thread_weight": 0.3, **OTHERS_OFF}
     route = EpisodeRoute(opening_store, embedder, DEFAULT_SYSTEM1.model_copy(update=few))
     (hits,) = route.search("d", [question], 10)
     joined = {h.id: h for h in hits}

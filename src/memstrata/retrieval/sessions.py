@@ -118,12 +118,10 @@ def replies(
             if filters is not None and not filters.admits(reply):
                 continue
             joining.append(reply.key)  # one turn before it: it joins once
-            routes[reply.key] = ["reply"]
         read[reply.key] = reply
         gains[reply.key] += weight * base[key]
-    if joining:
-        for key, m in store.episode_meta(joining).items():
-            meta[key], base[key] = m, 0.0
+    for key in _join(store, joining, meta, routes, "reply"):
+        base[key] = 0.0
     kept = {key: gain for key, gain in gains.items() if key in meta}
     return kept, {key: e for key, e in read.items() if key in meta}
 
@@ -158,9 +156,24 @@ def thread(
         for key, e in read.items()
         if e.speaker in speakers and (filters is None or filters.admits(e))
     ]
-    if joining:
-        for key, m in store.episode_meta(joining).items():
-            meta[key] = m
-            routes[key] = ["thread"]
-            found.append(key)
+    found += _join(store, joining, meta, routes, "thread")
     return found, {key: read[key] for key in joining}
+
+
+def _join(
+    store: Store,
+    keys: list[int],
+    meta: dict[int, EpisodeMeta],
+    routes: dict[int, list[str]],
+    route: str,
+) -> list[int]:
+    """Make the turns ``keys`` (no candidates, through the search's filters) candidates:
+    ``meta`` gains their positions and ``routes`` the ``route`` that found them. Returns
+    the keys still stored."""
+    if not keys:
+        return []
+    joined = store.episode_meta(keys)
+    for key, m in joined.items():
+        meta[key] = m
+        routes[key] = [route]
+    return list(joined)

@@ -429,9 +429,10 @@ class EpisodeRoute:
                 self.store, best, meta, routes, plan.speakers, filters, window=p.thread_window
             )
             episodes = {**texts, **episodes}
-            gain = p.thread_weight * final[best] if threaded else 0.0
-            for key in [*threaded, best]:  # the best gains as much, so it stays first
-                final[key] = final.get(key, 0.0) + gain
+            if threaded:
+                gain = p.thread_weight * final[best]
+                for key in [*threaded, best]:  # the best gains as much, so it stays first
+                    final[key] = final.get(key, 0.0) + gain
         ranked = sorted(final, key=lambda key: -final[key])[:k]
         missing = [key for key in ranked if key not in episodes]
         if missing:
