@@ -447,3 +447,28 @@ def bench_reader(
         )
         paths = br.write(report, out_dir)
     emit(br.markdown(report), paths)
+
+
+@bench_app.command("gguf")
+def bench_gguf(
+    turns: Annotated[
+        int, typer.Option(min=1, help="Turns of the sample conversation (two calls each).")
+    ] = 8,
+    max_tokens: Annotated[int, typer.Option(min=1, help="Completion budget of a call.")] = 256,
+    model: Annotated[
+        Path | None, typer.Option(help="A GGUF file (default: the bundled SmolLM2).")
+    ] = None,
+    out_dir: Annotated[Path, typer.Option("--out", help="Where to write gguf.json/.md.")] = Path(
+        "bench-out"
+    ),
+) -> None:
+    """JSON calls through the in-process GGUF backend with llama-cpp-python's grammar
+    sampler and with the lazy one (the default), alternately on the same prompts: call
+    and reply-token medians, whether the replies are identical, and how often the lazy
+    sampler tested the whole vocabulary. Needs the gguf extra."""
+    from memstrata.eval import bench_gguf as bg
+
+    with errors():
+        report = bg.run(turns, max_tokens, str(model) if model else None)
+        paths = bg.write(report, out_dir)
+    emit(bg.markdown(report), paths)

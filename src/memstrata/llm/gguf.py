@@ -46,6 +46,7 @@ class GGUFBackend:
         n_ctx: int = 4096,
         n_threads: int | None = None,
         seed: int = 0,
+        lazy_grammar: bool = True,
     ) -> None:
         try:
             import llama_cpp  # noqa: F401  (fail early, with a useful message)
@@ -61,6 +62,14 @@ class GGUFBackend:
         self.context_tokens = n_ctx
         self.n_threads = n_threads  # None: llama.cpp's defaults (half the cores; all for prompts)
         self.seed = seed
+        #: greedy JSON replies test the grammar against the model's best tokens first
+        #: (:mod:`memstrata.llm.gguf_sampling`); False keeps llama-cpp-python's own sampler
+        self.lazy_grammar = lazy_grammar
+        #: tokens chosen under a grammar by the lazy sampler; the steps where the grammar
+        #: refused the model's best token; and those that tested the whole vocabulary
+        self.grammar_steps = 0
+        self.grammar_refused = 0
+        self.grammar_full_passes = 0
         self._llama: Any = None
         # llama.cpp contexts are not thread-safe. The thread lock is the real guard (a
         # cancelled task leaves its worker thread running); the asyncio lock keeps waiting
@@ -72,7 +81,9 @@ class GGUFBackend:
         if self._llama is None:
             from llama_cpp import Llama
 
-            self._llama = Llama(
+            from memstrata.llm.gguf_sampling import llama_class
+
+            self._llama = (llama_class() if self.lazy_grammar else Llama)(
                 model_path=str(self.model_path),
                 n_ctx=self.n_ctx,
                 n_threads=self.n_threads,
@@ -86,7 +97,14 @@ class GGUFBackend:
 
     def _run(self, kwargs: dict[str, Any]) -> dict[str, Any]:
         with self._thread_lock:
-            result: dict[str, Any] = self._load().create_chat_completion(**kwargs)
+            llama = self._load()
+            llama.last_sampler = None
+            result: dict[str, Any] = llama.create_chat_completion(**kwargs)
+            sampler = llama.last_sampler
+            if sampler is not None:
+                self.grammar_steps += sampler.steps
+                self.grammar_refused += sampler.refused
+                self.grammar_full_passes += sampler.full_passes
             return result
 
     async def complete(
