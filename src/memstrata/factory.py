@@ -79,7 +79,11 @@ def _backend_options(cfg: LLMConfig, kind: str) -> dict[str, Any]:
             "timeout": cfg.timeout_s,
             "structured_format": cfg.structured,
         }
-    return {"model_path": cfg.model_path, "n_threads": cfg.threads}
+    return {
+        "model_path": cfg.model_path,
+        "n_threads": cfg.threads,
+        "weights": None if cfg.weights == "as-is" else cfg.weights,
+    }
 
 
 _EMBEDDERS: dict[str, Embedder] = {}

@@ -36,12 +36,17 @@ def test_bench_gguf_times_both_samplers_on_the_same_calls(
     assert (out / "gguf.md").read_text() in proc.stdout
 
 
-def test_bench_gguf_refuses_no_turns(tmp_path: Path, subprocess_env: dict[str, str]) -> None:
+@pytest.mark.parametrize(
+    ("args", "named"), [(["--turns", "0"], "--turns"), (["--weights", "q2_k"], "--weights")]
+)
+def test_bench_gguf_refuses_bad_options(
+    args: list[str], named: str, subprocess_env: dict[str, str]
+) -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "memstrata", "bench", "gguf", "--turns", "0"],
+        [sys.executable, "-m", "memstrata", "bench", "gguf", *args],
         capture_output=True,
         text=True,
         env=subprocess_env,
         timeout=120,
     )
-    assert proc.returncode == 2 and "--turns" in proc.stderr
+    assert proc.returncode == 2 and named in proc.stderr

@@ -456,8 +456,11 @@ def bench_gguf(
     ] = 8,
     max_tokens: Annotated[int, typer.Option(min=1, help="Completion budget of a call.")] = 256,
     model: Annotated[
-        Path | None, typer.Option(help="A GGUF file (default: the bundled SmolLM2).")
+        Path | None, typer.Option(help="A GGUF file, loaded as it is (default: the bundled one).")
     ] = None,
+    weights: Annotated[
+        str, typer.Option(help="The bundled model's weights: q8_0 (converted once) or as-is.")
+    ] = "q8_0",
     out_dir: Annotated[Path, typer.Option("--out", help="Where to write gguf.json/.md.")] = Path(
         "bench-out"
     ),
@@ -468,7 +471,11 @@ def bench_gguf(
     sampler tested the whole vocabulary. Needs the gguf extra."""
     from memstrata.eval import bench_gguf as bg
 
+    if weights not in ("q8_0", "as-is"):
+        err.print("error: --weights takes q8_0 or as-is", markup=False)
+        raise typer.Exit(2)
+    kind = None if weights == "as-is" else weights
     with errors():
-        report = bg.run(turns, max_tokens, str(model) if model else None)
+        report = bg.run(turns, max_tokens, str(model) if model else None, kind)
         paths = bg.write(report, out_dir)
     emit(bg.markdown(report), paths)

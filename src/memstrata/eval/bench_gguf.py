@@ -4,9 +4,9 @@ llama-cpp-python's own grammar sampler and with the lazy one, on the same prompt
 The prompts ask for what a graph design extracts from a turn (its entities, then facts
 between them, as JSON) over the bundled sample conversation. Each goes to both samplers
 in turn (alternating which goes first), greedy, with the schema the client would send.
-Both must give the same replies; the report says whether they did, the median time of a
-call and of a call per reply token, and how often the lazy sampler had to test the
-whole vocabulary.
+Both must give the same replies; the report says whether they did, how fast each
+reads a long prompt, the median time of a call and of a call per reply token, and how
+often the lazy sampler had to test the whole vocabulary.
 """
 
 from __future__ import annotations
@@ -87,6 +87,14 @@ def calls(turns: int) -> list[tuple[list[Message], type[BaseModel]]]:
     return out
 
 
+def _long_prompt() -> list[Message]:
+    """The whole sample conversation (about 1,000 tokens), to time reading a prompt."""
+    text = resources.files("memstrata.data").joinpath("sample_conversation.jsonl").read_text()
+    rows = [json.loads(line) for line in text.splitlines() if line.strip()]
+    chat = "\n".join(f"{r['speaker']}: {r['text']}" for r in rows)
+    return _ask("Summarize the conversation as JSON.", chat)
+
+
 async def _timed(
     backend: GGUFBackend, messages: list[Message], schema: dict[str, Any], max_tokens: int
 ) -> dict[str, Any]:
@@ -100,10 +108,20 @@ async def _timed(
     }
 
 
-async def _run(turns: int, max_tokens: int, model_path: str | None) -> dict[str, Any]:
-    backends = {name: GGUFBackend(model_path, lazy_grammar=(name == "lazy")) for name in SAMPLERS}
+async def _run(
+    turns: int, max_tokens: int, model_path: str | None, weights: str | None
+) -> dict[str, Any]:
+    backends = {
+        name: GGUFBackend(model_path, lazy_grammar=(name == "lazy"), weights=weights)
+        for name in SAMPLERS
+    }
     rows: dict[str, list[dict[str, Any]]] = {name: [] for name in SAMPLERS}
+    reading: dict[str, float] = {}
     try:
+        long = _long_prompt()
+        for name in SAMPLERS:  # each model reads the long prompt once (no cached prefix)
+            r = await _timed(backends[name], long, {"type": "object"}, 1)
+            reading[name] = r["prompt_tokens"] / (r["ms"] / 1000)
         for i, (messages, model) in enumerate(calls(turns)):
             schema = bounded_json_schema(model)
             order = SAMPLERS if i % 2 == 0 else SAMPLERS[::-1]
@@ -116,6 +134,7 @@ async def _run(turns: int, max_tokens: int, model_path: str | None) -> dict[str,
             backend.close()
     same = sum(a["text"] == b["text"] for a, b in zip(*rows.values(), strict=True))
     report: dict[str, Any] = {
+        "model": backends["lazy"].model,
         "turns": turns,
         "calls": len(rows["lazy"]),
         "max_tokens": max_tokens,
@@ -128,6 +147,7 @@ async def _run(turns: int, max_tokens: int, model_path: str | None) -> dict[str,
     for name, got in rows.items():
         per_token = [r["ms"] / r["completion_tokens"] for r in got if r["completion_tokens"]]
         report["samplers"][name] = {
+            "prompt_read_tokens_per_s": reading[name],
             "call_ms_p50": statistics.median(r["ms"] for r in got),
             "ms_per_reply_token_p50": statistics.median(per_token) if per_token else None,
             "total_s": sum(r["ms"] for r in got) / 1000,
@@ -137,25 +157,30 @@ async def _run(turns: int, max_tokens: int, model_path: str | None) -> dict[str,
     return report
 
 
-def run(turns: int = 8, max_tokens: int = 256, model_path: str | None = None) -> dict[str, Any]:
+def run(
+    turns: int = 8,
+    max_tokens: int = 256,
+    model_path: str | None = None,
+    weights: str | None = "q8_0",
+) -> dict[str, Any]:
     if turns < 1:
         raise ValueError("--turns must be at least 1")
-    return asyncio.run(_run(turns, max_tokens, model_path))
+    return asyncio.run(_run(turns, max_tokens, model_path, weights))
 
 
 def markdown(report: dict[str, Any]) -> str:
     lines = [
-        f"# GGUF JSON calls: {report['calls']} calls ({report['turns']} turns, "
-        f"max_tokens {report['max_tokens']})",
+        f"# GGUF JSON calls: {report['model']}, {report['calls']} calls "
+        f"({report['turns']} turns, max_tokens {report['max_tokens']})",
         "",
-        "| sampler | call p50 (ms) | call ms per reply token, p50 | total (s) | prompt tokens "
-        "| reply tokens |",
-        "|---|---:|---:|---:|---:|---:|",
+        "| sampler | prompt read (tokens/s) | call p50 (ms) | call ms per reply token, p50 "
+        "| total (s) | prompt tokens | reply tokens |",
+        "|---|---:|---:|---:|---:|---:|---:|",
     ]
     for name, s in report["samplers"].items():
         per_token = s["ms_per_reply_token_p50"]
         lines.append(
-            f"| {name} | {s['call_ms_p50']:.0f} | "
+            f"| {name} | {s['prompt_read_tokens_per_s']:.0f} | {s['call_ms_p50']:.0f} | "
             f"{'-' if per_token is None else f'{per_token:.1f}'} | {s['total_s']:.1f} | "
             f"{s['prompt_tokens']} | {s['completion_tokens']} |"
         )

@@ -8,14 +8,18 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+import logging
 import os
 import threading
 from pathlib import Path
 from typing import Any
 
+from memstrata.llm import gguf_weights
 from memstrata.llm._aio import LoopLocal
 from memstrata.llm.schema import GRAMMAR_REPEAT_LIMIT
 from memstrata.llm.types import Completion, LLMBackendError, LLMError, Message
+
+log = logging.getLogger(__name__)
 
 _EXTRA_HINT = "install the extra: pip install 'memstrata[gguf]'"
 
@@ -47,6 +51,7 @@ class GGUFBackend:
         n_threads: int | None = None,
         seed: int = 0,
         lazy_grammar: bool = True,
+        weights: str | None = "q8_0",
     ) -> None:
         try:
             import llama_cpp  # noqa: F401  (fail early, with a useful message)
@@ -56,7 +61,11 @@ class GGUFBackend:
         if not path.is_file():
             raise LLMError(f"GGUF model file not found: {path}")
         self.model_path = path
-        self.model = path.stem
+        #: the file loaded: the bundled model's weights converted to ``weights`` once
+        #: (:mod:`memstrata.llm.gguf_weights`); a file the caller names is loaded as it is
+        self.weights = weights if model_path is None else None
+        self.weights_path = self._converted()
+        self.model = self._model_name()
         self.n_ctx = n_ctx
         #: the model's context window in tokens, for parts that size their prompts to it
         self.context_tokens = n_ctx
@@ -77,23 +86,55 @@ class GGUFBackend:
         self._thread_lock = threading.Lock()
         self._async_lock = LoopLocal(asyncio.Lock)
 
+    def _converted(self) -> Path:
+        if self.weights is None:
+            return self.model_path
+        try:
+            return gguf_weights.convert(self.model_path, self.weights)
+        except (LLMError, OSError) as exc:
+            log.warning("using %s as it is: %s", self.model_path.name, exc)
+            return self.model_path
+
+    def _model_name(self) -> str:
+        if self.weights_path == self.model_path:
+            return self.model_path.stem
+        return f"{self.model_path.stem}.as-{(self.weights or '').upper()}"
+
     def _load(self) -> Any:
         if self._llama is None:
-            from llama_cpp import Llama
-
-            from memstrata.llm.gguf_sampling import llama_class
-
-            self._llama = (llama_class() if self.lazy_grammar else Llama)(
-                model_path=str(self.model_path),
-                n_ctx=self.n_ctx,
-                n_threads=self.n_threads,
-                # a thread count given bounds the prompt's evaluation too (llama.cpp's own
-                # default there is every core)
-                n_threads_batch=self.n_threads,
-                seed=self.seed,
-                verbose=False,
-            )
+            try:
+                self._llama = self._open(self.weights_path)
+            except ValueError:  # llama-cpp-python: "Failed to load model from file"
+                if self.weights_path == self.model_path:
+                    raise
+                # a damaged copy is made again, once; then the bundled file is used
+                log.warning("the converted %s did not load; converting again", self.model)
+                gguf_weights.drop(self.weights_path)
+                self.weights_path = self._converted()
+                try:
+                    self._llama = self._open(self.weights_path)
+                except ValueError:
+                    if self.weights_path == self.model_path:
+                        raise
+                    self.weights_path, self.model = self.model_path, self.model_path.stem
+                    self._llama = self._open(self.weights_path)
         return self._llama
+
+    def _open(self, path: Path) -> Any:
+        from llama_cpp import Llama
+
+        from memstrata.llm.gguf_sampling import llama_class
+
+        return (llama_class() if self.lazy_grammar else Llama)(
+            model_path=str(path),
+            n_ctx=self.n_ctx,
+            n_threads=self.n_threads,
+            # a thread count given bounds the prompt's evaluation too (llama.cpp's own
+            # default there is every core)
+            n_threads_batch=self.n_threads,
+            seed=self.seed,
+            verbose=False,
+        )
 
     def _run(self, kwargs: dict[str, Any]) -> dict[str, Any]:
         with self._thread_lock:
