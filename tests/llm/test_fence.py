@@ -44,8 +44,9 @@ PROMPT_MODULES = (
 )
 # Files that build messages outside the prompt modules, and why none of them needs a
 # fence of its own: base.py's are the client's own words (the JSON tool protocol, the
-# repair request); tools.py fences each tool result (tested below).
-OTHER_MESSAGE_BUILDERS = {"llm/base.py", "llm/tools.py"}
+# repair request); tools.py fences each tool result (tested below); bench_gguf.py fences
+# the bundled sample conversation it times the model on.
+OTHER_MESSAGE_BUILDERS = {"llm/base.py", "llm/tools.py", "eval/bench_gguf.py"}
 
 # (function name or "*", parameter): text that is not stored material
 NOT_STORED = {

@@ -21,6 +21,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from memstrata.eval.report import write_report
+from memstrata.llm.fence import FENCE_NOTE, fence
 from memstrata.llm.gguf import GGUFBackend
 from memstrata.llm.schema import bounded_json_schema
 from memstrata.llm.types import Message
@@ -45,7 +47,11 @@ class Facts(BaseModel):
 
 
 def _ask(system: str, user: str) -> list[Message]:
-    return [Message(role="system", content=system), Message(role="user", content=user)]
+    """A system prompt and the sample text it works on, fenced as every prompt's is."""
+    return [
+        Message(role="system", content=f"{system} {FENCE_NOTE}"),
+        Message(role="user", content=fence(user)),
+    ]
 
 
 def calls(turns: int) -> list[tuple[list[Message], type[BaseModel]]]:
@@ -195,9 +201,5 @@ def markdown(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def write(report: dict[str, Any], out_dir: Path) -> tuple[Path, Path]:
-    out_dir.mkdir(parents=True, exist_ok=True)
-    jpath, mpath = out_dir / "gguf.json", out_dir / "gguf.md"
-    jpath.write_text(json.dumps(report, indent=2))
-    mpath.write_text(markdown(report))
-    return jpath, mpath
+def write(report: dict[str, Any], out_dir: str | Path) -> tuple[Path, Path]:
+    return write_report(report, out_dir, "gguf", markdown)

@@ -13,18 +13,21 @@ import pytest
 pytestmark = pytest.mark.slow
 
 
+def _bench(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "memstrata", "bench", "gguf", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+
+
 def test_bench_gguf_times_both_samplers_on_the_same_calls(
     tmp_path: Path, subprocess_env: dict[str, str]
 ) -> None:
     out = tmp_path / "out"
-    args = ["bench", "gguf", "--turns", "1", "--max-tokens", "24", "--out", str(out)]
-    proc = subprocess.run(
-        [sys.executable, "-m", "memstrata", *args],
-        capture_output=True,
-        text=True,
-        env=subprocess_env,
-        timeout=300,
-    )
+    proc = _bench(subprocess_env, "--turns", "1", "--max-tokens", "24", "--out", str(out))
     assert proc.returncode == 0, proc.stderr + proc.stdout
     report = json.loads((out / "gguf.json").read_text())
     assert report["calls"] == 2 and report["identical_replies"] == 2  # entities, facts
@@ -42,11 +45,5 @@ def test_bench_gguf_times_both_samplers_on_the_same_calls(
 def test_bench_gguf_refuses_bad_options(
     args: list[str], named: str, subprocess_env: dict[str, str]
 ) -> None:
-    proc = subprocess.run(
-        [sys.executable, "-m", "memstrata", "bench", "gguf", *args],
-        capture_output=True,
-        text=True,
-        env=subprocess_env,
-        timeout=120,
-    )
+    proc = _bench(subprocess_env, *args)
     assert proc.returncode == 2 and named in proc.stderr
