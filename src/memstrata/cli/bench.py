@@ -466,9 +466,10 @@ def bench_gguf(
     ),
 ) -> None:
     """JSON calls through the in-process GGUF backend with llama-cpp-python's grammar
-    sampler and with the lazy one (the default), alternately on the same prompts: call
-    and reply-token medians, whether the replies are identical, and how often the lazy
-    sampler tested the whole vocabulary. Needs the gguf extra."""
+    sampler and with the lazy one (the default), alternately on the same prompts: how
+    fast a long prompt is read, call and reply-token medians, whether the replies are
+    identical, and how often the lazy sampler tested the whole vocabulary. Needs the gguf
+    extra."""
     from memstrata.eval import bench_gguf as bg
 
     if weights not in ("q8_0", "as-is"):
