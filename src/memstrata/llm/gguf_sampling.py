@@ -17,6 +17,7 @@ allowed token's probability, which only the full pass gives.
 from __future__ import annotations
 
 import ctypes
+import functools
 from typing import Any
 
 import numpy as np
@@ -99,12 +100,6 @@ class LazyGrammarGreedy:
             raise RuntimeError("the grammar allows no token here")
         return token
 
-    def accept(self, token: int) -> None:
-        self._lib.llama_sampler_accept(self._grammar, token)
-
-    def reset(self) -> None:
-        self._lib.llama_sampler_reset(self._grammar)
-
     def close(self) -> None:
         if self._grammar:
             self._lib.llama_sampler_free(self._grammar)
@@ -114,6 +109,7 @@ class LazyGrammarGreedy:
         self.close()
 
 
+@functools.cache
 def llama_class() -> type:
     """``llama_cpp.Llama`` whose greedy, grammar-constrained generations use
     :class:`LazyGrammarGreedy`; every other generation is llama-cpp-python's own.
