@@ -1,5 +1,5 @@
-"""System-1's searches of a narrower scope: the day a question names, and the thread of
-the best candidate (SQLite + MiniLM, real stores)."""
+"""System-1's searches of a narrower scope: the day a question names, the thread of the
+best candidate, and the question it answers (SQLite + MiniLM, real stores)."""
 
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -174,3 +174,91 @@ def test_a_thread_turn_joins_the_candidates_only_through_the_filters(
     # the thread around Gina's best turn is Jon's, whom the filter leaves out
     (ginas,) = route.search("d", [question], 10, SearchFilters(speakers=["Gina"]))
     assert ginas and {h.id for h in ginas} <= {"g1", "g2", "g3", "g4", "g5"}
+
+
+RUNNING = [
+    ("s1", "m1", "Mel", "Just got back from a long walk by the river this morning."),
+    ("s1", "c1", "Caro", "Wow! What got you into it?"),
+    ("s1", "m2", "Mel", "Running helps me de-stress and clear my head after work."),
+    ("s1", "c2", "Caro", "Nice, keep it up."),
+    ("s2", "c3", "Caro", "I painted a sunset over the lake."),
+    ("s2", "m3", "Mel", "Beautiful colors!"),
+]
+
+
+@pytest.fixture
+def running_store(tmp_path: Path, embedder: MiniLMEmbedder) -> Iterator[SQLiteStore]:
+    """The chat twice: between two people (namespace "d") and, the asker being the
+    assistant, between a user and an assistant (namespace "a")."""
+    path = tmp_path / "running.db"
+    with Memory.open(path, embedder=embedder) as memory:
+        memory.add_many(
+            [{"id": i, "text": t, "speaker": s, "session": ss} for ss, i, s, t in RUNNING],
+            namespace="d",
+        )
+        memory.add_many(
+            [
+                {
+                    "id": i,
+                    "text": t,
+                    "speaker": "user" if s == "Mel" else "assistant",
+                    "session": ss,
+                }
+                for ss, i, s, t in RUNNING
+            ],
+            namespace="a",
+        )
+    store = SQLiteStore(str(path))
+    yield store
+    store.close()
+
+
+ASK_ALONE = {"thread_weight": 0.0, **OTHERS_OFF}
+
+
+def _ask_scores(
+    store: SQLiteStore, embedder: MiniLMEmbedder, namespace: str, **knobs: object
+) -> dict[str, float]:
+    params = DEFAULT_SYSTEM1.model_copy(update={**ASK_ALONE, **knobs})
+    question = "How does running help Mel?"
+    (hits,) = EpisodeRoute(store, embedder, params).search(namespace, [question], 10)
+    return {h.id: h.score for h in hits}
+
+
+def test_the_question_the_best_candidate_answers_is_raised(
+    running_store: SQLiteStore, embedder: MiniLMEmbedder
+) -> None:
+    before = _ask_scores(running_store, embedder, "d", ask_weight=0.0)
+    after = _ask_scores(running_store, embedder, "d", ask_weight=0.3, ask_pool=1)
+    assert max(before, key=before.__getitem__) == "m2"
+    changed = {i for i in after if after[i] != pytest.approx(before.get(i, 0.0))}
+    # Caro's question just before Mel's answer; nothing else, the answer included
+    assert changed == {"c1"}
+    # hit scores are rounded to six decimals
+    assert after["c1"] == pytest.approx(before.get("c1", 0.0) + 0.3 * before["m2"], abs=2e-5)
+
+
+def test_a_question_joins_the_candidates_only_through_the_filters(
+    running_store: SQLiteStore, embedder: MiniLMEmbedder
+) -> None:
+    few = {"candidates": 1, "ask_weight": 0.3}
+    hits = _ask_scores(running_store, embedder, "d", **few)
+    assert "c1" in hits
+    (joined,) = EpisodeRoute(
+        running_store, embedder, DEFAULT_SYSTEM1.model_copy(update={**ASK_ALONE, **few})
+    ).search("d", ["How does running help Mel?"], 10)
+    assert next(h for h in joined if h.id == "c1").routes == ["asked"]
+    assert "c1" not in _ask_scores(running_store, embedder, "d", candidates=1, ask_weight=0.0)
+    only_mel = EpisodeRoute(
+        running_store, embedder, DEFAULT_SYSTEM1.model_copy(update={**ASK_ALONE, **few})
+    ).search("d", ["How does running help Mel?"], 10, SearchFilters(speakers=["Mel"]))
+    assert {h.id for h in only_mel[0]} <= {"m1", "m2", "m3"}
+
+
+def test_an_assistants_question_lends_nothing(
+    running_store: SQLiteStore, embedder: MiniLMEmbedder
+) -> None:
+    before = _ask_scores(running_store, embedder, "a", ask_weight=0.0)
+    after = _ask_scores(running_store, embedder, "a", ask_weight=0.3, ask_pool=3)
+    assert max(before, key=before.__getitem__) == "m2"
+    assert after == pytest.approx(before)

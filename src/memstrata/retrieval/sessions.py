@@ -177,3 +177,42 @@ def _join(
         meta[key] = m
         routes[key] = [route]
     return list(joined)
+
+
+def asked(
+    store: Store,
+    best: list[int],
+    meta: dict[int, EpisodeMeta],
+    routes: dict[int, list[str]],
+    filters: SearchFilters | None,
+) -> tuple[dict[int, int], dict[int, Episode]]:
+    """The question each of the ``best`` candidates answers: the turn just before it in
+    its session, said by someone else, whose last sentence asks something (keys: answer
+    -> question); and the texts read.
+
+    Evidence is often marked on the question as well as on its answer ("What got you into
+    running?" / "I've been running farther to de-stress"), and the question need share no
+    word with what is asked of the answer. A question that was no candidate joins them
+    when it passes the ``filters`` (by the route "asked"). Pairs with an assistant in them
+    do not count, as in :func:`replies`."""
+    placed = [key for key in best if meta[key].session is not None]
+    near = store.session_neighbours(placed, 1)
+    read = store.episodes_by_key([*placed, *(n for ns in near.values() for n in ns)])
+    found: dict[int, int] = {}
+    joining: list[int] = []
+    for key, ns in near.items():
+        answer = read.get(key)
+        question = next((read[n] for n in ns if n in read and read[n].seq < meta[key].seq), None)
+        if answer is None or question is None or question.speaker == answer.speaker:
+            continue
+        q = question.key
+        if _by_assistant(answer) or _by_assistant(question) or not asks(question.text):
+            continue
+        if q not in meta:
+            if filters is not None and not filters.admits(question):
+                continue
+            joining.append(q)
+        found[key] = q
+    joined = set(_join(store, list(dict.fromkeys(joining)), meta, routes, "asked"))
+    found = {a: q for a, q in found.items() if q in meta or q in joined}
+    return found, {k: e for k, e in read.items() if k in meta}

@@ -25,6 +25,9 @@ On top of plain RRF it applies LLM-free, data-set-independent refinements:
   namespace ranks it low;
 * **the speaker's thread** (``thread_weight``) — a question about what someone said
   raises her turns a few turns around the best candidate (:func:`~.sessions.thread`);
+* **the question an answer was given to** (``ask_weight``) — when the best candidate
+  answers someone else's question ("What got you into running?"), that question gains
+  part of its score: evidence is marked on both turns (:func:`~.sessions.asked`);
 * **likes and dislikes** (``stance_boost``) — a question about a preference ("her
   favourite dance", "what does he dislike") raises the turns that state one of that
   polarity ("I love salsa", "I can't stand crowds"; :mod:`memstrata.retrieval.stance`);
@@ -33,7 +36,7 @@ On top of plain RRF it applies LLM-free, data-set-independent refinements:
   mentions and the question does not are raised (:func:`link_words`);
 * **cover** (``cover_boost``) — a question about several things ("Mark King or Nick
   Hexum") finds one of them first: candidates about the names the best candidate leaves
-  uncovered are raised (:func:`cover_words`);
+  uncovered are raised (:func:`~.links.cover_words`);
 * **standing instructions and advice** (``rule_boost``, ``advice_boost``) — a rule on how
   to answer ("Always format dates as MM/DD/YYYY when I ask about scheduling") is raised
   for every question, and a request for advice raises the turns that state a preference
@@ -58,8 +61,7 @@ On top of plain RRF it applies LLM-free, data-set-independent refinements:
 
 from __future__ import annotations
 
-import math
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -72,14 +74,11 @@ from memstrata.models import Episode, Hit
 from memstrata.retrieval import documents, sessions, stance, standing, when
 from memstrata.retrieval.aliases import speaker_named, unknown_names
 from memstrata.retrieval.fusion import rrf
+from memstrata.retrieval.links import cover_words, link_words, word_strengths
 from memstrata.retrieval.text import (
     META_WORDS,
-    WORD,
     at_most_content_words,
     content_terms,
-    content_words,
-    plain,
-    sentences,
     words,
 )
 from memstrata.retrieval.voice import apart, in_voice
@@ -122,6 +121,8 @@ class System1Params(BaseModel):
     period_weight: float = 0.0
     thread_weight: float = 0.0
     thread_window: int = 3
+    ask_weight: float = 0.0
+    ask_pool: int = 3
 
 
 # The ``default`` recipe's knobs. A steeper rank discount (k=20 instead of 60) lets the
@@ -133,7 +134,8 @@ class System1Params(BaseModel):
 # "The other name, standing instructions ..."); the session's lexical evidence likewise
 # ("The evidence around a turn"); the answers to questions ("Answers to questions"); and
 # the day's own search and the speaker's thread ("The day a question names, and the
-# speaker's thread").
+# speaker's thread"); the question before the best answer ("The question an answer was
+# given to").
 DEFAULT_SYSTEM1 = System1Params(
     rrf_k=20,
     speaker_boost=0.5,
@@ -159,6 +161,8 @@ DEFAULT_SYSTEM1 = System1Params(
     period_weight=1.0,
     thread_weight=0.2,
     thread_window=3,
+    ask_weight=0.3,
+    ask_pool=1,
 )
 
 
@@ -433,6 +437,12 @@ class EpisodeRoute:
                 gain = p.thread_weight * final[best]
                 for key in [*threaded, best]:  # the best gains as much, so it stays first
                     final[key] = final.get(key, 0.0) + gain
+        if p.ask_weight and final:
+            top = sorted(final, key=lambda key: -final[key])[: p.ask_pool]
+            questions, texts = sessions.asked(self.store, top, meta, routes, filters)
+            episodes = {**texts, **episodes}
+            for answer, question in questions.items():
+                final[question] = final.get(question, 0.0) + p.ask_weight * final[answer]
         ranked = sorted(final, key=lambda key: -final[key])[:k]
         missing = [key for key in ranked if key not in episodes]
         if missing:
@@ -507,94 +517,7 @@ class EpisodeRoute:
         return found
 
 
-def link_words(anchor: str, asked: set[str]) -> set[str]:
-    """The words that may join ``anchor`` to the second step of a two-step question.
-
-    The bridge of such a question is named in its first step's evidence and not in the
-    question ("the film shot in Leland in 1986" finds a passage naming *Maximum
-    Overdrive*, and that film's own passage says who directed it): words of ``anchor``
-    written as names (capitalised inside a sentence, or holding a digit) that are not in
-    ``asked`` (the question's words, the speakers' names)."""
-    return (set(_word_counts(anchor)) & _name_words(anchor)) - asked
-
-
-def cover_words(question: str, anchor: str, speakers: set[str]) -> set[str]:
-    """The names ``question`` asks about that ``anchor`` does not hold, when it holds
-    some of them.
-
-    A question about two things ("Which singer is American, Mark King or Nick Hexum?")
-    finds one first; the evidence for the other is what the best candidate leaves
-    uncovered. A question none of whose names the anchor holds gives nothing: then the
-    names are not what found the anchor (a nickname, a name only said in greetings), and
-    raising the texts that hold them would follow the wrong thread. Speakers' names are
-    left to the speaker match."""
-    names = (set(content_words(question)) & _name_words(question)) - speakers
-    uncovered = names - set(_word_counts(anchor))
-    return set() if uncovered == names else uncovered
-
-
-def word_strengths(
-    found: set[str],
-    others: list[str],
-    doc_freqs: Callable[[list[str]], tuple[int, dict[str, int]]],
-) -> list[float]:
-    """How strongly each of ``others`` is about one of the words ``found``, in [0, 1).
-
-    A word's weight in a text is BM25's: idf over the namespace (``doc_freqs`` gives the
-    episode count and the words' counts), over log of the episode count, times the
-    saturated, length-normalised frequency of the word in that text, so a long text
-    that names everything once is not about each of those names. A text's strength is
-    that of its strongest word."""
-    counts = [_word_counts(text) for text in others]
-    shared = [found & c.keys() for c in counts]
-    present = sorted(set().union(*shared))
-    if not present:
-        return [0.0] * len(others)
-    docs, freqs = doc_freqs(present)
-    if docs < 2:
-        return [0.0] * len(others)
-    lengths = [c.total() for c in counts]
-    mean_len = max(1.0, sum(lengths) / len(lengths))
-    out = []
-    for c, words_, length in zip(counts, shared, lengths, strict=True):
-        norm = _K1 * (1 - _B + _B * length / mean_len)
-        out.append(
-            max(
-                (
-                    math.log(docs / freqs[w]) / math.log(docs) * c[w] / (c[w] + norm)
-                    for w in words_
-                    if freqs.get(w)
-                ),
-                default=0.0,
-            )
-        )
-    return out
-
-
-# BM25's constants (as in the stores' indexes)
-_K1, _B = 1.2, 0.75
-
-
 @lru_cache(maxsize=8192)
 def _brief(text: str, limit: int) -> bool:
     """Whether a turn says at most ``limit`` content words; asked of every candidate."""
     return at_most_content_words(text, limit)
-
-
-@lru_cache(maxsize=8192)
-def _word_counts(text: str) -> Counter[str]:
-    """How often each content word occurs in a text."""
-    return Counter(content_words(text))
-
-
-@lru_cache(maxsize=8192)
-def _name_words(text: str) -> frozenset[str]:
-    """Words written as names: capitalised but not first in their sentence ("Leland",
-    "Overdrive"), or holding a digit ("1986")."""
-    out: set[str] = set()
-    for start, end in sentences(text):
-        for i, match in enumerate(WORD.finditer(text, start, end)):
-            word = match.group()
-            if (i and word[0].isupper()) or any(c.isdigit() for c in word):
-                out.add(plain(word.lower().replace("’", "'")))
-    return frozenset(out)
