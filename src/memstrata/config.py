@@ -176,6 +176,8 @@ class RetrievalConfig(_Section):
     period_weight: float | None = None
     thread_weight: float | None = None
     thread_window: int | None = None
+    ask_weight: float | None = None
+    ask_pool: int | None = None
 
 
 class BuildConfig(_Section):
