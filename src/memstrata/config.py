@@ -178,6 +178,7 @@ class RetrievalConfig(_Section):
     thread_window: int | None = None
     ask_weight: float | None = None
     ask_pool: int | None = None
+    question_penalty: float | None = None
 
 
 class BuildConfig(_Section):

@@ -437,8 +437,9 @@ def test_a_question_about_a_speaker_finds_her_own_words(
     question = "What country does Elise live in?"
     # (the session's list is off: in this one short session it lends every turn the
     # same evidence; so are the answer to k1's question, e1, and Elise's turns around the
-    # best one: the test is about the voice)
+    # best one; and k1, a turn that asks, keeps its full score: the test is about the voice)
     off = {"session_weight": 0.0, "reply_weight": 0.0, "thread_weight": 0.0}
+    off["question_penalty"] = 0.0
     voiced = search_ids(path, embedder, question, "v", **off)
     without = search_ids(path, embedder, question, "v", voice_weight=0.0, **off)
     # Kate's turns that name Elise came first; Elise's "I'm from Houston" wins in her voice
@@ -513,9 +514,11 @@ def test_a_reply_is_found_by_the_words_said_around_it(
     # Felix asked there (f1), which holds "boat" itself
     path = sessions_store(str(tmp_path / "s.db"), embedder, BOAT, "s")
     question = "How much did the boat in Crete cost?"
-    ranked = search_ids(path, embedder, question, "s")
+    # (f1 asks, and a turn that asks gives way by itself: that rule is off here)
+    keep = {"question_penalty": 0.0}
+    ranked = search_ids(path, embedder, question, "s", **keep)
     assert ranked.index("n3") < ranked.index("f1")
-    without = search_ids(path, embedder, question, "s", session_weight=0.0)
+    without = search_ids(path, embedder, question, "s", session_weight=0.0, **keep)
     assert without.index("n3") > without.index("f1")
 
 
@@ -577,3 +580,50 @@ def test_a_pair_with_an_assistant_in_it_is_no_question_and_answer(
     question = "What are my plans for the summer?"
     with_rule = search_ids(path, embedder, question, "q")
     assert with_rule == search_ids(path, embedder, question, "q", reply_weight=0.0)
+
+
+READING = [
+    ("c1", "Caro", "I went to a poetry reading last Friday, it was powerful."),
+    ("m1", "Mel", "Nope, never been to something like that. What was it about?"),
+    ("c2", "Caro", "People shared their stories through poems."),
+    ("m2", "Mel", "Wow. How did it make you feel?"),
+    ("m3", "Mel", "We hiked up the hill yesterday, the kids loved it after the long drive."),
+    ("c3", "Caro", "Glad you got some rest after the drive."),
+]
+
+
+def _route_scores(path: str, embedder: MiniLMEmbedder, ns: str, **knobs: float) -> dict[str, float]:
+    store = SQLiteStore(path)
+    try:
+        params = DEFAULT_SYSTEM1.model_copy(update=knobs)
+        question = "How did Mel feel about the poetry reading?"
+        (hits,) = EpisodeRoute(store, embedder, params).search(ns, [question], 10)
+    finally:
+        store.close()
+    return {h.id: h.score for h in hits}
+
+
+def test_a_turn_that_asks_gives_way_to_one_that_states(
+    tmp_path: Path, embedder: MiniLMEmbedder
+) -> None:
+    path = chat_store(str(tmp_path / "q.db"), embedder, READING, "q")
+    without = _route_scores(path, embedder, "q", question_penalty=0.0)
+    with_it = _route_scores(path, embedder, "q")
+    # Mel's "What was it about?" is read close to the question and says nothing of the
+    # reading; Caro's account of it comes before it once questions give way
+    assert without["m1"] > without["c1"]
+    assert with_it["c1"] > with_it["m1"]
+    # only the two turns that ask lose; the others keep their scores
+    lost = {i for i in without if with_it[i] < without[i] - 1e-6}
+    assert lost == {"m1", "m2"}
+    assert all(with_it[i] == pytest.approx(without[i]) for i in without if i not in lost)
+
+
+def test_a_users_and_an_assistants_questions_keep_their_scores(
+    tmp_path: Path, embedder: MiniLMEmbedder
+) -> None:
+    roles = {"Mel": "user", "Caro": "assistant"}
+    chat = [(i, roles[s], t) for i, s, t in READING]
+    path = chat_store(str(tmp_path / "qa.db"), embedder, chat, "qa")
+    without = _route_scores(path, embedder, "qa", question_penalty=0.0)
+    assert _route_scores(path, embedder, "qa") == pytest.approx(without)

@@ -49,6 +49,12 @@ On top of plain RRF it applies LLM-free, data-set-independent refinements:
 * **other names of the speakers** (``speaker_aliases``) — in a two-person chat, a name
   the question uses that is no speaker's label but that one speaker is called by
   ("Hey Kate!") counts as naming that speaker (:mod:`memstrata.retrieval.aliases`);
+* **turns that ask** (``question_penalty``) — a question is read close to other
+  questions ("Nope, never been to one. What was it about?" to "When did Melanie go on
+  a hike?") whatever it asks, and it states nothing: a turn whose last sentence asks
+  something is multiplied by 1 - ``question_penalty``; not a user's or an assistant's,
+  whose questions to each other carry the user's own facts ("I'm moving to Lisbon in
+  May, what should I pack?");
 * **brief turns** (``brief_words``, ``brief_penalty``) — a turn of at most
   ``brief_words`` content words ("What about you Kate?", "Hey!") states little and
   matches a question's words by chance; its score is multiplied by 1 - ``brief_penalty``;
@@ -122,7 +128,8 @@ class System1Params(BaseModel):
     thread_weight: float = 0.0
     thread_window: int = 3
     ask_weight: float = 0.0
-    ask_pool: int = 3
+    ask_pool: int = 1
+    question_penalty: float = 0.0
 
 
 # The ``default`` recipe's knobs. A steeper rank discount (k=20 instead of 60) lets the
@@ -135,7 +142,7 @@ class System1Params(BaseModel):
 # ("The evidence around a turn"); the answers to questions ("Answers to questions"); and
 # the day's own search and the speaker's thread ("The day a question names, and the
 # speaker's thread"); the question before the best answer ("The question an answer was
-# given to").
+# given to"); and the turns that ask ("Turns that ask").
 DEFAULT_SYSTEM1 = System1Params(
     rrf_k=20,
     speaker_boost=0.5,
@@ -163,6 +170,7 @@ DEFAULT_SYSTEM1 = System1Params(
     thread_window=3,
     ask_weight=0.3,
     ask_pool=1,
+    question_penalty=0.1,
 )
 
 
@@ -397,7 +405,8 @@ class EpisodeRoute:
         advice = bool(p.advice_boost) and standing.asks_advice(plan.text)
         asked_by_me = bool(p.asker_boost) and standing.first_person(plan.text)
         # the candidates' texts, read only when something below asks for them
-        read = found or polarity or advice or asked_by_me or p.rule_boost or p.brief_penalty
+        rules = (p.rule_boost, p.brief_penalty, p.question_penalty)
+        read = any((found, polarity, advice, asked_by_me, *rules))
         if read:
             unread = [key for key in meta if key not in episodes]
             episodes = {**episodes, **self.store.episodes_by_key(unread)}
@@ -415,6 +424,7 @@ class EpisodeRoute:
             (marked(asked_by_me, lambda e: standing.by_asker(e.role, e.speaker)), p.asker_boost),
         ]
         brief = marked(p.brief_penalty, lambda e: _brief(e.text, p.brief_words))
+        asking = marked(p.question_penalty, _asks_between_people)
         for key, m in meta.items():
             factor = 1.0
             if p.speaker_boost and plan.speakers and m.speaker in plan.speakers:
@@ -424,6 +434,8 @@ class EpisodeRoute:
                     factor += boost
             if key in brief:
                 factor *= 1.0 - p.brief_penalty
+            if key in asking:
+                factor *= 1.0 - p.question_penalty
             final[key] *= factor
         if p.link_boost or p.cover_boost:
             episodes = self._link(namespace, plan, final, episodes)
@@ -515,6 +527,13 @@ class EpisodeRoute:
             if ts is not None:
                 found.append(shift.period(ts))
         return found
+
+
+def _asks_between_people(episode: Episode) -> bool:
+    """Whether a turn asks something and is neither a user's nor an assistant's."""
+    if standing.by_assistant(episode.role, episode.speaker):
+        return False
+    return not standing.by_asker(episode.role, episode.speaker) and sessions.asks(episode.text)
 
 
 @lru_cache(maxsize=8192)
