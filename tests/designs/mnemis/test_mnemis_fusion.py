@@ -267,8 +267,9 @@ def _reply_in_context(tmp_path: Path, embedder, reply: str) -> tuple[int, int, E
     cfg_path = tmp_path / "c.toml"
     # the question read in Omar's voice ("How did I like ...") finds his reply in
     # System-1 already, and so do its being the answer to Lena's question and its being
-    # Omar's turn next to the best one; all off, so that what moves it is the context
-    off = "voice_weight = 0.0\nreply_weight = 0.0\nthread_weight = 0.0\n"
+    # Omar's turn next to the best one; and Lena's question gives way to statements by
+    # itself; all off, so that what moves it is the context
+    off = "voice_weight = 0.0\nreply_weight = 0.0\nthread_weight = 0.0\nquestion_penalty = 0.0\n"
     cfg_path.write_text(NO_CONTEXT + "\n[retrieval]\n" + off)
     chat = [(CHAT[1][0], reply, CHAT[1][2]) if i == 1 else t for i, t in enumerate(CHAT)]
     with Memory.open(tmp_path / "m.db", config=Config.load(cfg_path), embedder=embedder) as m:
