@@ -71,6 +71,8 @@ def in_session(
 
 def asks(text: str) -> bool:
     """Whether a turn ends by asking something: its last sentence is a question."""
+    if "?" not in text:  # most turns; splitting them into sentences is the cost
+        return False
     spans = sentences(text)
     return bool(spans) and text[spans[-1][0] : spans[-1][1]].endswith("?")
 

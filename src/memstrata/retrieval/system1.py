@@ -533,7 +533,13 @@ def _asks_between_people(episode: Episode) -> bool:
     """Whether a turn asks something and is neither a user's nor an assistant's."""
     if standing.by_assistant(episode.role, episode.speaker):
         return False
-    return not standing.by_asker(episode.role, episode.speaker) and sessions.asks(episode.text)
+    return not standing.by_asker(episode.role, episode.speaker) and _asks(episode.text)
+
+
+@lru_cache(maxsize=8192)
+def _asks(text: str) -> bool:
+    """:func:`~.sessions.asks`, asked of every candidate."""
+    return sessions.asks(text)
 
 
 @lru_cache(maxsize=8192)
