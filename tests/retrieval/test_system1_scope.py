@@ -40,9 +40,13 @@ OTHERS_OFF = {
 }
 
 
-def _store(path: Path, embedder: MiniLMEmbedder, turns: list[dict]) -> Iterator[SQLiteStore]:
+def _store(
+    path: Path, embedder: MiniLMEmbedder, turns: list[dict], **more: list[dict]
+) -> Iterator[SQLiteStore]:
+    """A store holding ``turns`` in namespace "d" (and ``more``, by namespace)."""
     with Memory.open(path, embedder=embedder) as memory:
-        memory.add_many(turns, namespace="d")
+        for namespace, batch in {"d": turns, **more}.items():
+            memory.add_many(batch, namespace=namespace)
     store = SQLiteStore(str(path))
     yield store
     store.close()
@@ -190,27 +194,10 @@ RUNNING = [
 def running_store(tmp_path: Path, embedder: MiniLMEmbedder) -> Iterator[SQLiteStore]:
     """The chat twice: between two people (namespace "d") and, the asker being the
     assistant, between a user and an assistant (namespace "a")."""
-    path = tmp_path / "running.db"
-    with Memory.open(path, embedder=embedder) as memory:
-        memory.add_many(
-            [{"id": i, "text": t, "speaker": s, "session": ss} for ss, i, s, t in RUNNING],
-            namespace="d",
-        )
-        memory.add_many(
-            [
-                {
-                    "id": i,
-                    "text": t,
-                    "speaker": "user" if s == "Mel" else "assistant",
-                    "session": ss,
-                }
-                for ss, i, s, t in RUNNING
-            ],
-            namespace="a",
-        )
-    store = SQLiteStore(str(path))
-    yield store
-    store.close()
+    roles = {"Mel": "user", "Caro": "assistant"}
+    people = [{"id": i, "text": t, "speaker": s, "session": ss} for ss, i, s, t in RUNNING]
+    assisted = [{**turn, "speaker": roles[turn["speaker"]]} for turn in people]
+    yield from _store(tmp_path / "running.db", embedder, people, a=assisted)
 
 
 ASK_ALONE = {"thread_weight": 0.0, **OTHERS_OFF}
