@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from bisect import bisect_left, bisect_right
 from collections import defaultdict
+from functools import lru_cache
 
 from memstrata.models import Episode
 from memstrata.retrieval import standing
@@ -69,6 +70,7 @@ def in_session(
     return out
 
 
+@lru_cache(maxsize=8192)
 def asks(text: str) -> bool:
     """Whether a turn ends by asking something: its last sentence is a question."""
     if "?" not in text:  # most turns; splitting them into sentences is the cost
@@ -187,10 +189,11 @@ def asked(
     meta: dict[int, EpisodeMeta],
     routes: dict[int, list[str]],
     filters: SearchFilters | None,
+    known: dict[int, Episode],
 ) -> tuple[dict[int, int], dict[int, Episode]]:
     """The question each of the ``best`` candidates answers: the turn just before it in
     its session, said by someone else, whose last sentence asks something (keys: answer
-    -> question); and the texts read.
+    -> question); and the texts read (``known``: texts read already).
 
     Evidence is often marked on the question as well as on its answer ("What got you into
     running?" / "I've been running farther to de-stress"), and the question need share no
@@ -199,7 +202,9 @@ def asked(
     do not count, as in :func:`replies`."""
     placed = [key for key in best if meta[key].session is not None]
     near = store.session_neighbours(placed, 1)
-    read = store.episodes_by_key([*placed, *(n for ns in near.values() for n in ns)])
+    wanted = [*placed, *(n for ns in near.values() for n in ns)]
+    read = {k: known[k] for k in wanted if k in known}
+    read.update(store.episodes_by_key([k for k in wanted if k not in read]))
     found: dict[int, int] = {}
     joining: list[int] = []
     for key, ns in near.items():
@@ -215,6 +220,6 @@ def asked(
                 continue
             joining.append(q)
         found[key] = q
-    joined = set(_join(store, list(dict.fromkeys(joining)), meta, routes, "asked"))
-    found = {a: q for a, q in found.items() if q in meta or q in joined}
+    _join(store, list(dict.fromkeys(joining)), meta, routes, "asked")
+    found = {a: q for a, q in found.items() if q in meta}  # a joining turn may be gone
     return found, {k: e for k, e in read.items() if k in meta}

@@ -451,7 +451,7 @@ class EpisodeRoute:
                     final[key] = final.get(key, 0.0) + gain
         if p.ask_weight and final:
             top = sorted(final, key=lambda key: -final[key])[: p.ask_pool]
-            questions, texts = sessions.asked(self.store, top, meta, routes, filters)
+            questions, texts = sessions.asked(self.store, top, meta, routes, filters, episodes)
             episodes = {**texts, **episodes}
             for answer, question in questions.items():
                 final[question] = final.get(question, 0.0) + p.ask_weight * final[answer]
@@ -533,13 +533,7 @@ def _asks_between_people(episode: Episode) -> bool:
     """Whether a turn asks something and is neither a user's nor an assistant's."""
     if standing.by_assistant(episode.role, episode.speaker):
         return False
-    return not standing.by_asker(episode.role, episode.speaker) and _asks(episode.text)
-
-
-@lru_cache(maxsize=8192)
-def _asks(text: str) -> bool:
-    """:func:`~.sessions.asks`, asked of every candidate."""
-    return sessions.asks(text)
+    return not standing.by_asker(episode.role, episode.speaker) and sessions.asks(episode.text)
 
 
 @lru_cache(maxsize=8192)
