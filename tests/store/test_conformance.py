@@ -28,6 +28,7 @@ from memstrata.llm.types import LLMCallRecord
 from memstrata.models import Derived, Entity, Fact, Span, load_kinds
 from memstrata.retrieval import documents
 from memstrata.store import PreparedEpisode, SearchFilters, Store, open_store
+from memstrata.store.base import EpisodeText
 
 BACKENDS: dict[str, Callable[[Path], Store]] = {
     "sqlite": lambda tmp: open_store(tmp / "s.db"),
@@ -148,6 +149,12 @@ def test_add_and_get_roundtrip_keeps_every_field(store: Store) -> None:
     by_key = store.episodes_by_key([e1.key, e3.key, 10**9])
     assert set(by_key) == {e1.key, e3.key}
     assert by_key[e1.key].text == e1.text and by_key[e3.key].id == "e3"
+    # the light read ranking uses: the backend's own and the interface's default agree
+    texts = store.episode_texts([e3.key, e1.key, e2.key, 10**9])
+    assert texts == Store.episode_texts(store, [e1.key, e2.key, e3.key])
+    assert texts[e1.key] == EpisodeText(e1.key, e1.text, "Ana", "user", "s1", 1)
+    assert texts[e2.key] == EpisodeText(e2.key, "No context at all.", None, None, None, 2)
+    assert store.episode_texts([]) == {}
     assert [e.id for e in store.iter_episodes("ns")] == ["e1", "e2", "e3"]
     page = store.iter_episodes("ns", after_key=e1.key, limit=1)
     assert [e.id for e in page] == ["e2"]

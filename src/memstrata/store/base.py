@@ -1,8 +1,8 @@
-"""The store interface every backend implements (SQLite embedded, PostgreSQL next).
+"""The store interface every backend implements (SQLite embedded, PostgreSQL).
 
-SQL never leaves the store package: callers speak in records, filters and vectors. The
-conformance tests in ``tests/store`` are written against this interface and run on every
-backend. Methods are synchronous; the async API runs them in a worker thread.
+SQL never leaves the store package: callers speak in records, filters and vectors; the
+conformance tests (``tests/store``) run on every backend. Methods are synchronous (the
+async API runs them in worker threads).
 """
 
 from __future__ import annotations
@@ -153,9 +153,8 @@ def _as_json(value: JSONDict) -> Any:
 
 
 class RemovedEpisode(BaseModel):
-    """An episode a delete or an update took away from the structures: its id, the text
-    that went (so a design can find what quoted it), where it sat, and whether it is gone
-    (False: it was replaced by a new text and keeps its key)."""
+    """An episode a delete or an update took from the structures: its id, the text that
+    went (what quoted it), where it sat, and whether it is gone (False: replaced)."""
 
     id: str
     text: str = Field(default="", description="the text removed (kept until repaired)")
@@ -226,6 +225,17 @@ class EpisodeMeta(NamedTuple):
     occurred_ts: float | None
 
 
+class EpisodeText(NamedTuple):
+    """What ranking rules read of hundreds of candidates a search (no whole episodes)."""
+
+    key: int
+    text: str
+    speaker: str | None
+    role: str | None
+    session: str | None
+    seq: int
+
+
 ScoredKeys = list[tuple[int, float]]
 
 
@@ -265,6 +275,11 @@ class Store(ABC):
 
     @abstractmethod
     def episode_meta(self, keys: Sequence[int]) -> dict[int, EpisodeMeta]: ...
+
+    def episode_texts(self, keys: Sequence[int]) -> dict[int, EpisodeText]:
+        """The stored ones of ``keys``; a backend reads only these columns."""
+        got = self.episodes_by_key(keys).items()
+        return {k: EpisodeText(k, e.text, e.speaker, e.role, e.session, e.seq) for k, e in got}
 
     @abstractmethod
     def iter_episodes(self, namespace: str, after_key: int = 0, limit: int = 1000) -> list[Episode]:

@@ -29,6 +29,7 @@ from memstrata.store.base import (
     AddReport,
     DeleteReport,
     EpisodeMeta,
+    EpisodeText,
     NamespaceStats,
     PreparedEpisode,
     RemovedEpisode,
@@ -391,6 +392,14 @@ class SQLiteStore(
                 keys,
             )
             return {row[0]: EpisodeMeta(*row) for row in rows}
+
+    def episode_texts(self, keys: Sequence[int]) -> dict[int, EpisodeText]:
+        with self._lock:
+            rows = self._rows_in(
+                "SELECT id, text, speaker, role, session, seq FROM episodes WHERE id IN ({marks})",
+                keys,
+            )
+            return {row[0]: EpisodeText(*row) for row in rows}
 
     def _rows_in(self, sql: str, values: Sequence[Any], *lead: Any) -> list[Any]:
         """Run ``sql`` (with an ``IN ({marks})`` slot) over ``values`` in chunks SQLite takes."""

@@ -25,6 +25,7 @@ from memstrata.store.base import (
     AddReport,
     DeleteReport,
     EpisodeMeta,
+    EpisodeText,
     NamespaceStats,
     PreparedEpisode,
     RemovedEpisode,
@@ -281,6 +282,13 @@ class PostgresStore(
             ([int(k) for k in keys],),
         )
         return {int(r[0]): EpisodeMeta(int(r[0]), r[1], int(r[2]), r[3], r[4]) for r in rows}
+
+    def episode_texts(self, keys: Sequence[int]) -> dict[int, EpisodeText]:
+        rows = self._all(
+            "SELECT id, text, speaker, role, session, seq FROM episodes WHERE id = ANY(%s)",
+            ([int(k) for k in keys],),
+        )
+        return {int(r[0]): EpisodeText(int(r[0]), r[1], r[2], r[3], r[4], int(r[5])) for r in rows}
 
     def iter_episodes(self, namespace: str, after_key: int = 0, limit: int = 1000) -> list[Episode]:
         rows = self._all(
