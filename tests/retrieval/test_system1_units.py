@@ -1,3 +1,5 @@
+import math
+import random
 from datetime import UTC, datetime
 
 from memstrata.retrieval.fusion import rrf
@@ -105,6 +107,38 @@ def test_in_session_sums_the_lexical_evidence_around_a_turn() -> None:
     assert in_session(bm25, meta, window=0) == [(4, 1), (1, 2), (3, 3)]  # alone: each its own score
     # 6 belongs to no session (a document's passage): it has no surroundings to add, and
     # its own BM25 rank is already in the fusion, so it is never ranked here
+
+
+def test_in_session_matches_its_definition_on_random_chats() -> None:
+    """Each turn's sum is its own BM25 score and those of the candidates of its session
+    within ``window`` places of it, summed here the plain way."""
+    rng = random.Random(7)
+    for _ in range(200):
+        rows = [(key, rng.choice(["a", "b", None]), rng.randrange(40)) for key in range(1, 60)]
+        meta = _meta(*rows)
+        bm25 = [(key, rng.choice([0.5, 1.0, 1.25, 2.0])) for key in rng.sample(range(1, 60), 20)]
+        window = rng.choice([0, 1, 3, 10])
+        lexical = dict(bm25)
+        want: dict[int, float] = {}
+        for key, m in meta.items():
+            if m.session is None:
+                continue
+            total = sum(
+                lexical.get(o.key, 0.0)
+                for o in meta.values()
+                if o.session == m.session and abs(o.seq - m.seq) <= window
+            )
+            if total > 0:
+                want[key] = total
+        got = in_session(bm25, meta, window)
+        assert {key for key, _ in got} == set(want)
+        ranks = dict(got)
+        for a in want:  # a higher sum never ranks below a lower one; equal sums share a rank
+            for b in want:
+                if math.isclose(want[a], want[b], rel_tol=1e-9):
+                    assert ranks[a] == ranks[b]
+                elif want[a] > want[b]:
+                    assert ranks[a] < ranks[b]
 
 
 def test_a_turn_asks_when_its_last_sentence_is_a_question() -> None:

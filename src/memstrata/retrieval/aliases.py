@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterable
+from functools import lru_cache
 
 from memstrata.retrieval.text import STOPWORDS, WORD, plain, words
 
@@ -50,7 +51,8 @@ def unknown_names(question: str, known_speakers: Iterable[str]) -> list[str]:
     return out
 
 
-def _patterns(name: str) -> tuple[re.Pattern[str], re.Pattern[str]]:
+@lru_cache(maxsize=1024)
+def _patterns(name: str) -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
     n = re.escape(name)
     said_to = re.compile(
         rf"\b(?:{_GREETING})[,!]?\s+{n}\b(?!['’])"  # "Hey Kate", "Thank you Kate"
@@ -62,13 +64,24 @@ def _patterns(name: str) -> tuple[re.Pattern[str], re.Pattern[str]]:
     # said of oneself only with a capital: "I'm considering" names no one
     cap = re.escape(name[:1].upper() + name[1:])
     said_of_self = re.compile(rf"\b(?i:i'm|i’m|i\s+am|my\s+name\s+is|call\s+me)\s+{cap}\b(?!['’])")
-    return said_to, said_of_self
+    held = re.compile(rf"\b{re.escape(name)}\b", re.I)
+    return said_to, said_of_self, held
 
 
 def _times_said_to(pattern: re.Pattern[str], text: str) -> int:
     """Uses of the name in address; "Houston, Texas" (a capitalised word before the
     comma) is a place, not a person spoken to."""
     return sum(1 for m in pattern.finditer(text) if not (m["before"] or "a")[0].isupper())
+
+
+@lru_cache(maxsize=8192)
+def _uses(name: str, text: str) -> tuple[int, int] | None:
+    """How many times a turn uses ``name`` in address and to introduce its speaker; None
+    when it does not hold the name. Cached, as searches meet the same turns."""
+    said_to, said_of_self, held = _patterns(name)
+    if not held.search(text):
+        return None
+    return _times_said_to(said_to, text), len(said_of_self.findall(text))
 
 
 def speaker_named(
@@ -84,16 +97,14 @@ def speaker_named(
     writes "I met Kelly at the book club")."""
     if len(speakers) != 2:
         return None
-    said_to, said_of_self = _patterns(name)
-    held = re.compile(rf"\b{re.escape(name)}\b", re.I)
     votes: Counter[str] = Counter()
     own_use: Counter[str] = Counter()
     for speaker, text in turns:
-        if speaker not in speakers or not held.search(text):
+        if speaker not in speakers or (uses := _uses(name, text)) is None:
             continue
         other = speakers[1] if speaker == speakers[0] else speakers[0]
-        votes[other] += _times_said_to(said_to, text)
-        intros = len(said_of_self.findall(text))
+        addressed, intros = uses
+        votes[other] += addressed
         votes[speaker] += intros
         if not intros:
             own_use[speaker] += 1

@@ -14,11 +14,15 @@ import math
 from bisect import bisect_left, bisect_right
 from collections import defaultdict
 from functools import lru_cache
+from itertools import chain
 
 from memstrata.models import Episode
 from memstrata.retrieval import standing
 from memstrata.retrieval.text import sentences
-from memstrata.store.base import EpisodeMeta, ScoredKeys, SearchFilters, Store
+from memstrata.store.base import EpisodeMeta, EpisodeText, ScoredKeys, SearchFilters, Store
+
+#: a turn as ranking reads it: whole, or its text with who said it and where
+Said = Episode | EpisodeText
 
 
 def by_session(meta: dict[int, EpisodeMeta]) -> dict[str, list[EpisodeMeta]]:
@@ -54,14 +58,16 @@ def in_session(
     A question's evidence clusters where its topic is discussed: the second turn of a
     two-turn answer shares no word with the question, but its neighbours do."""
     lexical = dict(bm25)
-    around = near(meta, window)
-    score: dict[int, float] = {}
-    for key, m in meta.items():
-        if m.session is None:
-            continue
-        total = lexical.get(key, 0.0) + sum(lexical.get(n, 0.0) for n in around.get(key, ()))
-        if total > 0:
-            score[key] = total
+    totals: dict[int, float] = {}
+    for group in by_session(meta).values():
+        seqs = [m.seq for m in group]
+        found = [lexical.get(m.key, 0.0) for m in group]
+        for i, m in enumerate(group):
+            lo = bisect_left(seqs, m.seq - window)
+            hi = bisect_right(seqs, m.seq + window)
+            # its own score, then its neighbours' in the order they were said
+            totals[m.key] = found[i] + sum(chain(found[lo:i], found[i + 1 : hi]))
+    score = {key: totals[key] for key in meta if totals.get(key, 0.0) > 0}
     ranked = sorted(score, key=lambda key: -score[key])
     out: list[tuple[int, int]] = []
     for i, key in enumerate(ranked):
@@ -79,7 +85,7 @@ def asks(text: str) -> bool:
     return bool(spans) and text[spans[-1][0] : spans[-1][1]].endswith("?")
 
 
-def _by_assistant(episode: Episode) -> bool:
+def _by_assistant(episode: Said) -> bool:
     return standing.by_assistant(episode.role, episode.speaker)
 
 
@@ -93,7 +99,7 @@ def replies(
     *,
     weight: float,
     pool: int,
-) -> tuple[dict[int, float], dict[int, Episode]]:
+) -> tuple[dict[int, float], dict[int, Said]]:
     """The turns that answer a question among the ``pool`` best candidates (by ``base``,
     the fused scores), each with ``weight`` x its question's score; and the texts read
     (of candidates only).
@@ -106,7 +112,8 @@ def replies(
     examples?") ask for consent more than for facts; with them the rule lost on the long
     user/assistant chats (docs/benchmarks.md, "Answers to questions")."""
     best = sorted(base, key=lambda key: -base[key])[:pool]
-    read = store.episodes_by_key([key for key in best if meta[key].session is not None])
+    read: dict[int, Said] = {}
+    read.update(store.episode_texts([key for key in best if meta[key].session is not None]))
     asking = [key for key in best if key in read and asks(read[key].text)]
     gains: dict[int, float] = defaultdict(float)
     joining: list[int] = []
@@ -189,8 +196,8 @@ def asked(
     meta: dict[int, EpisodeMeta],
     routes: dict[int, list[str]],
     filters: SearchFilters | None,
-    known: dict[int, Episode],
-) -> tuple[dict[int, int], dict[int, Episode]]:
+    known: dict[int, Said],
+) -> tuple[dict[int, int], dict[int, Said]]:
     """The question each of the ``best`` candidates answers: the turn just before it in
     its session, said by someone else, whose last sentence asks something (keys: answer
     -> question); and the texts read (``known``: texts read already).
@@ -204,7 +211,8 @@ def asked(
     near = store.session_neighbours(placed, 1)
     wanted = [*placed, *(n for ns in near.values() for n in ns)]
     read = {k: known[k] for k in wanted if k in known}
-    read.update(store.episodes_by_key([k for k in wanted if k not in read]))
+    fresh = store.episodes_by_key([k for k in wanted if k not in read])
+    read.update(fresh)
     found: dict[int, int] = {}
     joining: list[int] = []
     for key, ns in near.items():
@@ -215,8 +223,9 @@ def asked(
         q = question.key
         if _by_assistant(answer) or _by_assistant(question) or not asks(question.text):
             continue
-        if q not in meta:
-            if filters is not None and not filters.admits(question):
+        if q not in meta:  # ``known`` holds candidates only: this one was read whole
+            whole = fresh.get(q)
+            if whole is None or (filters is not None and not filters.admits(whole)):
                 continue
             joining.append(q)
         found[key] = q

@@ -81,6 +81,7 @@ from memstrata.retrieval import documents, sessions, stance, standing, when
 from memstrata.retrieval.aliases import speaker_named, unknown_names
 from memstrata.retrieval.fusion import rrf
 from memstrata.retrieval.links import cover_words, link_words, word_strengths
+from memstrata.retrieval.sessions import Said
 from memstrata.retrieval.text import (
     META_WORDS,
     at_most_content_words,
@@ -361,7 +362,7 @@ class EpisodeRoute:
         found: dict[str, str] = {}
         for name in names:
             hits = self.store.bm25_episodes(namespace, [name], ALIAS_POOL)
-            turns = self.store.episodes_by_key([key for key, _ in hits]).values()
+            turns = self.store.episode_texts([key for key, _ in hits]).values()
             speaker = speaker_named(name, ((e.speaker, e.text) for e in turns), speakers)
             if speaker is not None:
                 found[name] = speaker
@@ -386,9 +387,9 @@ class EpisodeRoute:
             for key, near in sessions.near(meta, p.neighbour_window).items():
                 if near:
                     final[key] += p.neighbour_weight * max(base[n] for n in near)
-        episodes: dict[int, Episode] = {}
+        episodes: dict[int, Said] = {}
         if p.reply_weight:
-            gains, episodes = sessions.replies(
+            gains, replied = sessions.replies(
                 self.store,
                 namespace,
                 base,
@@ -398,6 +399,7 @@ class EpisodeRoute:
                 weight=p.reply_weight,
                 pool=p.reply_pool,
             )
+            episodes.update(replied)
             for key, gain in gains.items():
                 final[key] = final.get(key, 0.0) + gain
         found = self._periods(namespace, filters, plan, meta) if p.date_boost else []
@@ -409,9 +411,9 @@ class EpisodeRoute:
         read = any((found, polarity, advice, asked_by_me, *rules))
         if read:
             unread = [key for key in meta if key not in episodes]
-            episodes = {**episodes, **self.store.episodes_by_key(unread)}
+            episodes = {**episodes, **self.store.episode_texts(unread)}
 
-        def marked(on: object, test: Callable[[Episode], bool]) -> set[int]:
+        def marked(on: object, test: Callable[[Said], bool]) -> set[int]:
             return {k for k, e in episodes.items() if test(e)} if on else set()
 
         dated = {k for k, e in episodes.items() if when.about(meta[k].occurred_ts, e.text, found)}
@@ -451,18 +453,17 @@ class EpisodeRoute:
                     final[key] = final.get(key, 0.0) + gain
         if p.ask_weight and final:
             top = sorted(final, key=lambda key: -final[key])[: p.ask_pool]
-            questions, texts = sessions.asked(self.store, top, meta, routes, filters, episodes)
-            episodes = {**texts, **episodes}
+            questions, seen = sessions.asked(self.store, top, meta, routes, filters, episodes)
+            episodes = {**seen, **episodes}
             for answer, question in questions.items():
                 final[question] = final.get(question, 0.0) + p.ask_weight * final[answer]
         ranked = sorted(final, key=lambda key: -final[key])[:k]
-        missing = [key for key in ranked if key not in episodes]
-        if missing:
-            episodes = {**episodes, **self.store.episodes_by_key(missing)}
+        whole = {key: e for key in ranked if isinstance(e := episodes.get(key), Episode)}
+        whole.update(self.store.episodes_by_key([key for key in ranked if key not in whole]))
         return [
-            documents.episode_hit(episodes[key], final[key], routes[key])
+            documents.episode_hit(whole[key], final[key], routes[key])
             for key in ranked
-            if key in episodes
+            if key in whole
         ]
 
     def _link(
@@ -470,8 +471,8 @@ class EpisodeRoute:
         namespace: str,
         plan: QueryPlan,
         final: dict[int, float],
-        episodes: dict[int, Episode],
-    ) -> dict[int, Episode]:
+        episodes: dict[int, Said],
+    ) -> dict[int, Said]:
         """Raise the candidates about the second step of the question: a name the best
         candidate mentions and the question does not (``link_boost``), or a name the
         question asks about and the best candidate does not hold (``cover_boost``). Each
@@ -482,7 +483,7 @@ class EpisodeRoute:
         pool = sorted(final, key=lambda key: -final[key])[: p.link_pool]
         unread = [key for key in pool if key not in episodes]
         if unread:
-            episodes = {**episodes, **self.store.episodes_by_key(unread)}
+            episodes = {**episodes, **self.store.episode_texts(unread)}
         keys = [key for key in pool if key in episodes]
         if len(keys) < 2 or keys[0] != pool[0]:
             return episodes
@@ -529,11 +530,14 @@ class EpisodeRoute:
         return found
 
 
-def _asks_between_people(episode: Episode) -> bool:
-    """Whether a turn asks something and is neither a user's nor an assistant's."""
-    if standing.by_assistant(episode.role, episode.speaker):
+def _asks_between_people(episode: Said) -> bool:
+    """Whether a turn asks something and is neither a user's nor an assistant's (most
+    turns ask nothing, which is the quickest to tell)."""
+    if not sessions.asks(episode.text):
         return False
-    return not standing.by_asker(episode.role, episode.speaker) and sessions.asks(episode.text)
+    return not standing.by_assistant(episode.role, episode.speaker) and not standing.by_asker(
+        episode.role, episode.speaker
+    )
 
 
 @lru_cache(maxsize=8192)

@@ -526,7 +526,8 @@ def _scored(keys: NDArray[np.int64], scores: NDArray[np.float32], limit: int) ->
         return []
     top = np.argpartition(-scores, n - 1)[:n] if n < len(scores) else np.arange(len(scores))
     top = top[np.lexsort((keys[top], -scores[top]))]
-    return [(int(keys[i]), float(scores[i])) for i in top if np.isfinite(scores[i])]
+    top = top[np.isfinite(scores[top])]
+    return list(zip(keys[top].tolist(), scores[top].tolist(), strict=True))
 
 
 def _merge(a: ScoredKeys, b: ScoredKeys, limit: int) -> ScoredKeys:
