@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 import numpy as np
 
@@ -107,3 +108,46 @@ def test_extra_sessions_are_made_on_the_first_request_of_several_batches(
     assert len(fresh._sessions) == 2
     assert np.allclose(many, embedder.embed(TEXTS), atol=1e-6)
     assert float(query[0] @ many[0]) > 0.999
+
+
+class _Recorder:
+    """A session that notes the threads it runs on and how many rows each run had."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.runs: list[tuple[int, int]] = []
+        self._lock = threading.Lock()
+
+    def run(self, names: Any, feed: dict[str, np.ndarray]) -> Any:
+        with self._lock:
+            self.runs.append((threading.get_ident(), len(feed["input_ids"])))
+        return self.inner.run(names, feed)
+
+
+def test_a_short_request_runs_its_texts_side_by_side_on_one_session(
+    embedder: MiniLMEmbedder,
+) -> None:
+    want = np.vstack([embedder.embed([t]) for t in TEXTS[:3]])
+    fresh = MiniLMEmbedder(workers=2)
+    recorder = _Recorder(fresh._sessions[0])
+    fresh._free.get()
+    fresh._free.put(recorder)
+    got = fresh.embed(TEXTS[:3])
+    # one session only (no second model loaded), its texts in two runs on two threads
+    assert len(fresh._sessions) == 1
+    assert sorted(rows for _, rows in recorder.runs) == [1, 2]
+    assert len({thread for thread, _ in recorder.runs}) == 2
+    # and each text's vector is what it is alone
+    assert np.allclose(got, want, atol=1e-6)
+    recorder.runs.clear()
+    fresh.embed(TEXTS[:1])
+    assert recorder.runs == [(threading.get_ident(), 1)]  # one text: the caller's thread
+
+
+def test_one_core_runs_a_short_request_as_one_batch() -> None:
+    fresh = MiniLMEmbedder(workers=1)
+    recorder = _Recorder(fresh._sessions[0])
+    fresh._free.get()
+    fresh._free.put(recorder)
+    fresh.embed(TEXTS[:3])
+    assert recorder.runs == [(threading.get_ident(), 3)]
