@@ -64,7 +64,7 @@ def _patterns(name: str) -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[s
     # said of oneself only with a capital: "I'm considering" names no one
     cap = re.escape(name[:1].upper() + name[1:])
     said_of_self = re.compile(rf"\b(?i:i'm|i’m|i\s+am|my\s+name\s+is|call\s+me)\s+{cap}\b(?!['’])")
-    held = re.compile(rf"\b{re.escape(name)}\b", re.I)
+    held = re.compile(rf"\b{n}\b", re.I)
     return said_to, said_of_self, held
 
 

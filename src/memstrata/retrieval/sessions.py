@@ -112,8 +112,8 @@ def replies(
     examples?") ask for consent more than for facts; with them the rule lost on the long
     user/assistant chats (docs/benchmarks.md, "Answers to questions")."""
     best = sorted(base, key=lambda key: -base[key])[:pool]
-    read: dict[int, Said] = {}
-    read.update(store.episode_texts([key for key in best if meta[key].session is not None]))
+    placed = [key for key in best if meta[key].session is not None]
+    read: dict[int, Said] = dict(store.episode_texts(placed))
     asking = [key for key in best if key in read and asks(read[key].text)]
     gains: dict[int, float] = defaultdict(float)
     joining: list[int] = []
