@@ -264,10 +264,12 @@ class Memory:
         occurred_at: datetime | str | None | Keep = KEEP,
         session: str | None | Keep = KEEP,
         metadata: dict[str, Any] | None | Keep = KEEP,
+        keep_history: bool = True,
     ) -> Episode:
         """Correct an episode: the old version goes to :meth:`history`, what was derived
         from it is derived again, and searches see only the new text. Context fields
-        left out keep their stored values; ``None`` clears one."""
+        left out keep their stored values; ``None`` clears one. ``keep_history=False``
+        erases the old text and earlier versions, as a delete does."""
         return self._run(
             self._inner.update(
                 id,
@@ -278,6 +280,7 @@ class Memory:
                 occurred_at=occurred_at,
                 session=session,
                 metadata=metadata,
+                keep_history=keep_history,
             )
         )
 

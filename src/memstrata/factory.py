@@ -48,14 +48,8 @@ def make_llm(config: Config, store: Store, namespace: str | None = None) -> LLMC
             raise ConfigError(f"llm kind 'chaos': {exc}") from exc
     else:
         backend = make_backend(cfg.kind, **_backend_options(cfg, cfg.kind))
-    cache = None
-    store_path = store.url.removeprefix("sqlite:///")
-    if cfg.cache_dir:
-        folder = Path(cfg.cache_dir).expanduser()
-        folder.mkdir(parents=True, exist_ok=True)
-        cache = ResponseCache(folder / "llm-cache.sqlite")
-    elif store_path != ":memory:":
-        cache = ResponseCache(store_path + ".llm-cache")
+    path = response_cache_path(config, store)
+    cache = None if path is None else ResponseCache(path)
     return LLMClient(
         backend,
         cache=cache,
@@ -65,6 +59,18 @@ def make_llm(config: Config, store: Store, namespace: str | None = None) -> LLMC
         concurrency=cfg.concurrency,
         max_tokens=cfg.max_tokens,
     )
+
+
+def response_cache_path(config: Config, store: Store) -> Path | None:
+    """Where the LLM's replies are cached: ``llm.cache_dir``, else beside an SQLite store
+    file (``<store>.llm-cache``); None for an in-memory or a server store without one.
+    A delete purges this file too, whatever LLM is configured now."""
+    if config.llm.cache_dir:
+        return Path(config.llm.cache_dir).expanduser() / "llm-cache.sqlite"
+    if not store.url.startswith("sqlite:///"):
+        return None  # a server's URL is no folder (and may hold a password)
+    store_path = store.url.removeprefix("sqlite:///")
+    return None if store_path in ("", ":memory:") else Path(store_path + ".llm-cache")
 
 
 def _backend_options(cfg: LLMConfig, kind: str) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final
 
+from memstrata import erasure
 from memstrata.embed.cache import ensure_embedded
 from memstrata.errors import InvalidInputError
 from memstrata.ingest import prepare_episode
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
     from memstrata.config import Config
     from memstrata.embed.base import Embedder
     from memstrata.engine import Engine
+    from memstrata.llm import LLMClient
     from memstrata.store import Store
 
 
@@ -82,6 +84,7 @@ class EpisodeWriter:
         async def _fold_in(self, namespace: str) -> None: ...
 
         engine: Engine
+        _llm: LLMClient | None
 
     async def update(
         self,
@@ -94,19 +97,22 @@ class EpisodeWriter:
         occurred_at: datetime | str | None | Keep = KEEP,
         session: str | None | Keep = KEEP,
         metadata: dict[str, Any] | None | Keep = KEEP,
+        keep_history: bool = True,
     ) -> Episode:
         """Correct a stored episode: it gets ``text`` (and any context given; omitted
         fields keep their stored values, None clears one, ``metadata`` replaces the whole
         mapping). The replaced version is kept (:meth:`history`); searches see only the
         new one; what was derived from the old text loses that source and the builders
         take the episode again (now, in ``inline`` mode). Same content: nothing happens.
-        Raises :class:`InvalidInputError` when ``id`` is not stored."""
+        ``keep_history=False`` erases the replaced text and the earlier versions as a
+        delete erases a text. Raises :class:`InvalidInputError` when ``id`` is not stored."""
         ns = await self._known(self._ns(namespace))
         given: dict[str, Any] = dict(speaker=speaker, role=role, session=session)
         given.update(occurred_at=occurred_at, metadata=metadata)
         changes = {k: v for k, v in given.items() if v is not KEEP}
-        if await asyncio.to_thread(self._update_one, ns, id, text, changes):
-            await self._after_removal(ns)
+        replaced = await asyncio.to_thread(self._update_one, ns, id, text, changes, keep_history)
+        if replaced is not None:
+            await self._after_removal(ns, [] if keep_history else replaced)
         return (await asyncio.to_thread(self.store.get_episodes, ns, [id]))[0]
 
     async def delete(
@@ -120,25 +126,36 @@ class EpisodeWriter:
         """
         ns = await self._known(self._ns(namespace))
         if ids is None:
-            return DeleteReport(await asyncio.to_thread(self.store.delete_namespace, ns))
+            everything = await asyncio.to_thread(erasure.all_episodes, self.store, ns)
+            removed = await asyncio.to_thread(self.store.delete_namespace, ns)
+            await asyncio.to_thread(self._erase, everything)
+            return DeleteReport(removed)
+        going = await asyncio.to_thread(self.store.get_episodes, ns, list(ids))
         report = await asyncio.to_thread(self.store.delete_episodes, ns, ids)
         if report:
-            await self._after_removal(ns)
+            await self._after_removal(ns, going)
         return report
 
-    async def _after_removal(self, namespace: str) -> None:
+    async def _after_removal(self, namespace: str, erased: Sequence[erasure.Removed] = ()) -> None:
         """Every design re-derives what rested on the removed text before the call
         returns (their repairs), then, in ``inline`` mode, folds in what is queued again
-        (an updated episode, episodes of a dropped aggregate)."""
+        (an updated episode, episodes of a dropped aggregate); last, what the ``erased``
+        texts left behind goes (:mod:`memstrata.erasure`)."""
         left = await self.engine.repair(namespace, self.config.recipe)
         if left:
             logger.warning(
                 "repairs still waiting in %r (another process holds the build lease; "
-                "its next batch does them): %s",
+                "its next batch does them, and the removed text stays in their log "
+                "until then): %s",
                 namespace,
                 left,
             )
         await self._fold_in(namespace)
+        if erased:
+            await asyncio.to_thread(self._erase, erased)
+
+    def _erase(self, removed: Sequence[erasure.Removed]) -> None:
+        erasure.erase(self.store, self.config, self._llm, removed)
 
     async def history(self, id: str, *, namespace: str | None = None) -> list[EpisodeVersion]:
         """The versions of episode ``id`` that updates replaced, oldest first (empty if it
@@ -152,7 +169,11 @@ class EpisodeWriter:
 
         return await asyncio.to_thread(read)
 
-    def _update_one(self, ns: str, id: str, text: str | bytes, changes: dict[str, Any]) -> bool:
+    def _update_one(
+        self, ns: str, id: str, text: str | bytes, changes: dict[str, Any], keep_history: bool
+    ) -> list[erasure.Removed] | None:
+        """The replaced version (with, when history goes, the earlier ones), or None when
+        nothing changed."""
         stored = self.store.get_episodes(ns, [id])
         if not stored:
             raise _missing(id, ns)
@@ -164,12 +185,13 @@ class EpisodeWriter:
         item["metadata"] = item["metadata"] or {}
         prepared = prepare_episode(item, self.config)
         if same_episode(prepared, old):
-            return False
+            return None
+        earlier = [] if keep_history else erasure.versions_of(self.store, ns, old)
         self._embed([prepared])  # before the transaction: a failure leaves the old version
-        report = self.store.update_episodes(ns, [prepared])
+        report = self.store.update_episodes(ns, [prepared], keep_history=keep_history)
         if report.missing:
             raise _missing(id, ns)  # deleted by another writer meanwhile
-        return bool(report.updated)
+        return [old, *earlier] if report.updated else None
 
     def _embed(self, items: Sequence[PreparedEpisode]) -> None:
         if items:

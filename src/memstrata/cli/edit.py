@@ -56,11 +56,19 @@ def update(
         str | None,
         typer.Option(help="New metadata, a JSON object replacing the old one (default: kept)."),
     ] = None,
+    drop_history: Annotated[
+        bool,
+        typer.Option(
+            "--drop-history",
+            help="Erase the old text and the earlier versions, as a delete erases a text.",
+        ),
+    ] = False,
     config: ConfigOpt = None,
 ) -> None:
     """Correct a stored episode: it gets the new text, searches see only the new version,
     and what was derived from the old text is derived again. The old version is kept
-    (`memstrata history --id ID`). The same content again changes nothing.
+    (`memstrata history --id ID`) unless --drop-history. The same content again changes
+    nothing.
     """
     with errors():
         cfg = load_config(config)
@@ -75,12 +83,17 @@ def update(
             memory = await open_memory(cfg, db)
             try:
                 before = len(await memory.history(id, namespace=namespace))
-                ep = await memory.update(id, body, namespace=namespace, **changes)
+                ep = await memory.update(
+                    id, body, namespace=namespace, keep_history=not drop_history, **changes
+                )
                 return ep, before, len(await memory.history(id, namespace=namespace))
             finally:
                 await memory.close()
 
         ep, before, after = asyncio.run(run())
+    if drop_history:
+        out.print(Text(f"updated {id!r} in {ep.namespace!r}; its earlier versions are erased"))
+        return
     if after == before:
         out.print(Text(f"{id!r} in {ep.namespace!r} already holds this content; nothing changed"))
         return

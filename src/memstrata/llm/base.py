@@ -20,7 +20,7 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 from pydantic import BaseModel
 
 from memstrata.llm._aio import LoopLocal
-from memstrata.llm.cache import ResponseCache
+from memstrata.llm.cache import ResponseCache, prompt_terms
 from memstrata.llm.salvage import Salvage
 from memstrata.llm.schema import bounded_json_schema, parse_structured
 from memstrata.llm.tools import (
@@ -337,7 +337,12 @@ class LLMClient:
                 messages, schema, parse, max_tokens, temperature, tally, complete
             )
             if self.cache is not None:
-                await self._cache_io(self.cache.put, key, text)
+                # a native tool conversation carries its tool results in the wire
+                said = [m.content for m in messages]
+                if schema is not None and "rounds" in schema and "tools" in schema:
+                    said.append(json.dumps(schema["rounds"], ensure_ascii=False))
+                terms = prompt_terms(said)
+                await self._cache_io(self.cache.put, key, text, terms)
             return value
         except BaseException as exc:
             error = exc
@@ -353,7 +358,7 @@ class LLMClient:
         finally:
             self._record(stage, key, tally, started, cached, error)
 
-    async def _cache_io(self, fn: Callable[..., R], *args: str) -> R | None:
+    async def _cache_io(self, fn: Callable[..., R], *args: Any) -> R | None:
         """Run a cache operation off the loop; a broken cache degrades to no cache."""
         try:
             return await asyncio.to_thread(fn, *args)

@@ -152,6 +152,11 @@ def _as_json(value: JSONDict) -> Any:
     return json.loads(json.dumps(value or {}, ensure_ascii=False, sort_keys=True))
 
 
+#: ``content_hash`` of the history row an update without history leaves: no text, only
+#: the fact of a change (a newer version id, which other connections' indexes watch)
+DROPPED_HASH = b""
+
+
 class RemovedEpisode(BaseModel):
     """An episode a delete or an update took from the structures: its id, the text that
     went (what quoted it), where it sat, and whether it is gone (False: replaced)."""
@@ -312,7 +317,9 @@ class Store(ABC):
         Returns how many were deleted, with the ids that were not stored."""
 
     @abstractmethod
-    def update_episodes(self, namespace: str, episodes: Sequence[PreparedEpisode]) -> UpdateReport:
+    def update_episodes(
+        self, namespace: str, episodes: Sequence[PreparedEpisode], *, keep_history: bool = True
+    ) -> UpdateReport:
         """Replace stored episodes by id, in one transaction with what follows from it.
 
         For every episode whose stored content differs (:func:`same_episode`): the stored
@@ -320,12 +327,29 @@ class Store(ABC):
         text and ``embed_hash`` (key, ``seq`` and ``created_at`` stay), derived records
         lose their provenance on it (records left without sources are deleted, as in
         :meth:`delete_episodes`) and every builder's mark on it is removed, so each
-        builder's queue holds it again. Ids not stored are reported, not added."""
+        builder's queue holds it again. Ids not stored are reported, not added.
+
+        ``keep_history=False`` erases the replaced text as a delete does, with the
+        episode's earlier versions: one row of no content (``DROPPED_HASH``) is left in
+        their place, so readers still see that the episode changed."""
 
     @abstractmethod
     def episode_history(self, namespace: str, external_id: str) -> list[EpisodeVersion]:
         """The versions updates replaced, oldest first (empty if never updated or not
         stored)."""
+
+    # erasure (docs/engine.md, "Deleted means gone") ----------------------------------------
+    @abstractmethod
+    def forget_embeddings(self, hashes: Sequence[bytes]) -> int:
+        """Drop the vectors of ``hashes`` (every model) that no stored episode or version
+        still points to: a vector is derived from its text. Returns how many went."""
+
+    @abstractmethod
+    def scrub(self) -> bool:
+        """Push what deletes removed out of the files the store writes itself, once their
+        repairs are done (SQLite: the WAL is checkpointed and truncated). False when that
+        could not be done now (a reader held the WAL, or a server keeps dead rows until
+        it is vacuumed: see ``PostgresStore.vacuum``)."""
 
     # embeddings -------------------------------------------------------------------------
     @abstractmethod

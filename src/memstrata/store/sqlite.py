@@ -44,6 +44,7 @@ from memstrata.store.sqlite_common import (
     _fts,
     _iso,
     _now,
+    _rewrite_fts,
     _split_sql,
     _ts,
 )
@@ -134,6 +135,9 @@ class SQLiteStore(
                     self._conn.execute("PRAGMA journal_mode=WAL")
                 self._conn.execute("PRAGMA synchronous=NORMAL")
                 self._conn.execute("PRAGMA foreign_keys=ON")
+                # deleted rows and freed pages are overwritten with zeros, whatever the
+                # build's default (docs/engine.md, "Deleted means gone")
+                self._conn.execute("PRAGMA secure_delete=ON")
                 self._migrate()
                 return
             except (sqlite3.OperationalError, StoreLockedError) as exc:
@@ -473,8 +477,10 @@ class SQLiteStore(
                 conn.execute(f"DELETE FROM episodes WHERE id IN ({marks})", tuple(chunk))
             _count_speakers(conn, ns_id, removed=[r.speaker for r in removed])
             self._follow_provenance(conn, ns_id, affected, removed)
+            _rewrite_fts(conn, ns_id)
             self.mark_written(namespace)
-            return DeleteReport(len(keys), missing)
+        self._erase_files(ns_id)
+        return DeleteReport(len(keys), missing)
 
     # accounting and stats ---------------------------------------------------------------
     def stats(self, namespace: str | None = None) -> list[NamespaceStats]:
@@ -510,6 +516,43 @@ class SQLiteStore(
                     )
                 )
             return out
+
+    # erasure ----------------------------------------------------------------------------
+    def forget_embeddings(self, hashes: Sequence[bytes]) -> int:
+        wanted = list(dict.fromkeys(hashes))
+        if not wanted:
+            return 0
+        with self._write() as conn:
+            used: set[bytes] = set()
+            for table in ("episodes", "episode_versions"):
+                used.update(
+                    r[0]
+                    for r in self._rows_in(
+                        f"SELECT DISTINCT embed_hash FROM {table} WHERE embed_hash IN ({{marks}})",
+                        wanted,
+                    )
+                )
+            gone = [h for h in wanted if h not in used]
+            removed = 0
+            for chunk in _chunks(gone, 500):
+                marks = ",".join("?" * len(chunk))
+                cur = conn.execute(f"DELETE FROM embeddings WHERE hash IN ({marks})", chunk)
+                removed += cur.rowcount
+            return removed
+
+    def _erase_files(self, ns_id: int) -> None:
+        """The vector graph and full-text index files of the namespace hold what was just
+        removed (vectors, terms): they go, once any build of them here has finished, and
+        are built again from the store (searches are exact and FTS5 meanwhile)."""
+        self._erase_graph(ns_id)
+        self._erase_text(ns_id)
+
+    def scrub(self) -> bool:
+        with self._lock:
+            if self.path == ":memory:":
+                return True
+            busy, _, _ = self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            return not busy
 
     def size_bytes(self) -> int:
         with self._lock:

@@ -80,3 +80,11 @@ def _split_sql(script: str) -> list[str]:
     if buffer.strip():
         out.append(buffer.strip())
     return [s for s in out if s]
+
+
+def _rewrite_fts(conn: sqlite3.Connection, ns_id: int) -> None:
+    """Merge the namespace's FTS5 index into one new segment. A delete only adds a
+    tombstone: the removed terms stay in older segments until a merge rewrites them, and
+    SQLite 3.40 (Debian 12's, this project's floor) predates FTS5's ``secure-delete``.
+    Costs a rewrite of the namespace's index (docs/benchmarks.md, "Delete")."""
+    conn.execute(f"INSERT INTO {_fts(ns_id)}({_fts(ns_id)}) VALUES ('optimize')")

@@ -421,6 +421,18 @@ class SearchPrimitives:
         for index in list(self._indexes.values()):
             index.job.wait(timeout)
 
+    def _erase_graph(self, ns_id: int) -> None:
+        """Forget the namespace's graph files, which hold the vectors of removed texts
+        (usearch keeps a removed vector's bytes in the file), after this connection's
+        build of them, if any, has ended."""
+        for key in [k for k in self._indexes if k[0] == ns_id]:
+            index = self._indexes[key]
+            index.job.wait()
+            if index.ann is not None or index.job.take() is not None:
+                del self._indexes[key]  # searched exactly again from the table
+        if self._ann_folder is not None:
+            AnnIndex.remove(self._ann_folder, ns_id)
+
     def _drop_indexes(self, ns_id: int) -> None:
         for key in [k for k in self._indexes if k[0] == ns_id]:
             del self._indexes[key]

@@ -423,6 +423,15 @@ class TextSearch:
         for state in list(self._texts.values()):
             state.job.wait(timeout)
 
+    def _erase_text(self, ns_id: int) -> None:
+        """Forget the namespace's full-text index files, whose segments keep a deleted
+        document's terms until a merge that tantivy's Python binding cannot ask for,
+        after this connection's build or fold of them, if any, has ended."""
+        state = self._texts.get(ns_id)
+        if state is not None:
+            state.job.wait()
+        self._drop_text(ns_id)
+
     def _drop_text(self, ns_id: int) -> None:
         self._texts.pop(ns_id, None)
         if self._text_root is not None:

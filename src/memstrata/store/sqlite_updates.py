@@ -21,13 +21,21 @@ from typing import TYPE_CHECKING, Any
 
 from memstrata.models import Episode
 from memstrata.store.base import (
+    DROPPED_HASH,
     EpisodeVersion,
     PreparedEpisode,
     RemovedEpisode,
     UpdateReport,
     same_episode,
 )
-from memstrata.store.sqlite_common import _count_speakers, _fts, _iso, _now, _ts
+from memstrata.store.sqlite_common import (
+    _count_speakers,
+    _fts,
+    _iso,
+    _now,
+    _rewrite_fts,
+    _ts,
+)
 
 
 class EpisodeUpdates:
@@ -48,6 +56,7 @@ class EpisodeUpdates:
             removed: Sequence[RemovedEpisode],
         ) -> None: ...
         def mark_written(self, namespace: str) -> None: ...
+        def _erase_files(self, ns_id: int) -> None: ...
         @staticmethod
         def _episode(row: Sequence[Any]) -> Episode: ...
 
@@ -59,7 +68,9 @@ class EpisodeUpdates:
         ).fetchone()
         return None if row is None else self._episode(row)
 
-    def update_episodes(self, namespace: str, episodes: Sequence[PreparedEpisode]) -> UpdateReport:
+    def update_episodes(
+        self, namespace: str, episodes: Sequence[PreparedEpisode], *, keep_history: bool = True
+    ) -> UpdateReport:
         report = UpdateReport()
         if not episodes:
             return report
@@ -74,15 +85,26 @@ class EpisodeUpdates:
                 elif same_episode(ep, old):
                     report.unchanged.append(ep.external_id)
                 else:
-                    self._replace(conn, ns_id, old, ep)
+                    self._replace(conn, ns_id, old, ep, keep_history)
                     _count_speakers(conn, ns_id, added=[ep.speaker], removed=[old.speaker])
                     report.updated.append(ep.external_id)
+            if report.updated and not keep_history:
+                assert ns_id is not None
+                _rewrite_fts(conn, ns_id)
         if report.updated:
             self.mark_written(namespace)
+            if not keep_history:
+                assert ns_id is not None
+                self._erase_files(ns_id)
         return report
 
     def _replace(
-        self, conn: sqlite3.Connection, ns_id: int, old: Episode, ep: PreparedEpisode
+        self,
+        conn: sqlite3.Connection,
+        ns_id: int,
+        old: Episode,
+        ep: PreparedEpisode,
+        keep_history: bool = True,
     ) -> None:
         now = _now()
         key = old.key
@@ -93,14 +115,22 @@ class EpisodeUpdates:
         ).fetchone()
         # The stored version moves into the history: written when the previous update
         # replaced its predecessor, or when the episode was first added.
-        conn.execute(
-            "INSERT INTO episode_versions(namespace_id, episode_id, version, text, speaker, "
-            "role, occurred_at, session, metadata, content_hash, embed_hash, written_at, "
-            "replaced_at) SELECT namespace_id, id, ?, text, speaker, role, occurred_at, "
-            "session, metadata, content_hash, embed_hash, COALESCE(?, created_at), ? "
-            "FROM episodes WHERE id=?",
-            (int(last[0]) + 1, last[1], now, key),
-        )
+        if keep_history:
+            conn.execute(
+                "INSERT INTO episode_versions(namespace_id, episode_id, version, text, "
+                "speaker, role, occurred_at, session, metadata, content_hash, embed_hash, "
+                "written_at, replaced_at) SELECT namespace_id, id, ?, text, speaker, role, "
+                "occurred_at, session, metadata, content_hash, embed_hash, "
+                "COALESCE(?, created_at), ? FROM episodes WHERE id=?",
+                (int(last[0]) + 1, last[1], now, key),
+            )
+        else:
+            conn.execute("DELETE FROM episode_versions WHERE episode_id=?", (key,))
+            conn.execute(
+                "INSERT INTO episode_versions(namespace_id, episode_id, version, text, "
+                "content_hash, written_at, replaced_at) VALUES (?, ?, ?, '', ?, ?, ?)",
+                (ns_id, key, int(last[0]) + 1, DROPPED_HASH, now, now),
+            )
         conn.execute(
             "UPDATE episodes SET text=?, speaker=?, role=?, occurred_at=?, occurred_ts=?, "
             "session=?, metadata=?, content_hash=?, embed_hash=? WHERE id=?",
@@ -147,7 +177,7 @@ class EpisodeUpdates:
                 "SELECT v.version, v.text, v.speaker, v.role, v.occurred_at, v.session, "
                 "v.metadata, v.written_at, v.replaced_at FROM episode_versions v JOIN episodes e "
                 "ON e.id=v.episode_id WHERE e.namespace_id=? AND e.external_id=? "
-                "ORDER BY v.version",
+                "AND length(v.content_hash) > 0 ORDER BY v.version",
                 (ns_id, external_id),
             ).fetchall()
         return [

@@ -158,7 +158,9 @@ def start(
     log.touch()
     _give(log, user)
     port = port or free_port()
-    options = f"-h 127.0.0.1 -p {port} -c unix_socket_directories=''"
+    # old WAL segments are removed, not renamed for reuse with their bytes in them, so
+    # ``memstrata pg vacuum`` can retire what deleted rows left in the WAL
+    options = f"-h 127.0.0.1 -p {port} -c unix_socket_directories='' -c wal_recycle=off"
     if not durable:
         options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
     done = _ctl(

@@ -42,6 +42,7 @@ from memstrata.store.postgres.common import (
     episode,
     translate,
 )
+from memstrata.store.postgres.erasure import Erasure
 from memstrata.store.postgres.records import DerivedRecords
 from memstrata.store.postgres.search import SearchPrimitives
 from memstrata.store.postgres.service import ServiceTables
@@ -63,6 +64,7 @@ def _migrations() -> list[tuple[int, str]]:
 
 
 class PostgresStore(
+    Erasure,
     Transfer,
     ServiceTables,
     BuildBookkeeping,

@@ -12,6 +12,7 @@ import psycopg
 
 from memstrata.models import Episode
 from memstrata.store.base import (
+    DROPPED_HASH,
     EpisodeVersion,
     PreparedEpisode,
     RemovedEpisode,
@@ -49,7 +50,9 @@ class EpisodeUpdates(Base):
         )
         return None if row is None else episode(row)
 
-    def update_episodes(self, namespace: str, episodes: Sequence[PreparedEpisode]) -> UpdateReport:
+    def update_episodes(
+        self, namespace: str, episodes: Sequence[PreparedEpisode], *, keep_history: bool = True
+    ) -> UpdateReport:
         report = UpdateReport()
         if not episodes:
             return report
@@ -62,13 +65,18 @@ class EpisodeUpdates(Base):
                 elif same_episode(ep, old):
                     report.unchanged.append(ep.external_id)
                 else:
-                    self._replace(conn, ns_id, old, ep)
+                    self._replace(conn, ns_id, old, ep, keep_history)
                     count_speakers(conn, ns_id, added=[ep.speaker], removed=[old.speaker])
                     report.updated.append(ep.external_id)
         return report
 
     def _replace(
-        self, conn: psycopg.Connection[Any], ns_id: int, old: Episode, ep: PreparedEpisode
+        self,
+        conn: psycopg.Connection[Any],
+        ns_id: int,
+        old: Episode,
+        ep: PreparedEpisode,
+        keep_history: bool = True,
     ) -> None:
         now = _now()
         key = old.key
@@ -80,14 +88,25 @@ class EpisodeUpdates(Base):
         assert last is not None
         # The stored version moves into the history: written when the previous update
         # replaced its predecessor, or when the episode was first added.
-        conn.execute(
-            "INSERT INTO episode_versions(namespace_id, episode_id, version, text, speaker, "
-            "role, occurred_at, session, metadata, content_hash, embed_hash, written_at, "
-            "replaced_at) SELECT namespace_id, id, %s, text, speaker, role, occurred_at, "
-            "session, metadata, content_hash, embed_hash, COALESCE(%s, created_at), %s "
-            "FROM episodes WHERE namespace_id=%s AND id=%s",
-            (int(last[0]) + 1, last[1], now, ns_id, key),
-        )
+        if keep_history:
+            conn.execute(
+                "INSERT INTO episode_versions(namespace_id, episode_id, version, text, "
+                "speaker, role, occurred_at, session, metadata, content_hash, embed_hash, "
+                "written_at, replaced_at) SELECT namespace_id, id, %s, text, speaker, role, "
+                "occurred_at, session, metadata, content_hash, embed_hash, "
+                "COALESCE(%s, created_at), %s FROM episodes WHERE namespace_id=%s AND id=%s",
+                (int(last[0]) + 1, last[1], now, ns_id, key),
+            )
+        else:
+            conn.execute(
+                "DELETE FROM episode_versions WHERE namespace_id=%s AND episode_id=%s",
+                (ns_id, key),
+            )
+            conn.execute(
+                "INSERT INTO episode_versions(namespace_id, episode_id, version, text, "
+                "content_hash, written_at, replaced_at) VALUES (%s, %s, %s, '', %s, %s, %s)",
+                (ns_id, key, int(last[0]) + 1, DROPPED_HASH, now, now),
+            )
         self._unindex(conn, ns_id, [key])
         conn.execute(
             "UPDATE episodes SET text=%s, speaker=%s, role=%s, occurred_at=%s, occurred_ts=%s, "
@@ -135,7 +154,8 @@ class EpisodeUpdates(Base):
             "SELECT v.version, v.text, v.speaker, v.role, v.occurred_at, v.session, "
             "v.metadata, v.written_at, v.replaced_at FROM episode_versions v JOIN episodes e "
             "ON e.namespace_id=v.namespace_id AND e.id=v.episode_id JOIN namespaces n "
-            "ON n.id=e.namespace_id WHERE n.name=%s AND e.external_id=%s ORDER BY v.version",
+            "ON n.id=e.namespace_id WHERE n.name=%s AND e.external_id=%s "
+            "AND length(v.content_hash) > 0 ORDER BY v.version",
             (namespace, external_id),
         )
         return [
