@@ -40,3 +40,36 @@ def test_pg_start_prints_a_url_that_import_and_search_use(
     run(subprocess_env, "pg", "status", "--dir", str(folder), code=1)
     gone = run(subprocess_env, "search", "Lisbon", "--db", url, "-n", "demo", code=2)
     assert "no PostgreSQL server answers" in gone.stderr and url.split(":")[2] not in gone.stderr
+
+
+def test_pg_vacuum_after_a_cli_delete_leaves_no_byte_of_the_text(
+    tmp_path: Path, subprocess_env: dict[str, str]
+) -> None:
+    """Issue 58, item 3 on PostgreSQL: the delete leaves dead rows in the server's files
+    (and its WAL) until `memstrata pg vacuum`, which rewrites them away."""
+    import uuid
+
+    import pgtest
+
+    secret = "hunter" + uuid.uuid4().hex[:10]
+    url = pgtest.database_url(tmp_path)
+    data = pgtest.local_server().folder / "data"
+    try:
+        rows = tmp_path / "a.jsonl"
+        lines = [
+            {"id": "e1", "text": "Ana moved to Lisbon.", "speaker": "ana"},
+            {"id": "e2", "text": f"My secret wifi password is {secret}", "speaker": "ana"},
+        ]
+        rows.write_text("".join(json.dumps(line) + "\n" for line in lines))
+        run(subprocess_env, "import", str(rows), "--db", url, "-n", "demo")
+        run(subprocess_env, "delete", "--db", url, "-n", "demo", "--id", "e2", "--yes")
+        held = [p for p in data.rglob("*") if p.is_file() and secret.encode() in p.read_bytes()]
+        assert held  # dead rows and WAL records, until the vacuum
+        done = run(subprocess_env, "pg", "vacuum", "--db", url)
+        assert "WAL retired" in done.stdout
+        held = [p for p in data.rglob("*") if p.is_file() and secret.encode() in p.read_bytes()]
+        assert held == []
+        found = run(subprocess_env, "search", "Lisbon", "--db", url, "-n", "demo", "--json")
+        assert "Ana moved to Lisbon." in found.stdout
+    finally:
+        pgtest.drop(tmp_path)

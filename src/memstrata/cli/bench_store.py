@@ -79,3 +79,33 @@ def bench_store(
         jpath, mpath = bs.write(report, out_dir)
     sys.stdout.write(bs.markdown(report))
     out.print(f"written {jpath} and {mpath}", markup=False)
+
+
+@bench_app.command("delete")
+def bench_delete(
+    sizes: Annotated[
+        str, typer.Option(help="Store sizes in episodes, comma-separated.")
+    ] = "1000,10000,100000",
+    deletes: Annotated[int, typer.Option(min=1, help="Deletes timed per size and path.")] = 15,
+    seed: Annotated[int, typer.Option(help="Seed of the synthetic data and the picks.")] = 7,
+    out_dir: Annotated[
+        Path, typer.Option("--out", help="Where to write delete.json and delete.md.")
+    ] = Path("bench-out"),
+) -> None:
+    """What erasing costs a delete: the median ms of deleting one episode from SQLite
+    stores of each size, as b79802d deleted (rows and FTS5 tombstones) and as memstrata
+    deletes now (the text erased from every file), alternately in one run."""
+    from memstrata.eval import bench_delete as bd
+
+    try:
+        wanted = [int(s) for s in sizes.split(",") if s.strip()]
+    except ValueError:
+        wanted = []
+    if not wanted or min(wanted) < 1:
+        err.print("error: --sizes takes positive whole numbers, e.g. 1000,10000", markup=False)
+        raise typer.Exit(2)
+    with tempfile.TemporaryDirectory() as tmp, errors():
+        report = bd.run(Path(tmp), wanted, deletes, seed, progress=lambda m: err.print(m))
+        jpath, mpath = bd.write(report, out_dir)
+    sys.stdout.write(bd.markdown(report))
+    err.print(f"wrote {jpath} and {mpath}")

@@ -65,3 +65,38 @@ def status(folder: DirOpt) -> None:
         err.print(f"no server is running in {folder}")
         raise typer.Exit(1)
     out.print(local.url(), soft_wrap=True, highlight=False)
+
+
+@pg_app.command("vacuum")
+def vacuum(
+    db: Annotated[
+        str,
+        typer.Option(
+            "--db", help="The store's URL (postgresql://USER:PW@HOST:PORT/DB).", show_default=False
+        ),
+    ],
+) -> None:
+    """Leave no byte of deleted text in the server's files: rewrite memstrata's tables
+    (VACUUM FULL, ANALYZE) and the planner's statistics, then retire the WAL that logged
+    the removed rows. Each table is locked while it is rewritten (docs/postgres.md)."""
+    from memstrata.store import is_postgres, open_store
+    from memstrata.store.postgres import PostgresStore
+
+    with errors():
+        if not is_postgres(db):
+            err.print("error: --db takes a postgresql:// URL (SQLite erases on delete)")
+            raise typer.Exit(2)
+        store = open_store(db)
+        try:
+            assert isinstance(store, PostgresStore)
+            report = store.vacuum()
+        finally:
+            store.close()
+    out.print(f"rewrote {len(report['tables'])} tables", highlight=False)
+    out.print(
+        "statistics rewritten" if report["statistics"] else "statistics kept (not a superuser)",
+        highlight=False,
+    )
+    out.print(f"WAL {report['wal']}", soft_wrap=True, highlight=False)
+    if report["wal"] != "retired":
+        raise typer.Exit(1)
