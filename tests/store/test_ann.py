@@ -181,13 +181,15 @@ def test_a_growing_delta_is_folded_into_a_new_file(
     model = embedder.model_id
     try:
         _with_graph(store, model)
-        # deleted episodes are left out of the new file (searches skipped them already)
+        # a delete removes the graph file (it held the removed vectors); it is built again
         store.delete_episodes("ns", ["e1", "e2", "e3"])
+        assert not list(Path(str(path) + "-ann").glob("*.usearch"))
+        assert _with_graph(store, model)["graph"] == N - 3
         add_embedded(store, embedder, "ns", _episodes(80, seed=9, prefix="more"))
         assert store.vector_index_info("ns", model)["exact"] == 80
         info = _with_graph(store, model)
         assert info == {"graph": N - 3 + 80, "exact": 0, "outdated": 0, "building": False}
-        assert store.ann_builds == 2
+        assert store.ann_builds == 3
         overlap, _ = _same_as_exact(store, path, model, queries, 10)
         assert overlap >= 0.98
     finally:

@@ -48,7 +48,7 @@ def as_before() -> Iterator[None]:
 
 
 def _write(path: Path, n: int, seed: int) -> list[str]:
-    config = Config.load(**{"llm.kind": "none"})
+    config = Config.load(None, llm={"kind": "none"})
     store = SQLiteStore(path)
     try:
         turns = synthetic_turns(n, seed)
@@ -61,7 +61,8 @@ def _write(path: Path, n: int, seed: int) -> list[str]:
 
 
 async def _time_deletes(path: Path, ids: list[str], before: bool) -> list[float]:
-    memory = await AsyncMemory.open(path, **{"llm.kind": "none"})
+    config = Config.load(None, llm={"kind": "none"})
+    memory = await AsyncMemory.open(path, config=config)
     out: list[float] = []
     try:
         for eid in ids:

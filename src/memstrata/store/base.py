@@ -152,8 +152,8 @@ def _as_json(value: JSONDict) -> Any:
     return json.loads(json.dumps(value or {}, ensure_ascii=False, sort_keys=True))
 
 
-#: ``content_hash`` of the history row an update without history leaves: no text, only
-#: the fact of a change (a newer version id, which other connections' indexes watch)
+#: ``content_hash`` of the row an update without history leaves: no text, only a newer
+#: version id (other connections' indexes watch it); ``episode_history`` skips it
 DROPPED_HASH = b""
 
 
@@ -328,10 +328,8 @@ class Store(ABC):
         lose their provenance on it (records left without sources are deleted, as in
         :meth:`delete_episodes`) and every builder's mark on it is removed, so each
         builder's queue holds it again. Ids not stored are reported, not added.
-
-        ``keep_history=False`` erases the replaced text as a delete does, with the
-        episode's earlier versions: one row of no content (``DROPPED_HASH``) is left in
-        their place, so readers still see that the episode changed."""
+        ``keep_history=False`` erases the replaced text and earlier versions as a delete
+        does, leaving one ``DROPPED_HASH`` row."""
 
     @abstractmethod
     def episode_history(self, namespace: str, external_id: str) -> list[EpisodeVersion]:
@@ -341,15 +339,13 @@ class Store(ABC):
     # erasure (docs/engine.md, "Deleted means gone") ----------------------------------------
     @abstractmethod
     def forget_embeddings(self, hashes: Sequence[bytes]) -> int:
-        """Drop the vectors of ``hashes`` (every model) that no stored episode or version
-        still points to: a vector is derived from its text. Returns how many went."""
+        """Drop the vectors of ``hashes`` that no stored episode or version points to."""
 
     @abstractmethod
     def scrub(self) -> bool:
-        """Push what deletes removed out of the files the store writes itself, once their
-        repairs are done (SQLite: the WAL is checkpointed and truncated). False when that
-        could not be done now (a reader held the WAL, or a server keeps dead rows until
-        it is vacuumed: see ``PostgresStore.vacuum``)."""
+        """After repairs: push what deletes removed out of the store's files (SQLite: WAL
+        checkpointed, truncated). False if not done (a reader held the WAL; PostgreSQL
+        keeps dead rows until ``PostgresStore.vacuum``)."""
 
     # embeddings -------------------------------------------------------------------------
     @abstractmethod
