@@ -22,7 +22,15 @@ from pydantic import BaseModel, Field
 from memstrata.errors import InvalidInputError
 from memstrata.llm.types import LLMCallRecord
 from memstrata.models import Derived, Episode, JSONDict
-from memstrata.store.reports import ApiKey, BuildFailure, JobRecord, NamespaceStats
+from memstrata.store.reports import DROPPED_HASH as DROPPED_HASH
+from memstrata.store.reports import (
+    ApiKey,
+    BuildFailure,
+    JobRecord,
+    NamespaceStats,
+    Repairs,
+)
+from memstrata.store.reports import RemovedEpisode as RemovedEpisode
 
 T = TypeVar("T")
 
@@ -150,41 +158,6 @@ def _same_instant(a: datetime | None, b: datetime | None) -> bool:
 
 def _as_json(value: JSONDict) -> Any:
     return json.loads(json.dumps(value or {}, ensure_ascii=False, sort_keys=True))
-
-
-#: ``content_hash`` of the row an update without history leaves: no text, only a newer
-#: version id (other connections' indexes watch it); ``episode_history`` skips it
-DROPPED_HASH = b""
-
-
-class RemovedEpisode(BaseModel):
-    """An episode a delete or an update took from the structures: its id, the text that
-    went (what quoted it), where it sat, and whether it is gone (False: replaced)."""
-
-    id: str
-    text: str = Field(default="", description="the text removed (kept until repaired)")
-    speaker: str | None = None
-    session: str | None = None
-    seq: int = 0
-    key: int = 0
-    deleted: bool = True
-
-
-class Repairs(BaseModel):
-    """One builder's share of what deletes and updates removed, to re-derive from.
-
-    ``episodes``: the removed episodes; ``changed``: ids of the builder's records that
-    lost sources or links but still exist; ``dropped``: the builder's records that the
-    removal took along (their last state, e.g. a tree leaf with its parent). ``ids``
-    are the log entries, cleared with :meth:`Store.clear_repairs` once repaired."""
-
-    episodes: list[RemovedEpisode] = Field(default_factory=list)
-    changed: dict[str, str] = Field(default_factory=dict, description="record id -> kind")
-    dropped: list[Derived] = Field(default_factory=list)
-    ids: list[int] = Field(default_factory=list)
-
-    def __bool__(self) -> bool:
-        return bool(self.ids)
 
 
 class SearchFilters(BaseModel):

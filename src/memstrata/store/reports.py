@@ -1,6 +1,6 @@
 """What the store reports about itself and the service: namespace statistics, build
-failures, jobs and API keys (kept apart from :mod:`.base` so that module stays readable;
-:mod:`.base` re-exports them)."""
+failures, jobs, API keys, and what a removal left to repair (kept apart from
+:mod:`.base` so that module stays readable; :mod:`.base` re-exports them)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ from collections.abc import Sequence
 from typing import Any, ClassVar, Literal, NamedTuple
 
 from pydantic import BaseModel, Field
+
+from memstrata.models import Derived
 
 
 class ApiKey(BaseModel):
@@ -94,3 +96,38 @@ class JobRecord(BaseModel):
     marks: dict[str, dict[str, int]] = Field(default_factory=dict)
     next_retry_at: float | None = None
     failures: list[BuildFailure] = Field(default_factory=list)
+
+
+#: ``content_hash`` of the row an update without history leaves: no text, only a newer
+#: version id (other connections' indexes watch it); ``episode_history`` skips it
+DROPPED_HASH = b""
+
+
+class RemovedEpisode(BaseModel):
+    """An episode a delete or an update took from the structures: its id, the text that
+    went (what quoted it), where it sat, and whether it is gone (False: replaced)."""
+
+    id: str
+    text: str = Field(default="", description="the text removed (kept until repaired)")
+    speaker: str | None = None
+    session: str | None = None
+    seq: int = 0
+    key: int = 0
+    deleted: bool = True
+
+
+class Repairs(BaseModel):
+    """One builder's share of what deletes and updates removed, to re-derive from.
+
+    ``episodes``: the removed episodes; ``changed``: ids of the builder's records that
+    lost sources or links but still exist; ``dropped``: the builder's records that the
+    removal took along (their last state, e.g. a tree leaf with its parent). ``ids``
+    are the log entries, cleared with :meth:`Store.clear_repairs` once repaired."""
+
+    episodes: list[RemovedEpisode] = Field(default_factory=list)
+    changed: dict[str, str] = Field(default_factory=dict, description="record id -> kind")
+    dropped: list[Derived] = Field(default_factory=list)
+    ids: list[int] = Field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(self.ids)

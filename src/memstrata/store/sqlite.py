@@ -48,6 +48,7 @@ from memstrata.store.sqlite_common import (
     _split_sql,
     _ts,
 )
+from memstrata.store.sqlite_erasure import Erasure
 from memstrata.store.sqlite_jobs import Jobs
 from memstrata.store.sqlite_keys import ApiKeys
 from memstrata.store.sqlite_records import DerivedRecords
@@ -70,6 +71,7 @@ def _migrations() -> list[tuple[int, str]]:
 
 
 class SQLiteStore(
+    Erasure,
     Transfer,
     ApiKeys,
     Jobs,
@@ -516,43 +518,6 @@ class SQLiteStore(
                     )
                 )
             return out
-
-    # erasure ----------------------------------------------------------------------------
-    def forget_embeddings(self, hashes: Sequence[bytes]) -> int:
-        wanted = list(dict.fromkeys(hashes))
-        if not wanted:
-            return 0
-        with self._write() as conn:
-            used: set[bytes] = set()
-            for table in ("episodes", "episode_versions"):
-                used.update(
-                    r[0]
-                    for r in self._rows_in(
-                        f"SELECT DISTINCT embed_hash FROM {table} WHERE embed_hash IN ({{marks}})",
-                        wanted,
-                    )
-                )
-            gone = [h for h in wanted if h not in used]
-            removed = 0
-            for chunk in _chunks(gone, 500):
-                marks = ",".join("?" * len(chunk))
-                cur = conn.execute(f"DELETE FROM embeddings WHERE hash IN ({marks})", chunk)
-                removed += cur.rowcount
-            return removed
-
-    def _erase_files(self, ns_id: int) -> None:
-        """The vector graph and full-text index files of the namespace hold what was just
-        removed (vectors, terms): they go, once any build of them here has finished, and
-        are built again from the store (searches are exact and FTS5 meanwhile)."""
-        self._erase_graph(ns_id)
-        self._erase_text(ns_id)
-
-    def scrub(self) -> bool:
-        with self._lock:
-            if self.path == ":memory:":
-                return True
-            busy, _, _ = self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
-            return not busy
 
     def size_bytes(self) -> int:
         with self._lock:
