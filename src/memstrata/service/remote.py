@@ -45,6 +45,10 @@ from memstrata.store.base import DeleteReport, EpisodeVersion
 from memstrata.updates import KEEP, Keep
 from memstrata.verbs import EpisodeIds, EpisodePage, check_page, episode_ids, one_id
 
+#: episodes ``get`` asks for at once (one request each): a long list must not take the
+#: service's whole capacity (it answers 429 past ``--max-inflight``)
+GET_AT_ONCE = 8
+
 
 class AsyncRemoteMemory:
     """The service at ``url`` (``http://host:port``), as ``key`` sees it.
@@ -225,12 +229,14 @@ class AsyncRemoteMemory:
         """The stored episodes with these ids, in the order given (ids not stored are left
         out). A bare string is one id."""
         wanted = episode_ids(ids)
+        room = asyncio.Semaphore(GET_AT_ONCE)
 
         async def one(id: str) -> Episode | None:
-            try:
-                data = await self._call("GET", self._path(namespace, "episodes", id))
-            except (NotFound, NamespaceNotFoundError):
-                return None
+            async with room:
+                try:
+                    data = await self._call("GET", self._path(namespace, "episodes", id))
+                except (NotFound, NamespaceNotFoundError):
+                    return None
             return Episode.model_validate(data)
 
         found = await asyncio.gather(*(one(i) for i in dict.fromkeys(wanted)))
