@@ -367,7 +367,7 @@ def test_writes_never_change_another_namespace(
             assert memory.delete(chosen, namespace=victim) == len(chosen)
             assert memory.get(chosen, namespace=victim) == []
         elif op == "delete_namespace":
-            assert memory.delete(namespace=victim) == len(TURNS)
+            assert memory.delete_namespace(victim) == len(TURNS)
             assert victim not in memory.namespaces()
         elif op == "update":
             memory.update(chosen[0], f"{mine} moved to Madrid with Pepper.", namespace=victim)
@@ -416,7 +416,8 @@ def test_names_that_cannot_be_namespaces_are_refused(built: tuple[Memory, Path],
         lambda: memory.history("s1", namespace=bad),
         lambda: memory.update("s1", "changed", namespace=bad),
         lambda: memory.delete(["s1"], namespace=bad),
-        lambda: memory.delete(namespace=bad),
+        lambda: memory.delete_namespace(bad),
+        lambda: memory.list(namespace=bad),
         lambda: memory.stats(bad),
         lambda: memory.build(bad),
         lambda: memory.retry(bad),

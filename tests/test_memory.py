@@ -277,7 +277,7 @@ def test_delete_ids_and_whole_namespace(mem: Memory) -> None:
     ids = {h.id for h in mem.search("Pixel the cat").hits}
     assert ids.isdisjoint({"t1", "t3"}) and "t2" in ids
     assert mem.stats("default")["namespaces"][0]["episodes"] == len(CHAT) - 2
-    assert mem.delete(namespace="copy") == len(CHAT)
+    assert mem.delete_namespace("copy") == len(CHAT)
     assert mem.namespaces() == ["default"]
     with pytest.raises(NamespaceNotFoundError, match="copy"):
         mem.search("Pixel", namespace="copy")

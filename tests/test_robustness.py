@@ -122,7 +122,8 @@ def test_unknown_namespace_is_named_in_the_error(mem: Memory) -> None:
         lambda: mem.search("something", namespace="ghost-ns"),
         lambda: mem.search_many(["x"], namespace="ghost-ns"),
         lambda: mem.delete(["a"], namespace="ghost-ns"),
-        lambda: mem.delete(namespace="ghost-ns"),
+        lambda: mem.delete_namespace("ghost-ns"),
+        lambda: mem.list(namespace="ghost-ns"),
         lambda: mem.stats("ghost-ns"),
     ):
         with pytest.raises(NamespaceNotFoundError, match="unknown namespace 'ghost-ns'") as info:

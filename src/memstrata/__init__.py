@@ -1,34 +1,55 @@
 """memstrata: long-term memory for LLM agents.
 
-``Memory`` (sync) and ``AsyncMemory`` (async core) are the entry points; ``Config`` is the
-one configuration object.
+``Memory`` (sync) and ``AsyncMemory`` (async core) are the entry points, ``RemoteMemory``
+and ``AsyncRemoteMemory`` the same verbs over the service; ``Config`` is the one
+configuration object. Every error a user can meet is importable from here.
 """
 
 from importlib.metadata import PackageNotFoundError, version
 
 from memstrata.config import Config
+from memstrata.engine import Answer, BuildBusyError, BuildReport, ShowNode
 from memstrata.errors import (
     ConfigError,
     ConflictError,
+    EpisodeNotFoundError,
     InvalidInputError,
     MemstrataError,
     NamespaceNotFoundError,
+    NotFound,
     StoreClosedError,
     StoreError,
     StoreLockedError,
     StoreNotFoundError,
 )
+from memstrata.llm.tools import ToolsUnsupportedError
+from memstrata.llm.types import LLMBackendError, LLMError, LLMOutputError
 from memstrata.memory import AsyncMemory, Memory
 from memstrata.models import Episode, Hit, SearchResult, Span
-from memstrata.store import SearchFilters
+from memstrata.store import AddReport, SearchFilters
+from memstrata.store.base import DeleteReport, EpisodeVersion
+from memstrata.verbs import EpisodePage
+
+#: imported on first use (a script loads neither the service nor HTTP clients it
+#: does not use): the service's client, the errors of its keys, of the HTTP embedder and
+#: of copying
+_LAZY = {
+    "CopyRefused": "memstrata.copying",
+    "EmbeddingBackendError": "memstrata.embed.openai_http",
+    "RemoteMemory": "memstrata.service.remote",
+    "AsyncRemoteMemory": "memstrata.service.remote",
+    "RemoteAddReport": "memstrata.service.remote",
+    "Unauthorized": "memstrata.service.keys",
+    "Forbidden": "memstrata.service.keys",
+}
 
 
 def __getattr__(name: str) -> object:
-    """``RemoteMemory`` and ``AsyncRemoteMemory`` (the service's client), imported on use."""
-    if name in ("RemoteMemory", "AsyncRemoteMemory"):
-        from memstrata.service import remote
+    """What :data:`_LAZY` names, imported on use."""
+    if name in _LAZY:
+        import importlib
 
-        return getattr(remote, name)
+        return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -38,24 +59,43 @@ except PackageNotFoundError:  # run from a source tree that was never installed
     __version__ = "0+unknown"
 
 __all__ = [
+    "AddReport",
+    "Answer",
     "AsyncMemory",
     "AsyncRemoteMemory",
+    "BuildBusyError",
+    "BuildReport",
     "Config",
     "ConfigError",
     "ConflictError",
+    "CopyRefused",
+    "DeleteReport",
+    "EmbeddingBackendError",
     "Episode",
+    "EpisodeNotFoundError",
+    "EpisodePage",
+    "EpisodeVersion",
+    "Forbidden",
     "Hit",
     "InvalidInputError",
+    "LLMBackendError",
+    "LLMError",
+    "LLMOutputError",
     "Memory",
     "MemstrataError",
     "NamespaceNotFoundError",
+    "NotFound",
+    "RemoteAddReport",
     "RemoteMemory",
     "SearchFilters",
     "SearchResult",
+    "ShowNode",
     "Span",
     "StoreClosedError",
     "StoreError",
     "StoreLockedError",
     "StoreNotFoundError",
+    "ToolsUnsupportedError",
+    "Unauthorized",
     "__version__",
 ]

@@ -48,6 +48,23 @@ class NamespaceNotFoundError(MemstrataError, KeyError):
         return f"{text}; namespaces: {names}" + (f" and {more} more" if more > 0 else "")
 
 
+class NotFound(MemstrataError):
+    """A job, key or episode that was asked for is not there (or, to a key of the service,
+    not within its reach: the two look the same)."""
+
+
+class EpisodeNotFoundError(NotFound, InvalidInputError):
+    """An update or a history named an episode id the namespace does not hold."""
+
+    def __init__(self, id: str, namespace: str) -> None:
+        super().__init__(
+            f"no episode {id!r} in namespace {namespace!r}; add it with add() "
+            "(or `memstrata import`)"
+        )
+        self.id = id
+        self.namespace = namespace
+
+
 class StoreError(MemstrataError):
     """The store could not be opened or written (corrupt, locked, wrong version)."""
 

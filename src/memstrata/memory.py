@@ -7,8 +7,10 @@ to the dense route. The recipe's builders run after the commit (inline, from a q
 by hand; ``build.mode``), and their failures never undo or hide an episode. Episode ids
 are the caller's (or generated); adding an id already stored with the same content changes
 nothing (imports are idempotent), with other content it is a conflict unless replaced
-(``update``, ``replace=True``). ``update``, ``history`` and ``delete`` live in
-:mod:`memstrata.updates`, a mixin of :class:`AsyncMemory`.
+(``update``, ``replace=True``). ``update``, ``history``, ``delete`` and
+``delete_namespace`` live in :mod:`memstrata.updates`, ``get`` and ``list`` in
+:mod:`memstrata.listing`: mixins of :class:`AsyncMemory`. The four memory classes share
+one set of verbs (:mod:`memstrata.verbs`; ``tests/test_one_api.py``).
 
 Nothing here names a design: recipes pick builders, routes and answerers by name from
 the registry (:mod:`memstrata.engine`).
@@ -24,9 +26,10 @@ from pathlib import Path
 from typing import Any
 
 from memstrata.blas import limit_blas_threads
+from memstrata.building import Building
 from memstrata.config import Config
 from memstrata.embed.base import Embedder
-from memstrata.engine import Answer, BuildReport, Engine, Reading, Registry, ShowNode, WorkerReport
+from memstrata.engine import Answer, Engine, Reading, Registry, ShowNode
 from memstrata.engine.worker import Worker
 from memstrata.errors import (
     ConflictError,
@@ -36,6 +39,7 @@ from memstrata.errors import (
 )
 from memstrata.factory import make_llm, shared_default_embedder
 from memstrata.ingest import EpisodeLike, decode_utf8, prepare_episode
+from memstrata.listing import EpisodeReader
 from memstrata.llm import LLMClient
 from memstrata.models import Episode, SearchResult
 from memstrata.opening import Opening
@@ -51,7 +55,7 @@ logger = logging.getLogger("memstrata")
 __all__ = ["AsyncMemory", "Memory", "decode_utf8", "prepare_episode"]
 
 
-class AsyncMemory(EpisodeWriter):
+class AsyncMemory(EpisodeWriter, EpisodeReader, Building):
     """Long-term memory over one store. Open with :meth:`open`; close or use ``async with``."""
 
     def __init__(self, config: Config, store: Store, embedder: Embedder) -> None:
@@ -130,6 +134,8 @@ class AsyncMemory(EpisodeWriter):
         await self.close()
 
     async def close(self) -> None:
+        """Stop the background worker, then close the store; any verb after it raises
+        :class:`~memstrata.StoreClosedError`."""
         await self.stop_worker()
         await asyncio.to_thread(self.store.close)
 
@@ -212,61 +218,32 @@ class AsyncMemory(EpisodeWriter):
         except MemstrataError as exc:
             logger.warning("inline build of %r failed; episodes stay queued: %s", namespace, exc)
 
-    # building ---------------------------------------------------------------------------
-    async def build(
-        self,
-        namespace: str | None = None,
-        *,
-        recipe: str | None = None,
-        tier: str | None = None,
-        rebuild: bool = False,
-        progress: Progress | None = None,
-        stop: asyncio.Event | None = None,
-    ) -> list[BuildReport]:
-        """Fold every pending episode into the recipe's builders (one report each); only
-        new episodes are processed unless ``rebuild``. Without an LLM the tier is
-        ``heuristic``. Waits for a build another process is running (``build.wait_s``).
-        Setting ``stop`` (from a signal handler, say) ends the build after its current
-        batch; the reports then say ``stopped`` and the rest stays queued."""
-        ns = await self._known(self._ns(namespace))
-        name = recipe or self.config.recipe
-        return await self.engine.build(
-            ns, name, tier=tier, rebuild=rebuild, progress=progress, stop=stop
-        )
-
-    async def retry(self, namespace: str | None = None, *, builder: str | None = None) -> int:
-        """Make failed enrichments retryable now; returns how many episodes were queued."""
-        ns = await self._known(self._ns(namespace))
-        return await asyncio.to_thread(self.store.retry_failed, ns, builder)
-
-    async def work(
-        self,
-        *,
-        recipe: str | None = None,
-        namespaces: list[str] | None = None,
-        once: bool = True,
-        on_step: Callable[[str, int], None] | None = None,
-    ) -> WorkerReport:
-        """Run the queue worker in this task (``once``: until nothing is pending)."""
-        return await self.worker.run(
-            recipe=recipe, namespaces=namespaces, once=once, on_step=on_step
-        )
-
-    def start_worker(self, *, recipe: str | None = None) -> asyncio.Task[WorkerReport]:
-        """Run the queue worker in the background until :meth:`stop_worker` or close."""
-        return self.worker.start(recipe)
-
-    def request_stop(self) -> None:
-        """Stop a running worker after its current batch (safe from a signal handler)."""
-        self.worker.stop.set()
-
-    async def stop_worker(self) -> WorkerReport | None:
-        return await self.worker.halt()  # after its current batch; its report, or None
-
     # reading ----------------------------------------------------------------------------
-    async def search(self, query: str, **kwargs: Any) -> SearchResult:
-        """Best hits for ``query``, fitted to the token budget (see :meth:`search_many`)."""
-        return (await self.search_many([query], **kwargs))[0]
+    async def search(
+        self,
+        query: str,
+        *,
+        namespace: str | None = None,
+        k: int | None = None,
+        recipe: str | None = None,
+        filters: SearchFilters | None = None,
+        max_tokens: int | None = -1,
+        adaptive: bool = False,
+    ) -> SearchResult:
+        """Best hits for ``query``, each with its sources, fitted to a token budget
+        (``max_tokens``: -1 for the configured one, None for no limit). ``k`` is the
+        number of episodes; other kinds follow the recipe's budgets. ``adaptive`` cuts
+        the hits to as many source turns as the evidence needs (at most ``k``)."""
+        found = await self.search_many(
+            [query],
+            namespace=namespace,
+            k=k,
+            recipe=recipe,
+            filters=filters,
+            max_tokens=max_tokens,
+            adaptive=adaptive,
+        )
+        return found[0]
 
     async def search_many(
         self,
@@ -308,31 +285,47 @@ class AsyncMemory(EpisodeWriter):
             for query, (kept, context, tokens) in zip(queries, fitted, strict=True)
         ]
 
-    async def ask(self, question: str, **kwargs: Any) -> Answer:
-        """Answer from a search's hits with the recipe's answerer (cites episode ids, or
-        abstains); takes search's keywords."""
-        result = await self.search(question, **kwargs)
-        recipe = kwargs.get("recipe") or self.config.recipe
-        return await self.engine.answer(result.namespace, question, result.hits, recipe)
+    async def ask(
+        self,
+        question: str,
+        *,
+        namespace: str | None = None,
+        k: int | None = None,
+        recipe: str | None = None,
+        filters: SearchFilters | None = None,
+        max_tokens: int | None = -1,
+        adaptive: bool = False,
+    ) -> Answer:
+        """Search, then answer from the hits with the recipe's answerer: the answer cites
+        episode ids, or abstains when the hits do not hold it. Takes search's options."""
+        result = await self.search(
+            question,
+            namespace=namespace,
+            k=k,
+            recipe=recipe,
+            filters=filters,
+            max_tokens=max_tokens,
+            adaptive=adaptive,
+        )
+        name = recipe or self.config.recipe
+        return await self.engine.answer(result.namespace, question, result.hits, name)
 
     async def read(self, text: str | bytes, question: str, **kwargs: Any) -> Reading:
         """Read one long document for one question with a design's reader (``design``,
         ``tier``, ``graph_only``, ``params``; :mod:`memstrata.reading`)."""
         return await read_document(self, text, question, **kwargs)
 
-    async def get(self, ids: list[str], *, namespace: str | None = None) -> list[Episode]:
-        return await asyncio.to_thread(self.store.get_episodes, self._ns(namespace), ids)
-
     async def show(self, name: str, *, namespace: str | None = None) -> list[ShowNode]:
         """What the designs hold under ``name`` (a category, an entity, ...); empty if none."""
         return await self.engine.show(await self._known(self._ns(namespace)), name)
 
-    def recipes(self) -> list[dict[str, Any]]:
+    async def recipes(self) -> list[dict[str, Any]]:
         """Every recipe: name, description, builders, routes, answerer, where it comes from."""
         return self.engine.recipe_summaries()
 
     # inspecting -------------------------------------------------------------------------
     async def namespaces(self) -> list[str]:
+        """The namespaces that hold episodes, by name."""
         return await asyncio.to_thread(self.store.namespaces)
 
     async def stats(self, namespace: str | None = None) -> dict[str, Any]:

@@ -21,12 +21,13 @@ from typing import TYPE_CHECKING, Any, Final
 
 from memstrata import erasure
 from memstrata.embed.cache import ensure_embedded
-from memstrata.errors import InvalidInputError
+from memstrata.errors import EpisodeNotFoundError
 from memstrata.ingest import prepare_episode
 from memstrata.models import Episode
 from memstrata.retrieval import documents
 from memstrata.store import AddReport, PreparedEpisode
-from memstrata.store.base import DeleteReport, EpisodeVersion, same_episode
+from memstrata.store.base import DeleteReport, EpisodeVersion, check_namespace, same_episode
+from memstrata.verbs import EpisodeIds, episode_ids, one_id
 
 logger = logging.getLogger("memstrata")
 
@@ -50,10 +51,8 @@ class Keep(enum.Enum):
 KEEP: Final = Keep.KEEP
 
 
-def _missing(id: str, namespace: str) -> InvalidInputError:
-    return InvalidInputError(
-        f"no episode {id!r} in namespace {namespace!r}; add it with add() (or `memstrata import`)"
-    )
+def _missing(id: str, namespace: str) -> EpisodeNotFoundError:
+    return EpisodeNotFoundError(id, namespace)
 
 
 def _rounds(batch: list[PreparedEpisode]) -> list[list[PreparedEpisode]]:
@@ -105,7 +104,9 @@ class EpisodeWriter:
         new one; what was derived from the old text loses that source and the builders
         take the episode again (now, in ``inline`` mode). Same content: nothing happens.
         ``keep_history=False`` erases the replaced text and the earlier versions as a
-        delete erases a text. Raises :class:`InvalidInputError` when ``id`` is not stored."""
+        delete erases a text. Raises :class:`EpisodeNotFoundError` when ``id`` is not
+        stored."""
+        one_id(id)
         ns = await self._known(self._ns(namespace))
         given: dict[str, Any] = dict(speaker=speaker, role=role, session=session)
         given.update(occurred_at=occurred_at, metadata=metadata)
@@ -115,26 +116,31 @@ class EpisodeWriter:
             await self._after_removal(ns, [] if keep_history else replaced)
         return (await asyncio.to_thread(self.store.get_episodes, ns, [id]))[0]
 
-    async def delete(
-        self, ids: list[str] | None = None, *, namespace: str | None = None
-    ) -> DeleteReport:
-        """Delete episodes by id, or the whole namespace when ``ids`` is None.
+    async def delete(self, ids: EpisodeIds, *, namespace: str | None = None) -> DeleteReport:
+        """Delete episodes by id (a bare string is one id) and, along provenance, what
+        was derived from them alone.
 
-        Derived records go along provenance. Returns the number of episodes removed (an
-        int, as before) whose ``missing`` lists the given ids that were not stored: a
-        delete is idempotent and does not raise for them.
+        Returns the number of episodes removed (an int) whose ``missing`` lists the given
+        ids that were not stored: a delete is idempotent and does not raise for them. A
+        whole namespace goes with :meth:`delete_namespace`, never by leaving ids out.
         """
+        wanted = episode_ids(ids)
         ns = await self._known(self._ns(namespace))
-        if ids is None:
-            everything = await asyncio.to_thread(erasure.all_episodes, self.store, ns)
-            removed = await asyncio.to_thread(self.store.delete_namespace, ns)
-            await asyncio.to_thread(self._erase, everything)
-            return DeleteReport(removed)
-        going = await asyncio.to_thread(self.store.get_episodes, ns, list(ids))
-        report = await asyncio.to_thread(self.store.delete_episodes, ns, ids)
+        going = await asyncio.to_thread(self.store.get_episodes, ns, wanted)
+        report = await asyncio.to_thread(self.store.delete_episodes, ns, wanted)
         if report:
             await self._after_removal(ns, going)
         return report
+
+    async def delete_namespace(self, namespace: str) -> int:
+        """Delete the namespace named (never the default by omission) and everything in
+        it, erased as a delete erases a text; the number of episodes it held.
+        :class:`NamespaceNotFoundError` if it holds nothing."""
+        ns = await self._known(check_namespace(namespace))
+        everything = await asyncio.to_thread(erasure.all_episodes, self.store, ns)
+        removed = await asyncio.to_thread(self.store.delete_namespace, ns)
+        await asyncio.to_thread(self._erase, everything)
+        return removed
 
     async def _after_removal(self, namespace: str, erased: Sequence[erasure.Removed] = ()) -> None:
         """Every design re-derives what rested on the removed text before the call
@@ -160,6 +166,7 @@ class EpisodeWriter:
     async def history(self, id: str, *, namespace: str | None = None) -> list[EpisodeVersion]:
         """The versions of episode ``id`` that updates replaced, oldest first (empty if it
         was never updated; the current version is :meth:`get`'s)."""
+        one_id(id)
         ns = await self._known(self._ns(namespace))
 
         def read() -> list[EpisodeVersion]:

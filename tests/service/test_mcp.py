@@ -13,6 +13,7 @@ from typing import Any
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
+import memstrata
 from memstrata.llm.fence import unfence
 
 TOOLS = {
@@ -23,6 +24,7 @@ TOOLS = {
     "list_memories",
     "update_memory",
     "delete_memory",
+    "delete_namespace",
     "show_structure",
     "job_status",
 }
@@ -46,6 +48,11 @@ def test_a_session_over_stdio(tmp_path: Path) -> None:
 
     async def session() -> None:
         async with Client(params, read_timeout_seconds=300) as client:
+            assert client.server_info is not None
+            assert (client.server_info.name, client.server_info.version) == (
+                "memstrata",
+                memstrata.__version__,
+            )
             tools = await client.list_tools()
             assert {t.name for t in tools.tools} == TOOLS
             assert all(t.description for t in tools.tools)
@@ -76,6 +83,7 @@ def test_a_session_over_stdio(tmp_path: Path) -> None:
             assert set(answer) == {"answer", "sources", "abstained"}
             page = _data(await client.call_tool("list_memories", {"limit": 2}))
             assert [m["id"] for m in page["memories"]] == ["t0", "t1"]
+            assert isinstance(page["next"], str) and "key" not in page["memories"][0]
             rest = _data(await client.call_tool("list_memories", {"after": page["next"]}))
             assert [m["id"] for m in rest["memories"]] == ["t2"]
             changed = _data(

@@ -129,3 +129,61 @@ def test_a_session_over_http_follows_its_jobs(tmp_path: Path) -> None:
                 assert removed.structured_content["state"] == "removed"
 
         asyncio.run(session())
+
+
+def test_caps_cursors_and_deleting_a_namespace(served: tuple[httpx.Client, Path]) -> None:
+    """search_memory takes the k REST takes (at most MAX_K), a list cursor that is not
+    one the server gave is a clear tool error, and delete_namespace needs write scope and
+    the namespace's name."""
+    from memstrata.service.limits import MAX_K
+
+    rest, db = served
+    url = _url(rest)
+    added = rest.post(
+        "/namespaces/a/episodes",
+        json={"episodes": [{"id": f"a{i}", "text": f"note {i}"} for i in range(3)]},
+    )
+    assert added.status_code == 200
+    store = open_store(db)
+    try:
+        write_a = keys.make_key(store, ["a"], "write")[0]
+        read_a = keys.make_key(store, ["a"], "read")[0]
+    finally:
+        store.close()
+
+    async def session() -> None:
+        async with _client(url, read_a) as client:
+            ok = await client.call_tool(
+                "search_memory", {"query": "note", "namespace": "a", "k": MAX_K}
+            )
+            assert not ok.is_error
+            for k in (MAX_K + 1, 2**70, 0):
+                over = await client.call_tool(
+                    "search_memory", {"query": "note", "namespace": "a", "k": k}
+                )
+                assert over.is_error and "k" in over.content[0].text, k
+            over_rest = rest.post(
+                "/namespaces/a/search",
+                json={"query": "n", "k": MAX_K + 1},
+                headers={"Authorization": f"Bearer {read_a}"},
+            )
+            assert over_rest.status_code == 422  # the same cap over REST
+            page = await client.call_tool("list_memories", {"namespace": "a", "limit": 2})
+            cursor = page.structured_content["next"]
+            assert [m["id"] for m in page.structured_content["memories"]] == ["a0", "a1"]
+            for bad in ["9223372036854775808", cursor[:-1] + "!", "0"]:
+                refused = await client.call_tool("list_memories", {"namespace": "a", "after": bad})
+                assert refused.is_error and "cursor" in refused.content[0].text, bad
+            denied = await client.call_tool("delete_namespace", {"namespace": "a"})
+            assert denied.is_error and "scope" in denied.content[0].text
+            tools = {t.name: t for t in (await client.list_tools()).tools}
+            assert tools["delete_namespace"].input_schema["required"] == ["namespace"]
+        async with _client(url, write_a) as client:
+            other = await client.call_tool("delete_namespace", {"namespace": "b"})
+            assert other.is_error and "unknown namespace 'b'" in other.content[0].text
+            gone = await client.call_tool("delete_namespace", {"namespace": "a"})
+            assert gone.structured_content == {"deleted": 3}
+        mine = rest.get("/namespaces", headers={"Authorization": f"Bearer {write_a}"})
+        assert mine.json()["namespaces"] == []
+
+    asyncio.run(session())

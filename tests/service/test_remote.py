@@ -24,7 +24,7 @@ def _root(client: httpx.Client) -> str:
 def test_the_verbs_of_memory_over_the_service(served: tuple[httpx.Client, Path]) -> None:
     rest, _ = served
     with RemoteMemory(_root(rest), namespace="me") as memory:
-        assert memory.add("Maya booked flights to Lisbon.", id="t1", speaker="Maya") == "t1"
+        assert memory.add("Maya booked flights to Lisbon.", id="t1", speaker="Maya").id == "t1"
         report = memory.add_many(
             ["Tomas adopted Pepper.", {"id": "t3", "text": "Maya flies in June."}]
         )
@@ -47,7 +47,7 @@ def test_the_verbs_of_memory_over_the_service(served: tuple[httpx.Client, Path])
             memory.search("x", namespace="a b%c")
         assert info.value.namespace == "a b%c"
         odd = "team/a b?c#d%2F"  # every character that means something in a URL
-        assert memory.add("Odd names travel whole.", id="x/1?", namespace=odd) == "x/1?"
+        assert memory.add("Odd names travel whole.", id="x/1?", namespace=odd).id == "x/1?"
         assert memory.namespaces() == ["me", odd]
         assert [e.id for e in memory.get(["x/1?"], namespace=odd)] == ["x/1?"]
         assert memory.delete(["x/1?", "y%2F"], namespace=odd).missing == ["y%2F"]

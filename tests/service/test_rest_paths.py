@@ -22,13 +22,14 @@ def test_listing_pages_and_filters(served: tuple[httpx.Client, Path]) -> None:
         for i in range(9)
     ]
     assert client.post("/namespaces/ns/episodes", json={"episodes": episodes}).status_code == 200
-    ids, after = [], 0
+    ids: list[str] = []
+    params: dict[str, str | int] = {"limit": 4}
     while True:
-        page = client.get("/namespaces/ns/episodes", params={"limit": 4, "after": after}).json()
+        page = client.get("/namespaces/ns/episodes", params=params).json()
         ids += [e["id"] for e in page["episodes"]]
         if page["next"] is None:
             break
-        after = page["next"]
+        params["after"] = page["next"]
     assert ids == [f"e{i}" for i in range(9)]
     ana = client.get("/namespaces/ns/episodes", params={"speaker": "Ana", "limit": 2}).json()
     assert [e["id"] for e in ana["episodes"]] == ["e1", "e3"] and ana["next"] is not None

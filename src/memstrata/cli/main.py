@@ -429,7 +429,9 @@ def delete(
         async def run() -> DeleteReport:
             memory = await open_memory(cfg, db)
             try:
-                return await memory.delete(ids or None, namespace=namespace)
+                if ids:
+                    return await memory.delete(ids, namespace=namespace)
+                return DeleteReport(await memory.delete_namespace(namespace))
             finally:
                 await memory.close()
 

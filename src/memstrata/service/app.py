@@ -14,13 +14,23 @@ import asyncio
 import contextlib
 import json
 import logging
+import re
 from collections.abc import AsyncIterator
 from datetime import datetime
 from typing import Annotated, Any, Literal
+from urllib.parse import unquote
 
 from fastapi import Depends, FastAPI, Query, Request
 from fastapi.responses import Response, StreamingResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictInt,
+    StrictStr,
+)
 
 from memstrata import jobs
 from memstrata.config import Config
@@ -28,10 +38,11 @@ from memstrata.engine import Answer
 from memstrata.engine.worker import run_worker
 from memstrata.errors import NamespaceNotFoundError
 from memstrata.memory import AsyncMemory
-from memstrata.models import EpisodeIn, SearchResult
+from memstrata.models import Episode, EpisodeIn, SearchResult
 from memstrata.service import keys
 from memstrata.service.explorer import install as install_explorer
 from memstrata.service.http import BodyLimit, Inflight, McpKeys, NotFound, error, install_errors
+from memstrata.service.limits import MAX_EPISODES, MAX_K, MAX_PAGE, MAX_QUERIES
 from memstrata.store import SearchFilters
 from memstrata.store.base import ApiKey
 
@@ -49,6 +60,22 @@ SSE_POLL_S = 0.25
 SSE_HEARTBEAT_S = 15.0
 #: a namespace is any printable text, "/" included: the path segment takes it whole
 NS = "/v1/namespaces/{namespace:path}"
+#: an episode's path as a client sends it, each name one segment ("/" in one as %2F)
+EPISODE_PATH = re.compile(r"/v1/namespaces/([^/]+)/episodes/([^/]+)(/history)?")
+#: a number where a time is due: pydantic would read it as Unix seconds
+_NUMBER = re.compile(r"\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*")
+
+
+def _iso(value: Any) -> Any:
+    """A time is ISO 8601 text (or a datetime): a number, or digits in a string, is
+    refused rather than read as seconds since 1970."""
+    if isinstance(value, datetime) or (isinstance(value, str) and not _NUMBER.fullmatch(value)):
+        return value
+    raise ValueError("expected an ISO 8601 time such as 2024-03-02T10:21:00")
+
+
+#: a time in a body or a query: ISO 8601 only
+IsoTime = Annotated[datetime, BeforeValidator(_iso)]
 
 
 class EpisodeBody(EpisodeIn):
@@ -57,41 +84,88 @@ class EpisodeBody(EpisodeIn):
 
     model_config = ConfigDict(extra="forbid")
 
+    occurred_at: IsoTime | None = None
+
 
 class AddBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    episodes: list[EpisodeBody] = Field(min_length=1, max_length=10_000)
-    replace: bool = Field(
+    episodes: list[EpisodeBody] = Field(min_length=1, max_length=MAX_EPISODES)
+    replace: StrictBool = Field(
         default=False, description="replace ids stored with other content (kept in history)"
     )
 
 
 class UpdateBody(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    text: str
-
-
-class _Reading(BaseModel):
-    """What a search and an ask share: how many hits, with which recipe, filtered how."""
+    """New text, and any context to change: a field left out keeps its stored value,
+    null clears it (``metadata`` replaces the whole mapping)."""
 
     model_config = ConfigDict(extra="forbid")
 
-    k: int | None = Field(default=None, ge=1, le=200)
-    recipe: str | None = None
-    filters: SearchFilters | None = None
-
-
-class SearchBody(_Reading):
-    query: str
-    adaptive: bool = Field(
-        default=False, description="cut to as many source turns as the evidence needs (<= k)"
+    text: StrictStr
+    speaker: StrictStr | None = None
+    role: StrictStr | None = None
+    occurred_at: IsoTime | None = None
+    session: StrictStr | None = None
+    metadata: dict[str, Any] | None = None
+    keep_history: StrictBool = Field(
+        default=True, description="false: erase the replaced text and earlier versions"
     )
 
 
+class FiltersBody(BaseModel):
+    """Restrictions applied inside every route before ranking (an unknown key is an
+    error, not ignored)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    speakers: list[StrictStr] | None = None
+    sessions: list[StrictStr] | None = None
+    since: IsoTime | None = None
+    until: IsoTime | None = None
+
+    def filters(self) -> SearchFilters:
+        return SearchFilters(**self.model_dump())
+
+
+class _Reading(BaseModel):
+    """What a search and an ask share: how many hits, with which recipe, filtered how,
+    fitted to which budget. Types are strict: ``"5"`` or ``true`` is not a ``k``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    k: StrictInt | None = Field(default=None, ge=1, le=MAX_K)
+    recipe: StrictStr | None = None
+    filters: FiltersBody | None = None
+    max_tokens: StrictInt | None = Field(
+        default=-1, ge=-1, description="the context's token budget: -1 the configured, null none"
+    )
+    adaptive: StrictBool = Field(
+        default=False, description="cut to as many source turns as the evidence needs (<= k)"
+    )
+
+    def options(self) -> dict[str, Any]:
+        """The keywords of ``AsyncMemory.search`` these fields stand for."""
+        where = None if self.filters is None else self.filters.filters()
+        return dict(
+            k=self.k,
+            recipe=self.recipe,
+            filters=where,
+            max_tokens=self.max_tokens,
+            adaptive=self.adaptive,
+        )
+
+
+class SearchBody(_Reading):
+    query: StrictStr
+
+
+class SearchManyBody(_Reading):
+    queries: list[StrictStr] = Field(min_length=1, max_length=MAX_QUERIES)
+
+
 class AskBody(_Reading):
-    question: str
+    question: StrictStr
 
 
 class KeyBody(BaseModel):
@@ -105,8 +179,15 @@ class KeyBody(BaseModel):
 class BuildBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    recipe: str | None = None
-    tier: str | None = None
+    recipe: StrictStr | None = None
+    tier: StrictStr | None = None
+    rebuild: StrictBool = Field(default=False, description="process every episode again")
+
+
+class RetryBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    builder: StrictStr | None = Field(default=None, description="one builder's only")
 
 
 def create_app(
@@ -172,6 +253,7 @@ def create_app(
         return Depends(check)
 
     read, write = scoped("read"), scoped("write")
+    addressed = Depends(_address)
 
     @app.get("/v1/health", tags=["service"])
     async def health() -> dict[str, str]:
@@ -193,7 +275,8 @@ def create_app(
 
     @app.get("/v1/recipes", tags=["namespaces"], dependencies=[read])
     async def recipes() -> dict[str, Any]:
-        return {"recipes": mem().recipes()}
+        """Every recipe: name, description, builders, routes, answerer."""
+        return {"recipes": await mem().recipes()}
 
     @app.post(NS + "/episodes", tags=["episodes"], dependencies=[write])
     async def add(namespace: str, body: AddBody) -> dict[str, Any]:
@@ -210,38 +293,45 @@ def create_app(
     @app.get(NS + "/episodes", tags=["episodes"], dependencies=[read])
     async def list_episodes(
         namespace: str,
-        after: Annotated[int, Query(ge=0, description="the `next` of the previous page")] = 0,
-        limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+        after: Annotated[
+            str | None, Query(max_length=200, description="the `next` of the previous page")
+        ] = None,
+        limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 100,
         speaker: Annotated[list[str] | None, Query()] = None,
         session: Annotated[list[str] | None, Query()] = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
+        since: Annotated[IsoTime | None, Query()] = None,
+        until: Annotated[IsoTime | None, Query()] = None,
     ) -> dict[str, Any]:
         """Episodes in the order they were added, a page at a time, optionally filtered
-        (speakers, sessions, a time window); ``next`` is null on the last page."""
-        await mem()._known(namespace)
+        (speakers, sessions, a time window); ``next`` is an opaque cursor for the next
+        page (null on the last), good in this namespace only."""
         where = SearchFilters(speakers=speaker, sessions=session, since=since, until=until)
-        found, cursor = await asyncio.to_thread(_page, mem(), namespace, where, after, limit)
-        return {"episodes": [e.model_dump(mode="json") for e in found], "next": cursor}
+        page = await mem().list(namespace=namespace, after=after, limit=limit, filters=where)
+        return {"episodes": [_out(e) for e in page.episodes], "next": page.next}
 
-    @app.get(NS + "/episodes/{id:path}/history", tags=["episodes"], dependencies=[read])
-    async def history(namespace: str, id: str) -> dict[str, Any]:
-        await _episode(mem(), namespace, id)
-        versions = await mem().history(id, namespace=namespace)
-        return {"versions": [v.model_dump(mode="json") for v in versions]}
+    @app.get(NS + "/episodes/{id:path}/history", tags=["episodes"], dependencies=[addressed, read])
+    async def history(request: Request, namespace: str, id: str) -> dict[str, Any]:
+        """The versions updates replaced, oldest first. The path is the id's own segment
+        (a "/" in it sent as %2F) followed by ``/history``."""
+        return await _show(mem(), namespace, id, getattr(request.state, "history", True))
 
-    @app.get(NS + "/episodes/{id:path}", tags=["episodes"], dependencies=[read])
-    async def get(namespace: str, id: str) -> dict[str, Any]:
-        return (await _episode(mem(), namespace, id)).model_dump(mode="json")
+    @app.get(NS + "/episodes/{id:path}", tags=["episodes"], dependencies=[addressed, read])
+    async def get(request: Request, namespace: str, id: str) -> dict[str, Any]:
+        """One episode; its id is one path segment, a "/" in it sent as %2F."""
+        return await _show(mem(), namespace, id, getattr(request.state, "history", False))
 
-    @app.put(NS + "/episodes/{id:path}", tags=["episodes"], dependencies=[write])
+    @app.put(NS + "/episodes/{id:path}", tags=["episodes"], dependencies=[addressed, write])
     async def update(namespace: str, id: str, body: UpdateBody) -> dict[str, Any]:
-        """Replace an episode's text; the old version stays in its history. ``job``
-        follows the rebuilding of what rests on it."""
+        """Replace an episode's text (and any context given: a field left out keeps its
+        value, null clears it); the old version stays in its history. ``job`` follows
+        the rebuilding of what rests on it."""
         await _episode(mem(), namespace, id)
-        episode = await mem().update(id, body.text, namespace=namespace)
+        changes = {f: getattr(body, f) for f in body.model_fields_set - {"text", "keep_history"}}
+        episode = await mem().update(
+            id, body.text, namespace=namespace, keep_history=body.keep_history, **changes
+        )
         job = await jobs.start(mem(), namespace, "update", [id])
-        return {**episode.model_dump(mode="json"), "job": _job(job)}
+        return {**_out(episode), "job": _job(job)}
 
     @app.delete(NS + "/episodes", tags=["episodes"], dependencies=[write])
     async def delete(namespace: str, id: Ids) -> dict[str, Any]:
@@ -252,32 +342,26 @@ def create_app(
 
     @app.delete(NS + "", tags=["namespaces"], dependencies=[write])
     async def delete_namespace(namespace: str) -> dict[str, Any]:
-        return {"deleted": int(await mem().delete(namespace=namespace))}
+        """Delete the namespace and everything in it; the number of episodes it held."""
+        return {"deleted": await mem().delete_namespace(namespace)}
 
     @app.post(NS + "/search", tags=["reading"], dependencies=[read], response_model=SearchResult)
     async def search(namespace: str, body: SearchBody) -> Response:
         """Best hits with the episodes they rest on, and the context they render to."""
-        result = await mem().search(
-            body.query,
-            namespace=namespace,
-            k=body.k,
-            recipe=body.recipe,
-            filters=body.filters,
-            adaptive=body.adaptive,
-        )
-        return _json(result)
+        return _json(await mem().search(body.query, namespace=namespace, **body.options()))
+
+    @app.post(NS + "/search_many", tags=["reading"], dependencies=[read])
+    async def search_many(namespace: str, body: SearchManyBody) -> Response:
+        """A search per query, the queries embedded together (faster than one by one):
+        ``{"results": [...]}`` in the order of ``queries``."""
+        found = await mem().search_many(body.queries, namespace=namespace, **body.options())
+        results = ",".join(r.model_dump_json() for r in found)
+        return Response('{"results":[' + results + "]}", media_type="application/json")
 
     @app.post(NS + "/ask", tags=["reading"], dependencies=[read], response_model=Answer)
     async def ask(namespace: str, body: AskBody) -> Response:
         """An answer citing episode ids, or ``abstained`` when memory does not hold it."""
-        answer = await mem().ask(
-            body.question,
-            namespace=namespace,
-            k=body.k,
-            recipe=body.recipe,
-            filters=body.filters,
-        )
-        return _json(answer)
+        return _json(await mem().ask(body.question, namespace=namespace, **body.options()))
 
     @app.get(NS + "/show/{name}", tags=["reading"], dependencies=[read])
     async def show(namespace: str, name: str) -> dict[str, Any]:
@@ -291,13 +375,16 @@ def create_app(
     @app.post(NS + "/build", tags=["building"], dependencies=[write])
     async def build(namespace: str, body: BuildBody) -> dict[str, Any]:
         """Fold pending episodes in now (the worker does it in the background anyway)."""
-        reports = await mem().build(namespace, recipe=body.recipe, tier=body.tier)
+        reports = await mem().build(
+            namespace, recipe=body.recipe, tier=body.tier, rebuild=body.rebuild
+        )
         return {"reports": [r.model_dump(mode="json") for r in reports]}
 
     @app.post(NS + "/retry", tags=["building"], dependencies=[write])
-    async def retry(namespace: str) -> dict[str, int]:
-        """Queue failed enrichments again."""
-        return {"queued": await mem().retry(namespace)}
+    async def retry(namespace: str, body: RetryBody | None = None) -> dict[str, int]:
+        """Queue failed enrichments again (of one builder, if named)."""
+        builder = None if body is None else body.builder
+        return {"queued": await mem().retry(namespace, builder=builder)}
 
     async def visible_job(request: Request, job_id: str) -> jobs.JobStatus:
         key = await caller(request, "read")
@@ -375,25 +462,6 @@ def _job(job: jobs.JobStatus | None) -> dict[str, Any] | None:
     return None if job is None else job.model_dump(mode="json")
 
 
-def _page(
-    memory: AsyncMemory, namespace: str, where: SearchFilters, after: int, limit: int
-) -> tuple[list[Any], int | None]:
-    """Up to ``limit`` admitted episodes after key ``after``, and the key to go on from
-    (None: no more). A filtered page reads on until it is full or the namespace ends."""
-    found: list[Any] = []
-    while len(found) < limit:
-        batch = memory.store.iter_episodes(namespace, after_key=after, limit=max(limit, 200))
-        for episode in batch:
-            after = episode.key
-            if where.is_empty() or where.admits(episode):
-                found.append(episode)
-                if len(found) == limit:
-                    return found, after
-        if len(batch) < max(limit, 200):
-            return found, None
-    return found, after
-
-
 async def _worker(memory: AsyncMemory, rotate: int) -> Any:
     """One more in-process worker, stopped with the memory's own."""
     return await run_worker(
@@ -409,13 +477,43 @@ def _within(key: ApiKey, namespaces: list[str]) -> bool:
     return "*" in key.namespaces or all(n != "*" and key.reaches(n) for n in namespaces)
 
 
-async def _episode(memory: AsyncMemory, namespace: str, id: str) -> Any:
-    found = await memory.get([id], namespace=namespace)
+async def _episode(memory: AsyncMemory, namespace: str, id: str) -> Episode:
+    found = await memory.get(id, namespace=namespace)
     if not found:
         if namespace not in await memory.namespaces():
             raise NamespaceNotFoundError(namespace)
         raise NotFound(f"no episode {id!r} in namespace {namespace!r}")
     return found[0]
+
+
+async def _show(memory: AsyncMemory, namespace: str, id: str, history: bool) -> dict[str, Any]:
+    """An episode, or the versions updates replaced of it."""
+    episode = await _episode(memory, namespace, id)
+    if not history:
+        return _out(episode)
+    versions = await memory.history(id, namespace=namespace)
+    return {"versions": [v.model_dump(mode="json") for v in versions]}
+
+
+def _out(episode: Episode) -> dict[str, Any]:
+    """An episode as the service shows it: without the store's key, a counter of every
+    namespace's writes whose gaps would tell one tenant of another's."""
+    return episode.model_dump(mode="json", exclude={"key"})
+
+
+async def _address(request: Request) -> None:
+    """Reads an episode's namespace and id from the path as the client sent it, before
+    the key is checked against the namespace. Decoded, ``.../episodes/a%2Fhistory``
+    would read as the history of ``a`` (and an id holding ``/episodes/`` would move the
+    namespace): undecoded, each name is one segment and every id is addressable. A
+    path sent with its "/" unencoded keeps the route's reading."""
+    raw = request.scope.get("raw_path") or b""
+    found = EPISODE_PATH.fullmatch(raw.decode("latin-1"))
+    if found is None or (found[3] and request.method != "GET"):
+        return
+    namespace, id = unquote(found[1]), unquote(found[2])
+    request.scope["path_params"] = {**request.path_params, "namespace": namespace, "id": id}
+    request.state.history = bool(found[3])
 
 
 __all__ = ["MAX_BODY", "MAX_INFLIGHT", "create_app", "error"]

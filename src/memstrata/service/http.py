@@ -19,6 +19,7 @@ from memstrata.errors import (
     InvalidInputError,
     MemstrataError,
     NamespaceNotFoundError,
+    NotFound,
     StoreError,
     StoreLockedError,
 )
@@ -28,10 +29,6 @@ if TYPE_CHECKING:
     from memstrata.memory import AsyncMemory
 
 logger = logging.getLogger("memstrata.service")
-
-
-class NotFound(MemstrataError):
-    """A job, key or episode the caller asked for is not there (or not theirs)."""
 
 
 # errors ------------------------------------------------------------------------------------

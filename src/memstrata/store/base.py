@@ -8,7 +8,7 @@ async API runs them in worker threads).
 from __future__ import annotations
 
 import json
-import unicodedata
+import secrets
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
@@ -19,9 +19,9 @@ import numpy as np
 from numpy.typing import NDArray
 from pydantic import BaseModel, Field
 
-from memstrata.errors import InvalidInputError
 from memstrata.llm.types import LLMCallRecord
 from memstrata.models import Derived, Episode, JSONDict
+from memstrata.store.names import check_namespace as check_namespace  # where it was
 from memstrata.store.reports import DROPPED_HASH as DROPPED_HASH
 from memstrata.store.reports import (
     ApiKey,
@@ -45,25 +45,6 @@ WOULD_WAIT: Final[Literal[WouldWait.WOULD_WAIT]] = WouldWait.WOULD_WAIT
 
 if TYPE_CHECKING:
     from memstrata.store.dump import GlobalDump, NamespaceDump
-
-
-def check_namespace(name: object) -> str:
-    """``name`` if it can name a namespace, else :class:`InvalidInputError`.
-
-    A namespace is a non-blank string of printable text: no control characters (NUL,
-    newlines, tabs), no lone surrogates. Nothing else is changed or refused, so names
-    that differ only by case, spaces, ``/`` or SQL wildcards are distinct tenants."""
-    if not isinstance(name, str):
-        raise InvalidInputError(f"a namespace is a string, not {type(name).__name__}")
-    if not name.strip():
-        raise InvalidInputError(
-            f"namespace {name!r} is empty; give a name, or leave it out for the default"
-        )
-    for i, char in enumerate(name):
-        if unicodedata.category(char) in ("Cc", "Cs"):
-            what = "a lone surrogate" if "\ud800" <= char <= "\udfff" else "a control character"
-            raise InvalidInputError(f"namespace {name!r} has {what} ({char!r}) at position {i}")
-    return name
 
 
 class PreparedEpisode(BaseModel):
@@ -225,6 +206,21 @@ class Store(ABC):
     @abstractmethod
     def schema_version(self) -> int:
         """Version of the schema the store is at (migrations applied)."""
+
+    def secret(self, name: str) -> bytes:
+        """32 random bytes made the first time ``name`` is asked for and kept in the store
+        (its ``memstrata_meta`` table): the same in every process that opens it, whichever
+        wrote it first. For what memstrata seals for its callers (the list cursor); never
+        part of any output."""
+        key = f"secret:{name}"
+        found = self._meta(key) or self._meta(key, secrets.token_hex(32))
+        assert found is not None
+        return bytes.fromhex(found)
+
+    @abstractmethod
+    def _meta(self, key: str, default: str | None = None) -> str | None:
+        """The value under ``key`` in ``memstrata_meta``; given a ``default``, it is
+        stored first unless a value is there already (one transaction)."""
 
     # namespaces -------------------------------------------------------------------------
     @abstractmethod

@@ -202,6 +202,17 @@ class SQLiteStore(
         with self._lock:
             return self._read_version()
 
+    def _meta(self, key: str, default: str | None = None) -> str | None:
+        read = "SELECT value FROM memstrata_meta WHERE key=?"
+        if default is None:
+            with self._lock:
+                row = self._conn.execute(read, (key,)).fetchone()
+        else:
+            with self._write() as conn:
+                conn.execute("INSERT OR IGNORE INTO memstrata_meta VALUES (?, ?)", (key, default))
+                row = conn.execute(read, (key,)).fetchone()
+        return None if row is None else str(row[0])
+
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
         """One IMMEDIATE transaction: all or nothing, serialised across processes."""

@@ -172,6 +172,19 @@ class PostgresStore(
         with self._lock:
             return self._read_version()
 
+    def _meta(self, key: str, default: str | None = None) -> str | None:
+        read = "SELECT value FROM memstrata_meta WHERE key=%s"
+        if default is None:
+            row = self._one(read, (key,))
+        else:
+            with self._write() as conn:
+                conn.execute(
+                    "INSERT INTO memstrata_meta VALUES (%s, %s) ON CONFLICT (key) DO NOTHING",
+                    (key, default),
+                )
+                row = conn.execute(read, (key,)).fetchone()
+        return None if row is None else str(row[0])
+
     # namespaces -------------------------------------------------------------------------
     def namespaces(self) -> list[str]:
         return [r[0] for r in self._all('SELECT name FROM namespaces ORDER BY name COLLATE "C"')]

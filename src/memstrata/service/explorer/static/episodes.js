@@ -11,11 +11,11 @@ export async function render(main) {
   const list = h("div", { id: "episode-list", class: "panel" });
   const detail = h("div", { id: "episode-detail", class: "panel" }, h("p", { class: "muted" }, "Pick an episode."));
   const more = h("button", { type: "button", id: "more", hidden: true }, "More");
-  let next = 0;
+  let next = null; // the opaque cursor of the next page (null: the first)
   const load = async (fresh) => {
     if (fresh) {
       clear(list);
-      next = 0;
+      next = null;
     }
     const query = { after: next, limit: PAGE, speaker: speaker.value.trim(), session: session.value.trim() };
     const page = await api(ns("/episodes"), { query });

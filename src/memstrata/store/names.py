@@ -1,0 +1,26 @@
+"""What may name a namespace (every store and verb checks names the same way)."""
+
+from __future__ import annotations
+
+import unicodedata
+
+from memstrata.errors import InvalidInputError
+
+
+def check_namespace(name: object) -> str:
+    """``name`` if it can name a namespace, else :class:`InvalidInputError`.
+
+    A namespace is a non-blank string of printable text: no control characters (NUL,
+    newlines, tabs), no lone surrogates. Nothing else is changed or refused, so names
+    that differ only by case, spaces, ``/`` or SQL wildcards are distinct tenants."""
+    if not isinstance(name, str):
+        raise InvalidInputError(f"a namespace is a string, not {type(name).__name__}")
+    if not name.strip():
+        raise InvalidInputError(
+            f"namespace {name!r} is empty; give a name, or leave it out for the default"
+        )
+    for i, char in enumerate(name):
+        if unicodedata.category(char) in ("Cc", "Cs"):
+            what = "a lone surrogate" if "\ud800" <= char <= "\udfff" else "a control character"
+            raise InvalidInputError(f"namespace {name!r} has {what} ({char!r}) at position {i}")
+    return name
