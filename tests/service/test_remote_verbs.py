@@ -131,3 +131,14 @@ def test_the_verbs_return_what_memory_returns(root: str) -> None:
         assert memory.build(rebuild=True) == []  # the default recipe builds nothing
         with pytest.raises(InvalidInputError, match="unknown key"):
             memory.add_many([{"text": "x", "colour": "red"}])
+
+
+def test_an_update_that_drops_history_goes_over_the_service(root: str) -> None:
+    """``keep_history=False`` reaches the service: the replaced version is not kept."""
+    with RemoteMemory(root, namespace="h") as memory:
+        memory.add("my old code is 4711", id="t1")
+        memory.update("t1", "my code changed", keep_history=True)
+        assert [v.text for v in memory.history("t1")] == ["my old code is 4711"]
+        memory.update("t1", "my code changed again", keep_history=False)
+        assert memory.history("t1") == []
+        assert [e.text for e in memory.get("t1")] == ["my code changed again"]
