@@ -15,6 +15,7 @@ from memstrata.errors import StoreClosedError
 from memstrata.ingest import EpisodeLike
 from memstrata.memory import AsyncMemory
 from memstrata.models import Episode, SearchResult
+from memstrata.redact import redact
 from memstrata.store import AddReport, SearchFilters
 from memstrata.store.base import DeleteReport, EpisodeVersion
 from memstrata.updates import KEEP, Keep
@@ -57,7 +58,7 @@ class Memory:
             # The same error AsyncMemory gives for a closed store; the verb's coroutine is
             # closed unstarted, so no "never awaited" warning follows the error.
             coro.close()
-            raise StoreClosedError(self._inner.store.url.removeprefix("sqlite:///"))
+            raise StoreClosedError(redact(self._inner.store.url.removeprefix("sqlite:///")))
         return self._loop.run_until_complete(coro)
 
     def __getattr__(self, name: str) -> Any:
