@@ -30,6 +30,7 @@ from pydantic import (
 
 from memstrata.engine.recipe import Recipe
 from memstrata.errors import ConfigError
+from memstrata.redact import redact_tree
 
 ENV_PREFIX = "MEMSTRATA_"
 
@@ -288,8 +289,9 @@ class Config(_Section):
         return _validated(self.model_dump(), overrides)
 
     def masked(self) -> dict[str, Any]:
-        """The effective configuration with secrets shown as ``********``."""
-        return _mask(self.model_dump(mode="json"))
+        """The effective configuration with secrets shown as ``********``: secret keys,
+        and the passwords in URLs (the store's, an endpoint's)."""
+        return redact_tree(self.model_dump(mode="json"))
 
 
 def _validated(
@@ -367,11 +369,3 @@ def _set(data: dict[str, Any], path: list[str], value: Any) -> None:
             raise ConfigError(f"configuration key {'.'.join(path)} conflicts with {part}")
         node = nxt
     node[path[-1]] = value
-
-
-def _mask(value: Any, key: str = "") -> Any:
-    if isinstance(value, dict):
-        return {k: _mask(v, k) for k, v in value.items()}
-    if key in {"api_key", "password"} and value:
-        return "********"
-    return value

@@ -94,3 +94,17 @@ class StoreLockedError(StoreError):
 
 class ConfigError(MemstrataError):
     """The configuration is incomplete or contradictory."""
+
+
+class Misdirected(MemstrataError):
+    """The service was asked under a host name that is not its own (HTTP 421): an open
+    server answers only to its own address, against DNS rebinding."""
+
+
+class RequestTimeout(MemstrataError):
+    """A request body did not reach the service in time (HTTP 408)."""
+
+
+class Overloaded(MemstrataError):
+    """Every slot of the service this caller may take is in use (HTTP 429); retry
+    shortly."""

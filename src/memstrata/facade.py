@@ -10,6 +10,7 @@ from memstrata.config import Config
 from memstrata.embed.base import Embedder
 from memstrata.errors import StoreClosedError
 from memstrata.memory import AsyncMemory
+from memstrata.redact import redact
 from memstrata.runner import Blocking, LoopThread, blocking
 
 
@@ -33,7 +34,7 @@ class Memory(Blocking):
         use ``with``. ``overrides`` are configuration keys (``recipe="mnemis"``,
         ``**{"build.mode": "queue"}``) applied over ``config`` or the loaded configuration."""
         where: list[str] = []  # the store's location, once it is open
-        runner = LoopThread(lambda: StoreClosedError(where[0]))
+        runner = LoopThread(lambda: StoreClosedError(redact(where[0])))
 
         async def opened() -> AsyncMemory:
             return await AsyncMemory.open(

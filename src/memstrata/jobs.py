@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import secrets
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Literal
 
@@ -106,12 +106,16 @@ async def follow(
     interval_s: float = 0.5,
     *,
     heartbeat_s: float | None = None,
+    check: Callable[[], Awaitable[None]] | None = None,
 ) -> AsyncIterator[JobStatus | None]:
     """The job's state each time it changes, ending with a final one (or when the job is
-    gone); with ``heartbeat_s``, None after that long without a change."""
+    gone); with ``heartbeat_s``, None after that long without a change. ``check`` is
+    awaited before each look (the service's key check: what it raises ends the stream)."""
     last: dict[str, object] | None = None
     quiet = 0.0
     while True:
+        if check is not None:
+            await check()
         now = await status(memory, job_id)
         if now is None:
             return

@@ -144,8 +144,10 @@ class AsyncMemory(EpisodeWriter, EpisodeReader, Building):
         return check_namespace(self.config.namespace if namespace is None else namespace)
 
     async def _known(self, namespace: str) -> str:
+        """The namespace, if it holds something; the error names no other namespace (a
+        service's caller must learn nothing of other tenants; the CLI adds its hint)."""
         if not await asyncio.to_thread(self.store.has_namespace, namespace):
-            raise NamespaceNotFoundError(namespace, await asyncio.to_thread(self.store.namespaces))
+            raise NamespaceNotFoundError(namespace)
         return namespace
 
     # writing ----------------------------------------------------------------------------

@@ -29,12 +29,16 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def serving(config: Config, **app_options: Any) -> Iterator[httpx.Client]:
-    """An HTTP client of the app over ``config``'s store, served on a free loopback port."""
+def serving(config: Config, host: str = "127.0.0.1", **app_options: Any) -> Iterator[httpx.Client]:
+    """An HTTP client of the app over ``config``'s store, served on a free port of
+    ``host`` (the client talks to it over loopback)."""
     port = free_port()
+    if host != "127.0.0.1":  # the app's default
+        app_options["host"] = host
     server = uvicorn.Server(
         uvicorn.Config(
             create_app(config, **{"max_body": LIMIT, **app_options}),
+            host=host,
             port=port,
             log_level="warning",
             timeout_graceful_shutdown=5,

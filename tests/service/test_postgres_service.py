@@ -83,8 +83,12 @@ def test_the_service_on_postgresql(tmp_path: Path) -> None:
             assert foreign.status_code == 404
             assert httpx.get(f"{api2}/namespaces/team/stats").status_code == 401
         finally:
+            logs = []
             for process in (one, two):
                 process.terminate()
-                process.wait(timeout=60)
+                logs.append(process.communicate(timeout=60)[1])
+        password = url.split("://", 1)[1].split("@", 1)[0].split(":", 1)[1]
+        for log in logs:  # the "serving" line and the server's log show the URL masked
+            assert "serving postgresql://postgres:********@" in log and password not in log
     finally:
         pgtest.drop(tmp_path)

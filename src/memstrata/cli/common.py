@@ -8,7 +8,7 @@ import signal
 import sys
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from types import TracebackType
 from typing import Annotated, Any
@@ -29,9 +29,10 @@ from rich.text import Text
 from memstrata.blas import limit_blas_threads
 from memstrata.config import Config
 from memstrata.engine import FusionSpec, ShowNode
-from memstrata.errors import MemstrataError
+from memstrata.errors import MemstrataError, NamespaceNotFoundError
 from memstrata.memory import AsyncMemory
-from memstrata.store import store_target
+from memstrata.redact import redact
+from memstrata.store import open_store, store_target
 
 app = typer.Typer(
     help="Long-term memory for LLM agents: import, search, ask, build, inspect and benchmark.",
@@ -58,6 +59,7 @@ class _Settings:
     """What the top-level options set for the command that runs."""
 
     command: str | None = None
+    store: str | None = None  # the store the command opened, for an error's hint
     progress_every: float = 2.0
     interrupted_by: str = "Ctrl-C"  # the signal that stopped it, for the summary
 
@@ -150,11 +152,24 @@ def errors(*, as_json: bool = False) -> Iterator[None]:
     try:
         yield
     except MemstrataError as exc:
+        _hint(exc)
         fail(str(exc), type(exc).__name__, as_json=as_json)
         raise typer.Exit(2) from None
     except KeyboardInterrupt:
         fail(interrupted_summary(), "Interrupted", as_json=as_json, label="interrupted")
         raise typer.Exit(130) from None
+
+
+def _hint(exc: MemstrataError) -> None:
+    """An unknown namespace of a local store: name the ones it holds (the service never
+    does; here the user owns the file)."""
+    if isinstance(exc, NamespaceNotFoundError) and exc.known is None and settings.store:
+        with suppress(MemstrataError):
+            store = open_store(settings.store, create=False)
+            try:
+                exc.known = store.namespaces()
+            finally:
+                store.close()
 
 
 class StopRequest:
@@ -219,7 +234,9 @@ def stop_on_signals() -> Iterator[StopRequest]:
 
 
 def fail(message: str, kind: str, *, as_json: bool = False, label: str = "error") -> None:
-    """Report an error: ``error: MESSAGE`` on stderr, or a JSON object on stdout."""
+    """Report an error: ``error: MESSAGE`` on stderr, or a JSON object on stdout; secrets
+    (a store URL's password) masked."""
+    message = redact(message)
     if as_json:
         sys.stdout.write(json.dumps({"error": message, "kind": kind}, ensure_ascii=False) + "\n")
         sys.stdout.flush()
@@ -248,8 +265,9 @@ async def open_memory(cfg: Config, db: str | None, *, create: bool = False) -> A
     an empty store (``import``, ``worker``) pass ``create``; for the others, ``build``
     included, a path without a store is an error (``no memstrata database at PATH``,
     exit 2) and nothing is created, neither file nor folder."""
+    settings.store = cfg.store if db is None else db
     if not create:
-        store_target(cfg.store if db is None else db, create=False)
+        store_target(settings.store, create=False)
     return await AsyncMemory.open(db, config=cfg)
 
 

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-import ipaddress
+import errno
 import json
+import socket
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from memstrata.cli.common import ConfigOpt, app, err, errors, fail, load_config
+from memstrata.redact import redact
 
 
 @app.command("serve")
@@ -36,6 +38,14 @@ def serve(
             min=1,
         ),
     ] = 256,
+    body_timeout: Annotated[
+        float,
+        typer.Option(
+            help="Seconds a request body may take to arrive; a slower one gets 408 and its "
+            "connection is closed.",
+            min=0.1,
+        ),
+    ] = 30.0,
     http: Annotated[
         str,
         typer.Option(help="uvicorn's HTTP parser: auto (httptools when installed), h11."),
@@ -55,16 +65,18 @@ def serve(
     how far they have got. `memstrata worker --db` processes can join on the same store.
     Errors are JSON {"error": {"code", "message"}} with their HTTP status.
 
-    Once the store holds a live API key (`memstrata keys create`), every request needs
-    one; until then the service is open, so it binds to a loopback address only."""
+    Once the store has had an API key (`memstrata keys create`), every request needs a
+    valid one, even after every key is revoked (`memstrata keys reopen` opens it again);
+    until then the service is open, so it binds to a loopback address only. A port that
+    cannot be bound is an error (exit 2) before anything is served."""
     with errors():
         import uvicorn
 
-        from memstrata.service import create_app
+        from memstrata.service import create_app, keys
 
         cfg = load_config(config, store=db, **{"build.mode": "queue"})
-        guarded = _has_keys(db)
-        if not guarded and not _loopback(host):
+        guarded = _guarded(db)
+        if not guarded and not keys.loopback(host):
             fail(
                 f"refusing to serve on {host!r}: without API keys the service is open to "
                 "anyone who reaches it; create one (`memstrata keys create`) or bind to "
@@ -72,17 +84,44 @@ def serve(
                 "invalid_input",
             )
             raise typer.Exit(2)
+        listening = _listen(host, port)
+        port = listening.getsockname()[1]
         state = "API keys required" if guarded else "open to local clients: no API keys"
+        shown = f"[{host}]" if ":" in host else host
         err.print(
-            f"serving {db} on http://{host}:{port}/v1 (explorer: /, docs: /docs); {state}",
+            f"serving {redact(db)} on http://{shown}:{port}/v1 (explorer: /, docs: /docs); {state}",
             markup=False,
         )
-        app_ = create_app(cfg, workers=workers, max_inflight=max_inflight)
-        uvicorn.run(app_, host=host, port=port, log_level="info", http=http, loop=loop)
+        app_ = create_app(
+            cfg, workers=workers, max_inflight=max_inflight, host=host, body_timeout_s=body_timeout
+        )
+        server = uvicorn.Server(
+            uvicorn.Config(app_, host=host, port=port, log_level="info", http=http, loop=loop)
+        )
+        server.run(sockets=[listening])
 
 
-def _has_keys(db: str) -> bool:
-    """Whether the store holds a live key (a SQLite file not made yet holds none)."""
+def _listen(host: str, port: int) -> socket.socket:
+    """The listening socket, bound before anything is printed or opened: a port in use
+    (or an address not of this machine) is an error here, exit 2."""
+    try:
+        family, _, _, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+        return socket.create_server(address[:2], family=family, backlog=2048)
+    except OSError as exc:
+        why = {
+            errno.EADDRINUSE: "the address is already in use (another server holds the "
+            "port; choose another with --port)",
+            errno.EACCES: "permission denied (ports under 1024 need privileges)",
+            errno.EADDRNOTAVAIL: "the address is not one of this machine's",
+        }.get(exc.errno or 0, exc.strerror or str(exc))
+        fail(f"cannot listen on {host}:{port}: {why}", "bind_error")
+        raise typer.Exit(2) from None
+
+
+def _guarded(db: str) -> bool:
+    """Whether the store needs keys (a SQLite file not made yet has had none)."""
     from memstrata.service import keys
     from memstrata.store import is_postgres, open_store
 
@@ -90,18 +129,9 @@ def _has_keys(db: str) -> bool:
         return False
     store = open_store(db, create=False)
     try:
-        return keys.live(store)
+        return keys.guarded(store)
     finally:
         store.close()
-
-
-def _loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 @app.command("mcp")
@@ -126,7 +156,11 @@ def mcp(
         build_server(load_config(config, store=db)).run("stdio")
 
 
-keys_app = typer.Typer(help="API keys of the service: create, list, revoke.", no_args_is_help=True)
+keys_app = typer.Typer(
+    help="API keys of the service: create, list, revoke; reopen a store whose keys are all "
+    "revoked.",
+    no_args_is_help=True,
+)
 app.add_typer(keys_app, name="keys")
 
 
@@ -184,10 +218,11 @@ def keys_list(
 
 @keys_app.command("revoke")
 def keys_revoke(
-    key_id: Annotated[int, typer.Argument(help="The key's id (see `keys list`).")],
+    key_id: Annotated[str, typer.Argument(help="The key's id, key_... (see `keys list`).")],
     db: Annotated[str, typer.Option("--db", help="The store.")],
 ) -> None:
-    """Revoke a key at once: the next request that carries it gets 401."""
+    """Revoke a key at once: the next request that carries it gets 401. Revoking the last
+    key leaves the store guarded (`keys reopen` opens it)."""
     from memstrata.store import open_store
 
     with errors():
@@ -197,6 +232,34 @@ def keys_revoke(
         finally:
             store.close()
         if not done:
-            fail(f"no live key {key_id}", "not_found")
+            fail(f"no live key {key_id!r}", "not_found")
             raise typer.Exit(1)
         err.print(f"key {key_id} revoked", markup=False)
+
+
+@keys_app.command("reopen")
+def keys_reopen(
+    db: Annotated[str, typer.Option("--db", help="The store.")],
+    yes: Annotated[bool, typer.Option("--yes", help="Yes, serve it without keys.")] = False,
+) -> None:
+    """Open a store whose keys are all revoked: `memstrata serve` then answers without a
+    key again, on a loopback address only (a server bound elsewhere answers no one).
+    Refused while a key is live. Revoking keys never does this by itself."""
+    from memstrata.service import keys
+    from memstrata.store import open_store
+
+    with errors():
+        if not yes:
+            fail("reopening lets anyone on this machine use the store without a key; pass "
+                 "--yes to do it", "invalid_input")  # fmt: skip
+            raise typer.Exit(2)
+        store = open_store(db, create=False)
+        try:
+            lifted = keys.reopen(store)
+        finally:
+            store.close()
+        err.print(
+            f"{redact(db)} is open again: {lifted} revoked key(s) no longer guard it; the "
+            "service answers without a key, on a loopback address only",
+            markup=False,
+        )

@@ -47,6 +47,7 @@ from memstrata.engine.registry import Registry
 from memstrata.errors import ConfigError, MemstrataError
 from memstrata.llm.base import LLMClient
 from memstrata.models import Hit
+from memstrata.redact import redact
 from memstrata.retrieval import evidence
 from memstrata.retrieval.system1 import System1Params
 from memstrata.store.base import SearchFilters, Store
@@ -473,7 +474,7 @@ class Engine:
             row["failures"] = [f._asdict() for f in self.store.build_failures(s.namespace)]
             spaces.append(row)
         return {
-            "store": self.store.url,
+            "store": redact(self.store.url),
             "bytes": self.store.size_bytes(),
             "recipe": recipe,
             "namespaces": spaces,

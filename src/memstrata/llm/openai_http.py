@@ -27,6 +27,7 @@ from memstrata.llm.tools import (
     openai_messages,
 )
 from memstrata.llm.types import Completion, LLMBackendError, Message
+from memstrata.redact import MASK, redact
 
 _BODY_EXCERPT = 300
 
@@ -203,7 +204,7 @@ class OpenAICompatibleBackend:
         return response
 
     def _redact(self, text: str) -> str:
-        return text.replace(self._api_key, "***") if self._api_key else text
+        return redact(text.replace(self._api_key, MASK) if self._api_key else text)
 
     async def aclose(self) -> None:
         """Close the HTTP pool of the running loop (others die with their loops)."""

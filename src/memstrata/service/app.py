@@ -5,7 +5,9 @@ loop, with the build worker running beside the requests (``build.mode = "queue"`
 add commits its episodes and returns at once (they are searchable by the store's own
 routes from then on), and the structures follow in the background. Errors are JSON
 ``{"error": {"code", "message"}}`` with the status that says what went wrong, never a
-stack trace; request bodies are limited in size before they are read.
+stack trace. Every request passes :class:`~memstrata.service.http.Guard` first: it is
+authenticated from its headers before its body is read, and each route declares the scope
+it needs through its dependency (``read``, ``write``, ``admin``), which the guard reads.
 """
 
 from __future__ import annotations
@@ -18,7 +20,6 @@ import re
 from collections.abc import AsyncIterator
 from datetime import datetime
 from typing import Annotated, Any, Literal
-from urllib.parse import unquote
 
 from fastapi import Depends, FastAPI, Query, Request
 from fastapi.responses import Response, StreamingResponse
@@ -36,13 +37,25 @@ from memstrata import jobs
 from memstrata.config import Config
 from memstrata.engine import Answer
 from memstrata.engine.worker import run_worker
-from memstrata.errors import NamespaceNotFoundError
+from memstrata.errors import MemstrataError, NamespaceNotFoundError
 from memstrata.memory import AsyncMemory
 from memstrata.models import Episode, EpisodeIn, SearchResult
 from memstrata.service import keys
 from memstrata.service.explorer import install as install_explorer
-from memstrata.service.http import BodyLimit, Inflight, McpKeys, NotFound, error, install_errors
+from memstrata.service.http import (
+    KEY,
+    SCOPE_ATTR,
+    BodyLimit,
+    Guard,
+    NotFound,
+    describe,
+    episode_address,
+    error,
+    install_errors,
+    route_needs,
+)
 from memstrata.service.limits import MAX_EPISODES, MAX_K, MAX_PAGE, MAX_QUERIES
+from memstrata.service.openapi import install_openapi
 from memstrata.store import SearchFilters
 from memstrata.store.base import ApiKey
 
@@ -54,14 +67,14 @@ Ids = Annotated[list[str], Query(min_length=1, description="ids to delete")]
 MAX_BODY = 10 * 1024 * 1024
 #: requests handled at once; more are answered 429 at once rather than queued unseen
 MAX_INFLIGHT = 256
+#: how long a request body may take to arrive, in seconds (then 408, connection closed)
+BODY_TIMEOUT_S = 30.0
 #: how often an event stream looks at its job
 SSE_POLL_S = 0.25
 #: how long an event stream may stay silent before it sends a comment
 SSE_HEARTBEAT_S = 15.0
 #: a namespace is any printable text, "/" included: the path segment takes it whole
 NS = "/v1/namespaces/{namespace:path}"
-#: an episode's path as a client sends it, each name one segment ("/" in one as %2F)
-EPISODE_PATH = re.compile(r"/v1/namespaces/([^/]+)/episodes/([^/]+)(/history)?")
 #: a number where a time is due: pydantic would read it as Unix seconds
 _NUMBER = re.compile(r"\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*")
 
@@ -196,9 +209,13 @@ def create_app(
     max_body: int = MAX_BODY,
     workers: int = 1,
     max_inflight: int = MAX_INFLIGHT,
+    host: str = "127.0.0.1",
+    body_timeout_s: float = BODY_TIMEOUT_S,
 ) -> FastAPI:
     """The app over the store ``config.store`` names, with ``workers`` build workers in
-    its process (0: none, for a store whose ``memstrata worker`` processes build apart)."""
+    its process (0: none, for a store whose ``memstrata worker`` processes build apart).
+    ``host`` is the address the server binds: an open store (no key) is served only when
+    it is a loopback one, and only under a loopback host name."""
     state: dict[str, AsyncMemory] = {}
 
     from memstrata.service.mcp import build_server
@@ -229,30 +246,45 @@ def create_app(
         lifespan=lifespan,
     )
     app.add_middleware(BodyLimit, limit=max_body)
-    app.add_middleware(Inflight, limit=max_inflight)
+    app.add_middleware(
+        Guard,
+        memory=lambda: state["memory"],
+        needs=route_needs(app, {"/mcp": "read"}),
+        host=host,
+        limit=max_inflight,
+        body_timeout_s=body_timeout_s,
+    )
     install_errors(app)
-    # MCP over streamable HTTP, with the same keys: any valid key may connect, and each
-    # tool checks what it reaches (the MCP SDK's transport answers below /mcp/).
-    app.mount("/mcp", McpKeys(mcp_app, lambda: state["memory"]))
+    install_openapi(app)
+    # MCP over streamable HTTP, with the same keys: any valid key may connect (the guard
+    # checks it), and each tool checks what it reaches (the SDK's transport is below /mcp/).
+    app.mount("/mcp", mcp_app)
 
     def mem() -> AsyncMemory:
         return state["memory"]
 
     async def caller(request: Request, scope: str) -> ApiKey | None:
-        """The request's key (None while no key is live); 401 or 403 as it deserves."""
-        return await keys.check(mem().store, request.headers, scope)
+        """The request's key (None while the store is open); 401 or 403 as it deserves."""
+        loopback = keys.loopback(host)
+        return await keys.check(mem().store, request.headers, scope, bound_to_loopback=loopback)
 
     def scoped(scope: str) -> Any:
+        """The dependency that declares a route's scope: the guard reads it and checks the
+        key, and the route receives the key the guard found."""
+
         async def check(request: Request) -> ApiKey | None:
-            key = await caller(request, scope)
+            if KEY in request.scope:
+                return request.scope[KEY]
+            key = await caller(request, scope)  # not behind the guard: check here
             namespace = request.path_params.get("namespace")
             if key is not None and namespace is not None and not key.reaches(namespace):
                 raise NamespaceNotFoundError(namespace)  # as if it did not exist
             return key
 
+        setattr(check, SCOPE_ATTR, scope)
         return Depends(check)
 
-    read, write = scoped("read"), scoped("write")
+    read, write, admin = scoped("read"), scoped("write"), scoped("admin")
     addressed = Depends(_address)
 
     @app.get("/v1/health", tags=["service"])
@@ -262,14 +294,15 @@ def create_app(
 
     @app.get("/v1/ready", tags=["service"])
     async def ready() -> dict[str, Any]:
-        """The store answers (503 while it cannot)."""
-        names = await mem().namespaces()
-        return {"status": "ready", "namespaces": len(names)}
+        """The store answers (503 while it cannot); needs no key and tells nothing of what
+        the store holds."""
+        await asyncio.to_thread(mem().store.keys_guarded)
+        return {"status": "ready"}
 
-    @app.get("/v1/namespaces", tags=["namespaces"])
+    @app.get("/v1/namespaces", tags=["namespaces"], dependencies=[read])
     async def namespaces(request: Request) -> dict[str, list[str]]:
         """The namespaces in the store that the caller's key reaches."""
-        key = await caller(request, "read")
+        key = request.scope.get(KEY)
         names = await mem().namespaces()
         return {"namespaces": [n for n in names if key is None or key.reaches(n)]}
 
@@ -369,8 +402,15 @@ def create_app(
         return {"nodes": [n.model_dump(mode="json") for n in nodes]}
 
     @app.get(NS + "/stats", tags=["namespaces"], dependencies=[read])
-    async def stats(namespace: str) -> dict[str, Any]:
-        return await mem().stats(namespace)
+    async def stats(request: Request, namespace: str) -> dict[str, Any]:
+        """Counts, build queue per builder, failures, LLM calls per stage; where the store
+        lives and its size only for an admin key of the whole store (or an open store)."""
+        found = await mem().stats(namespace)
+        key = request.scope.get(KEY)
+        if key is not None and not key.whole_store():
+            found.pop("store", None)
+            found.pop("bytes", None)
+        return found
 
     @app.post(NS + "/build", tags=["building"], dependencies=[write])
     async def build(namespace: str, body: BuildBody) -> dict[str, Any]:
@@ -387,51 +427,65 @@ def create_app(
         return {"queued": await mem().retry(namespace, builder=builder)}
 
     async def visible_job(request: Request, job_id: str) -> jobs.JobStatus:
-        key = await caller(request, "read")
+        key = request.scope.get(KEY)
         job = await jobs.status(mem(), job_id)
         if job is None or (key is not None and not key.reaches(job.namespace)):
             raise NotFound(f"no job {job_id!r}")  # another tenant's job does not exist
         return job
 
-    @app.get("/v1/jobs/{job_id}", tags=["jobs"])
+    @app.get("/v1/jobs/{job_id}", tags=["jobs"], dependencies=[read])
     async def job_status(request: Request, job_id: str) -> dict[str, Any]:
         """Where a job stands: ``queued``, ``running``, ``succeeded``, ``failed`` (with
         each failure's reason) or ``removed``; read from the build marks, so it says
         ``succeeded`` only once every step is done."""
         return (await visible_job(request, job_id)).model_dump(mode="json")
 
-    @app.get("/v1/jobs/{job_id}/events", tags=["jobs"])
+    @app.get("/v1/jobs/{job_id}/events", tags=["jobs"], dependencies=[read])
     async def job_events(request: Request, job_id: str) -> StreamingResponse:
         """Server-sent events: a ``job`` event each time the job's state changes, the
         last one final (``succeeded``, ``failed`` or ``removed``); comments keep the
-        connection alive meanwhile."""
-        await visible_job(request, job_id)
+        connection alive meanwhile. The key is checked again at each look: the stream of
+        a key revoked meanwhile ends with an ``error`` event."""
+        job = await visible_job(request, job_id)
+        keyed = request.scope.get(KEY) is not None
+
+        async def still_allowed() -> None:
+            now = await caller(request, "read")
+            if keyed and (now is None or not now.reaches(job.namespace)):
+                raise NotFound(f"no job {job_id!r}")
 
         async def stream() -> AsyncIterator[str]:
-            async for now in jobs.follow(mem(), job_id, SSE_POLL_S, heartbeat_s=SSE_HEARTBEAT_S):
-                if await request.is_disconnected():
-                    return
-                if now is None:
-                    yield ": still there\n\n"  # a comment: keeps proxies from closing
-                else:
-                    yield f"event: job\ndata: {json.dumps(now.model_dump(mode='json'))}\n\n"
+            follow = jobs.follow(
+                mem(), job_id, SSE_POLL_S, heartbeat_s=SSE_HEARTBEAT_S, check=still_allowed
+            )
+            try:
+                async for now in follow:
+                    if await request.is_disconnected():
+                        return
+                    if now is None:
+                        yield ": still there\n\n"  # a comment: keeps proxies from closing
+                    else:
+                        yield f"event: job\ndata: {json.dumps(now.model_dump(mode='json'))}\n\n"
+            except MemstrataError as exc:
+                _, code, message = describe(exc)
+                yield f"event: error\ndata: {json.dumps({'code': code, 'message': message})}\n\n"
 
         return StreamingResponse(
             stream(), media_type="text/event-stream", headers={"Cache-Control": "no-cache"}
         )
 
-    @app.get("/v1/keys", tags=["keys"])
+    @app.get("/v1/keys", tags=["keys"], dependencies=[admin])
     async def list_keys(request: Request) -> dict[str, Any]:
         """The keys (never their text) for the namespaces the admin key reaches."""
-        key = await caller(request, "admin")
+        key = request.scope.get(KEY)
         found = await asyncio.to_thread(mem().store.api_keys)
         shown = [k for k in found if key is None or _within(key, k.namespaces)]
         return {"keys": [k.model_dump() for k in shown]}
 
-    @app.post("/v1/keys", tags=["keys"])
+    @app.post("/v1/keys", tags=["keys"], dependencies=[admin])
     async def create_key(request: Request, body: KeyBody) -> dict[str, Any]:
         """A new key, shown once; an admin key makes keys only for namespaces it reaches."""
-        key = await caller(request, "admin")
+        key = request.scope.get(KEY)
         if key is not None and not _within(key, body.namespaces):
             raise keys.Forbidden("an admin key makes keys only for the namespaces it reaches")
         text, made = await asyncio.to_thread(
@@ -439,12 +493,14 @@ def create_app(
         )
         return {"key": text, **made.model_dump()}
 
-    @app.delete("/v1/keys/{key_id}", tags=["keys"])
-    async def revoke_key(request: Request, key_id: int) -> dict[str, bool]:
-        key = await caller(request, "admin")
+    @app.delete("/v1/keys/{key_id}", tags=["keys"], dependencies=[admin])
+    async def revoke_key(request: Request, key_id: str) -> dict[str, bool]:
+        """Revoke a key by its id (``key_...``). Revoking the last key leaves the store
+        guarded: only the operator reopens it (``memstrata keys reopen``)."""
+        key = request.scope.get(KEY)
         found = {k.id: k for k in await asyncio.to_thread(mem().store.api_keys)}
         if key_id not in found or (key is not None and not _within(key, found[key_id].namespaces)):
-            raise NotFound(f"no key {key_id}")
+            raise NotFound(f"no key {key_id!r}")
         return {"revoked": await asyncio.to_thread(mem().store.revoke_api_key, key_id)}
 
     install_explorer(app, mem, caller, read)  # the web page at / and what only it needs
@@ -502,18 +558,17 @@ def _out(episode: Episode) -> dict[str, Any]:
 
 
 async def _address(request: Request) -> None:
-    """Reads an episode's namespace and id from the path as the client sent it, before
-    the key is checked against the namespace. Decoded, ``.../episodes/a%2Fhistory``
+    """Reads an episode's namespace and id from the path as the client sent it, as the
+    guard read it to check the key against the namespace. Decoded, ``.../episodes/a%2Fhistory``
     would read as the history of ``a`` (and an id holding ``/episodes/`` would move the
     namespace): undecoded, each name is one segment and every id is addressable. A
     path sent with its "/" unencoded keeps the route's reading."""
-    raw = request.scope.get("raw_path") or b""
-    found = EPISODE_PATH.fullmatch(raw.decode("latin-1"))
-    if found is None or (found[3] and request.method != "GET"):
+    found = episode_address(request.scope)
+    if found is None:
         return
-    namespace, id = unquote(found[1]), unquote(found[2])
+    namespace, id, history = found
     request.scope["path_params"] = {**request.path_params, "namespace": namespace, "id": id}
-    request.state.history = bool(found[3])
+    request.state.history = history
 
 
-__all__ = ["MAX_BODY", "MAX_INFLIGHT", "create_app", "error"]
+__all__ = ["BODY_TIMEOUT_S", "MAX_BODY", "MAX_INFLIGHT", "create_app", "error"]

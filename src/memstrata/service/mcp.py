@@ -19,10 +19,11 @@ from pydantic import Field
 
 from memstrata import __version__, jobs
 from memstrata.config import Config
-from memstrata.errors import MemstrataError, NamespaceNotFoundError
+from memstrata.errors import MemstrataError, NamespaceNotFoundError, NotFound
 from memstrata.llm.fence import fence
 from memstrata.memory import AsyncMemory
 from memstrata.service import keys
+from memstrata.service.http import describe
 from memstrata.service.limits import MAX_K, MAX_PAGE
 
 DATA = (
@@ -224,7 +225,7 @@ def build_server(
                 if job is not None:
                     await guard(ctx, job.namespace, "read")
                     return _job(job) or {}
-            raise MemstrataError(f"no job {job_id!r}")
+            raise NotFound(f"no job {job_id!r}")
 
     return server
 
@@ -241,12 +242,14 @@ def _job(job: jobs.JobStatus | None) -> dict[str, Any] | None:
 
 @contextlib.contextmanager
 def told() -> Iterator[None]:
-    """A memstrata error reaches the agent as the tool's error, with its message (the
-    SDK would otherwise say only that the tool failed)."""
+    """A memstrata error reaches the agent as the tool's error, ``CODE: message`` with the
+    code REST gives it (``namespace_not_found``, ``llm_unavailable``, ...; the SDK would
+    otherwise say only that the tool failed), secrets masked."""
     try:
         yield
     except MemstrataError as exc:
-        raise ToolError(str(exc)) from exc
+        _, code, message = describe(exc)
+        raise ToolError(f"{code}: {message}") from exc
 
 
 def _episode(e: Any) -> dict[str, Any]:

@@ -29,13 +29,17 @@ from memstrata.errors import (
     EpisodeNotFoundError,
     InvalidInputError,
     MemstrataError,
+    Misdirected,
     NamespaceNotFoundError,
     NotFound,
+    Overloaded,
+    RequestTimeout,
     StoreClosedError,
     StoreError,
 )
 from memstrata.ingest import EpisodeLike, decode_utf8, episode_fields
 from memstrata.jobs import JobStatus
+from memstrata.llm.types import LLMBackendError, LLMError
 from memstrata.models import Episode, EpisodeIn, SearchResult
 from memstrata.runner import Blocking, LoopThread, blocking
 from memstrata.service import keys
@@ -453,6 +457,11 @@ _ERRORS: dict[str, type[MemstrataError]] = {
     "forbidden": keys.Forbidden,
     "store_busy": StoreError,
     "store_unavailable": StoreError,
+    "misdirected_request": Misdirected,
+    "request_timeout": RequestTimeout,
+    "too_many_requests": Overloaded,
+    "llm_unavailable": LLMBackendError,
+    "llm_bad_reply": LLMError,
 }
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from memstrata.errors import ConfigError, StoreNotFoundError
+from memstrata.redact import redact
 from memstrata.store.base import (
     AddReport,
     DeleteReport,
@@ -50,7 +51,8 @@ def store_target(path_or_url: str | Path, *, create: bool = True) -> str:
     if target.startswith("sqlite:///"):
         target = target[len("sqlite:///") :]
     elif "://" in target:
-        raise ConfigError(f"unsupported store URL {path_or_url!r}; use a file path or sqlite:///")
+        shown = redact(str(path_or_url))
+        raise ConfigError(f"unsupported store URL {shown!r}; use a file path or sqlite:///")
     if target == ":memory:":
         return target
     path = Path(target).expanduser()

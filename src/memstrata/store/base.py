@@ -21,10 +21,11 @@ from pydantic import BaseModel, Field
 
 from memstrata.llm.types import LLMCallRecord
 from memstrata.models import Derived, Episode, JSONDict
+from memstrata.store.key_tables import KeyTables
 from memstrata.store.names import check_namespace as check_namespace  # where it was
 from memstrata.store.reports import DROPPED_HASH as DROPPED_HASH
-from memstrata.store.reports import (
-    ApiKey,
+from memstrata.store.reports import (  # ApiKey: re-exported
+    ApiKey,  # noqa: F401
     BuildFailure,
     JobRecord,
     NamespaceStats,
@@ -198,7 +199,7 @@ class EpisodeText(NamedTuple):
 ScoredKeys = list[tuple[int, float]]
 
 
-class Store(ABC):
+class Store(KeyTables, ABC):
     """Persistent memory of every namespace."""
 
     url: str
@@ -513,24 +514,7 @@ class Store(ABC):
         """The job and the marks of its episodes now, or None (unknown, forgotten, or its
         namespace deleted)."""
 
-    # API keys of the service ----------------------------------------------------------------
-    @abstractmethod
-    def add_api_key(
-        self, digest: str, prefix: str, namespaces: Sequence[str], scope: str, label: str | None
-    ) -> ApiKey:
-        """Store a key by its SHA-256 ``digest`` (the key itself is never stored)."""
-
-    @abstractmethod
-    def api_key(self, digest: str) -> ApiKey | None:
-        """The key with this digest, revoked or not; None if there is none."""
-
-    @abstractmethod
-    def api_keys(self) -> list[ApiKey]: ...
-
-    @abstractmethod
-    def revoke_api_key(self, key_id: int) -> bool:
-        """Revoke a key; False if there is no such live key."""
-
+    # API keys of the service: the abstract part is KeyTables (key_tables.py) -------------
     def read_at_once(self, read: Callable[[], T]) -> T | WouldWait:
         """``read()`` on the caller's thread if that cannot wait (on a lock or the
         network); ``WOULD_WAIT`` otherwise, and the caller runs it off its event loop.

@@ -135,6 +135,8 @@ class KeyRow:
     label: str | None
     created_at: str
     revoked_at: str | None
+    public_id: str
+    opened_at: str | None  # NULL while it guards the store
 
 
 @dataclass(slots=True)

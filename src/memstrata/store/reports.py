@@ -5,6 +5,7 @@ failures, jobs, API keys, and what a removal left to repair (kept apart from
 from __future__ import annotations
 
 import json
+import secrets
 from collections.abc import Sequence
 from typing import Any, ClassVar, Literal, NamedTuple
 
@@ -16,7 +17,7 @@ from memstrata.models import Derived
 class ApiKey(BaseModel):
     """An API key of the service, as stored: never the key itself, only its prefix."""
 
-    id: int
+    id: str = Field(description="its public id (random: `key_` and 24 hex digits)")
     prefix: str
     namespaces: list[str] = Field(description='the namespaces it reaches; ["*"]: all')
     scope: Literal["read", "write", "admin"]
@@ -25,7 +26,13 @@ class ApiKey(BaseModel):
     revoked_at: str | None = None
 
     #: the columns :meth:`from_row` reads, in its order (both stores' ``api_keys`` table)
-    COLUMNS: ClassVar[str] = "id, prefix, namespaces, scope, label, created_at, revoked_at"
+    COLUMNS: ClassVar[str] = "public_id, prefix, namespaces, scope, label, created_at, revoked_at"
+
+    @staticmethod
+    def new_id() -> str:
+        """A fresh public id: random, so an id says nothing of how many keys there are
+        and none can be guessed from another."""
+        return "key_" + secrets.token_hex(12)
 
     @classmethod
     def from_row(cls, row: Sequence[Any]) -> ApiKey:
@@ -47,6 +54,11 @@ class ApiKey(BaseModel):
         """read < write < admin: each scope includes the ones before it."""
         order = ("read", "write", "admin")
         return order.index(self.scope) >= order.index(scope)
+
+    def whole_store(self) -> bool:
+        """An admin key of every namespace: the store's operator, who may see where the
+        store lives and how large it is."""
+        return self.scope == "admin" and "*" in self.namespaces
 
 
 class NamespaceStats(BaseModel):

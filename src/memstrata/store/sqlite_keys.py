@@ -1,4 +1,5 @@
-"""The SQLite store's API keys (schema v6): hashed, scoped, revocable."""
+"""The SQLite store's API keys (schema v6, public ids and the guard since v12): hashed,
+scoped, revocable."""
 
 from __future__ import annotations
 
@@ -29,10 +30,11 @@ class ApiKeys:
     ) -> ApiKey:
         with self._write() as conn:
             cur = conn.execute(
-                "INSERT INTO api_keys(hash, prefix, namespaces, scope, label, created_at) "
-                "VALUES (?,?,?,?,?,?)",
-                (digest, prefix, json.dumps(list(namespaces)), scope, label, _now()),
-            )
+                "INSERT INTO api_keys(public_id, hash, prefix, namespaces, scope, label, "
+                "created_at) VALUES (?,?,?,?,?,?,?)",
+                (ApiKey.new_id(), digest, prefix, json.dumps(list(namespaces)), scope, label,
+                 _now()),
+            )  # fmt: skip
             row = conn.execute(
                 f"SELECT {ApiKey.COLUMNS} FROM api_keys WHERE id=?", (cur.lastrowid,)
             ).fetchone()
@@ -62,10 +64,26 @@ class ApiKeys:
         finally:
             self._lock.release()
 
-    def revoke_api_key(self, key_id: int) -> bool:
+    def revoke_api_key(self, key_id: str) -> bool:
         with self._write() as conn:
             cur = conn.execute(
-                "UPDATE api_keys SET revoked_at=? WHERE id=? AND revoked_at IS NULL",
+                "UPDATE api_keys SET revoked_at=? WHERE public_id=? AND revoked_at IS NULL",
                 (_now(), key_id),
             )
             return cur.rowcount > 0
+
+    def keys_guarded(self) -> bool:
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT 1 FROM api_keys WHERE opened_at IS NULL LIMIT 1"
+            ).fetchone()
+        return row is not None
+
+    def lift_key_guard(self) -> int:
+        with self._write() as conn:
+            cur = conn.execute(
+                "UPDATE api_keys SET opened_at=? WHERE opened_at IS NULL "
+                "AND revoked_at IS NOT NULL",
+                (_now(),),
+            )
+            return cur.rowcount

@@ -40,7 +40,7 @@ CALL_COLS = (
     "namespace, stage, backend, model, prompt_tokens, completion_tokens, latency_ms, cached, "
     "ok, error, attempts, request_hash, created_at, outcome, truncated, rejected, dropped"
 )
-KEY_COLS = "hash, prefix, namespaces, scope, label, created_at, revoked_at"
+KEY_COLS = "hash, prefix, namespaces, scope, label, created_at, revoked_at, public_id, opened_at"
 
 
 class Transfer:
@@ -296,7 +296,7 @@ class Transfer:
         with self._write() as conn:
             for k in dump.keys:
                 cur = conn.execute(
-                    f"INSERT OR IGNORE INTO api_keys({KEY_COLS}) VALUES (?,?,?,?,?,?,?)",
+                    f"INSERT OR IGNORE INTO api_keys({KEY_COLS}) VALUES ({','.join('?' * 9)})",
                     values(k),
                 )
                 keys += cur.rowcount

@@ -22,16 +22,14 @@ from memstrata.engine.views import MAX_LIMIT, ViewQuery
 from memstrata.memory import AsyncMemory
 from memstrata.models import load_kinds
 from memstrata.service import keys
-from memstrata.service.http import NotFound
+from memstrata.service.http import PAGE_POLICY, NotFound
 from memstrata.store.base import ApiKey
 
 STATIC = Path(__file__).parent / "static"
 NS = "/v1/namespaces/{namespace:path}"
-#: what the page may load and run: its own files only, never an inline script
-POLICY = (
-    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-    "connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'"
-)
+#: what the page may load and run: its own files only, never an inline script (the guard
+#: gives every HTML page a policy; /explorer/index.html gets this one too)
+POLICY = PAGE_POLICY
 #: records listed as derived from one episode, at most
 DERIVED_LIMIT = 200
 
@@ -51,12 +49,12 @@ def install(app: FastAPI, mem: Callable[[], AsyncMemory], caller: Caller, read: 
 
     @app.get("/v1/whoami", tags=["service"])
     async def whoami(request: Request) -> dict[str, Any]:
-        """The presented key's scope and namespaces; ``scope`` null when keys are live
-        but none was presented (the explorer then asks for one). Without live keys the
-        service is open: scope ``admin`` over every namespace."""
+        """The presented key's scope and namespaces; ``scope`` null when the store is
+        guarded but no key was presented (the explorer then asks for one). An open store
+        (no key ever made, or reopened) answers scope ``admin`` over every namespace."""
         has_key = keys.presented(request.headers.get("authorization"), None)
         has_key = has_key or request.headers.get("x-api-key")
-        if not has_key and await asyncio.to_thread(keys.live, mem().store):
+        if not has_key and not await keys.is_open(mem().store):
             return {"scope": None, "namespaces": [], "keys": True}
         key = await caller(request, "read")
         if key is None:

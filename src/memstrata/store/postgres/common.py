@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -13,6 +12,7 @@ import psycopg
 
 from memstrata.errors import StoreClosedError, StoreError
 from memstrata.models import Episode
+from memstrata.redact import redact
 from memstrata.store.sqlite_common import speaker_deltas
 
 CONNECT_TIMEOUT_S = 10
@@ -25,13 +25,13 @@ EP_COLS = (
 
 def masked(url: str) -> str:
     """``url`` without its password, for messages."""
-    return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", url)
+    return redact(url)
 
 
 def translate(exc: psycopg.Error, url: str) -> StoreError:
     """psycopg's errors as one line a user can act on."""
     where = masked(url)
-    lines = [ln.strip() for ln in str(exc).strip().splitlines() if ln.strip()]
+    lines = [ln.strip() for ln in redact(str(exc)).strip().splitlines() if ln.strip()]
     text = lines[0] if lines else type(exc).__name__
     if isinstance(exc, psycopg.InterfaceError) or "connection is closed" in text:
         return StoreClosedError(where)
@@ -46,7 +46,7 @@ def connect(url: str) -> psycopg.Connection[Any]:
     try:
         return psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S)
     except psycopg.Error as exc:
-        text = " ".join(str(exc).split())
+        text = " ".join(redact(str(exc)).split())
         where = masked(url)
         if "password authentication failed" in text or "authentication failed" in text:
             why = "the server refused the user name or password"

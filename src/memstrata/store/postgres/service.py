@@ -1,5 +1,6 @@
 """The PostgreSQL store's tables for the service: jobs (read back from the build marks, as
-``sqlite_jobs`` does) and API keys (hashed, scoped, revocable, as ``sqlite_keys``)."""
+``sqlite_jobs`` does) and API keys (hashed, scoped, revocable, named by a random public
+id, guarding the store once it has had one: as ``sqlite_keys``)."""
 
 from __future__ import annotations
 
@@ -114,10 +115,11 @@ class ServiceTables(Base):
     ) -> ApiKey:
         with self._write() as conn:
             row = conn.execute(
-                "INSERT INTO api_keys(hash, prefix, namespaces, scope, label, created_at) "
-                f"VALUES (%s,%s,%s,%s,%s,%s) RETURNING {ApiKey.COLUMNS}",
-                (digest, prefix, json.dumps(list(namespaces)), scope, label, _now()),
-            ).fetchone()
+                "INSERT INTO api_keys(public_id, hash, prefix, namespaces, scope, label, "
+                f"created_at) VALUES (%s,%s,%s,%s,%s,%s,%s) RETURNING {ApiKey.COLUMNS}",
+                (ApiKey.new_id(), digest, prefix, json.dumps(list(namespaces)), scope, label,
+                 _now()),
+            ).fetchone()  # fmt: skip
         assert row is not None
         return ApiKey.from_row(row)
 
@@ -131,10 +133,22 @@ class ServiceTables(Base):
             for r in self._all(f"SELECT {ApiKey.COLUMNS} FROM api_keys ORDER BY id")
         ]
 
-    def revoke_api_key(self, key_id: int) -> bool:
+    def revoke_api_key(self, key_id: str) -> bool:
         with self._write() as conn:
             cur = conn.execute(
-                "UPDATE api_keys SET revoked_at=%s WHERE id=%s AND revoked_at IS NULL",
+                "UPDATE api_keys SET revoked_at=%s WHERE public_id=%s AND revoked_at IS NULL",
                 (_now(), key_id),
             )
             return cur.rowcount > 0
+
+    def keys_guarded(self) -> bool:
+        return self._one("SELECT 1 FROM api_keys WHERE opened_at IS NULL LIMIT 1") is not None
+
+    def lift_key_guard(self) -> int:
+        with self._write() as conn:
+            cur = conn.execute(
+                "UPDATE api_keys SET opened_at=%s WHERE opened_at IS NULL "
+                "AND revoked_at IS NOT NULL",
+                (_now(),),
+            )
+            return int(cur.rowcount)

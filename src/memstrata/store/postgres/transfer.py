@@ -280,7 +280,7 @@ class Transfer(Base):
         with self._write() as conn:
             for k in dump.keys:
                 cur = conn.execute(
-                    f"INSERT INTO api_keys({KEY_COLS}) VALUES (%s,%s,%s,%s,%s,%s,%s) "
+                    f"INSERT INTO api_keys({KEY_COLS}) VALUES ({','.join(['%s'] * 9)}) "
                     "ON CONFLICT (hash) DO NOTHING",
                     values(k),
                 )
