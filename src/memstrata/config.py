@@ -205,6 +205,29 @@ class BuildConfig(_Section):
     poll_s: float = Field(default=1.0, gt=0, description="worker's pause when idle")
 
 
+class IndexesConfig(_Section):
+    """``[indexes]``: the search indexes of large namespaces in a SQLite store, a vector
+    graph and a full-text index kept in folders beside the file (docs/scale.md).
+    PostgreSQL keeps its own indexes and ignores this section."""
+
+    ann_threshold: int | None = Field(
+        default=None,
+        ge=1,
+        description="vectors from which a namespace gets a vector graph; default 20,000",
+    )
+    text_threshold: int | None = Field(
+        default=None,
+        ge=1,
+        description="documents from which a namespace gets a full-text index; default 20,000",
+    )
+    build_on_search: bool = Field(
+        default=True,
+        description="a search that finds an index missing or behind starts its build in the "
+        "background (searches stay exact until it is done); false: only `memstrata build` and "
+        "the worker write them. The command line's one-shot commands never build on search",
+    )
+
+
 class Price(_Section):
     """Money per million tokens of one model."""
 
@@ -240,6 +263,7 @@ class Config(_Section):
     llm: LLMConfig = Field(default_factory=LLMConfig)
     budgets: Budgets = Field(default_factory=Budgets)
     retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
+    indexes: IndexesConfig = Field(default_factory=IndexesConfig)
     eval: EvalConfig = Field(default_factory=EvalConfig)
     max_episode_chars: int = Field(
         default=2_000_000, description="longer episodes are refused with a clear error"
