@@ -6,6 +6,7 @@ import asyncio
 import json
 import shlex
 import sys
+import time
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -28,6 +29,7 @@ from memstrata.cli.common import (
     load_config,
     open_memory,
     out,
+    plural,
     print_tree,
     progress_bar,
     stop_on_signals,
@@ -47,11 +49,24 @@ def build(
     tier: TierOpt = None,
     rebuild: Annotated[bool, typer.Option(help="Drop the structures and build anew.")] = False,
     as_json: Annotated[
-        bool, typer.Option("--json", help=f"The reports as JSON; {JSON_ERRORS}.")
+        bool,
+        typer.Option(
+            "--json",
+            help="The reports as JSON: one object per namespace and builder, and one with "
+            '"indexes" (vectors, documents, built, failed, abandoned) per namespace that '
+            f"has search indexes; {JSON_ERRORS}.",
+        ),
     ] = False,
     config: ConfigOpt = None,
 ) -> None:
-    """Fold every pending episode into a recipe's structures.
+    """Fold every pending episode into a recipe's structures, and write the search
+    indexes of large namespaces.
+
+    A SQLite namespace past indexes.ann_threshold vectors (20,000) gets a vector graph,
+    past indexes.text_threshold (20,000) a full-text index, in folders beside the store;
+    this writes those missing or behind, with progress, and later searches read them.
+    Searches from the command line never write them (a command would end before they
+    are done): without them, a search of a large namespace reads all of it.
 
     Resumable: only episodes not yet built are processed, so re-running after an
     interruption, or after importing more, continues where it stopped. Ctrl-C or SIGTERM
@@ -91,6 +106,10 @@ def build(
                                 stop=request.event,
                             )
                             reports.extend(r.model_dump() for r in got)
+                            if not request.event.is_set():
+                                indexed = await _build_indexes(memory, ns, progress, request)
+                                if indexed is not None:
+                                    reports.append(indexed)
                     left: dict[str, Any] = {}
                     if request.event.is_set():
                         left = await asyncio.to_thread(memory.engine.queued, names, chosen)
@@ -114,18 +133,52 @@ def build(
         sys.stdout.write(json.dumps(reports, indent=2, default=str) + "\n")
     else:
         _print_reports(names, reports)
-    failed = [r for r in reports if r["failed"]]
+    failed = [r for r in reports if r.get("failed")]
     if failed:
         err.print(Text(_retry_hint(failed, db, config, recipe, tier), style="red"))
+    if failed or any(r["indexes"]["failed"] for r in reports if "indexes" in r):
         raise typer.Exit(1)
+
+
+async def _build_indexes(
+    memory: AsyncMemory, ns: str, progress: Any, request: StopRequest
+) -> dict[str, Any] | None:
+    """Write the namespace's search indexes that are missing or behind (a large
+    namespace's vector graph and full-text index, store/sqlite_indexes.py), with a
+    progress line each; a stop request abandons them (nothing half-written is kept).
+    What was done, or None for a namespace without indexes (small, or PostgreSQL)."""
+    tasks: dict[str, Any] = {}
+
+    def tick(kind: str, done: int, total: int) -> None:  # on the build's thread
+        if kind not in tasks:
+            tasks[kind] = progress.add_task(f"writing the {kind} of {ns}", total=total)
+        progress.update(tasks[kind], completed=done, total=total)
+
+    t0 = time.perf_counter()
+    request.on_stop = memory.store.abandon_builds
+    try:
+        model = memory.embedder.model_id
+        got = await asyncio.to_thread(memory.store.build_indexes, ns, model, tick)
+    finally:
+        request.on_stop = None
+    if got.abandoned:  # nothing of it is kept: the interrupted summary must not count it
+        for task in tasks.values():
+            progress.remove_task(task)
+    if not (got.vectors or got.documents or got.built or got.failed or got.abandoned):
+        return None
+    seconds = round(time.perf_counter() - t0, 2)
+    return {"namespace": ns, "indexes": got.model_dump(), "seconds": seconds}
 
 
 def _print_reports(names: list[str], reports: list[dict[str, Any]]) -> None:
     if not names:
         out.print("nothing to build: the store holds no episodes yet (memstrata import)")
-    elif not reports:
+    elif not any("builder" in r for r in reports):
         out.print("this recipe builds nothing")
     for r in reports:
+        if "indexes" in r:
+            _print_indexes(r)
+            continue
         figures = ", ".join(f"{k} {v}" for k, v in {**r["counts"], **r["details"]}.items())
         stopped = " (stopped)" if r["stopped"] else ""
         out.print(
@@ -144,6 +197,27 @@ def _print_reports(names: list[str], reports: list[dict[str, Any]]) -> None:
             )
         for e in r["errors"][:5]:
             err.print(Text(f"  {e}", style="yellow"))
+
+
+def _print_indexes(r: dict[str, Any]) -> None:
+    got = r["indexes"]
+    held = [
+        f"vector graph of {plural(got['vectors'], 'vector')}" if got["vectors"] else None,
+        f"full-text index of {plural(got['documents'], 'document')}" if got["documents"] else None,
+    ]
+    shown = ", ".join(h for h in held if h) or "none"
+    how = f"written now: {', '.join(got['built'])}" if got["built"] else "up to date"
+    out.print(Text(f"{r['namespace']} search indexes: {shown} ({how}); {r['seconds']} s"))
+    if got["abandoned"]:
+        err.print(Text("  stopped before the end: nothing of it is kept", style="yellow"))
+    for kind in got["failed"]:
+        err.print(
+            Text(
+                f"  the {kind} of {r['namespace']} could not be written (the log above says "
+                "why); its searches read every episode until it is",
+                style="red",
+            )
+        )
 
 
 def _counts(per_builder: dict[str, int]) -> str:

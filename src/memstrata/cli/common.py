@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shlex
 import signal
 import sys
 import threading
@@ -122,6 +123,12 @@ def _top_level(
     settings.command = ctx.invoked_subcommand
     limit_blas_threads()
     settings.progress_every = progress_every
+
+
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """``1 episode``, ``2 episodes``, ``0 episodes``; ``many`` for a plural that is not
+    ``word`` + s (``plural(n, "entry", "entries")``)."""
+    return f"{n} {word if n == 1 else many or word + 's'}"
 
 
 def load_config(config: Path | None, **overrides: Any) -> Config:
@@ -247,10 +254,38 @@ async def open_memory(cfg: Config, db: str | None, *, create: bool = False) -> A
     """The store of ``--db`` (else the configured one). Only commands that can start from
     an empty store (``import``, ``worker``) pass ``create``; for the others, ``build``
     included, a path without a store is an error (``no memstrata database at PATH``,
-    exit 2) and nothing is created, neither file nor folder."""
+    exit 2) and nothing is created, neither file nor folder.
+
+    Searches never start an index build here: a command leaves before a large
+    namespace's build would end. ``memstrata build`` and the worker write the indexes
+    (:meth:`~memstrata.store.base.Store.build_indexes`), and the searches of later
+    commands read them."""
     if not create:
         store_target(cfg.store if db is None else db, create=False)
+    cfg = cfg.with_overrides(**{"indexes.build_on_search": False})
     return await AsyncMemory.open(db, config=cfg)
+
+
+async def note_missing_indexes(
+    memory: AsyncMemory, namespaces: list[str], db: str | None, config: Path | None
+) -> None:
+    """Say on stderr which searched namespaces lack an index a build would write (their
+    searches read every vector or every posting), and the command that writes it."""
+    model = memory.embedder.model_id
+    for ns in dict.fromkeys(namespaces):
+        due = await asyncio.to_thread(memory.store.indexes_due, ns, model)
+        if due:
+            command = "memstrata build" + (f" --db {shlex.quote(db)}" if db else "")
+            command += f" --config {shlex.quote(str(config))}" if config else ""
+            command += f" -n {shlex.quote(ns)}"
+            err.print(
+                Text(
+                    f"note: namespace {ns!r} has no up-to-date {' or '.join(due)}, so this "
+                    f"search read all of it; `{command}` writes "
+                    f"{'them' if len(due) > 1 else 'it'} once for the searches that follow",
+                    style="dim",
+                )
+            )
 
 
 _current: list[Progress] = []  # the last progress shown, for the Ctrl-C summary
