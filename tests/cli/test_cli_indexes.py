@@ -147,6 +147,16 @@ def test_build_writes_the_indexes_once_and_later_searches_read_them(
     ) in text
 
 
+def test_the_worker_writes_the_indexes_when_the_queue_is_empty(db: Path) -> None:
+    done = run("worker", "--db", str(db), "--once")
+    assert f"search indexes of {NS} written: vector graph, full-text index" in done.stdout
+    files = on_disk(db)
+    assert json.loads(next(Path(f"{db}-ann").glob("*.json")).read_text())["count"] == N
+    assert json.loads((Path(f"{db}-fts") / "ns1.json").read_text())["count"] == N
+    again = run("worker", "--db", str(db), "--once")
+    assert "search indexes" not in again.stdout and on_disk(db) == files
+
+
 # A library process whose search started a build, leaving mid-build: its own atexit
 # handler (registered after memstrata's, so run before it) lets the build go on only
 # once the interpreter is leaving, so the exit always meets the build half done.

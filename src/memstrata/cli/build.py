@@ -313,6 +313,8 @@ def worker(
         f"worker: {report.episodes} episode(s) folded in, {report.failed} failed, "
         f"{report.rounds} round(s)"
     )
+    for ns, written in report.indexes.items():
+        out.print(Text(f"search indexes of {ns} written: {', '.join(written)}"))
     if request.event.is_set():
         again = "memstrata worker" + _options(db, config, recipe)
         again += "".join(f" -n {shlex.quote(ns)}" for ns in namespace or [])
