@@ -29,7 +29,6 @@ from memstrata.cli.common import (
     load_config,
     open_memory,
     out,
-    plural,
     print_tree,
     progress_bar,
     stop_on_signals,
@@ -37,6 +36,7 @@ from memstrata.cli.common import (
 from memstrata.engine import WorkerReport
 from memstrata.errors import MemstrataError
 from memstrata.memory import AsyncMemory
+from memstrata.wording import plural
 
 
 @app.command()
@@ -183,17 +183,19 @@ def _print_reports(names: list[str], reports: list[dict[str, Any]]) -> None:
         stopped = " (stopped)" if r["stopped"] else ""
         out.print(
             Text(
-                f"{r['namespace']} {r['builder']}: tier {r['tier']}, {r['episodes']} new "
-                f"episodes, {r['failed']} failed{stopped}; {figures}; {r['seconds']} s"
+                f"{r['namespace']} {r['builder']}: tier {r['tier']}, "
+                f"{plural(r['episodes'], 'new episode')}, {r['failed']} failed{stopped}; "
+                f"{figures}; {r['seconds']} s"
             )
         )
         for stage, row in r["llm"].items():
             per = row["prompt_tokens"] / max(1, r["episodes"])
             out.print(
-                f"  {stage}: {row['calls']} calls ({row.get('kept', 0)} kept, "
+                f"  {stage}: {plural(row['calls'], 'call')} ({row.get('kept', 0)} kept, "
                 f"{row.get('repaired', 0)} repaired, {row['failures']} failed; "
-                f"{row.get('truncated', 0)} items cut to a bound, {row.get('rejected', 0)} "
-                f"dropped), {row['prompt_tokens']} prompt tokens ({per:.0f} per episode)"
+                f"{plural(row.get('truncated', 0), 'item')} cut to a bound, "
+                f"{row.get('rejected', 0)} dropped), "
+                f"{plural(row['prompt_tokens'], 'prompt token')} ({per:.0f} per episode)"
             )
         for e in r["errors"][:5]:
             err.print(Text(f"  {e}", style="yellow"))
@@ -221,7 +223,7 @@ def _print_indexes(r: dict[str, Any]) -> None:
 
 
 def _counts(per_builder: dict[str, int]) -> str:
-    return ", ".join(f"{n} episode(s) for {b}" for b, n in per_builder.items())
+    return ", ".join(f"{plural(n, 'episode')} for {b}" for b, n in per_builder.items())
 
 
 async def _to_build(memory: AsyncMemory, ns: str, recipe: str | None, rebuild: bool) -> int:
@@ -246,7 +248,8 @@ def _retry_hint(
     common += f" --config {shlex.quote(str(config))}" if config else ""
     extra = f" --recipe {shlex.quote(recipe)}" if recipe else ""
     extra += f" --tier {shlex.quote(tier)}" if tier else ""
-    lines = [f"{sum(r['failed'] for r in failed)} episode(s) failed; to try them again now:"]
+    n = sum(r["failed"] for r in failed)
+    lines = [f"{plural(n, 'episode')} failed; to try {'it' if n == 1 else 'them'} again now:"]
     for ns in dict.fromkeys(r["namespace"] for r in failed):
         lines.append(f"  memstrata retry{common} -n {shlex.quote(ns)}")
         lines.append(f"  memstrata build{common} -n {shlex.quote(ns)}{extra}")
@@ -310,8 +313,8 @@ def worker(
 
         report, request = asyncio.run(run())
     out.print(
-        f"worker: {report.episodes} episode(s) folded in, {report.failed} failed, "
-        f"{report.rounds} round(s)"
+        f"worker: {plural(report.episodes, 'episode')} folded in, {report.failed} failed, "
+        f"{plural(report.rounds, 'round')}"
     )
     for ns, written in report.indexes.items():
         out.print(Text(f"search indexes of {ns} written: {', '.join(written)}"))
@@ -326,8 +329,9 @@ def worker(
 def _worker_stopped(report: WorkerReport, request: StopRequest, again: str) -> str:
     """What a stopped worker committed, what it left queued and how to go on."""
     lines = [
-        f"stopped by {request.signal} after the current batch; the {report.episodes} "
-        "episode(s) folded in are committed"
+        f"stopped by {request.signal} after the current batch; the "
+        f"{plural(report.episodes, 'episode')} folded in "
+        f"{'is' if report.episodes == 1 else 'are'} committed"
     ]
     for ns, per in report.queued.items():
         lines.append(f"  still queued in {ns}: {_counts(per)}")
@@ -366,7 +370,7 @@ def retry(
                 await memory.close()
 
         n = asyncio.run(run())
-    out.print(f"{n} episode(s) queued again; run `memstrata build` or a worker")
+    out.print(f"{plural(n, 'episode')} queued again; run `memstrata build` or a worker")
 
 
 @app.command()
@@ -374,11 +378,21 @@ def show(
     name: Annotated[str, typer.Argument(help="Name of a structure (case-insensitive).")],
     db: DbOpt = None,
     namespace: NsOpt = None,
+    as_json: Annotated[
+        bool,
+        typer.Option(
+            "--json",
+            help=f'The trees as a JSON list of {{"design", "text", "children"}}; {JSON_ERRORS}.',
+        ),
+    ] = False,
     config: ConfigOpt = None,
 ) -> None:
     """Show what the designs hold under a name: a category subtree, an entity with its
-    facts and source episodes, ..."""
-    with errors():
+    facts and source episodes, ...
+
+    On a terminal, a tree whose long lines wrap; otherwise (a pipe, a file) the same
+    tree with every line whole."""
+    with errors(as_json=as_json):
         cfg = load_config(config)
         ns = cfg.namespace if namespace is None else namespace
 
@@ -392,4 +406,8 @@ def show(
         nodes = asyncio.run(run())
         if not nodes:
             raise MemstrataError(f"nothing named {name!r} in namespace {ns!r}")
+    if as_json:
+        rows = [n.model_dump(include={"design", "text", "children"}) for n in nodes]
+        sys.stdout.write(json.dumps(rows, ensure_ascii=False) + "\n")
+        return
     print_tree(nodes)

@@ -125,12 +125,6 @@ def _top_level(
     settings.progress_every = progress_every
 
 
-def plural(n: int, word: str, many: str | None = None) -> str:
-    """``1 episode``, ``2 episodes``, ``0 episodes``; ``many`` for a plural that is not
-    ``word`` + s (``plural(n, "entry", "entries")``)."""
-    return f"{n} {word if n == 1 else many or word + 's'}"
-
-
 def load_config(config: Path | None, **overrides: Any) -> Config:
     return Config.load(config, **overrides)
 
@@ -415,6 +409,12 @@ def kind_budgets(fusion: FusionSpec, k: int, hits: list[Any]) -> str | None:
 
 
 def print_tree(nodes: list[ShowNode]) -> None:
+    """What ``show`` found, as trees. On a terminal, long lines wrap inside the tree; on a
+    pipe or in a file every line is whole (the markers and sources at the end of a line,
+    "(invalid since ...)", "[c12]", are never cut at a width)."""
+    if not out.is_terminal:
+        sys.stdout.write("".join(line + "\n" for node in nodes for line in tree_lines(node)))
+        return
     from rich.tree import Tree
 
     def grow(tree: Tree, children: list[ShowNode]) -> None:
@@ -425,4 +425,23 @@ def print_tree(nodes: list[ShowNode]) -> None:
         head = Text(f"[{node.design}] ", style="dim") if node.design else Text()
         tree = Tree(head + Text(node.text, style="bold"))
         grow(tree, node.children)
-        out.print(tree)
+        out.print(tree, soft_wrap=False)
+
+
+def tree_lines(node: ShowNode) -> list[str]:
+    """A tree as plain lines, drawn as on a terminal (``├── ``, ``│   ``, ``└── ``); a
+    text of several lines goes on under its own guide."""
+    head = f"[{node.design}] " if node.design else ""
+    lines = (head + node.text).split("\n")
+
+    def walk(children: list[ShowNode], indent: str) -> None:
+        for i, child in enumerate(children):
+            last = i == len(children) - 1
+            first, *rest = child.text.split("\n")
+            lines.append(indent + ("└── " if last else "├── ") + first)
+            under = indent + ("    " if last else "│   ")
+            lines.extend(under + more for more in rest)
+            walk(child.children, under)
+
+    walk(node.children, "")
+    return lines

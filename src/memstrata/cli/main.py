@@ -33,6 +33,7 @@ from memstrata.importers import jsonl
 from memstrata.memory import prepare_episode
 from memstrata.store import PreparedEpisode
 from memstrata.store.base import DeleteReport, check_namespace
+from memstrata.wording import plural
 
 
 @app.command("import")
@@ -72,13 +73,16 @@ def import_(
         if kind not in {"jsonl", "locomo"}:
             raise InvalidInputError(f"unknown format {kind!r}; use jsonl or locomo")
         cfg = load_config(config)
-        bad, conflicts = asyncio.run(_import(cfg, db, namespace, file, kind, batch_size, replace))
+        try:
+            bad, conflicts = asyncio.run(
+                _import(cfg, db, namespace, file, kind, batch_size, replace)
+            )
+        except NothingValidError as exc:
+            _print_bad(exc.bad)  # then the error itself, exit 2
+            raise
     if bad:
-        for line, reason in bad[:50]:
-            err.print(Text.assemble((f"line {line}: ", "yellow"), reason))
-        if len(bad) > 50:
-            err.print(f"... and {len(bad) - 50} more")
-        err.print(Text(f"{len(bad)} line(s) not imported", style="red"))
+        _print_bad(bad)
+        err.print(Text(f"{plural(len(bad), 'line')} not imported", style="red"))
     if conflicts:
         for where, eid in conflicts[:50]:
             err.print(
@@ -91,13 +95,31 @@ def import_(
             err.print(f"... and {len(conflicts) - 50} more")
         err.print(
             Text.assemble(
-                (f"{len(conflicts)} conflict(s)", "red"),
+                (plural(len(conflicts), "conflict"), "red"),
                 ": re-run with --replace to replace them (the stored versions are kept, see "
                 "`memstrata history`)",
             )
         )
     if bad or conflicts:
         raise typer.Exit(1)
+
+
+class NothingValidError(InvalidInputError):
+    """Every line of the file was refused: nothing is written, not even a new store."""
+
+    def __init__(self, file: Path, bad: list[tuple[int, str]]) -> None:
+        super().__init__(
+            f"no line of {file} holds a valid episode ({plural(len(bad), 'line')} refused, "
+            "listed above); nothing was imported and nothing was written"
+        )
+        self.bad = bad
+
+
+def _print_bad(bad: list[tuple[int, str]]) -> None:
+    for line, reason in bad[:50]:
+        err.print(Text.assemble((f"line {line}: ", "yellow"), reason))
+    if len(bad) > 50:
+        err.print(f"... and {len(bad) - 50} more")
 
 
 async def _import(
@@ -140,7 +162,9 @@ async def _import(
                 lines_of.setdefault(items[-1].external_id, []).append(line)
         batches[ns] = items
     total = sum(len(v) for v in batches.values())
-    if not total and not bad:
+    if not total and bad:
+        raise NothingValidError(file, bad)
+    if not total:
         raise InvalidInputError(f"{file} holds no episodes; nothing was imported")
     memory = await open_memory(cfg, db, create=True)
     try:
@@ -162,8 +186,8 @@ async def _import(
         changed = f"{updated} replaced, " if updated else ""
         changed += f"{len(conflicts)} conflicting (left unchanged), " if conflicts else ""
         out.print(
-            f"imported {added} new episode(s), {existing} already present, {changed}into "
-            f"{len(batches)} namespace(s): {', '.join(batches)}"
+            f"imported {plural(added, 'new episode')}, {existing} already present, {changed}"
+            f"into {plural(len(batches), 'namespace')}: {', '.join(batches)}"
         )
     finally:
         await memory.close()
@@ -232,7 +256,7 @@ def stats(
             err.print(
                 Text(
                     f"{ns['namespace']}: {f['builder']} {f['status']} on {f['episode']} after "
-                    f"{f['attempts']} attempt(s): {f['error']}"
+                    f"{plural(f['attempts'], 'attempt')}: {f['error']}"
                 )
             )
     if data["llm"]:
@@ -278,7 +302,7 @@ def delete(
 
     Ids that are not stored are listed and the exit status is 1 (the others are deleted).
     """
-    what = f"{len(ids)} episode(s) from" if ids else "the whole namespace"
+    what = f"{plural(len(ids), 'episode')} from" if ids else "the whole namespace"
     if not yes and not typer.confirm(f"Delete {what} {namespace!r}?"):
         raise typer.Exit(1)
     with errors():
@@ -292,11 +316,11 @@ def delete(
                 await memory.close()
 
         removed = asyncio.run(run())
-    out.print(f"deleted {int(removed)} episode(s) from {namespace!r}")
+    out.print(f"deleted {plural(int(removed), 'episode')} from {namespace!r}")
     if removed.missing:
         err.print(
             Text.assemble(
-                (f"{len(removed.missing)} id(s) not found in {namespace!r}: ", "red"),
+                (f"{plural(len(removed.missing), 'id')} not found in {namespace!r}: ", "red"),
                 ", ".join(removed.missing),
             )
         )

@@ -29,7 +29,9 @@ from memstrata.cli.common import (
 )
 from memstrata.config import Config
 from memstrata.errors import InvalidInputError, MemstrataError
+from memstrata.importers import jsonl
 from memstrata.store.base import check_namespace
+from memstrata.wording import plural
 
 
 @app.command()
@@ -93,7 +95,7 @@ def _query_jobs(query: str | None, path: Path | None, namespace: str) -> list[di
         return [{"id": "q", "query": query, "namespace": namespace}]
     assert path is not None
     jobs = []
-    for line, raw in enumerate(path.read_bytes().splitlines(), start=1):
+    for line, raw in enumerate(path.read_bytes().removeprefix(jsonl.BOM).splitlines(), start=1):
         if not raw.strip():
             continue
         try:
@@ -166,7 +168,7 @@ async def _search(
                     out.print(Text(budgets, style="dim"))
                 if result.pending:
                     err.print(
-                        f"note: {result.pending} episode(s) not yet folded into this "
+                        f"note: {plural(result.pending, 'episode')} not yet folded into this "
                         "recipe's structures (memstrata build, or a worker)"
                     )
         await note_missing_indexes(memory, list(by_ns), db, config)
