@@ -108,6 +108,16 @@ class LLMConfig(_Section):
         default=None, description="response cache folder; default: beside the store file"
     )
     max_retries: int = 2
+    breaker_failures: int = Field(
+        default=3,
+        ge=0,
+        description="calls in a row that cannot reach the server (each after its retries) "
+        "before the client stops sending: a build then stops and leaves the rest queued; "
+        "0: never stop",
+    )
+    breaker_cooldown_s: float = Field(
+        default=30.0, ge=0, description="how long the client sends nothing once it stopped"
+    )
     concurrency: int = 4
     timeout_s: float = 120.0
     max_tokens: int | None = Field(

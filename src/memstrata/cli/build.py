@@ -106,12 +106,14 @@ def build(
                                 stop=request.event,
                             )
                             reports.extend(r.model_dump() for r in got)
+                            if _unreachable(reports):
+                                break  # the next namespaces would not reach it either
                             if not request.event.is_set():
                                 indexed = await _build_indexes(memory, ns, progress, request)
                                 if indexed is not None:
                                     reports.append(indexed)
                     left: dict[str, Any] = {}
-                    if request.event.is_set():
+                    if request.event.is_set() or _unreachable(reports):
                         left = await asyncio.to_thread(memory.engine.queued, names, chosen)
                     return names, reports, request, left
                 finally:
@@ -136,8 +138,29 @@ def build(
     failed = [r for r in reports if r.get("failed")]
     if failed:
         err.print(Text(_retry_hint(failed, db, config, recipe, tier), style="red"))
-    if failed or any(r["indexes"]["failed"] for r in reports if "indexes" in r):
+    why = _unreachable(reports)
+    if why:
+        again = "memstrata build" + _options(db, config, recipe)
+        again += f" --tier {shlex.quote(tier)}" if tier else ""
+        err.print(Text(_unreachable_hint(why, left, again), style="red"))
+    if failed or why or any(r["indexes"]["failed"] for r in reports if "indexes" in r):
         raise typer.Exit(1)
+
+
+def _unreachable(reports: list[dict[str, Any]]) -> str | None:
+    return next((r["unreachable"] for r in reports if r.get("unreachable")), None)
+
+
+def _unreachable_hint(why: str, left: dict[str, Any], again: str) -> str:
+    """Why a build stopped before the end, what it left queued and how to go on."""
+    lines = [f"stopped: the LLM server could not be reached ({why})"]
+    for ns, per in left.items():
+        lines.append(f"  still queued in {ns}: {_counts(per)} (not counted as failed)")
+    lines.append(
+        "  when the server answers (or llm.base_url is corrected), go on with: "
+        f"{again} (or a worker)"
+    )
+    return "\n".join(lines)
 
 
 async def _build_indexes(
@@ -318,12 +341,15 @@ def worker(
     )
     for ns, written in report.indexes.items():
         out.print(Text(f"search indexes of {ns} written: {', '.join(written)}"))
+    again = "memstrata worker" + _options(db, config, recipe)
+    again += "".join(f" -n {shlex.quote(ns)}" for ns in namespace or [])
+    again += " --once" if once else ""
     if request.event.is_set():
-        again = "memstrata worker" + _options(db, config, recipe)
-        again += "".join(f" -n {shlex.quote(ns)}" for ns in namespace or [])
-        again += " --once" if once else ""
         fail(_worker_stopped(report, request, again), "Interrupted", label="interrupted")
         raise typer.Exit(130)
+    if report.unreachable:
+        err.print(Text(_unreachable_hint(report.unreachable, report.queued, again), style="red"))
+        raise typer.Exit(1)
 
 
 def _worker_stopped(report: WorkerReport, request: StopRequest, again: str) -> str:

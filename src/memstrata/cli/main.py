@@ -259,6 +259,19 @@ def stats(
                     f"{plural(f['attempts'], 'attempt')}: {f['error']}"
                 )
             )
+    waiting = [
+        ns["namespace"]
+        for ns in data["namespaces"]
+        if ns["failures"] or any(c.get("queued") for c in ns["builds"].values())
+    ]
+    if waiting:
+        err.print(
+            Text(
+                "to go on: `memstrata build` (or `memstrata worker`) folds in what is queued; "
+                "`memstrata retry -n NAMESPACE` queues the failed episodes again at once",
+                style="dim",
+            )
+        )
     if data["llm"]:
         # kept / repaired / failed calls; items cut to a bound and dropped from replies
         columns = {

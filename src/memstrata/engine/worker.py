@@ -43,8 +43,8 @@ class WorkerReport(BaseModel):
     )
     queued: dict[str, dict[str, int]] = Field(
         default_factory=dict,
-        description="when stopped: episodes still queued per namespace and builder "
-        "(zeros left out)",
+        description="when stopped (or the LLM unreachable): episodes still queued per "
+        "namespace and builder (zeros left out)",
     )
     unfinished: list[tuple[str, str]] = Field(
         default_factory=list,
@@ -52,6 +52,12 @@ class WorkerReport(BaseModel):
     )
     indexes: dict[str, list[str]] = Field(
         default_factory=dict, description="search indexes written, per namespace"
+    )
+    unreachable: str | None = Field(
+        default=None,
+        description="the LLM server could not be reached at the last round: why (the "
+        "episodes not tried stay queued; a worker that goes on tries again after "
+        "llm.breaker_cooldown_s)",
     )
 
 
@@ -84,15 +90,17 @@ async def run_worker(
         if names and rotate:
             names = names[rotate % len(names) :] + names[: rotate % len(names)]
         done = 0
+        report.unreachable = None
         for ns in names:
-            if stop.is_set():
+            if stop.is_set() or report.unreachable:
                 break
             progress = None if on_step is None else functools.partial(on_step, ns)
             ctx = engine.context(ns, tier, progress)
             for builder in builders:
-                if stop.is_set():
+                if stop.is_set() or report.unreachable:
                     break
                 step = await engine.drain(ctx, ns, builder, wait=False, describe=False, stop=stop)
+                report.unreachable = step.unreachable
                 done += step.episodes
                 report.episodes += step.episodes
                 report.failed += step.failed
@@ -103,13 +111,13 @@ async def run_worker(
                     report.unfinished.append((ns, builder.name))
         if done == 0:
             await _write_indexes(engine, names, stop, report)
-        if once and done == 0:
+        if once and (done == 0 or report.unreachable):
             break
         if done == 0:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), timeout=poll_s)
-    if stop.is_set():
-        report.stopped = True
+    if stop.is_set() or report.unreachable:
+        report.stopped = stop.is_set()
         if not names:
             names = await asyncio.to_thread(engine.store.namespaces)
         report.queued = await asyncio.to_thread(engine.queued, names, recipe)
