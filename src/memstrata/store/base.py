@@ -22,7 +22,7 @@ from pydantic import BaseModel, Field
 from memstrata.errors import InvalidInputError
 from memstrata.llm.types import LLMCallRecord
 from memstrata.models import Derived, Episode, JSONDict
-from memstrata.store.reports import ApiKey, BuildFailure, JobRecord, NamespaceStats
+from memstrata.store.reports import ApiKey, BuildFailure, JobRecord, NamespaceStats, SearchIndexes
 
 T = TypeVar("T")
 
@@ -239,19 +239,7 @@ class EpisodeText(NamedTuple):
 ScoredKeys = list[tuple[int, float]]
 
 
-class IndexReport(BaseModel):
-    """What :meth:`Store.build_indexes` did for one namespace."""
-
-    vectors: int = Field(default=0, description="vectors in its graph (0: searched exactly)")
-    documents: int = Field(
-        default=0, description="documents in its full-text index (0: FTS5 answers)"
-    )
-    built: list[str] = Field(default_factory=list, description="indexes written now")
-    failed: list[str] = Field(default_factory=list, description="indexes whose build failed")
-    abandoned: bool = Field(default=False, description="stopped by a stop request")
-
-
-class Store(ABC):
+class Store(SearchIndexes, ABC):
     """Persistent memory of every namespace."""
 
     url: str
@@ -372,29 +360,6 @@ class Store(ABC):
         filters: SearchFilters | None = None,
     ) -> list[ScoredKeys]:
         """For each query vector, episodes by cosine similarity, best first."""
-
-    # search indexes of large namespaces ---------------------------------------------------
-    # The SQLite store keeps a vector graph and a full-text index beside its file for
-    # namespaces past a size (store/sqlite_indexes.py); PostgreSQL's are kept by the
-    # database itself, so these have nothing to do there.
-    def build_indexes(
-        self,
-        namespace: str,
-        model: str,
-        progress: Callable[[str, int, int], None] | None = None,
-    ) -> IndexReport:
-        """Write the namespace's search indexes that are missing or behind and wait for
-        them (``memstrata build``, the worker); ``progress(index, done, total)``."""
-        return IndexReport()
-
-    def indexes_due(self, namespace: str, model: str) -> list[str]:
-        """The indexes :meth:`build_indexes` would write now: without them a search of
-        the namespace reads every vector, or every posting of its terms."""
-        return []
-
-    def abandon_builds(self) -> None:
-        """Stop this store's running index builds and wait until they have stopped."""
-        return None
 
     # derived records --------------------------------------------------------------------
     # Every derived record belongs to the builder that wrote it (``Derived.builder``):

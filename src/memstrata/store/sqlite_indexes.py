@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from memstrata.store.background import Background
-from memstrata.store.base import IndexReport
+from memstrata.store.reports import IndexReport
 from memstrata.store.sqlite_text import _fts_rows
 
 if TYPE_CHECKING:
