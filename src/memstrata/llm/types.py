@@ -166,7 +166,7 @@ NOT_SENT = "not sent: the LLM server could not be reached"
 
 class LLMUnavailableError(LLMBackendError):
     """A call refused without a request: the client's last calls could not reach the
-    server (:class:`~memstrata.llm.base.Breaker`), so it stops calling for a while."""
+    server (:class:`~memstrata.llm.breaker.Breaker`), so it stops calling for a while."""
 
     def __init__(self, why: str) -> None:
         super().__init__(f"{NOT_SENT} ({why})", unreachable=True)
