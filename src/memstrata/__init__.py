@@ -26,7 +26,12 @@ from memstrata.errors import (
     StoreNotFoundError,
 )
 from memstrata.llm.tools import ToolsUnsupportedError
-from memstrata.llm.types import LLMBackendError, LLMError, LLMOutputError
+from memstrata.llm.types import (
+    LLMBackendError,
+    LLMError,
+    LLMOutputError,
+    LLMUnavailableError,
+)
 from memstrata.memory import AsyncMemory, Memory
 from memstrata.models import Episode, Hit, SearchResult, Span
 from memstrata.store import AddReport, SearchFilters
@@ -84,6 +89,7 @@ __all__ = [
     "LLMBackendError",
     "LLMError",
     "LLMOutputError",
+    "LLMUnavailableError",
     "Memory",
     "MemstrataError",
     "NamespaceNotFoundError",

@@ -109,6 +109,16 @@ class LLMConfig(_Section):
         default=None, description="response cache folder; default: beside the store file"
     )
     max_retries: int = 2
+    breaker_failures: int = Field(
+        default=3,
+        ge=0,
+        description="calls in a row that cannot reach the server (each after its retries) "
+        "before the client stops sending: a build then stops and leaves the rest queued; "
+        "0: never stop",
+    )
+    breaker_cooldown_s: float = Field(
+        default=30.0, ge=0, description="how long the client sends nothing once it stopped"
+    )
     concurrency: int = 4
     timeout_s: float = 120.0
     max_tokens: int | None = Field(
@@ -206,6 +216,29 @@ class BuildConfig(_Section):
     poll_s: float = Field(default=1.0, gt=0, description="worker's pause when idle")
 
 
+class IndexesConfig(_Section):
+    """``[indexes]``: the search indexes of large namespaces in a SQLite store, a vector
+    graph and a full-text index kept in folders beside the file (docs/scale.md).
+    PostgreSQL keeps its own indexes and ignores this section."""
+
+    ann_threshold: int | None = Field(
+        default=None,
+        ge=1,
+        description="vectors from which a namespace gets a vector graph; default 20,000",
+    )
+    text_threshold: int | None = Field(
+        default=None,
+        ge=1,
+        description="documents from which a namespace gets a full-text index; default 20,000",
+    )
+    build_on_search: bool = Field(
+        default=True,
+        description="a search that finds an index missing or behind starts its build in the "
+        "background (searches stay exact until it is done); false: only `memstrata build` and "
+        "the worker write them. The command line's one-shot commands never build on search",
+    )
+
+
 class Price(_Section):
     """Money per million tokens of one model."""
 
@@ -241,6 +274,7 @@ class Config(_Section):
     llm: LLMConfig = Field(default_factory=LLMConfig)
     budgets: Budgets = Field(default_factory=Budgets)
     retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
+    indexes: IndexesConfig = Field(default_factory=IndexesConfig)
     eval: EvalConfig = Field(default_factory=EvalConfig)
     max_episode_chars: int = Field(
         default=2_000_000, description="longer episodes are refused with a clear error"

@@ -23,6 +23,7 @@ from memstrata.errors import InvalidInputError
 from memstrata.retrieval import documents
 from memstrata.store import Store
 from memstrata.store.dump import NamespaceDump
+from memstrata.wording import plural
 
 EMBEDDING_BATCH = 2000
 #: searches per namespace in a verification, and the recipe they run (deterministic)
@@ -62,7 +63,7 @@ def plan(
     if clash:
         what = "with other content " if resume else ""
         raise CopyRefused(
-            f"the target already holds {len(clash)} namespace(s) of the source {what}"
+            f"the target already holds {plural(len(clash), 'namespace')} of the source {what}"
             f"({', '.join(map(repr, clash[:5]))}{', ...' if len(clash) > 5 else ''}); nothing "
             "was copied. Copy into a store without them, pick others with --namespace, "
             "delete them from the target first, or add --resume after a stopped copy"
@@ -152,7 +153,8 @@ def global_differences(source: Store, target: Store) -> list[str]:
         vectors += sum((m, h) not in there for m, h, _ in batch)
         after = (batch[-1][0], batch[-1][1])
     if vectors:
-        out.append(f"{vectors} cached embedding(s) of the source are not in the target")
+        are = "is" if vectors == 1 else "are"
+        out.append(f"{plural(vectors, 'cached embedding')} of the source {are} not in the target")
     return out
 
 

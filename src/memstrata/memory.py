@@ -116,7 +116,7 @@ class AsyncMemory(EpisodeWriter, EpisodeReader, Building):
         if path_or_url is not None:
             cfg = cfg.model_copy(update={"store": str(path_or_url)})
         limit_blas_threads()
-        store = await asyncio.to_thread(open_store, cfg.store)
+        store = await asyncio.to_thread(open_store, cfg.store, **cfg.indexes.model_dump())
         try:
             if embedder is None:
                 embedder = await asyncio.to_thread(shared_default_embedder, cfg)

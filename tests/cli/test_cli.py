@@ -68,7 +68,7 @@ def test_import_search_stats_delete_roundtrip(
     first = run(subprocess_env, "import", str(src), "--db", db, "--namespace", "home")
     assert "imported 3 new" in first.stdout
     again = run(subprocess_env, "import", str(src), "--db", db, "--namespace", "home")
-    assert "imported 0 new episode(s), 3 already present" in again.stdout
+    assert "imported 0 new episodes, 3 already present" in again.stdout
 
     queries = write_jsonl(
         tmp_path / "q.jsonl",
@@ -151,7 +151,7 @@ def test_bad_jsonl_lines_are_reported_and_good_ones_kept(
     assert "line 7: invalid episode: at: " in err and "'yesterday-ish'" in err
     assert "occurred_at:" not in err
     assert "line 8: unknown key 'speakr'" in err
-    assert "6 line(s) not imported" in err
+    assert "6 lines not imported" in err
 
 
 def test_config_masks_secrets(tmp_path: Path, subprocess_env: dict[str, str]) -> None:

@@ -94,7 +94,7 @@ def team_db(tmp_path_factory: pytest.TempPathFactory) -> str:
     db = str(tmp / "m.db")
     env = child_env()
     imported = cli(env, "import", str(write_jsonl(tmp / "in.jsonl", ROWS)), "--db", db, "-n", NS)
-    assert f"into 1 namespace(s): {NS}" in imported.stdout
+    assert f"into 1 namespace: {NS}" in imported.stdout
     built = cli(env, "build", "--db", db, "-n", NS, "--recipe", "mnemis")
     assert f"{NS} mnemis: tier heuristic, 4 new episodes, 0 failed" in built.stdout
     return db
@@ -340,7 +340,8 @@ def test_ctrl_c_says_what_was_committed_and_the_same_command_resumes(tmp_path: P
 
     again = cli(env, *args)
     left = n - stored["episodes"]
-    assert f"imported {left} new episode(s), {stored['episodes']} already present" in again.stdout
+    new = f"{left} new episode" + ("" if left == 1 else "s")
+    assert f"imported {new}, {stored['episodes']} already present" in again.stdout
     assert f"importing: {n}/{n}" in again.stderr  # the final count, stderr being no terminal
 
     build = ["build", "--db", db, "-n", "big", "--recipe", "mnemis"]
@@ -351,9 +352,10 @@ def test_ctrl_c_says_what_was_committed_and_the_same_command_resumes(tmp_path: P
     said = re.search(rf"interrupted: building big (\d+)/{n} committed; re-run the same", err)
     assert said and "builds are resumable" in err, err
     left = n - int(said[1])
-    assert left > 0 and f"still queued in big: {left} episode(s) for mnemis" in err
+    counted = f"{left} episode" + ("" if left == 1 else "s")
+    assert left > 0 and f"still queued in big: {counted} for mnemis" in err
     resumed = cli(env, *build)
-    new = int(re.search(r"big mnemis: tier heuristic, (\d+) new episodes", resumed.stdout)[1])
+    new = int(re.search(r"big mnemis: tier heuristic, (\d+) new episodes?,", resumed.stdout)[1])
     assert new == left
     assert f"building big: {new}/{new}" in resumed.stderr
 
@@ -370,7 +372,7 @@ def test_long_commands_print_progress_lines_and_a_failed_build_says_how_to_retry
     assert re.search(r"^importing: 32/32 \(\d+ s\)$", imported.stderr, flags=re.M)
     worked = cli(queue, *fast, "worker", "--db", db, "--recipe", "mnemis", "--once")
     assert re.search(r"^folding in demo: 32 \(\d+ s\)$", worked.stderr, flags=re.M)
-    assert "worker: 32 episode(s) folded in" in worked.stdout
+    assert "worker: 32 episodes folded in" in worked.stdout
 
     # an LLM nobody answers: every episode fails, and the output says what to run next
     broken = child_env(
@@ -385,8 +387,8 @@ def test_long_commands_print_progress_lines_and_a_failed_build_says_how_to_retry
     cli(broken, "import", src, "--db", small, "-n", NS)
     failed = cli(broken, *fast, "build", "--db", small, "--recipe", "mnemis", code=1)
     assert f"building {NS}: 2/2" in failed.stderr
-    assert "2 episode(s) failed; to try them again now:" in failed.stderr
+    assert "2 episodes failed; to try them again now:" in failed.stderr
     assert f"memstrata retry --db {small} -n '{NS}'" in failed.stderr
     assert f"memstrata build --db {small} -n '{NS}' --recipe mnemis" in failed.stderr
     retried = cli(broken, "retry", "--db", small, "-n", NS)
-    assert "2 episode(s) queued again" in retried.stdout
+    assert "2 episodes queued again" in retried.stdout

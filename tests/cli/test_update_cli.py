@@ -26,18 +26,17 @@ def test_import_reports_conflicts_per_line_and_replaces_on_request(
     proc = run(subprocess_env, "import", str(src), "--db", db, ok=False)
     assert proc.returncode == 1
     assert (
-        "imported 1 new episode(s), 1 already present, 2 conflicting (left unchanged)"
-        in proc.stdout
+        "imported 1 new episode, 1 already present, 2 conflicting (left unchanged)" in proc.stdout
     )
     assert "line 2: id '2' is already stored with different content" in proc.stderr
     assert "line 3: id '3' is already stored with different content" in proc.stderr
     assert "line 1:" not in proc.stderr and "line 4:" not in proc.stderr
-    assert "2 conflict(s)" in proc.stderr and "--replace" in proc.stderr
+    assert "2 conflicts" in proc.stderr and "--replace" in proc.stderr
 
     proc = run(subprocess_env, "import", str(src), "--db", db, "--replace")
-    assert "imported 0 new episode(s), 2 already present, 2 replaced" in proc.stdout
+    assert "imported 0 new episodes, 2 already present, 2 replaced" in proc.stdout
     again = run(subprocess_env, "import", str(src), "--db", db)  # idempotent now
-    assert "imported 0 new episode(s), 4 already present, into" in again.stdout
+    assert "imported 0 new episodes, 4 already present, into" in again.stdout
 
     hist = json.loads(run(subprocess_env, "history", "--id", "2", "--db", db, "--json").stdout)
     assert [v["text"] for v in hist["versions"]] == [ROWS[1]["text"]]
@@ -57,7 +56,7 @@ def test_update_from_argument_file_and_stdin_then_history(
     base = ("update", "--db", db, "-n", "home", "--id", "3")
 
     first = run(subprocess_env, *base, "We adopted a ginger cat called Mango.")
-    assert "updated '3' in 'home': version 2 is current, 1 earlier version(s) kept" in first.stdout
+    assert "updated '3' in 'home': version 2 is current, 1 earlier version kept" in first.stdout
     body = tmp_path / "text.txt"
     body.write_text("We adopted a ginger cat called Mango and a puppy.\n")
     second = run(subprocess_env, *base, "--file", str(body), "--speaker", "Ben")
@@ -118,7 +117,7 @@ def test_delete_names_missing_ids_and_exits_1(
     args = ("delete", "--db", db, "-n", "default", "--yes")
     proc = run(subprocess_env, *args, "--id", "1", "--id", "nope", "--id", "zip", ok=False)
     assert proc.returncode == 1
-    assert "deleted 1 episode(s) from 'default'" in proc.stdout
-    assert "2 id(s) not found in 'default': nope, zip" in proc.stderr
+    assert "deleted 1 episode from 'default'" in proc.stdout
+    assert "2 ids not found in 'default': nope, zip" in proc.stderr
     ok = run(subprocess_env, *args, "--id", "2")
-    assert "deleted 1 episode(s)" in ok.stdout and "not found" not in ok.stderr
+    assert "deleted 1 episode from" in ok.stdout and "not found" not in ok.stderr

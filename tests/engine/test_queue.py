@@ -433,7 +433,7 @@ def test_worker_killed_at_random_moments_loses_and_duplicates_nothing(
         [*worker_cmd(db), "--once"], env=env, capture_output=True, text=True, timeout=120
     )
     assert again.returncode == 0, again.stderr + again.stdout
-    assert "worker: 0 episode(s) folded in, 0 failed" in again.stdout
+    assert "worker: 0 episodes folded in, 0 failed" in again.stdout
     store = open_store(db)
     try:
         assert {ns: store.records_stamp(ns) for ns in added} == stamps

@@ -105,13 +105,13 @@ def test_worker_stops_within_one_batch_of_a_signal_and_says_what_is_left(
     assert len(final) < n
     left = n - len(final)
     name = "Ctrl-C" if signum == signal.SIGINT else "SIGTERM"
-    assert f"worker: {len(final)} episode(s) folded in, 0 failed, 1 round(s)" in stdout
+    assert f"worker: {_episodes(len(final))} folded in, 0 failed, 1 round" in stdout
     assert f"{name}: stopping after the current batch" in stderr
     assert (
-        f"interrupted: stopped by {name} after the current batch; the {len(final)} "
-        "episode(s) folded in are committed"
+        f"interrupted: stopped by {name} after the current batch; the "
+        f"{_episodes(len(final))} folded in {'is' if len(final) == 1 else 'are'} committed"
     ) in stderr
-    assert f"still queued in default: {left} episode(s) for memtree" in stderr
+    assert f"still queued in default: {_episodes(left)} for memtree" in stderr
     assert f"run the worker again to continue: memstrata worker --db {db} --recipe memtree" in (
         stderr
     )
@@ -130,7 +130,7 @@ def test_worker_stops_within_one_batch_of_a_signal_and_says_what_is_left(
     # Running the worker again folds in exactly what was left.
     again = subprocess.run([*cmd, "--once"], env=env, capture_output=True, text=True, timeout=300)
     assert again.returncode == 0, again.stderr
-    assert f"worker: {left} episode(s) folded in, 0 failed" in again.stdout
+    assert f"worker: {_episodes(left)} folded in, 0 failed" in again.stdout
 
     async def check_all() -> None:
         async with AsyncMemory.open(db, embedder=embedder, recipe=RECIPE) as mem:
@@ -287,3 +287,8 @@ def test_a_second_ctrl_c_stops_the_worker_at_once(
         assert store.stats("default")[0].records == {}
     finally:
         store.close()
+
+
+def _episodes(n: int) -> str:
+    """A count as the command line words it: "1 episode", "2 episodes"."""
+    return f"{n} episode" + ("" if n == 1 else "s")

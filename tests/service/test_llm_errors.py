@@ -70,3 +70,19 @@ def test_an_llm_that_answers_with_errors_is_502(tmp_path: Path) -> None:
         status, error, tool = _ask(url, tmp_path / "e.db")
     assert (status, error["code"]) == (502, "llm_bad_reply"), error
     assert "llm_bad_reply: HTTP 500" in tool, tool
+
+
+def test_a_model_the_breaker_stopped_calling_is_still_503(tmp_path: Path) -> None:
+    """Once the client's breaker has stopped calling a dead server, its refusals (no
+    request sent) are the same 503 ``llm_unavailable``, not a 502."""
+    config = _config(tmp_path / "b.db", f"http://127.0.0.1:{_dead_port()}/v1")
+    config = config.with_overrides(**{"llm.breaker_failures": 1})
+    with serving(config, workers=0) as client:
+        client.post("/namespaces/default/episodes", json={"episodes": TURNS})
+        codes = []
+        for _ in range(3):
+            asked = client.post("/namespaces/default/ask", json={"question": "Where?"})
+            codes.append((asked.status_code, asked.json()["error"]["code"]))
+            last = asked.json()["error"]["message"]
+    assert codes == [(503, "llm_unavailable")] * 3
+    assert "not sent" in last, last  # the breaker refused it: no request was made

@@ -299,15 +299,16 @@ def cli(env: dict[str, str], *args: str, code: int = 0) -> subprocess.CompletedP
 
 def test_the_copy_command(source: Path, url: str, subprocess_env: dict[str, str]) -> None:
     done = cli(subprocess_env, "--from", str(source), "--to", url, "-n", "ns-memtree")
-    assert "copied 1 namespace(s)" in done.stdout
-    assert "verified: 1 namespace(s)" in done.stdout and "8 search(es)" in done.stdout
+    assert "copied 1 namespace, " in done.stdout
+    assert "verified: 1 namespace holds the same rows" in done.stdout
+    assert "and 8 searches rank the same episodes" in done.stdout
     refused = cli(subprocess_env, "--from", str(source), "--to", url, code=2)
     line = refused.stderr.strip()
-    assert "\n" not in line and "already holds 1 namespace(s) of the source ('ns-memtree')" in line
+    assert "\n" not in line and "already holds 1 namespace of the source ('ns-memtree')" in line
     same = cli(subprocess_env, "--from", str(source), "--to", f"sqlite:///{source}", code=2)
     assert "the same store" in same.stderr
     missing = cli(subprocess_env, "--from", "/nonexistent/x.db", "--to", url, code=2)
     assert missing.stderr.count("\n") == 1
     rest = cli(subprocess_env, "--from", str(source), "--to", url, "--resume", "--no-verify")
     assert "ns-memtree: already copied, skipped" in rest.stderr
-    assert "copied 4 namespace(s)" in rest.stdout and "verified" not in rest.stdout
+    assert "copied 4 namespaces" in rest.stdout and "verified" not in rest.stdout

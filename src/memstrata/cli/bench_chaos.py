@@ -11,6 +11,7 @@ from typing import Annotated, Any
 import typer
 
 from memstrata.cli.common import ConfigOpt, bench_app, errors, load_config, out
+from memstrata.wording import plural
 
 INNERS = ("filler", "gguf", "config")
 
@@ -81,7 +82,7 @@ def bench_chaos(
                 )
                 row["seed"] = seed
                 rows.append(row)
-                out.print(f"{design} seed {seed}: {row['calls']} calls", markup=False)
+                out.print(f"{design} seed {seed}: {plural(row['calls'], 'call')}", markup=False)
         setup: dict[str, Any] = {"inner": inner, "rate": rate, "seed": seeds, "turns": turns}
         totals = chaos.totals(rows)
         report = {"setup": setup, "designs": rows, "totals": totals}

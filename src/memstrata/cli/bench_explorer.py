@@ -12,6 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from memstrata.cli.common import bench_app, err, errors, out
+from memstrata.wording import plural
 
 
 @bench_app.command("explorer")
@@ -108,7 +109,8 @@ def show(report: dict[str, Any]) -> None:
         table = Table(
             "namespace", "view", "ms", "shown", "checks", "console errors",
             title=Text(
-                f"Views ({s['conversations']} LoCoMo conversation(s) from {s['data']}; ms: "
+                f"Views ({plural(s['conversations'], 'LoCoMo conversation')} from "
+                f"{s['data']}; ms: "
                 f"median of {s['loads']}, navigation to rendered, or the round trip)"
             ),
         )  # fmt: skip
@@ -130,7 +132,8 @@ def show(report: dict[str, Any]) -> None:
             "limit", "nodes drawn", "edges", "drawn ms", "answer ms", "layout ms",
             "paint ms", "API ms", "nodes as the API's", "console errors",
             title=Text(
-                f"{syn['namespace']}: {syn['entities']} entities, {syn['facts']} facts; "
+                f"{syn['namespace']}: {plural(syn['entities'], 'entity', 'entities')}, "
+                f"{plural(syn['facts'], 'fact')}; "
                 f"mnemis-graph from navigation to drawn, median of {s['graph_loads']}"
             ),
         )  # fmt: skip

@@ -91,7 +91,8 @@ def bench_faults(
     unknown = [o for o in wanted if o not in known]
     if unknown:
         err.print(
-            f"error: unknown operation(s) {', '.join(unknown)}; known: "
+            f"error: unknown {'operation' if len(unknown) == 1 else 'operations'} "
+            f"{', '.join(unknown)}; known: "
             f"{', '.join(faults.OPERATIONS)}",
             markup=False,
         )

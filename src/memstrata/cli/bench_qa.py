@@ -14,6 +14,7 @@ from memstrata.cli.common import ConfigOpt, bench_app, err, errors, load_config,
 from memstrata.engine.engine import check_tier
 from memstrata.memory import AsyncMemory
 from memstrata.store import store_target
+from memstrata.wording import plural
 
 DEFAULT_CACHE = Path("~/.cache/memstrata/bench")
 
@@ -163,4 +164,7 @@ def bench_convert(
         path = convert.write(samples, out_file)
     n_turns = sum(len(s.turns) for s in samples)
     n_qa = sum(len(s.qa) for s in samples)
-    out.print(f"written {path}: {len(samples)} samples, {n_turns} turns, {n_qa} questions")
+    out.print(
+        f"written {path}: {plural(len(samples), 'sample')}, {plural(n_turns, 'turn')}, "
+        f"{plural(n_qa, 'question')}"
+    )

@@ -13,6 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from memstrata.cli.common import ConfigOpt, bench_app, errors, out, progress_bar
+from memstrata.wording import plural
 
 
 @bench_app.command("serve")
@@ -133,7 +134,7 @@ def show(report: dict[str, Any]) -> None:
     cut = " (cut by the time bound)" if load["stopped_by_time"] else ""
     out.print(
         f"memstrata bench serve: {s['server']} ({s['cores']} cores, Python {s['python']}, "
-        f"recipe {s['recipe']}); {report['seed']['episodes']} episodes seeded in "
+        f"recipe {s['recipe']}); {plural(report['seed']['episodes'], 'episode')} seeded in "
         f"{report['seed']['seconds']} s"
     )
     table = Table(

@@ -6,6 +6,7 @@ import asyncio
 import json
 import shlex
 import sys
+import time
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -35,6 +36,7 @@ from memstrata.cli.common import (
 from memstrata.engine import WorkerReport
 from memstrata.errors import MemstrataError
 from memstrata.memory import AsyncMemory
+from memstrata.wording import plural
 
 
 @app.command()
@@ -47,11 +49,24 @@ def build(
     tier: TierOpt = None,
     rebuild: Annotated[bool, typer.Option(help="Drop the structures and build anew.")] = False,
     as_json: Annotated[
-        bool, typer.Option("--json", help=f"The reports as JSON; {JSON_ERRORS}.")
+        bool,
+        typer.Option(
+            "--json",
+            help="The reports as JSON: one object per namespace and builder, and one with "
+            '"indexes" (vectors, documents, built, failed, abandoned) per namespace that '
+            f"has search indexes; {JSON_ERRORS}.",
+        ),
     ] = False,
     config: ConfigOpt = None,
 ) -> None:
-    """Fold every pending episode into a recipe's structures.
+    """Fold every pending episode into a recipe's structures, and write the search
+    indexes of large namespaces.
+
+    A SQLite namespace past indexes.ann_threshold vectors (20,000) gets a vector graph,
+    past indexes.text_threshold (20,000) a full-text index, in folders beside the store;
+    this writes those missing or behind, with progress, and later searches read them.
+    Searches from the command line never write them (a command would end before they
+    are done): without them, a search of a large namespace reads all of it.
 
     Resumable: only episodes not yet built are processed, so re-running after an
     interruption, or after importing more, continues where it stopped. Ctrl-C or SIGTERM
@@ -91,8 +106,14 @@ def build(
                                 stop=request.event,
                             )
                             reports.extend(r.model_dump() for r in got)
+                            if _unreachable(reports):
+                                break  # the next namespaces would not reach it either
+                            if not request.event.is_set():
+                                indexed = await _build_indexes(memory, ns, progress, request)
+                                if indexed is not None:
+                                    reports.append(indexed)
                     left: dict[str, Any] = {}
-                    if request.event.is_set():
+                    if request.event.is_set() or _unreachable(reports):
                         left = await asyncio.to_thread(memory.engine.queued, names, chosen)
                     return names, reports, request, left
                 finally:
@@ -114,40 +135,118 @@ def build(
         sys.stdout.write(json.dumps(reports, indent=2, default=str) + "\n")
     else:
         _print_reports(names, reports)
-    failed = [r for r in reports if r["failed"]]
+    failed = [r for r in reports if r.get("failed")]
     if failed:
         err.print(Text(_retry_hint(failed, db, config, recipe, tier), style="red"))
+    why = _unreachable(reports)
+    if why:
+        again = "memstrata build" + _options(db, config, recipe)
+        again += f" --tier {shlex.quote(tier)}" if tier else ""
+        err.print(Text(_unreachable_hint(why, left, again), style="red"))
+    if failed or why or any(r["indexes"]["failed"] for r in reports if "indexes" in r):
         raise typer.Exit(1)
+
+
+def _unreachable(reports: list[dict[str, Any]]) -> str | None:
+    return next((r["unreachable"] for r in reports if r.get("unreachable")), None)
+
+
+def _unreachable_hint(why: str, left: dict[str, Any], again: str) -> str:
+    """Why a build stopped before the end, what it left queued and how to go on."""
+    lines = [f"stopped: the LLM server could not be reached ({why})"]
+    for ns, per in left.items():
+        lines.append(f"  still queued in {ns}: {_counts(per)} (not counted as failed)")
+    lines.append(
+        "  when the server answers (or llm.base_url is corrected), go on with: "
+        f"{again} (or a worker)"
+    )
+    return "\n".join(lines)
+
+
+async def _build_indexes(
+    memory: AsyncMemory, ns: str, progress: Any, request: StopRequest
+) -> dict[str, Any] | None:
+    """Write the namespace's search indexes that are missing or behind (a large
+    namespace's vector graph and full-text index, store/sqlite_indexes.py), with a
+    progress line each; a stop request abandons them (nothing half-written is kept).
+    What was done, or None for a namespace without indexes (small, or PostgreSQL)."""
+    tasks: dict[str, Any] = {}
+
+    def tick(kind: str, done: int, total: int) -> None:  # on the build's thread
+        if kind not in tasks:
+            tasks[kind] = progress.add_task(f"writing the {kind} of {ns}", total=total)
+        progress.update(tasks[kind], completed=done, total=total)
+
+    t0 = time.perf_counter()
+    request.on_stop = memory.store.abandon_builds
+    try:
+        model = memory.embedder.model_id
+        got = await asyncio.to_thread(memory.store.build_indexes, ns, model, tick)
+    finally:
+        request.on_stop = None
+    if got.abandoned:  # nothing of it is kept: the interrupted summary must not count it
+        for task in tasks.values():
+            progress.remove_task(task)
+    if not (got.vectors or got.documents or got.built or got.failed or got.abandoned):
+        return None
+    seconds = round(time.perf_counter() - t0, 2)
+    return {"namespace": ns, "indexes": got.model_dump(), "seconds": seconds}
 
 
 def _print_reports(names: list[str], reports: list[dict[str, Any]]) -> None:
     if not names:
         out.print("nothing to build: the store holds no episodes yet (memstrata import)")
-    elif not reports:
+    elif not any("builder" in r for r in reports):
         out.print("this recipe builds nothing")
     for r in reports:
+        if "indexes" in r:
+            _print_indexes(r)
+            continue
         figures = ", ".join(f"{k} {v}" for k, v in {**r["counts"], **r["details"]}.items())
         stopped = " (stopped)" if r["stopped"] else ""
         out.print(
             Text(
-                f"{r['namespace']} {r['builder']}: tier {r['tier']}, {r['episodes']} new "
-                f"episodes, {r['failed']} failed{stopped}; {figures}; {r['seconds']} s"
+                f"{r['namespace']} {r['builder']}: tier {r['tier']}, "
+                f"{plural(r['episodes'], 'new episode')}, {r['failed']} failed{stopped}; "
+                f"{figures}; {r['seconds']} s"
             )
         )
         for stage, row in r["llm"].items():
             per = row["prompt_tokens"] / max(1, r["episodes"])
             out.print(
-                f"  {stage}: {row['calls']} calls ({row.get('kept', 0)} kept, "
+                f"  {stage}: {plural(row['calls'], 'call')} ({row.get('kept', 0)} kept, "
                 f"{row.get('repaired', 0)} repaired, {row['failures']} failed; "
-                f"{row.get('truncated', 0)} items cut to a bound, {row.get('rejected', 0)} "
-                f"dropped), {row['prompt_tokens']} prompt tokens ({per:.0f} per episode)"
+                f"{plural(row.get('truncated', 0), 'item')} cut to a bound, "
+                f"{row.get('rejected', 0)} dropped), "
+                f"{plural(row['prompt_tokens'], 'prompt token')} ({per:.0f} per episode)"
             )
         for e in r["errors"][:5]:
             err.print(Text(f"  {e}", style="yellow"))
 
 
+def _print_indexes(r: dict[str, Any]) -> None:
+    got = r["indexes"]
+    held = [
+        f"vector graph of {plural(got['vectors'], 'vector')}" if got["vectors"] else None,
+        f"full-text index of {plural(got['documents'], 'document')}" if got["documents"] else None,
+    ]
+    shown = ", ".join(h for h in held if h) or "none"
+    how = f"written now: {', '.join(got['built'])}" if got["built"] else "up to date"
+    out.print(Text(f"{r['namespace']} search indexes: {shown} ({how}); {r['seconds']} s"))
+    if got["abandoned"]:
+        err.print(Text("  stopped before the end: nothing of it is kept", style="yellow"))
+    for kind in got["failed"]:
+        err.print(
+            Text(
+                f"  the {kind} of {r['namespace']} could not be written (the log above says "
+                "why); its searches read every episode until it is",
+                style="red",
+            )
+        )
+
+
 def _counts(per_builder: dict[str, int]) -> str:
-    return ", ".join(f"{n} episode(s) for {b}" for b, n in per_builder.items())
+    return ", ".join(f"{plural(n, 'episode')} for {b}" for b, n in per_builder.items())
 
 
 async def _to_build(memory: AsyncMemory, ns: str, recipe: str | None, rebuild: bool) -> int:
@@ -172,7 +271,8 @@ def _retry_hint(
     common += f" --config {shlex.quote(str(config))}" if config else ""
     extra = f" --recipe {shlex.quote(recipe)}" if recipe else ""
     extra += f" --tier {shlex.quote(tier)}" if tier else ""
-    lines = [f"{sum(r['failed'] for r in failed)} episode(s) failed; to try them again now:"]
+    n = sum(r["failed"] for r in failed)
+    lines = [f"{plural(n, 'episode')} failed; to try {'it' if n == 1 else 'them'} again now:"]
     for ns in dict.fromkeys(r["namespace"] for r in failed):
         lines.append(f"  memstrata retry{common} -n {shlex.quote(ns)}")
         lines.append(f"  memstrata build{common} -n {shlex.quote(ns)}{extra}")
@@ -236,22 +336,28 @@ def worker(
 
         report, request = asyncio.run(run())
     out.print(
-        f"worker: {report.episodes} episode(s) folded in, {report.failed} failed, "
-        f"{report.rounds} round(s)"
+        f"worker: {plural(report.episodes, 'episode')} folded in, {report.failed} failed, "
+        f"{plural(report.rounds, 'round')}"
     )
+    for ns, written in report.indexes.items():
+        out.print(Text(f"search indexes of {ns} written: {', '.join(written)}"))
+    again = "memstrata worker" + _options(db, config, recipe)
+    again += "".join(f" -n {shlex.quote(ns)}" for ns in namespace or [])
+    again += " --once" if once else ""
     if request.event.is_set():
-        again = "memstrata worker" + _options(db, config, recipe)
-        again += "".join(f" -n {shlex.quote(ns)}" for ns in namespace or [])
-        again += " --once" if once else ""
         fail(_worker_stopped(report, request, again), "Interrupted", label="interrupted")
         raise typer.Exit(130)
+    if report.unreachable:
+        err.print(Text(_unreachable_hint(report.unreachable, report.queued, again), style="red"))
+        raise typer.Exit(1)
 
 
 def _worker_stopped(report: WorkerReport, request: StopRequest, again: str) -> str:
     """What a stopped worker committed, what it left queued and how to go on."""
     lines = [
-        f"stopped by {request.signal} after the current batch; the {report.episodes} "
-        "episode(s) folded in are committed"
+        f"stopped by {request.signal} after the current batch; the "
+        f"{plural(report.episodes, 'episode')} folded in "
+        f"{'is' if report.episodes == 1 else 'are'} committed"
     ]
     for ns, per in report.queued.items():
         lines.append(f"  still queued in {ns}: {_counts(per)}")
@@ -290,7 +396,7 @@ def retry(
                 await memory.close()
 
         n = asyncio.run(run())
-    out.print(f"{n} episode(s) queued again; run `memstrata build` or a worker")
+    out.print(f"{plural(n, 'episode')} queued again; run `memstrata build` or a worker")
 
 
 @app.command()
@@ -298,11 +404,21 @@ def show(
     name: Annotated[str, typer.Argument(help="Name of a structure (case-insensitive).")],
     db: DbOpt = None,
     namespace: NsOpt = None,
+    as_json: Annotated[
+        bool,
+        typer.Option(
+            "--json",
+            help=f'The trees as a JSON list of {{"design", "text", "children"}}; {JSON_ERRORS}.',
+        ),
+    ] = False,
     config: ConfigOpt = None,
 ) -> None:
     """Show what the designs hold under a name: a category subtree, an entity with its
-    facts and source episodes, ..."""
-    with errors():
+    facts and source episodes, ...
+
+    On a terminal, a tree whose long lines wrap; otherwise (a pipe, a file) the same
+    tree with every line whole."""
+    with errors(as_json=as_json):
         cfg = load_config(config)
         ns = cfg.namespace if namespace is None else namespace
 
@@ -316,4 +432,8 @@ def show(
         nodes = asyncio.run(run())
         if not nodes:
             raise MemstrataError(f"nothing named {name!r} in namespace {ns!r}")
+    if as_json:
+        rows = [n.model_dump(include={"design", "text", "children"}) for n in nodes]
+        sys.stdout.write(json.dumps(rows, ensure_ascii=False) + "\n")
+        return
     print_tree(nodes)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shlex
 import signal
 import sys
 import threading
@@ -264,11 +265,39 @@ async def open_memory(cfg: Config, db: str | None, *, create: bool = False) -> A
     """The store of ``--db`` (else the configured one). Only commands that can start from
     an empty store (``import``, ``worker``) pass ``create``; for the others, ``build``
     included, a path without a store is an error (``no memstrata database at PATH``,
-    exit 2) and nothing is created, neither file nor folder."""
+    exit 2) and nothing is created, neither file nor folder.
+
+    Searches never start an index build here: a command leaves before a large
+    namespace's build would end. ``memstrata build`` and the worker write the indexes
+    (:meth:`~memstrata.store.base.Store.build_indexes`), and the searches of later
+    commands read them."""
     settings.store = cfg.store if db is None else db
     if not create:
         store_target(settings.store, create=False)
+    cfg = cfg.with_overrides(**{"indexes.build_on_search": False})
     return await AsyncMemory.open(db, config=cfg)
+
+
+async def note_missing_indexes(
+    memory: AsyncMemory, namespaces: list[str], db: str | None, config: Path | None
+) -> None:
+    """Say on stderr which searched namespaces lack an index a build would write (their
+    searches read every vector or every posting), and the command that writes it."""
+    model = memory.embedder.model_id
+    for ns in dict.fromkeys(namespaces):
+        due = await asyncio.to_thread(memory.store.indexes_due, ns, model)
+        if due:
+            command = "memstrata build" + (f" --db {shlex.quote(db)}" if db else "")
+            command += f" --config {shlex.quote(str(config))}" if config else ""
+            command += f" -n {shlex.quote(ns)}"
+            err.print(
+                Text(
+                    f"note: namespace {ns!r} has no up-to-date {' or '.join(due)}, so this "
+                    f"search read all of it; `{command}` writes "
+                    f"{'them' if len(due) > 1 else 'it'} once for the searches that follow",
+                    style="dim",
+                )
+            )
 
 
 _current: list[Progress] = []  # the last progress shown, for the Ctrl-C summary
@@ -398,6 +427,12 @@ def kind_budgets(fusion: FusionSpec, k: int, hits: list[Any]) -> str | None:
 
 
 def print_tree(nodes: list[ShowNode]) -> None:
+    """What ``show`` found, as trees. On a terminal, long lines wrap inside the tree; on a
+    pipe or in a file every line is whole (the markers and sources at the end of a line,
+    "(invalid since ...)", "[c12]", are never cut at a width)."""
+    if not out.is_terminal:
+        sys.stdout.write("".join(line + "\n" for node in nodes for line in tree_lines(node)))
+        return
     from rich.tree import Tree
 
     def grow(tree: Tree, children: list[ShowNode]) -> None:
@@ -408,4 +443,23 @@ def print_tree(nodes: list[ShowNode]) -> None:
         head = Text(f"[{node.design}] ", style="dim") if node.design else Text()
         tree = Tree(head + Text(node.text, style="bold"))
         grow(tree, node.children)
-        out.print(tree)
+        out.print(tree, soft_wrap=False)
+
+
+def tree_lines(node: ShowNode) -> list[str]:
+    """A tree as plain lines, drawn as on a terminal (``├── ``, ``│   ``, ``└── ``); a
+    text of several lines goes on under its own guide."""
+    head = f"[{node.design}] " if node.design else ""
+    lines = (head + node.text).split("\n")
+
+    def walk(children: list[ShowNode], indent: str) -> None:
+        for i, child in enumerate(children):
+            last = i == len(children) - 1
+            first, *rest = child.text.split("\n")
+            lines.append(indent + ("└── " if last else "├── ") + first)
+            under = indent + ("    " if last else "│   ")
+            lines.extend(under + more for more in rest)
+            walk(child.children, under)
+
+    walk(node.children, "")
+    return lines

@@ -9,11 +9,20 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
-from memstrata.cli.common import ConfigOpt, app, err, errors, load_config, out, progress_bar
+from memstrata.cli.common import (
+    ConfigOpt,
+    app,
+    err,
+    errors,
+    load_config,
+    out,
+    progress_bar,
+)
 from memstrata.config import Config
 from memstrata.errors import InvalidInputError
 from memstrata.store import is_postgres, open_store
 from memstrata.store.dump import NamespaceDump
+from memstrata.wording import plural
 
 
 @app.command("copy")
@@ -92,7 +101,7 @@ def copy(
     if differences:
         for line in differences[:50]:
             err.print(Text.assemble(("differs: ", "red"), line))
-        err.print(Text(f"copied, but {len(differences)} difference(s) found", style="red"))
+        err.print(Text(f"copied, but {plural(len(differences), 'difference')} found", style="red"))
         raise typer.Exit(1)
 
 
@@ -136,8 +145,9 @@ def _copy(
             def done(name: str, dump: NamespaceDump, seconds: float) -> None:
                 progress.advance(task)
                 err.print(
-                    f"{name}: {len(dump.episodes)} episode(s), {len(dump.versions)} "
-                    f"version(s), {len(dump.records)} record(s), {len(dump.marks)} mark(s) "
+                    f"{name}: {plural(len(dump.episodes), 'episode')}, "
+                    f"{plural(len(dump.versions), 'version')}, "
+                    f"{plural(len(dump.records), 'record')}, {plural(len(dump.marks), 'mark')} "
                     f"({seconds:.1f} s)"
                 )
 
@@ -145,9 +155,10 @@ def _copy(
                 source, target, todo, with_globals=names is None, on_namespace=done
             )
         out.print(
-            f"copied {len(report.namespaces)} namespace(s), {report.episodes} episode(s), "
-            f"{report.records} record(s), {report.embeddings} cached embedding(s), "
-            f"{report.keys} API key(s), {report.calls} other LLM call(s) in {report.seconds:.1f} s"
+            f"copied {plural(len(report.namespaces), 'namespace')}, "
+            f"{plural(report.episodes, 'episode')}, {plural(report.records, 'record')}, "
+            f"{plural(report.embeddings, 'cached embedding')}, {plural(report.keys, 'API key')}, "
+            f"{plural(report.calls, 'other LLM call')} in {report.seconds:.1f} s"
         )
         if not verify:
             return []
@@ -164,8 +175,10 @@ def _copy(
         differences += searched
         if not differences:
             out.print(
-                f"verified: {len(checked)} namespace(s) hold the same rows on both stores, "
-                f"and {runs} search(es) rank the same episodes"
+                f"verified: {plural(len(checked), 'namespace')} "
+                f"{'holds' if len(checked) == 1 else 'hold'} the same rows on both stores, "
+                f"and {plural(runs, 'search', 'searches')} "
+                f"{'ranks' if runs == 1 else 'rank'} the same episodes"
             )
         return differences
     finally:

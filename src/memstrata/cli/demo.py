@@ -15,6 +15,7 @@ from memstrata.cli.common import app, errors, out, print_hits
 from memstrata.config import Config
 from memstrata.importers import jsonl
 from memstrata.memory import AsyncMemory
+from memstrata.wording import plural
 
 
 @app.command()
@@ -40,7 +41,8 @@ def demo(
                 out.print(
                     Text.assemble(
                         ("memstrata demo", "bold"),
-                        f": {len(report.added)} turns imported into {path} (namespace 'demo')",
+                        f": {plural(len(report.added), 'turn')} imported into {path} "
+                        "(namespace 'demo')",
                     )
                 )
                 questions = [
@@ -52,13 +54,14 @@ def demo(
                 results = await memory.search_many(questions, namespace="demo", k=3)
                 for q, r in zip(questions, results, strict=True):
                     print_hits(q, r.hits)
-                    out.print(f"  context: {r.context_tokens} tokens\n")
+                    out.print(f"  context: {plural(r.context_tokens, 'token')}\n")
                 (built,) = await memory.build("demo", recipe="mnemis")
                 figures = {**built.counts, **built.details}
                 out.print(
                     Text.assemble(
                         ("mnemis", "bold"),
-                        f" build: {figures['entities']} entities, {figures['facts']} facts, "
+                        f" build: {plural(figures['entities'], 'entity', 'entities')}, "
+                        f"{plural(figures['facts'], 'fact')}, "
                         f"layers {figures['layers']}, {built.seconds:.1f} s",
                     )
                 )

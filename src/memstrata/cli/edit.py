@@ -26,6 +26,7 @@ from memstrata.cli.common import (
 )
 from memstrata.errors import InvalidInputError
 from memstrata.models import Episode
+from memstrata.wording import plural
 
 IdOpt = Annotated[str, typer.Option("--id", help="The episode's id.", show_default=False)]
 
@@ -82,6 +83,12 @@ def update(
         async def run() -> tuple[Episode, int, int]:
             memory = await open_memory(cfg, db)
             try:
+                if not await memory.get([id], namespace=namespace):
+                    ns = cfg.namespace if namespace is None else namespace
+                    raise InvalidInputError(
+                        f"no episode {id!r} in namespace {ns!r} to update; `memstrata "
+                        "import` adds episodes (a JSONL line with this id)"
+                    )
                 before = len(await memory.history(id, namespace=namespace))
                 ep = await memory.update(
                     id, body, namespace=namespace, keep_history=not drop_history, **changes
@@ -100,7 +107,7 @@ def update(
     out.print(
         Text(
             f"updated {id!r} in {ep.namespace!r}: version {after + 1} is current, "
-            f"{after} earlier version(s) kept (memstrata history --id {id})"
+            f"{plural(after, 'earlier version')} kept (memstrata history --id {id})"
         )
     )
 

@@ -22,11 +22,9 @@ from memstrata.cli.common import (
     app,
     err,
     errors,
-    kind_budgets,
     load_config,
     open_memory,
     out,
-    print_hits,
     progress_bar,
 )
 from memstrata.config import Config
@@ -35,6 +33,7 @@ from memstrata.importers import jsonl
 from memstrata.memory import prepare_episode
 from memstrata.store import PreparedEpisode
 from memstrata.store.base import DeleteReport, check_namespace
+from memstrata.wording import plural
 
 
 @app.command("import")
@@ -74,13 +73,16 @@ def import_(
         if kind not in {"jsonl", "locomo"}:
             raise InvalidInputError(f"unknown format {kind!r}; use jsonl or locomo")
         cfg = load_config(config)
-        bad, conflicts = asyncio.run(_import(cfg, db, namespace, file, kind, batch_size, replace))
+        try:
+            bad, conflicts = asyncio.run(
+                _import(cfg, db, namespace, file, kind, batch_size, replace)
+            )
+        except NothingValidError as exc:
+            _print_bad(exc.bad)  # then the error itself, exit 2
+            raise
     if bad:
-        for line, reason in bad[:50]:
-            err.print(Text.assemble((f"line {line}: ", "yellow"), reason))
-        if len(bad) > 50:
-            err.print(f"... and {len(bad) - 50} more")
-        err.print(Text(f"{len(bad)} line(s) not imported", style="red"))
+        _print_bad(bad)
+        err.print(Text(f"{plural(len(bad), 'line')} not imported", style="red"))
     if conflicts:
         for where, eid in conflicts[:50]:
             err.print(
@@ -93,13 +95,31 @@ def import_(
             err.print(f"... and {len(conflicts) - 50} more")
         err.print(
             Text.assemble(
-                (f"{len(conflicts)} conflict(s)", "red"),
+                (plural(len(conflicts), "conflict"), "red"),
                 ": re-run with --replace to replace them (the stored versions are kept, see "
                 "`memstrata history`)",
             )
         )
     if bad or conflicts:
         raise typer.Exit(1)
+
+
+class NothingValidError(InvalidInputError):
+    """Every line of the file was refused: nothing is written, not even a new store."""
+
+    def __init__(self, file: Path, bad: list[tuple[int, str]]) -> None:
+        super().__init__(
+            f"no line of {file} holds a valid episode ({plural(len(bad), 'line')} refused, "
+            "listed above); nothing was imported and nothing was written"
+        )
+        self.bad = bad
+
+
+def _print_bad(bad: list[tuple[int, str]]) -> None:
+    for line, reason in bad[:50]:
+        err.print(Text.assemble((f"line {line}: ", "yellow"), reason))
+    if len(bad) > 50:
+        err.print(f"... and {len(bad) - 50} more")
 
 
 async def _import(
@@ -142,7 +162,9 @@ async def _import(
                 lines_of.setdefault(items[-1].external_id, []).append(line)
         batches[ns] = items
     total = sum(len(v) for v in batches.values())
-    if not total and not bad:
+    if not total and bad:
+        raise NothingValidError(file, bad)
+    if not total:
         raise InvalidInputError(f"{file} holds no episodes; nothing was imported")
     memory = await open_memory(cfg, db, create=True)
     try:
@@ -164,8 +186,8 @@ async def _import(
         changed = f"{updated} replaced, " if updated else ""
         changed += f"{len(conflicts)} conflicting (left unchanged), " if conflicts else ""
         out.print(
-            f"imported {added} new episode(s), {existing} already present, {changed}into "
-            f"{len(batches)} namespace(s): {', '.join(batches)}"
+            f"imported {plural(added, 'new episode')}, {existing} already present, {changed}"
+            f"into {plural(len(batches), 'namespace')}: {', '.join(batches)}"
         )
     finally:
         await memory.close()
@@ -184,146 +206,6 @@ def _conflict_places(
         counts[i] = counts.get(i, 0) + 1
     places = [(line, i) for i, n in counts.items() for line in lines_of.get(i, [0])[-n:]]
     return [(f"line {line}", i) for line, i in sorted(places)]
-
-
-@app.command()
-def search(
-    query: Annotated[str | None, typer.Argument(help="The question or keywords.")] = None,
-    db: DbOpt = None,
-    namespace: NsOpt = None,
-    k: Annotated[
-        int,
-        typer.Option(
-            "--k",
-            "-k",
-            help="Episodes to return. A recipe that returns other kinds too (facts, "
-            "entities) gives each its own budget, a multiple of k shown under the table.",
-        ),
-    ] = 10,
-    queries: Annotated[
-        Path | None,
-        typer.Option(
-            "--queries",
-            help='JSONL file of {"id", "query", "namespace"?}.',
-            exists=True,
-            dir_okay=False,
-        ),
-    ] = None,
-    as_json: Annotated[
-        bool, typer.Option("--json", help=f"One JSON line per query; {JSON_ERRORS}.")
-    ] = False,
-    recipe: RecipeOpt = None,
-    explain: Annotated[
-        bool, typer.Option("--explain", help="Show which routes found each hit, at what rank.")
-    ] = False,
-    adaptive: Annotated[
-        bool,
-        typer.Option(
-            "--adaptive",
-            help="Return as many source turns as the evidence needs (at most k): those "
-            "scoring at least budgets.evidence_keep of the best.",
-        ),
-    ] = False,
-    config: ConfigOpt = None,
-) -> None:
-    """Search memory and print hits with the episodes they rest on.
-
-    The score is the fused one (weighted reciprocal rank fusion over the recipe's
-    routes); it orders hits within a kind, and each kind is its own section of the table.
-    With --explain, each hit shows the recipe's routes that found it with its rank in
-    each (and the route's own sub-routes). A note says how many episodes the recipe's
-    builders have not folded in yet.
-    """
-    with errors(as_json=as_json):
-        if (query is None) == (queries is None):
-            raise InvalidInputError("give either a QUERY or --queries FILE")
-        cfg = load_config(config)
-        jobs = _query_jobs(query, queries, cfg.namespace if namespace is None else namespace)
-        asyncio.run(_search(cfg, db, jobs, k, recipe, as_json, explain, adaptive))
-
-
-def _query_jobs(query: str | None, path: Path | None, namespace: str) -> list[dict[str, str]]:
-    if query is not None:
-        return [{"id": "q", "query": query, "namespace": namespace}]
-    assert path is not None
-    jobs = []
-    for line, raw in enumerate(path.read_bytes().splitlines(), start=1):
-        if not raw.strip():
-            continue
-        try:
-            obj = json.loads(raw.decode("utf-8"))
-            ns = obj.get("namespace")
-            jobs.append(
-                {
-                    "id": str(obj.get("id", line)),
-                    "query": str(obj["query"]),
-                    "namespace": check_namespace(namespace if ns is None else ns),
-                }
-            )
-        except InvalidInputError as exc:
-            raise InvalidInputError(f"{path} line {line}: {exc}") from exc
-        except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError) as exc:
-            raise MemstrataError(f"{path} line {line}: not a query object ({exc})") from exc
-    return jobs
-
-
-async def _search(
-    cfg: Config,
-    db: str | None,
-    jobs: list[dict[str, str]],
-    k: int,
-    recipe: str | None,
-    as_json: bool,
-    explain: bool = False,
-    adaptive: bool = False,
-) -> None:
-    memory = await open_memory(cfg, db)
-    try:
-        fusion = memory.engine.recipe(recipe or cfg.recipe).fusion
-        by_ns: dict[str, list[dict[str, str]]] = {}
-        for job in jobs:
-            by_ns.setdefault(job["namespace"], []).append(job)
-        results = {}
-        for ns, group in by_ns.items():
-            found = await memory.search_many(
-                [j["query"] for j in group],
-                namespace=ns,
-                k=k,
-                recipe=recipe,
-                max_tokens=None,
-                adaptive=adaptive,
-            )
-            results.update({j["id"]: r for j, r in zip(group, found, strict=True)})
-        for job in jobs:
-            result = results[job["id"]]
-            if as_json:
-                hits = []
-                for h in result.hits:
-                    row: dict[str, Any] = {
-                        "kind": h.kind,
-                        "text": h.text,
-                        "score": h.score,
-                        "sources": h.sources,
-                    }
-                    if explain:
-                        row.update(ranks=h.ranks, routes=h.routes)
-                    hits.append(row)
-                line: dict[str, Any] = {"id": job["id"], "hits": hits}
-                if explain:
-                    line["pending"] = result.pending
-                sys.stdout.write(json.dumps(line, ensure_ascii=False) + "\n")
-            else:
-                print_hits(job["query"], result.hits, explain=explain)
-                budgets = kind_budgets(fusion, k, result.hits)
-                if budgets:
-                    out.print(Text(budgets, style="dim"))
-                if result.pending:
-                    err.print(
-                        f"note: {result.pending} episode(s) not yet folded into this "
-                        "recipe's structures (memstrata build, or a worker)"
-                    )
-    finally:
-        await memory.close()
 
 
 @app.command()
@@ -374,9 +256,22 @@ def stats(
             err.print(
                 Text(
                     f"{ns['namespace']}: {f['builder']} {f['status']} on {f['episode']} after "
-                    f"{f['attempts']} attempt(s): {f['error']}"
+                    f"{plural(f['attempts'], 'attempt')}: {f['error']}"
                 )
             )
+    waiting = [
+        ns["namespace"]
+        for ns in data["namespaces"]
+        if ns["failures"] or any(c.get("queued") for c in ns["builds"].values())
+    ]
+    if waiting:
+        err.print(
+            Text(
+                "to go on: `memstrata build` (or `memstrata worker`) folds in what is queued; "
+                "`memstrata retry -n NAMESPACE` queues the failed episodes again at once",
+                style="dim",
+            )
+        )
     if data["llm"]:
         # kept / repaired / failed calls; items cut to a bound and dropped from replies
         columns = {
@@ -420,7 +315,7 @@ def delete(
 
     Ids that are not stored are listed and the exit status is 1 (the others are deleted).
     """
-    what = f"{len(ids)} episode(s) from" if ids else "the whole namespace"
+    what = f"{plural(len(ids), 'episode')} from" if ids else "the whole namespace"
     if not yes and not typer.confirm(f"Delete {what} {namespace!r}?"):
         raise typer.Exit(1)
     with errors():
@@ -436,11 +331,11 @@ def delete(
                 await memory.close()
 
         removed = asyncio.run(run())
-    out.print(f"deleted {int(removed)} episode(s) from {namespace!r}")
+    out.print(f"deleted {plural(int(removed), 'episode')} from {namespace!r}")
     if removed.missing:
         err.print(
             Text.assemble(
-                (f"{len(removed.missing)} id(s) not found in {namespace!r}: ", "red"),
+                (f"{plural(len(removed.missing), 'id')} not found in {namespace!r}: ", "red"),
                 ", ".join(removed.missing),
             )
         )
@@ -564,6 +459,7 @@ from memstrata.cli import (  # noqa: E402, F401
     edit,
     pg,
     read,
+    search,
     serve,
 )
 

@@ -26,6 +26,7 @@ from memstrata.cli.common import (
 )
 from memstrata.engine import Reading
 from memstrata.errors import InvalidInputError
+from memstrata.wording import plural
 
 
 @app.command()
@@ -137,8 +138,8 @@ def read(
     ratio = f"{reading.compaction_ratio:.1%}" if reading.compaction_ratio is not None else "-"
     out.print(
         Text(
-            f"graph: {g.get('nodes', 0)} nodes, {g.get('edges', 0)} edges, "
-            f"{g.get('chunks', 0)} chunks{' (cached)' if g.get('cached') else ''}; "
+            f"graph: {plural(g.get('nodes', 0), 'node')}, {plural(g.get('edges', 0), 'edge')}, "
+            f"{plural(g.get('chunks', 0), 'chunk')}{' (cached)' if g.get('cached') else ''}; "
             f"compaction {ratio}",
             style="dim",
         )

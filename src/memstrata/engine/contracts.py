@@ -117,6 +117,12 @@ class BuildReport(BaseModel):
         description="a stop request ended the drain between two batches: episodes may remain "
         "queued, and the builder's finishing step waits for its next drain",
     )
+    unreachable: str | None = Field(
+        default=None,
+        description="why the drain stopped early: the LLM server could not be reached "
+        "(llm.breaker_failures calls in a row); the episodes it did not get to are still "
+        "queued, and the next build or worker round goes on with them",
+    )
 
     @property
     def llm_failures(self) -> int:

@@ -46,6 +46,7 @@ from memstrata.engine.recipe import BuilderSpec, Recipe
 from memstrata.engine.registry import Registry
 from memstrata.errors import ConfigError, MemstrataError
 from memstrata.llm.base import LLMClient
+from memstrata.llm.types import NOT_SENT
 from memstrata.models import Hit
 from memstrata.redact import redact
 from memstrata.retrieval import evidence
@@ -175,10 +176,12 @@ class Engine:
         """Fold every pending episode into each of the recipe's builders; once ``stop``
         is set, builders not started yet are left out of the reports."""
         ctx = self.context(namespace, tier, progress)
-        reports = []
+        reports: list[BuildReport] = []
         for builder in self.builders(recipe):
             if stop is not None and stop.is_set():
                 break
+            if reports and reports[-1].unreachable:
+                break  # the other builders would find the server gone too
             if rebuild:
                 async with self._local(namespace, builder):
                     await self._lease(namespace, builder, wait=True)
@@ -245,6 +248,7 @@ class Engine:
                 report.errors.append(f"repair: {type(exc).__name__}: {exc}")
             after = 0
             lost = False
+            breaker = ctx.llm.breaker if ctx.llm is not None else None
             while True:
                 page = await asyncio.to_thread(
                     self.store.pending_episodes, namespace, builder.name, cfg.batch_size, after
@@ -254,7 +258,11 @@ class Engine:
                 if stop is not None and stop.is_set():
                     report.stopped = True
                     break
+                if breaker is not None and breaker.is_open:
+                    report.unreachable = breaker.why
+                    break
                 after = page[-1].key
+                trips = breaker.trips if breaker is not None else 0
                 try:
                     step = await builder.update(ctx, namespace, page)
                     failed = step.failed
@@ -265,6 +273,16 @@ class Engine:
                 except Exception as exc:
                     logger.warning("builder %s failed a batch: %s", builder.name, exc)
                     failed = {ep.id: f"{type(exc).__name__}: {exc}" for ep in page}
+                left: set[str] = set()
+                if breaker is not None and breaker.trips > trips:
+                    # The server went away during the batch: episodes whose calls were not
+                    # sent (their reason quotes the refusal) stay queued, attempts untouched,
+                    # unless the builder wrote them (a stage to redo); the drain stops here.
+                    report.unreachable = breaker.why
+                    refused = [i for i, why in failed.items() if NOT_SENT in why]
+                    unbuilt = self.store.unbuilt
+                    left = set(await asyncio.to_thread(unbuilt, namespace, [builder.name], refused))
+                    failed = {i: e for i, e in failed.items() if i not in left}
                 if failed:
                     keys = {ep.id: ep.key for ep in page}
                     await asyncio.to_thread(
@@ -276,9 +294,11 @@ class Engine:
                         cfg.backoff_s,
                     )
                     report.errors.extend(f"{i}: {e}" for i, e in list(failed.items())[:5])
-                report.episodes += len(page)
+                report.episodes += len(page) - len(left)
                 report.failed += len(failed)
-                ctx.advance(len(page))
+                ctx.advance(len(page) - len(left))
+                if report.unreachable:
+                    break
                 if not await asyncio.to_thread(
                     self.store.acquire_lease, namespace, builder.name, self.owner, cfg.lease_s
                 ):
@@ -294,7 +314,7 @@ class Engine:
                     break
             # a lost lease leaves the finishing step to the new holder
             due = not lost and (report.episodes or (namespace, builder.name) not in self._finished)
-            if due and stop is not None and stop.is_set():
+            if due and (report.unreachable or (stop is not None and stop.is_set())):
                 # The finishing step (possibly long: a first hierarchy) is left to the
                 # next drain, which runs it as this one is not marked finished.
                 report.stopped = True

@@ -8,6 +8,11 @@ at once; elsewhere: when the lease expires) and continues.
 A stop request (the ``stop`` event: a signal handler, ``stop_worker``) is honoured
 between two batches, also in the middle of a namespace's drain, so a worker over a long
 backlog stops within one batch; its report then says what is still queued.
+
+When a round finds nothing to fold in, the worker also writes the search indexes of
+large namespaces that are missing or behind (``Store.build_indexes``: a SQLite
+namespace's vector graph and full-text index), so that one-shot commands, which never
+build them, find them written. A stop request abandons such a build at once.
 """
 
 from __future__ import annotations
@@ -38,12 +43,21 @@ class WorkerReport(BaseModel):
     )
     queued: dict[str, dict[str, int]] = Field(
         default_factory=dict,
-        description="when stopped: episodes still queued per namespace and builder "
-        "(zeros left out)",
+        description="when stopped (or the LLM unreachable): episodes still queued per "
+        "namespace and builder (zeros left out)",
     )
     unfinished: list[tuple[str, str]] = Field(
         default_factory=list,
         description="(namespace, builder) whose finishing step the stop left for the next run",
+    )
+    indexes: dict[str, list[str]] = Field(
+        default_factory=dict, description="search indexes written, per namespace"
+    )
+    unreachable: str | None = Field(
+        default=None,
+        description="the LLM server could not be reached at the last round: why (the "
+        "episodes not tried stay queued; a worker that goes on tries again after "
+        "llm.breaker_cooldown_s)",
     )
 
 
@@ -76,15 +90,17 @@ async def run_worker(
         if names and rotate:
             names = names[rotate % len(names) :] + names[: rotate % len(names)]
         done = 0
+        report.unreachable = None
         for ns in names:
-            if stop.is_set():
+            if stop.is_set() or report.unreachable:
                 break
             progress = None if on_step is None else functools.partial(on_step, ns)
             ctx = engine.context(ns, tier, progress)
             for builder in builders:
-                if stop.is_set():
+                if stop.is_set() or report.unreachable:
                     break
                 step = await engine.drain(ctx, ns, builder, wait=False, describe=False, stop=stop)
+                report.unreachable = step.unreachable
                 done += step.episodes
                 report.episodes += step.episodes
                 report.failed += step.failed
@@ -93,17 +109,45 @@ async def run_worker(
                     report.namespaces[ns] = report.namespaces.get(ns, 0) + step.episodes
                 if step.stopped:
                     report.unfinished.append((ns, builder.name))
-        if once and done == 0:
+        if done == 0:
+            await _write_indexes(engine, names, stop, report)
+        if once and (done == 0 or report.unreachable):
             break
         if done == 0:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), timeout=poll_s)
-    if stop.is_set():
-        report.stopped = True
+    if stop.is_set() or report.unreachable:
+        report.stopped = stop.is_set()
         if not names:
             names = await asyncio.to_thread(engine.store.namespaces)
         report.queued = await asyncio.to_thread(engine.queued, names, recipe)
     return report
+
+
+async def _write_indexes(
+    engine: Engine, names: Sequence[str], stop: asyncio.Event, report: WorkerReport
+) -> None:
+    """Bring each namespace's search indexes up to date (cheap when they are: a small
+    namespace is seen as small without reading it), until ``stop``."""
+    model = engine.base.embedder.model_id
+    for ns in names:
+        if stop.is_set():
+            return
+        build = asyncio.ensure_future(asyncio.to_thread(engine.store.build_indexes, ns, model))
+        halt = asyncio.ensure_future(stop.wait())
+        try:
+            await asyncio.wait({build, halt}, return_when=asyncio.FIRST_COMPLETED)
+            if not build.done():
+                await asyncio.to_thread(engine.store.abandon_builds)
+            got = await build
+        except Exception as exc:  # the folding goes on; searches read all of it meanwhile
+            logger.warning("namespace %s: its search indexes were not written: %s", ns, exc)
+            continue
+        finally:
+            halt.cancel()
+        if got.built:
+            report.indexes.setdefault(ns, []).extend(got.built)
+            logger.info("namespace %s: wrote its %s", ns, ", ".join(got.built))
 
 
 class Worker:

@@ -37,6 +37,7 @@ from memstrata.eval.invariants import Findings, check_store, design_problems, ex
 from memstrata.eval.sites import Probe, Site, SQLiteSite
 from memstrata.memory import AsyncMemory
 from memstrata.opening import Opening
+from memstrata.wording import plural
 
 RECIPES = ("default", "mnemis", "personalai", "higmem", "memtree", "mindgraph")
 BUILT = tuple(r for r in RECIPES if r != "default")  # the recipes that build structures
@@ -335,7 +336,8 @@ class Harness:
             before = probe.episodes()
             probe.close()
             status, output = self.run(cmd)
-            want = f"imported {self.turns - before} new episode(s), {before} already present"
+            new = self.turns - before
+            want = f"imported {plural(new, 'new episode')}, {before} already present"
             if status != 0 or want not in output:
                 notes.append(f"import again: exit {status}, expected {want!r}: {output[-400:]}")
             return notes

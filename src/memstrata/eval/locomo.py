@@ -68,7 +68,7 @@ def clean_evidence(raw: list[Any], known: set[str]) -> list[str]:
 
 def load(path: str | Path) -> list[Conversation]:
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        data = json.loads(Path(path).read_text(encoding="utf-8-sig"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise InvalidInputError(f"cannot read LoCoMo file {path}: {exc}") from exc
     if isinstance(data, dict):

@@ -23,9 +23,16 @@ class BadLine:
     reason: str
 
 
+BOM = b"\xef\xbb\xbf"
+
+
 def read(path: str | Path) -> Iterator[tuple[int, dict[str, Any] | BadLine]]:
+    """Each non-blank line, parsed. A UTF-8 byte-order mark opening the file (as some
+    editors on Windows write one) is not part of the first line."""
     with open(path, "rb") as fh:
         for number, raw in enumerate(fh, start=1):
+            if number == 1:
+                raw = raw.removeprefix(BOM)
             if not raw.strip():
                 continue
             yield number, parse_line(raw, number)

@@ -20,6 +20,7 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 from pydantic import BaseModel
 
 from memstrata.llm._aio import LoopLocal
+from memstrata.llm.breaker import Breaker
 from memstrata.llm.cache import ResponseCache, prompt_terms
 from memstrata.llm.salvage import Salvage
 from memstrata.llm.schema import bounded_json_schema, parse_structured
@@ -40,6 +41,7 @@ from memstrata.llm.types import (
     LLMCallRecord,
     LLMError,
     LLMOutputError,
+    LLMUnavailableError,
     Message,
     Outcome,
     UsageSink,
@@ -133,7 +135,10 @@ class LLMClient:
     """Structured and plain-text calls with retries, caching and accounting.
 
     ``max_retries`` extra attempts go to retryable backend errors (timeouts, connection
-    failures, 429, 5xx). A reply that breaks its schema is repaired item by item
+    failures, 429, 5xx), ``backoff`` seconds apart and doubling (waited with ``sleep``).
+    After ``breaker_failures`` calls in a row that could not reach the server the client
+    stops sending for ``breaker_cooldown_s`` (:mod:`memstrata.llm.breaker`, on ``clock``).
+    A reply that breaks its schema is repaired item by item
     (:mod:`memstrata.llm.salvage`); one with nothing usable is asked again
     ``output_retries`` times (never more than ``max_retries``: a client with no retries
     has none), quoting the problem, and then fails the call. So a call is
@@ -153,6 +158,10 @@ class LLMClient:
         backoff: float = 0.5,
         output_retries: int = 1,
         max_tokens: int | None = None,
+        breaker_failures: int = 3,
+        breaker_cooldown_s: float = 30.0,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         if max_retries < 0 or output_retries < 0:
             raise ValueError("max_retries and output_retries must be >= 0")
@@ -169,6 +178,9 @@ class LLMClient:
         #: a ceiling on every call's completion budget (a slow model, a cost limit)
         self.max_tokens = max_tokens
         self._semaphore = LoopLocal(lambda: asyncio.Semaphore(concurrency))
+        #: shared with the scoped copies: one server, one count of calls that missed it
+        self.breaker = Breaker(breaker_failures, breaker_cooldown_s, clock)
+        self._sleep = sleep
 
     def scoped(self, *, namespace: str | None = None, usage: UsageSink | None = None) -> LLMClient:
         """A client for one namespace (and optionally one more usage sink) that shares this
@@ -320,7 +332,7 @@ class LLMClient:
             max_tokens = min(max_tokens, self.max_tokens)
         key = request_hash(self.backend, messages, schema, max_tokens, temperature)
         tally = tally or _Tally()
-        cached = False
+        cached = sent = False
         error: BaseException | None = None
         try:
             if self.cache is not None:
@@ -331,8 +343,12 @@ class LLMClient:
                     except LLMOutputError:
                         logger.warning("ignoring cached response that no longer validates")
                     else:
-                        cached = tally.cached = True
+                        cached = sent = tally.cached = True
                         return value
+            why = self.breaker.refusal()
+            if why is not None:  # not sent, so not accounted: no request, no cost
+                raise LLMUnavailableError(f"{self.backend.name}: {why}")
+            sent = True
             text, value = await self._attempts(
                 messages, schema, parse, max_tokens, temperature, tally, complete
             )
@@ -346,7 +362,9 @@ class LLMClient:
             return value
         except BaseException as exc:
             error = exc
-            if isinstance(exc, LLMError):
+            if isinstance(exc, LLMUnavailableError):
+                logger.info("LLM call not sent: stage=%s: %s", stage, exc)
+            elif isinstance(exc, LLMError):
                 logger.warning(
                     "LLM call failed: stage=%s backend=%s attempts=%d: %s",
                     stage,
@@ -356,7 +374,8 @@ class LLMClient:
                 )
             raise
         finally:
-            self._record(stage, key, tally, started, cached, error)
+            if sent:
+                self._record(stage, key, tally, started, cached, error)
 
     async def _cache_io(self, fn: Callable[..., R], *args: Any) -> R | None:
         """Run a cache operation off the loop; a broken cache degrades to no cache."""
@@ -383,7 +402,11 @@ class LLMClient:
         backend_errors = 0
         while True:
             if isinstance(last_error, LLMBackendError):
-                await asyncio.sleep(min(self.backoff * 2 ** (backend_errors - 1), 8.0))
+                await self._sleep(min(self.backoff * 2 ** (backend_errors - 1), 8.0))
+                if self.breaker.is_open:  # other calls found the server gone meanwhile
+                    if last_error.unreachable:
+                        self.breaker.unreached(last_error)
+                    raise last_error
             tally.attempts += 1
             try:
                 completion = await self._complete(
@@ -392,10 +415,15 @@ class LLMClient:
             except LLMBackendError as exc:
                 last_error = exc
                 backend_errors += 1
+                if not exc.unreachable:
+                    self.breaker.reached()
                 if not exc.retryable or backend_errors > self.max_retries:
+                    if exc.unreachable:
+                        self.breaker.unreached(exc)
                     raise
                 logger.info("attempt %d: backend error: %s", tally.attempts, exc)
                 continue
+            self.breaker.reached()
             tally.add(completion)
             cut = completion.finish_reason == "length"
             try:
@@ -450,7 +478,9 @@ class LLMClient:
                 raise
             except (TimeoutError, ConnectionError) as exc:
                 raise LLMBackendError(
-                    f"{self.backend.name}: {type(exc).__name__}: {exc}", retryable=True
+                    f"{self.backend.name}: {type(exc).__name__}: {exc}",
+                    retryable=True,
+                    unreachable=isinstance(exc, ConnectionRefusedError),
                 ) from exc
             except Exception as exc:
                 raise LLMBackendError(f"{self.backend.name}: {type(exc).__name__}: {exc}") from exc

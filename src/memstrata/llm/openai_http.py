@@ -186,15 +186,21 @@ class OpenAICompatibleBackend:
         try:
             response = await self._clients.get().post("/chat/completions", json=payload)
         except httpx.TimeoutException as exc:
+            # a connection never made is a server not there; a slow reply is a server busy
             raise LLMBackendError(
-                self._redact(f"timeout calling {url}: {exc!r}"), retryable=True
+                self._redact(f"timeout calling {url}: {exc!r}"),
+                retryable=True,
+                unreachable=isinstance(exc, httpx.ConnectTimeout),
             ) from exc
         except httpx.TransportError as exc:
             # ConnectError: nobody answered; anything else (RemoteProtocolError, ReadError):
             # the server dropped the connection before a full reply
-            what = "cannot reach" if isinstance(exc, httpx.ConnectError) else "connection lost to"
+            refused = isinstance(exc, httpx.ConnectError)
+            what = "cannot reach" if refused else "connection lost to"
             raise LLMBackendError(
-                self._redact(f"{what} {url}: {type(exc).__name__}: {exc}"), retryable=True
+                self._redact(f"{what} {url}: {type(exc).__name__}: {exc}"),
+                retryable=True,
+                unreachable=refused,
             ) from exc
         if response.status_code in (429, 503):
             wait = retry_after(response.headers.get("Retry-After"), self.retry_after_cap)

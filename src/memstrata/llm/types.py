@@ -142,9 +142,32 @@ class LLMOutputError(LLMError):
 
 
 class LLMBackendError(LLMError):
-    """Transport or server failure; ``retryable`` marks timeouts, 429 and 5xx."""
+    """Transport or server failure; ``retryable`` marks timeouts, 429 and 5xx;
+    ``unreachable`` a request that found no server (connection refused or timed out)."""
 
-    def __init__(self, message: str, *, status: int | None = None, retryable: bool = False) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        retryable: bool = False,
+        unreachable: bool = False,
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.retryable = retryable
+        self.unreachable = unreachable
+
+
+#: in the message of every call the breaker refused, so that a builder's failure reason
+#: (which quotes it) tells a call never sent from one that failed
+NOT_SENT = "not sent: the LLM server could not be reached"
+
+
+class LLMUnavailableError(LLMBackendError):
+    """A call refused without a request: the client's last calls could not reach the
+    server (:class:`~memstrata.llm.breaker.Breaker`), so it stops calling for a while."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(f"{NOT_SENT} ({why})", unreachable=True)
+        self.why = why

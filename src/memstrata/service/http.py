@@ -95,7 +95,7 @@ def describe(exc: MemstrataError) -> tuple[int, str, str]:
     overloaded) is 503 ``llm_unavailable``; one that answered with an error or with
     output that cannot be used, 502 ``llm_bad_reply``."""
     if isinstance(exc, LLMBackendError) and (
-        (exc.status is None and exc.retryable) or exc.status in (429, 503)
+        exc.unreachable or (exc.status is None and exc.retryable) or exc.status in (429, 503)
     ):
         return 503, "llm_unavailable", redact(str(exc))
     for kind, status, code in _STATUS:

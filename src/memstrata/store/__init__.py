@@ -18,20 +18,34 @@ from memstrata.store.base import (
 from memstrata.store.sqlite import SQLiteStore
 
 
-def open_store(path_or_url: str | Path, *, create: bool = True) -> Store:
+def open_store(
+    path_or_url: str | Path,
+    *,
+    create: bool = True,
+    ann_threshold: int | None = None,
+    text_threshold: int | None = None,
+    build_on_search: bool = True,
+) -> Store:
     """``sqlite:///path``, a plain file path, ``:memory:``, or a PostgreSQL URL
     (``postgresql://`` or ``postgres://``: the database must exist; its schema is made on
     first open).
 
     ``create=False`` opens only an existing SQLite store: a missing file raises
     :class:`StoreNotFoundError` and nothing is created, neither the file nor its folders.
+    The index options are the SQLite store's (``[indexes]`` of the configuration);
+    PostgreSQL keeps its indexes itself.
     """
     target = store_target(path_or_url, create=create)
     if is_postgres(target):
         from memstrata.store.postgres import PostgresStore
 
         return PostgresStore(target)
-    return SQLiteStore(target)
+    return SQLiteStore(
+        target,
+        ann_threshold=ann_threshold,
+        text_threshold=text_threshold,
+        build_on_search=build_on_search,
+    )
 
 
 def is_postgres(path_or_url: str | Path) -> bool:

@@ -28,6 +28,7 @@ import logging
 import os
 import re
 import secrets
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -91,7 +92,14 @@ class AnnIndex:
 
     # making -------------------------------------------------------------------------------
     @staticmethod
-    def build(keys: NDArray[np.int64], matrix: NDArray[np.float32], threads: int = 0) -> object:
+    def build(
+        keys: NDArray[np.int64],
+        matrix: NDArray[np.float32],
+        threads: int = 0,
+        progress: Callable[[int, int], bool] | None = None,
+    ) -> object:
+        """A graph of ``keys``' vectors. ``progress(done, total)`` hears of every vector
+        added; when it returns False the insert stops and usearch raises RuntimeError."""
         from usearch.index import Index
 
         index = Index(
@@ -103,7 +111,7 @@ class AnnIndex:
             expansion_search=EXPANSION_SEARCH,
         )
         if len(keys):
-            index.add(keys.astype(np.uint64), matrix, threads=threads)
+            index.add(keys.astype(np.uint64), matrix, threads=threads, progress=_hook(progress))
         return index
 
     @staticmethod
@@ -114,6 +122,7 @@ class AnnIndex:
         matrix: NDArray[np.float32],
         threads: int = 0,
         live: NDArray[np.int64] | None = None,
+        progress: Callable[[int, int], bool] | None = None,
     ) -> object:
         """The graph of ``manifest_path`` read into memory, without ``drop`` and (given
         ``live``, the episodes it covers that still exist) without deleted episodes, plus
@@ -132,7 +141,7 @@ class AnnIndex:
         if gone:
             index.remove(np.asarray(gone, dtype=np.uint64))
         if len(keys):
-            index.add(keys.astype(np.uint64), matrix, threads=threads)
+            index.add(keys.astype(np.uint64), matrix, threads=threads, progress=_hook(progress))
         return index
 
     @staticmethod
@@ -238,6 +247,20 @@ class AnnIndex:
             return []
         picks = np.random.default_rng(seed).choice(total, size=min(n, total), replace=False)
         return [int(keys[int(i)]) for i in picks]
+
+
+def _hook(progress: Callable[[int, int], bool] | None) -> Callable[[int, int], bool] | None:
+    """``progress`` as usearch takes a callback: it checks that the annotations are the
+    types ``(int, int) -> bool`` themselves, which this module's postponed annotations
+    are not."""
+    if progress is None:
+        return None
+
+    def hook(done: int, total: int) -> bool:
+        return progress(done, total)
+
+    hook.__annotations__ = {"done": int, "total": int, "return": bool}
+    return hook
 
 
 def read_manifest(path: Path) -> Manifest:

@@ -30,6 +30,7 @@ from memstrata.store.reports import (  # ApiKey: re-exported
     JobRecord,
     NamespaceStats,
     Repairs,
+    SearchIndexes,
 )
 from memstrata.store.reports import RemovedEpisode as RemovedEpisode
 
@@ -199,7 +200,7 @@ class EpisodeText(NamedTuple):
 ScoredKeys = list[tuple[int, float]]
 
 
-class Store(KeyTables, ABC):
+class Store(KeyTables, SearchIndexes, ABC):
     """Persistent memory of every namespace."""
 
     url: str

@@ -1,12 +1,12 @@
 """What the store reports about itself and the service: namespace statistics, build
-failures, jobs, API keys, and what a removal left to repair (kept apart from
-:mod:`.base` so that module stays readable; :mod:`.base` re-exports them)."""
+failures, jobs, API keys, its search indexes, and what a removal left to repair (kept
+apart from :mod:`.base` so that module stays readable; :mod:`.base` re-exports them)."""
 
 from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar, Literal, NamedTuple
 
 from pydantic import BaseModel, Field
@@ -143,3 +143,41 @@ class Repairs(BaseModel):
 
     def __bool__(self) -> bool:
         return bool(self.ids)
+
+
+class IndexReport(BaseModel):
+    """What :meth:`SearchIndexes.build_indexes` did for one namespace."""
+
+    vectors: int = Field(default=0, description="vectors in its graph (0: searched exactly)")
+    documents: int = Field(
+        default=0, description="documents in its full-text index (0: FTS5 answers)"
+    )
+    built: list[str] = Field(default_factory=list, description="indexes written now")
+    failed: list[str] = Field(default_factory=list, description="indexes whose build failed")
+    abandoned: bool = Field(default=False, description="stopped by a stop request")
+
+
+class SearchIndexes:
+    """A store's search indexes of large namespaces. The SQLite store keeps a vector graph
+    and a full-text index beside its file for namespaces past a size
+    (``store/sqlite_indexes.py``); PostgreSQL's are kept by the database itself, so these
+    defaults do nothing."""
+
+    def build_indexes(
+        self,
+        namespace: str,
+        model: str,
+        progress: Callable[[str, int, int], None] | None = None,
+    ) -> IndexReport:
+        """Write the namespace's search indexes that are missing or behind and wait for
+        them (``memstrata build``, the worker); ``progress(index, done, total)``."""
+        return IndexReport()
+
+    def indexes_due(self, namespace: str, model: str) -> list[str]:
+        """The indexes :meth:`build_indexes` would write now: without them a search of
+        the namespace reads every vector, or every posting of its terms."""
+        return []
+
+    def abandon_builds(self) -> None:
+        """Stop this store's running index builds and wait until they have stopped."""
+        return None

@@ -49,6 +49,7 @@ from memstrata.store.sqlite_common import (
     _ts,
 )
 from memstrata.store.sqlite_erasure import Erasure
+from memstrata.store.sqlite_indexes import IndexUpkeep
 from memstrata.store.sqlite_jobs import Jobs
 from memstrata.store.sqlite_keys import ApiKeys
 from memstrata.store.sqlite_records import DerivedRecords
@@ -77,6 +78,7 @@ class SQLiteStore(
     Jobs,
     BuildBookkeeping,
     DerivedRecords,
+    IndexUpkeep,
     SearchPrimitives,
     TextSearch,
     LLMAccounting,
@@ -92,11 +94,15 @@ class SQLiteStore(
         busy_timeout_ms: int = BUSY_TIMEOUT_MS,
         ann_threshold: int | None = None,
         text_threshold: int | None = None,
+        build_on_search: bool = True,
     ) -> None:
         """Namespaces get an approximate vector index (ann.py) from ``ann_threshold``
-        vectors, a full-text index (fulltext.py) from ``text_threshold`` documents."""
+        vectors, a full-text index (fulltext.py) from ``text_threshold`` documents; with
+        ``build_on_search`` a search starts their builds in the background, else only
+        :meth:`build_indexes` writes them (sqlite_indexes.py)."""
         self.path = str(path)
         self.url = f"sqlite:///{self.path}"
+        self.build_on_search = build_on_search
         self._lock = threading.RLock()
         self._init_search(self.path, ann_threshold)
         self._init_text(self.path, text_threshold)
@@ -541,6 +547,7 @@ class SQLiteStore(
             return total + (wal.stat().st_size if wal.exists() else 0)
 
     def close(self) -> None:
+        self.abandon_builds()  # before the interpreter can leave under them
         with self._lock:
             self._conn.close()
 

@@ -27,7 +27,7 @@ from numpy.typing import NDArray
 from memstrata.models import Episode
 from memstrata.store import ann
 from memstrata.store.ann import AnnFileError, AnnIndex
-from memstrata.store.background import Background
+from memstrata.store.background import Background, BuildControl
 from memstrata.store.base import ScoredKeys, SearchFilters
 from memstrata.store.sqlite_common import _chunks, _ts
 
@@ -70,6 +70,7 @@ class SearchPrimitives:
 
     if TYPE_CHECKING:
         path: str
+        build_on_search: bool
         _conn: sqlite3.Connection
         _lock: threading.RLock
         _ns_ids: dict[str, int]
@@ -358,31 +359,46 @@ class SearchPrimitives:
 
     def _maybe_build_graph(self, ns_id: int, model: str, index: _VectorIndex) -> None:
         """Start a background build of the graph (or of a graph with the delta folded in)
-        when the namespace has grown enough; searches go on meanwhile."""
+        when the namespace has grown enough and searches may build; searches go on
+        meanwhile."""
+        if self.build_on_search and self._graph_due(ns_id, model, index):
+            self._start_graph(ns_id, model, index)
+
+    def _graph_due(self, ns_id: int, model: str, index: _VectorIndex) -> bool:
+        """Whether a build (no graph yet) or a fold (a large delta) is due now; a graph
+        another process has written meanwhile is taken instead."""
         if self._ann_folder is None or index.job.pending or index.job.failed:
-            return
+            return False
         ann = index.ann
         if ann is None and len(index.keys) < self._ann_threshold:
-            return
+            return False
         if ann is None:
             self._open_graph(ns_id, model, index)  # another process may have built it
             if index.ann is not None:
                 self._refresh_delta(ns_id, model, index)
-                return
-        if ann is not None and len(index.keys) < max(DELTA_FOLD_MIN, len(ann) // 20):
-            return
+                return False
+        return ann is None or len(index.keys) >= max(DELTA_FOLD_MIN, len(ann) // 20)
+
+    def _start_graph(self, ns_id: int, model: str, index: _VectorIndex) -> None:
+        assert self._ann_folder is not None
+        ann = index.ann
         folder, keys, matrix = self._ann_folder, index.keys, index.matrix
         dirty, max_key, revision = index.dirty, index.max_key, index.revision
         self.ann_builds += 1
         database = self.path
 
-        def work() -> AnnIndex | None:
+        def work(control: BuildControl) -> AnnIndex | None:
+            control.total = len(keys)
             if ann is None:
-                graph = AnnIndex.build(keys, matrix)
+                graph = AnnIndex.build(keys, matrix, progress=control.advance)
             else:
                 # deleted episodes leave the graph here: their keys are read now
                 live = _episode_keys(database, ns_id, ann.manifest.max_key)
-                graph = AnnIndex.extend(ann.manifest_path, dirty, keys, matrix, live=live)
+                control.check()
+                graph = AnnIndex.extend(
+                    ann.manifest_path, dirty, keys, matrix, live=live, progress=control.advance
+                )
+            control.check()  # a stop asked for at the last vector
             AnnIndex.save(graph, folder, ns_id, model, max_key=max_key, revision=revision)
             return AnnIndex.load(folder, ns_id, model)
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import random
+import shutil
 import sqlite3
 import threading
 import time
@@ -26,7 +27,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from memstrata.store import fulltext
-from memstrata.store.background import Background
+from memstrata.store.background import Background, BuildControl
 from memstrata.store.base import ScoredKeys, SearchFilters
 from memstrata.store.fulltext import TextDelta, TextIndex, TextIndexError
 from memstrata.store.postgres.tokenize import tokenize
@@ -63,6 +64,7 @@ class TextSearch:
 
     if TYPE_CHECKING:
         path: str
+        build_on_search: bool
         _conn: sqlite3.Connection
         _lock: threading.RLock
 
@@ -364,27 +366,38 @@ class TextSearch:
     # building -----------------------------------------------------------------------------
     def _maybe_build_text(self, ns_id: int, state: _TextState) -> None:
         """Start a background build (a large namespace without an index) or fold (a delta
-        of ``TEXT_FOLD`` documents or more); searches go on meanwhile."""
+        of ``TEXT_FOLD`` documents or more) when searches may build; searches go on
+        meanwhile."""
+        if self.build_on_search and self._text_due(ns_id, state):
+            self._start_text(ns_id, state)
+
+    def _text_due(self, ns_id: int, state: _TextState) -> bool:
+        """Whether a build or a fold is due now; an index another process has written
+        meanwhile is taken instead."""
         root = self._text_root
         if root is None or state.job.pending or state.job.failed:
-            return
-        index = state.index
-        if index is None:
+            return False
+        if state.index is None:
             if _fts_rows(self._conn, ns_id) < self._text_threshold:
-                return
+                return False
             self._open_text(ns_id, state)  # another process may have built it
             if state.index is not None:
                 self._refresh_delta_text(ns_id, state)
-                return
-        elif len(state.delta) < fulltext.TEXT_FOLD and not state.delta.behind:
-            return
+                return False
+            return True
+        return len(state.delta) >= fulltext.TEXT_FOLD or state.delta.behind
+
+    def _start_text(self, ns_id: int, state: _TextState) -> None:
+        root = self._text_root
+        assert root is not None
+        index = state.index
         self.text_builds += 1
         path = self.path
 
-        def work() -> TextIndex | None:
+        def work(control: BuildControl) -> TextIndex | None:
             try:
                 if index is None:
-                    _build(path, root, ns_id)
+                    _build(path, root, ns_id, control)
                 else:
                     _fold(path, root, ns_id, index)
             except _Busy:
@@ -484,20 +497,29 @@ def _read(path: str) -> sqlite3.Connection:
     return conn
 
 
-def _build(path: str, root: Path, ns_id: int) -> None:
-    """A new index of every body of the namespace, read in one snapshot."""
+def _build(path: str, root: Path, ns_id: int, control: BuildControl) -> None:
+    """A new index of every body of the namespace, read in one snapshot. Abandoned, it
+    leaves no folder behind (none is named by a manifest before the end)."""
     conn = _read(path)
+    folder = None
     try:
         conn.execute("BEGIN")
         revision = conn.execute(
             "SELECT COALESCE(MAX(id), 0) FROM episode_versions WHERE namespace_id=?", (ns_id,)
         ).fetchone()[0]
         top = conn.execute(f"SELECT COALESCE(MAX(rowid), 0) FROM {_fts(ns_id)}").fetchone()[0]
+        total = _fts_rows(conn, ns_id)
         rows = conn.execute(f"SELECT rowid, body FROM {_fts(ns_id)} WHERE rowid<=?", (top,))
         root.mkdir(parents=True, exist_ok=True)
         index, folder = TextIndex.create(root, ns_id)
-        count = TextIndex.write(index, ((int(k), b or "") for k, b in rows))
+        docs = control.each(((int(k), b or "") for k, b in rows), total)
+        count = TextIndex.write(index, docs)
+        control.check()
         conn.execute("COMMIT")
+    except BaseException:
+        if folder is not None:
+            shutil.rmtree(root / folder, ignore_errors=True)
+        raise
     finally:
         conn.close()
     TextIndex.save(root, ns_id, folder, count=count, max_key=int(top), revision=int(revision))

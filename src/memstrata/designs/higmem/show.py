@@ -6,6 +6,7 @@ from __future__ import annotations
 from memstrata.designs.higmem.builder import layer_cache
 from memstrata.designs.higmem.layer import Layers
 from memstrata.engine.contracts import Context, ShowNode
+from memstrata.wording import plural
 
 WIDTH = 100
 
@@ -38,7 +39,7 @@ def show(ctx: Context, namespace: str, name: str) -> list[ShowNode] | None:
     ups = lay.events_of.get(want, [])
     lines.append(
         ShowNode(
-            text=f"in {len(ups)} event(s)",
+            text=f"in {plural(len(ups), 'event')}",
             children=[ShowNode(text=f"event {e}: {_clip(lay.events[e].summary)}") for e in ups],
         )
     )
@@ -57,7 +58,7 @@ def event_node(ctx: Context, lay: Layers, namespace: str, eid: str) -> ShowNode:
         if t in eps
     ]
     return ShowNode(
-        text=f"event {eid} ({len(ev.turn_ids)} turns)",
+        text=f"event {eid} ({plural(len(ev.turn_ids), 'turn')})",
         children=[
             ShowNode(text=f"summary: {ev.summary}"),
             ShowNode(text=f"fact sheet ({len(ev.facts)})", children=facts),

@@ -5,6 +5,7 @@ from __future__ import annotations
 from memstrata.designs.memtree.builder import tree_cache
 from memstrata.designs.memtree.tree import Tree
 from memstrata.engine.contracts import Context, ShowNode
+from memstrata.wording import plural
 
 DEPTH = 3
 WIDTH = 80
@@ -23,7 +24,10 @@ def line(tree: Tree, node_id: str) -> str:
     kids = len(tree.children.get(node_id, []))
     what = "root" if node_id == tree.root_id else "leaf" if tree.is_leaf(node_id) else "node"
     head = " ".join(node.content.split())[:WIDTH]
-    text = f"{what} {node_id} depth {node.depth}, {kids} children, {len(node.content)} chars"
+    text = (
+        f"{what} {node_id} depth {node.depth}, {plural(kids, 'child', 'children')}, "
+        f"{plural(len(node.content), 'char')}"
+    )
     return f"{text}: {head}" if head else text
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from memstrata.designs.mnemis.builder import graph_cache
 from memstrata.designs.mnemis.graph import Graph
 from memstrata.engine.contracts import Context, ShowNode
+from memstrata.wording import plural
 
 DEPTH = 2
 
@@ -32,7 +33,8 @@ def show(ctx: Context, namespace: str, name: str) -> list[ShowNode] | None:
     for ent in ents:
         eps = graph.episode_ids(ent.id)
         lines = [ShowNode(text=ent.summary)] if ent.summary else []
-        lines.append(ShowNode(text=f"appears in {len(eps)} episodes: {', '.join(eps[:20])}"))
+        seen = f"appears in {plural(len(eps), 'episode')}: {', '.join(eps[:20])}"
+        lines.append(ShowNode(text=seen))
         facts = sorted(graph.facts_of.get(ent.id, ()), key=lambda f: graph.facts[f].fact)
         for fid in facts[:30]:
             f = graph.facts[fid]
@@ -50,11 +52,13 @@ def _subtree(graph: Graph, ids: list[str], depth: int) -> list[ShowNode]:
             below = _subtree(graph, cat.child_ids, depth - 1) if depth > 1 else []
             out.append(
                 ShowNode(
-                    text=f"{cat.name} (layer {cat.layer}, {len(cat.child_ids)} children)",
+                    text=f"{cat.name} (layer {cat.layer}, "
+                    f"{plural(len(cat.child_ids), 'child', 'children')})",
                     children=below,
                 )
             )
         elif cid in graph.entities:
             ent = graph.entities[cid]
-            out.append(ShowNode(text=f"{ent.name} [{len(graph.episode_ids(cid))} episodes]"))
+            held = plural(len(graph.episode_ids(cid)), "episode")
+            out.append(ShowNode(text=f"{ent.name} [{held}]"))
     return out
