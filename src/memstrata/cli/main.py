@@ -73,13 +73,7 @@ def import_(
         if kind not in {"jsonl", "locomo"}:
             raise InvalidInputError(f"unknown format {kind!r}; use jsonl or locomo")
         cfg = load_config(config)
-        try:
-            bad, conflicts = asyncio.run(
-                _import(cfg, db, namespace, file, kind, batch_size, replace)
-            )
-        except NothingValidError as exc:
-            _print_bad(exc.bad)  # then the error itself, exit 2
-            raise
+        bad, conflicts = asyncio.run(_import(cfg, db, namespace, file, kind, batch_size, replace))
     if bad:
         _print_bad(bad)
         err.print(Text(f"{plural(len(bad), 'line')} not imported", style="red"))
@@ -102,17 +96,6 @@ def import_(
         )
     if bad or conflicts:
         raise typer.Exit(1)
-
-
-class NothingValidError(InvalidInputError):
-    """Every line of the file was refused: nothing is written, not even a new store."""
-
-    def __init__(self, file: Path, bad: list[tuple[int, str]]) -> None:
-        super().__init__(
-            f"no line of {file} holds a valid episode ({plural(len(bad), 'line')} refused, "
-            "listed above); nothing was imported and nothing was written"
-        )
-        self.bad = bad
 
 
 def _print_bad(bad: list[tuple[int, str]]) -> None:
@@ -162,8 +145,12 @@ async def _import(
                 lines_of.setdefault(items[-1].external_id, []).append(line)
         batches[ns] = items
     total = sum(len(v) for v in batches.values())
-    if not total and bad:
-        raise NothingValidError(file, bad)
+    if not total and bad:  # nothing is written, not even a new store: the lines, then why
+        _print_bad(bad)
+        raise InvalidInputError(
+            f"no line of {file} holds a valid episode ({plural(len(bad), 'line')} refused, "
+            "listed above); nothing was imported and nothing was written"
+        )
     if not total:
         raise InvalidInputError(f"{file} holds no episodes; nothing was imported")
     memory = await open_memory(cfg, db, create=True)
