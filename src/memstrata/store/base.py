@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import unicodedata
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import UTC, datetime
 from enum import Enum
 from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple, TypeVar
@@ -22,6 +22,7 @@ from pydantic import BaseModel, Field
 from memstrata.errors import InvalidInputError
 from memstrata.llm.types import LLMCallRecord
 from memstrata.models import Derived, Episode, JSONDict
+from memstrata.store.erasing import StoreErasure
 from memstrata.store.reports import DROPPED_HASH as DROPPED_HASH
 from memstrata.store.reports import (
     ApiKey,
@@ -30,6 +31,7 @@ from memstrata.store.reports import (
     NamespaceStats,
     Repairs,
 )
+from memstrata.store.reports import EpisodeVersion as EpisodeVersion
 from memstrata.store.reports import RemovedEpisode as RemovedEpisode
 
 T = TypeVar("T")
@@ -104,22 +106,6 @@ class UpdateReport(BaseModel):
     updated: list[str] = Field(default_factory=list)
     unchanged: list[str] = Field(default_factory=list)
     missing: list[str] = Field(default_factory=list)
-
-
-class EpisodeVersion(BaseModel):
-    """A version of an episode that an update replaced (the current one is the episode)."""
-
-    id: str
-    namespace: str
-    version: int = Field(description="1 is the version first stored; the current one is next")
-    text: str
-    speaker: str | None = None
-    role: str | None = None
-    occurred_at: datetime | None = None
-    session: str | None = None
-    metadata: JSONDict = Field(default_factory=dict)
-    written_at: datetime = Field(description="when this version was stored")
-    replaced_at: datetime = Field(description="when an update replaced it")
 
 
 class DeleteReport(int):
@@ -217,7 +203,7 @@ class EpisodeText(NamedTuple):
 ScoredKeys = list[tuple[int, float]]
 
 
-class Store(ABC):
+class Store(StoreErasure, ABC):
     """Persistent memory of every namespace."""
 
     url: str
@@ -309,17 +295,6 @@ class Store(ABC):
         """The versions updates replaced, oldest first (empty if never updated or not
         stored)."""
 
-    # erasure (docs/engine.md, "Deleted means gone") ----------------------------------------
-    @abstractmethod
-    def forget_embeddings(self, hashes: Sequence[bytes]) -> int:
-        """Drop the vectors of ``hashes`` that no stored episode or version points to."""
-
-    @abstractmethod
-    def scrub(self) -> bool:
-        """After repairs: push what deletes removed out of the store's files (SQLite: WAL
-        checkpointed, truncated). False if not done (a reader held the WAL; PostgreSQL
-        keeps dead rows until ``PostgresStore.vacuum``)."""
-
     # embeddings -------------------------------------------------------------------------
     @abstractmethod
     def cached_embeddings(
@@ -328,8 +303,15 @@ class Store(ABC):
 
     @abstractmethod
     def put_embeddings(
-        self, model: str, items: Sequence[tuple[bytes, NDArray[np.float32]]]
-    ) -> None: ...
+        self,
+        model: str,
+        items: Sequence[tuple[bytes, NDArray[np.float32]]],
+        words: Mapping[bytes, Collection[int]] | None = None,
+        namespace: str | None = None,
+    ) -> None:
+        """Keep the vectors (the first one stored for a hash wins). With ``words``, file
+        each under its text's word keys and ``namespace`` (None: no namespace's), so a
+        delete finds it (:meth:`forget_embeddings`)."""
 
     # retrieval primitives ---------------------------------------------------------------
     @abstractmethod
