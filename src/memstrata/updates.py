@@ -130,7 +130,7 @@ class EpisodeWriter:
             removed = await asyncio.to_thread(self.store.delete_namespace, ns)
             await asyncio.to_thread(self._erase, everything)
             return DeleteReport(removed)
-        going = await asyncio.to_thread(self.store.get_episodes, ns, list(ids))
+        going = await asyncio.to_thread(erasure.going, self.store, ns, list(ids))
         report = await asyncio.to_thread(self.store.delete_episodes, ns, ids)
         if report:
             await self._after_removal(ns, going)
@@ -196,7 +196,7 @@ class EpisodeWriter:
     def _embed(self, items: Sequence[PreparedEpisode]) -> None:
         if items:
             texts = [documents.embed_text(p.text, p.speaker, p.metadata) for p in items]
-            hashes = ensure_embedded(self.store, self.embedder, texts)
+            hashes = ensure_embedded(self.store, self.embedder, texts, file=False)
             for p, h in zip(items, hashes, strict=True):
                 p.embed_hash = h
 
