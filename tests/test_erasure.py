@@ -12,7 +12,6 @@ the server's data folder).
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -25,48 +24,21 @@ import pytest
 
 import memstrata
 import pgtest
-from memstrata.config import Config
-from memstrata.llm import LLMClient, ResponseCache, ScriptedBackend
-from memstrata.llm.fence import unfence
-from memstrata.llm.types import Message
-from memstrata.memory import Memory
-from memstrata.store import Store, fulltext
+from erasure_helpers import (
+    NS,
+    build_everything,
+    files_holding,
+    folders,
+    open_memory,
+    scan,
+    settle,
+    summarize,
+    turns,
+    use_llm,
+)
+from memstrata.llm import ResponseCache, ScriptedBackend
 from memstrata.store import ann as ann_mod
-
-NS = "home"
-DEEP = {"builders": [{"name": "memtree", "params": {"theta0": 0.0, "rate": 0.0}}]}
-RECIPES = {"deep": {"routes": [{"name": "memtree"}], **DEEP, "fusion": {"order": "mixed"}}}
-
-
-def turns(secret: str) -> list[dict[str, Any]]:
-    texts = [
-        "We booked the cabin by the lake for the first week of June.",
-        "The cabin by the lake has a canoe and a wood stove.",
-        f"My secret wifi password is {secret}, please remember it for the cabin router.",
-        "We will paddle the canoe across the lake every morning in June.",
-        "The lake cabin needs firewood for the stove, we should buy some.",
-        "Grandma Odile is bringing her apricot tart to the cabin on Saturday.",
-    ]
-    return [
-        {"id": f"t{i}", "speaker": "Ana", "session": "s1", "text": t} for i, t in enumerate(texts)
-    ]
-
-
-def summarize(messages: list[Message]) -> str:
-    """MemTree's aggregate, written the way a model would: quoting the new turn."""
-    user = unfence(messages[-1].content)
-    new = user.split("[New Information]")[-1].strip().splitlines()
-    return json.dumps({"summary": "Notes: " + (new[0] if new else "nothing new")})
-
-
-def files_holding(root: Path, token: str) -> list[str]:
-    """Every file under ``root`` whose bytes contain ``token``."""
-    needle = token.encode()
-    return sorted(
-        str(p.relative_to(root))
-        for p in root.rglob("*")
-        if p.is_file() and needle in p.read_bytes()
-    )
+from memstrata.store import fulltext
 
 
 @pytest.fixture
@@ -79,55 +51,8 @@ def scripted(monkeypatch: pytest.MonkeyPatch) -> Iterator[ScriptedBackend]:
     """The LLM every memory opened in the test gets, with the response cache in the
     configured ``llm.cache_dir``."""
     backend = ScriptedBackend([summarize] * 400)
-    opened: list[ResponseCache] = []
-
-    def make(config: Config, store: Store, namespace: str | None = None) -> LLMClient:
-        assert config.llm.cache_dir
-        opened.append(ResponseCache(Path(config.llm.cache_dir) / "llm-cache.sqlite"))
-        return LLMClient(backend, cache=opened[-1], max_retries=0)
-
-    monkeypatch.setattr("memstrata.memory.make_llm", make)
-    yield backend
-    for cache in opened:
-        cache.close()
-
-
-def open_memory(target: str, embedder: Any, cache_dir: Path, llm: bool) -> Memory:
-    overrides: dict[str, Any] = {"build.mode": "manual", "llm.cache_dir": str(cache_dir)}
-    if not llm:
-        overrides["llm.kind"] = "none"
-    m = Memory.open(target, embedder=embedder, namespace=NS, recipes=RECIPES, **overrides)
-    if not llm:
-        m.llm = None
-    return m
-
-
-def build_everything(m: Memory, secret: str) -> None:
-    m.add_many(turns(secret))
-    for b in range(4):  # later writes: FTS5 merges the first segment into a deeper one
-        m.add_many([{"id": f"f{b}{j}", "text": f"Tomatoes {b} {j} in the garden."} for j in (1, 2)])
-    m.build(recipe="default")
-    m.build(recipe="mnemis")  # no LLM: the heuristic tier
-    assert m.search(secret, k=3).hits
-
-
-def folders(target: str, tmp_path: Path) -> list[Path]:
-    """Where memstrata wrote: the test's folder (store file, indexes, caches) and, for
-    PostgreSQL, the server's data folder."""
-    if target.startswith("postgres"):
-        return [tmp_path, pgtest.local_server().folder / "data"]
-    return [tmp_path]
-
-
-def scan(roots: list[Path], token: str) -> list[str]:
-    return [f"{root.name}/{f}" for root in roots for f in files_holding(root, token)]
-
-
-def settle(m: Memory, target: str) -> None:
-    """The documented step after a delete: none on SQLite, ``vacuum`` on PostgreSQL."""
-    if target.startswith("postgres"):
-        report = m.store.vacuum()  # type: ignore[attr-defined]
-        assert report["wal"] == "retired", report
+    with use_llm(monkeypatch, backend):
+        yield backend
 
 
 def test_a_deleted_turn_leaves_no_byte_in_any_file(

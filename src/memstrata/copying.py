@@ -23,6 +23,7 @@ from memstrata.errors import InvalidInputError
 from memstrata.retrieval import documents
 from memstrata.store import Store
 from memstrata.store.dump import NamespaceDump
+from memstrata.store.erasing import UNKNOWN_WORDS
 from memstrata.wording import plural
 
 EMBEDDING_BATCH = 2000
@@ -89,7 +90,10 @@ def copy_store(
         for model, digest, vector in batch:
             by_model.setdefault(model, []).append((digest, vector))
         for model, items in by_model.items():
-            target.put_embeddings(model, items)
+            # what text a vector was made from is not copied: the next delete takes it,
+            # unless an episode points to it (docs/engine.md, "Deleted means gone")
+            unknown = {digest: (UNKNOWN_WORDS,) for digest, _ in items}
+            target.put_embeddings(model, items, unknown)
         report.embeddings += len(batch)
         after = (batch[-1][0], batch[-1][1])
     for name in names:

@@ -21,6 +21,7 @@ import asyncio
 import hashlib
 from typing import TYPE_CHECKING, Any
 
+from memstrata.embed.cache import made_for
 from memstrata.engine.contracts import Reading
 from memstrata.errors import InvalidInputError
 from memstrata.ingest import decode_utf8, prepare_episode
@@ -59,7 +60,8 @@ async def read_document(
     await _store_turns(memory, namespace, text)
     episode = (await asyncio.to_thread(memory.store.get_episodes, namespace, [DOCUMENT_ID]))[0]
     ctx = memory.engine.context(namespace, tier)
-    return await reader.read(ctx, namespace, episode, question, graph_only=graph_only)
+    with made_for(namespace):  # the vectors it makes are the document's namespace's
+        return await reader.read(ctx, namespace, episode, question, graph_only=graph_only)
 
 
 async def _store_turns(memory: AsyncMemory, namespace: str, text: str) -> None:

@@ -126,7 +126,7 @@ class EpisodeWriter:
         """
         wanted = episode_ids(ids)
         ns = await self._known(self._ns(namespace))
-        going = await asyncio.to_thread(self.store.get_episodes, ns, wanted)
+        going = await asyncio.to_thread(erasure.going, self.store, ns, wanted)
         report = await asyncio.to_thread(self.store.delete_episodes, ns, wanted)
         if report:
             await self._after_removal(ns, going)
@@ -203,7 +203,7 @@ class EpisodeWriter:
     def _embed(self, items: Sequence[PreparedEpisode]) -> None:
         if items:
             texts = [documents.embed_text(p.text, p.speaker, p.metadata) for p in items]
-            hashes = ensure_embedded(self.store, self.embedder, texts)
+            hashes = ensure_embedded(self.store, self.embedder, texts, file=False)
             for p, h in zip(items, hashes, strict=True):
                 p.embed_hash = h
 

@@ -26,6 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 from memstrata.embed.base import Embedder
+from memstrata.embed.cache import for_its_namespace
 from memstrata.engine.catchup import LABEL as UNBUILT
 from memstrata.engine.catchup import unbuilt_hits
 from memstrata.engine.contracts import (
@@ -42,9 +43,11 @@ from memstrata.engine.contracts import (
 from memstrata.engine.fusion import cut, merge, rerank
 from memstrata.engine.prompts import Ranking
 from memstrata.engine.prompts import rerank as rerank_prompt
-from memstrata.engine.recipe import BuilderSpec, Recipe
+from memstrata.engine.recipe import Recipe
 from memstrata.engine.registry import Registry
-from memstrata.errors import ConfigError, MemstrataError
+from memstrata.engine.upkeep import BuildBusyError as BuildBusyError
+from memstrata.engine.upkeep import Upkeep
+from memstrata.errors import ConfigError
 from memstrata.llm.base import LLMClient
 from memstrata.llm.types import NOT_SENT
 from memstrata.models import Hit
@@ -56,10 +59,6 @@ from memstrata.store.base import SearchFilters, Store
 logger = logging.getLogger("memstrata.engine")
 
 
-class BuildBusyError(MemstrataError):
-    """Another process holds the build lease of a namespace and builder."""
-
-
 def check_tier(tier: str) -> Tier:
     """``tier`` if it names one, else a :class:`ConfigError` listing the tiers."""
     if tier in ("heuristic", "llm"):
@@ -67,7 +66,7 @@ def check_tier(tier: str) -> Tier:
     raise ConfigError(f"unknown tier {tier!r}; choose heuristic or llm")
 
 
-class Engine:
+class Engine(Upkeep):
     """One open memory's recipes, parts and build bookkeeping."""
 
     def __init__(
@@ -194,6 +193,7 @@ class Engine:
             reports.append(await self.drain(ctx, namespace, builder, wait=wait, stop=stop))
         return reports
 
+    @for_its_namespace
     async def drain(
         self,
         ctx: Context,
@@ -214,13 +214,6 @@ class Engine:
                 ctx, namespace, builder, wait=wait, describe=describe, stop=stop
             )
 
-    def _local(self, namespace: str, builder: Builder) -> asyncio.Lock:
-        locks = self._locks.setdefault(asyncio.get_running_loop(), {})
-        key = (namespace, builder.name)
-        if key not in locks:
-            locks[key] = asyncio.Lock()
-        return locks[key]
-
     async def _drain(
         self,
         ctx: Context,
@@ -240,7 +233,7 @@ class Engine:
         cfg = self.build_cfg
         try:
             try:
-                await self._repair(ctx, namespace, builder)
+                await self._repair(ctx, namespace, builder, late=True)
             except (asyncio.CancelledError, KeyboardInterrupt):
                 raise
             except Exception as exc:
@@ -283,6 +276,13 @@ class Engine:
                     unbuilt = self.store.unbuilt
                     left = set(await asyncio.to_thread(unbuilt, namespace, [builder.name], refused))
                     failed = {i: e for i, e in failed.items() if i not in left}
+                try:
+                    await self._removed_meanwhile(ctx, namespace, builder, page)
+                except (asyncio.CancelledError, KeyboardInterrupt):
+                    raise
+                except Exception as exc:
+                    logger.warning("builder %s could not repair: %s", builder.name, exc)
+                    report.errors.append(f"repair: {type(exc).__name__}: {exc}")
                 if failed:
                     keys = {ep.id: ep.key for ep in page}
                     await asyncio.to_thread(
@@ -340,71 +340,6 @@ class Engine:
         report.seconds = elapsed(t0)
         return report
 
-    # repairs ----------------------------------------------------------------------------
-    async def repair(self, namespace: str, recipe: str, *, wait: bool = True) -> dict[str, int]:
-        """Let each builder that lost episodes to a delete or update re-derive its
-        records now (:meth:`Builder.repair`), under its lease. Returns the log entries
-        still waiting per builder: another process holds its lease (its drain repairs
-        them before its next batch) or no installed design provides it."""
-        backlog = await asyncio.to_thread(self.store.repair_backlog, namespace)
-        if not backlog:
-            return {}
-        ctx = self.context(namespace)
-        for name in sorted(backlog):
-            builder = self._builder_named(name, recipe)
-            if builder is None:
-                logger.warning("no installed design builds %r: its repairs wait", name)
-                continue
-            async with self._local(namespace, builder):
-                try:
-                    patience = self.build_cfg.repair_wait_s if wait else None
-                    if not await self._lease(namespace, builder, wait=wait, wait_s=patience):
-                        continue
-                except BuildBusyError as exc:
-                    logger.warning("repairs of %r wait for the lease holder: %s", name, exc)
-                    continue
-                try:
-                    await self._repair(ctx, namespace, builder)
-                finally:
-                    await asyncio.to_thread(
-                        self.store.release_lease, namespace, builder.name, self.owner
-                    )
-        return await asyncio.to_thread(self.store.repair_backlog, namespace)
-
-    def _builder_named(self, name: str, recipe: str) -> Builder | None:
-        """The builder called ``name``, with the parameters of the first recipe that
-        uses it (``recipe`` first), else its defaults."""
-        order = [recipe, *(r for r in self.registry.recipes if r != recipe)]
-        for r in order:
-            spec = self.registry.recipes.get(r)
-            if spec is not None and any(b.name == name for b in spec.builders):
-                return next(b for b in self.builders(r) if b.name == name)
-        if name in self.registry.builders:
-            return self.registry.builder(BuilderSpec(name=name))
-        return None
-
-    async def _repair(self, ctx: Context, namespace: str, builder: Builder) -> None:
-        """Run the builder's repairs (lease held). If the LLM tier fails, the heuristic
-        tier re-derives instead: removed text must not outlive its removal."""
-        while True:
-            work = await asyncio.to_thread(self.store.pending_repairs, namespace, builder.name)
-            if not work:
-                return
-            try:
-                await builder.repair(ctx, namespace, work)
-            except (asyncio.CancelledError, KeyboardInterrupt):
-                raise
-            except Exception as exc:
-                if ctx.tier != "llm":
-                    raise
-                logger.warning(
-                    "builder %s: llm repair failed (%s); re-deriving on the heuristic tier",
-                    builder.name,
-                    exc,
-                )
-                await builder.repair(ctx.with_tier("heuristic", None), namespace, work)
-            await asyncio.to_thread(self.store.clear_repairs, namespace, work.ids)
-
     # records written before records named their builder ---------------------------------
     def adopt_unowned(self) -> list[str]:
         """Give records written before ownership to the builder that wrote them: the only
@@ -438,26 +373,6 @@ class Engine:
         for line in done:
             logger.warning("store upgrade: %s", line)
         return done
-
-    async def _lease(
-        self, namespace: str, builder: Builder, *, wait: bool, wait_s: float | None = None
-    ) -> bool:
-        cfg = self.build_cfg
-        patience = cfg.wait_s if wait_s is None else wait_s
-        deadline = time.monotonic() + patience
-        while True:
-            got = await asyncio.to_thread(
-                self.store.acquire_lease, namespace, builder.name, self.owner, cfg.lease_s
-            )
-            if got or not wait:
-                return got
-            if time.monotonic() > deadline:
-                holder = await asyncio.to_thread(self.store.lease_holder, namespace, builder.name)
-                raise BuildBusyError(
-                    f"another process ({holder}) is building {builder.name!r} in namespace "
-                    f"{namespace!r}; waited {patience:.0f} s (build.wait_s)"
-                )
-            await asyncio.sleep(min(1.0, patience / 10 or 0.1))
 
     async def pending(self, namespace: str, recipe: str) -> int:
         """Episodes some builder of the recipe has not folded in yet."""
@@ -501,6 +416,7 @@ class Engine:
             "llm": self.store.llm_usage(namespace),
         }
 
+    @for_its_namespace
     async def show(self, namespace: str, name: str) -> list[ShowNode]:
         """Every design's view of ``name``, each top node naming its design; empty when
         no design knows it."""
@@ -520,6 +436,7 @@ class Engine:
         ]
 
     # searching --------------------------------------------------------------------------
+    @for_its_namespace
     async def search(
         self,
         namespace: str,
@@ -578,6 +495,7 @@ class Engine:
             out.append(evidence.cut(hits, scores, keep, k))
         return out
 
+    @for_its_namespace
     async def answer(
         self,
         namespace: str,

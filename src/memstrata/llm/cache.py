@@ -14,7 +14,6 @@ Entries written before terms were kept cannot be told apart and go on the first 
 
 from __future__ import annotations
 
-import hashlib
 import random
 import sqlite3
 import threading
@@ -24,7 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
 
-from memstrata.retrieval.text import content_terms
+from memstrata.retrieval.text import content_terms, word_key
 
 _SCHEMA = (
     """
@@ -49,10 +48,6 @@ CREATE TABLE IF NOT EXISTS response_terms (
 def prompt_terms(texts: Iterable[str]) -> set[str]:
     """The content words (lower case, stopwords left out) an entry is filed under."""
     return {t for text in texts for t in content_terms(text.lower())}
-
-
-def _term_key(term: str) -> int:
-    return int.from_bytes(hashlib.blake2b(term.encode("utf-8"), digest_size=4).digest(), "big")
 
 
 class ResponseCache:
@@ -103,7 +98,7 @@ class ResponseCache:
         """Keep ``text`` as the reply to ``request_hash``, filed under ``terms`` (the
         prompt's content words, :func:`prompt_terms`)."""
         now = datetime.now(UTC).isoformat()
-        keys = sorted({_term_key(t) for t in terms})
+        keys = sorted({word_key(t) for t in terms})
         with self._lock:
             self._conn.execute("BEGIN IMMEDIATE")
             try:
@@ -132,7 +127,7 @@ class ResponseCache:
         so no copy is left in the files. Returns how many replies went."""
         words = [prompt_terms([t]) for t in texts]
         everything = any(not w for w in words)
-        keys = sorted({_term_key(t) for w in words for t in w})
+        keys = sorted({word_key(t) for w in words for t in w})
         with self._lock:
             self._conn.execute("BEGIN IMMEDIATE")
             try:

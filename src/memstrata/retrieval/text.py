@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from functools import lru_cache
 from typing import Any
 
@@ -63,6 +64,18 @@ def _is_content(word: str) -> bool:
 def content_words(text: str) -> list[str]:
     """Non-stopword words in order, repeats kept; possessive 's dropped."""
     return [w for w in map(plain, words(text)) if _is_content(w)]
+
+
+def word_key(word: str) -> int:
+    """A content word as a 32-bit number (unsigned): what cached replies and vectors are
+    filed under, so a delete finds what was made from its words (docs/engine.md,
+    "Deleted means gone"). A collision only finds more."""
+    return int.from_bytes(hashlib.blake2b(word.encode("utf-8"), digest_size=4).digest(), "big")
+
+
+def word_keys(texts: Iterable[str]) -> set[int]:
+    """:func:`word_key` of every content word of ``texts``."""
+    return {word_key(w) for text in texts for w in content_words(text)}
 
 
 def at_most_content_words(text: str, n: int) -> bool:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import secrets
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import UTC, datetime
 from enum import Enum
 from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple, TypeVar
@@ -21,6 +21,7 @@ from pydantic import BaseModel, Field
 
 from memstrata.llm.types import LLMCallRecord
 from memstrata.models import Derived, Episode, JSONDict
+from memstrata.store.erasing import StoreErasure
 from memstrata.store.key_tables import KeyTables
 from memstrata.store.names import check_namespace as check_namespace  # where it was
 from memstrata.store.reports import DROPPED_HASH as DROPPED_HASH
@@ -32,6 +33,7 @@ from memstrata.store.reports import (  # ApiKey: re-exported
     Repairs,
     SearchIndexes,
 )
+from memstrata.store.reports import EpisodeVersion as EpisodeVersion
 from memstrata.store.reports import RemovedEpisode as RemovedEpisode
 
 T = TypeVar("T")
@@ -87,22 +89,6 @@ class UpdateReport(BaseModel):
     updated: list[str] = Field(default_factory=list)
     unchanged: list[str] = Field(default_factory=list)
     missing: list[str] = Field(default_factory=list)
-
-
-class EpisodeVersion(BaseModel):
-    """A version of an episode that an update replaced (the current one is the episode)."""
-
-    id: str
-    namespace: str
-    version: int = Field(description="1 is the version first stored; the current one is next")
-    text: str
-    speaker: str | None = None
-    role: str | None = None
-    occurred_at: datetime | None = None
-    session: str | None = None
-    metadata: JSONDict = Field(default_factory=dict)
-    written_at: datetime = Field(description="when this version was stored")
-    replaced_at: datetime = Field(description="when an update replaced it")
 
 
 class DeleteReport(int):
@@ -200,7 +186,7 @@ class EpisodeText(NamedTuple):
 ScoredKeys = list[tuple[int, float]]
 
 
-class Store(KeyTables, SearchIndexes, ABC):
+class Store(KeyTables, SearchIndexes, StoreErasure, ABC):
     """Persistent memory of every namespace."""
 
     url: str
@@ -307,17 +293,6 @@ class Store(KeyTables, SearchIndexes, ABC):
         """The versions updates replaced, oldest first (empty if never updated or not
         stored)."""
 
-    # erasure (docs/engine.md, "Deleted means gone") ----------------------------------------
-    @abstractmethod
-    def forget_embeddings(self, hashes: Sequence[bytes]) -> int:
-        """Drop the vectors of ``hashes`` that no stored episode or version points to."""
-
-    @abstractmethod
-    def scrub(self) -> bool:
-        """After repairs: push what deletes removed out of the store's files (SQLite: WAL
-        checkpointed, truncated). False if not done (a reader held the WAL; PostgreSQL
-        keeps dead rows until ``PostgresStore.vacuum``)."""
-
     # embeddings -------------------------------------------------------------------------
     @abstractmethod
     def cached_embeddings(
@@ -326,8 +301,15 @@ class Store(KeyTables, SearchIndexes, ABC):
 
     @abstractmethod
     def put_embeddings(
-        self, model: str, items: Sequence[tuple[bytes, NDArray[np.float32]]]
-    ) -> None: ...
+        self,
+        model: str,
+        items: Sequence[tuple[bytes, NDArray[np.float32]]],
+        words: Mapping[bytes, Collection[int]] | None = None,
+        namespace: str | None = None,
+    ) -> None:
+        """Keep the vectors (the first one stored for a hash wins). With ``words``, file
+        each under its text's word keys and ``namespace`` (None: no namespace's), so a
+        delete finds it (:meth:`forget_embeddings`)."""
 
     # retrieval primitives ---------------------------------------------------------------
     @abstractmethod

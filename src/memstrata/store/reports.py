@@ -7,11 +7,12 @@ from __future__ import annotations
 import json
 import secrets
 from collections.abc import Callable, Sequence
+from datetime import datetime
 from typing import Any, ClassVar, Literal, NamedTuple
 
 from pydantic import BaseModel, Field
 
-from memstrata.models import Derived
+from memstrata.models import Derived, JSONDict
 
 
 class ApiKey(BaseModel):
@@ -108,6 +109,47 @@ class JobRecord(BaseModel):
     marks: dict[str, dict[str, int]] = Field(default_factory=dict)
     next_retry_at: float | None = None
     failures: list[BuildFailure] = Field(default_factory=list)
+
+
+class EpisodeVersion(BaseModel):
+    """A version of an episode that an update replaced (the current one is the episode)."""
+
+    id: str
+    namespace: str
+    version: int = Field(description="1 is the version first stored; the current one is next")
+    text: str
+    speaker: str | None = None
+    role: str | None = None
+    occurred_at: datetime | None = None
+    session: str | None = None
+    metadata: JSONDict = Field(default_factory=dict)
+    written_at: datetime = Field(description="when this version was stored")
+    replaced_at: datetime = Field(description="when an update replaced it")
+
+
+#: the columns of ``episode_versions`` (aliased ``v``) :func:`version_of` reads after the
+#: episode's external id, in both stores
+VERSION_COLS = (
+    "v.version, v.text, v.speaker, v.role, v.occurred_at, v.session, v.metadata, "
+    "v.written_at, v.replaced_at"
+)
+
+
+def version_of(namespace: str, r: Sequence[Any]) -> EpisodeVersion:
+    """A history row: the episode's external id, then :data:`VERSION_COLS`."""
+    return EpisodeVersion(
+        id=r[0],
+        namespace=namespace,
+        version=r[1],
+        text=r[2],
+        speaker=r[3],
+        role=r[4],
+        occurred_at=r[5],
+        session=r[6],
+        metadata=json.loads(r[7]) if r[7] else {},
+        written_at=r[8],
+        replaced_at=r[9],
+    )
 
 
 #: ``content_hash`` of the row an update without history leaves: no text, only a newer

@@ -288,9 +288,22 @@ class SQLiteStore(
             ns_id = self._ns_id(namespace)
             if ns_id is None:
                 return 0
-            rows = conn.execute("SELECT id FROM episodes WHERE namespace_id=?", (ns_id,)).fetchall()
+            rows = conn.execute(
+                "SELECT id, embed_hash FROM episodes WHERE namespace_id=?", (ns_id,)
+            ).fetchall()
+            own = [r[1] for r in rows if r[1] is not None]
+            own += [
+                r[0]
+                for r in conn.execute(
+                    "SELECT embed_hash FROM episode_versions WHERE namespace_id=? "
+                    "AND embed_hash IS NOT NULL",
+                    (ns_id,),
+                )
+            ]
             conn.execute(f"DROP TABLE IF EXISTS {_fts(ns_id)}")
             conn.execute("DELETE FROM namespaces WHERE id=?", (ns_id,))
+            # its texts' vectors, and those made for its designs, unless held elsewhere
+            self._forget(conn, list(dict.fromkeys(own)), [ns_id], (), everything=True)
             self._ns_ids.pop(namespace, None)
             self._speakers.pop(ns_id, None)
             self._drop_indexes(ns_id)

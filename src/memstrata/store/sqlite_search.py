@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import sqlite3
 import threading
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -110,7 +110,11 @@ class SearchPrimitives:
         return out
 
     def put_embeddings(
-        self, model: str, items: Sequence[tuple[bytes, NDArray[np.float32]]]
+        self,
+        model: str,
+        items: Sequence[tuple[bytes, NDArray[np.float32]]],
+        words: Mapping[bytes, Collection[int]] | None = None,
+        namespace: str | None = None,
     ) -> None:
         if not items:
             return
@@ -120,6 +124,13 @@ class SearchPrimitives:
             conn.executemany(
                 "INSERT OR IGNORE INTO embeddings(model, hash, vec) VALUES (?,?,?)", rows
             )
+            if words:
+                ns_id = (self._ns_id(namespace) if namespace is not None else None) or 0
+                conn.executemany(
+                    "INSERT OR IGNORE INTO embedding_terms(namespace_id, term, hash) "
+                    "VALUES (?,?,?)",
+                    [(ns_id, t, h) for h, keys in words.items() for t in keys],
+                )
 
     # retrieval primitives ---------------------------------------------------------------
     def _filter_sql(self, filters: SearchFilters | None) -> tuple[str, list[Any]]:

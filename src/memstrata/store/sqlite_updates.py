@@ -28,6 +28,7 @@ from memstrata.store.base import (
     UpdateReport,
     same_episode,
 )
+from memstrata.store.reports import VERSION_COLS, version_of
 from memstrata.store.sqlite_common import (
     _count_speakers,
     _fts,
@@ -174,28 +175,12 @@ class EpisodeUpdates:
             if ns_id is None:
                 return []
             rows = self._conn.execute(
-                "SELECT v.version, v.text, v.speaker, v.role, v.occurred_at, v.session, "
-                "v.metadata, v.written_at, v.replaced_at FROM episode_versions v JOIN episodes e "
+                f"SELECT e.external_id, {VERSION_COLS} FROM episode_versions v JOIN episodes e "
                 "ON e.id=v.episode_id WHERE e.namespace_id=? AND e.external_id=? "
                 "AND length(v.content_hash) > 0 ORDER BY v.version",
                 (ns_id, external_id),
             ).fetchall()
-        return [
-            EpisodeVersion(
-                id=external_id,
-                namespace=namespace,
-                version=r[0],
-                text=r[1],
-                speaker=r[2],
-                role=r[3],
-                occurred_at=r[4],
-                session=r[5],
-                metadata=json.loads(r[6]) if r[6] else {},
-                written_at=r[7],
-                replaced_at=r[8],
-            )
-            for r in rows
-        ]
+        return [version_of(namespace, r) for r in rows]
 
     def _versions_stamp(self, ns_id: int) -> int:
         """The namespace's largest version id: it changes with every update there."""

@@ -20,7 +20,7 @@ the dense ranking flipped (LoCoMo dev: see docs/postgres.md).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -134,7 +134,11 @@ class SearchPrimitives(Base):
         return {bytes(h): np.array(text[1:-1].split(","), dtype=np.float32) for h, text in rows}
 
     def put_embeddings(
-        self, model: str, items: Sequence[tuple[bytes, NDArray[np.float32]]]
+        self,
+        model: str,
+        items: Sequence[tuple[bytes, NDArray[np.float32]]],
+        words: Mapping[bytes, Collection[int]] | None = None,
+        namespace: str | None = None,
     ) -> None:
         if not items:
             return
@@ -151,6 +155,13 @@ class SearchPrimitives(Base):
                 "ON CONFLICT (model, hash) DO NOTHING",
                 rows,
             )
+            if words:
+                ns_id = (self._ns_id(namespace) if namespace is not None else None) or 0
+                filed = sorted({(ns_id, t, h) for h, keys in words.items() for t in keys})
+                cur.executemany(
+                    "INSERT INTO embedding_terms VALUES (%s,%s,%s) ON CONFLICT DO NOTHING",
+                    filed,
+                )
 
     def _dense_index(self, dim: int) -> None:
         """The HNSW index of one dimension, made by the first put of that dimension in a

@@ -42,7 +42,7 @@ from memstrata.store.postgres.common import (
     episode,
     translate,
 )
-from memstrata.store.postgres.erasure import Erasure
+from memstrata.store.postgres.erasure import Erasure, forget
 from memstrata.store.postgres.records import DerivedRecords
 from memstrata.store.postgres.search import SearchPrimitives
 from memstrata.store.postgres.service import ServiceTables
@@ -200,6 +200,15 @@ class PostgresStore(
             (count,) = conn.execute(
                 "SELECT count(*) FROM episodes WHERE namespace_id=%s", (ns_id,)
             ).fetchone() or (0,)
+            own = [
+                bytes(r[0])
+                for r in conn.execute(
+                    "SELECT embed_hash FROM episodes WHERE namespace_id=%s "
+                    "AND embed_hash IS NOT NULL UNION SELECT embed_hash FROM episode_versions "
+                    "WHERE namespace_id=%s AND embed_hash IS NOT NULL",
+                    (ns_id, ns_id),
+                )
+            ]
             # children first: their own keys lead with the namespace, so each is one scan
             for table in (
                 "job_episodes",
@@ -213,6 +222,8 @@ class PostgresStore(
             ):
                 conn.execute(f"DELETE FROM {table} WHERE namespace_id=%s", (ns_id,))
             conn.execute("DELETE FROM namespaces WHERE id=%s", (ns_id,))
+            # its texts' vectors, and those made for its designs, unless held elsewhere
+            forget(conn, own, [ns_id], (), everything=True)
             return int(count)
 
     # episodes ---------------------------------------------------------------------------

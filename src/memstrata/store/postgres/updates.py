@@ -20,6 +20,7 @@ from memstrata.store.base import (
     same_episode,
 )
 from memstrata.store.postgres.common import EP_COLS, Base, _now, count_speakers, episode
+from memstrata.store.reports import VERSION_COLS, version_of
 from memstrata.store.sqlite_common import _iso, _ts
 
 
@@ -151,26 +152,10 @@ class EpisodeUpdates(Base):
 
     def episode_history(self, namespace: str, external_id: str) -> list[EpisodeVersion]:
         rows = self._all(
-            "SELECT v.version, v.text, v.speaker, v.role, v.occurred_at, v.session, "
-            "v.metadata, v.written_at, v.replaced_at FROM episode_versions v JOIN episodes e "
+            f"SELECT e.external_id, {VERSION_COLS} FROM episode_versions v JOIN episodes e "
             "ON e.namespace_id=v.namespace_id AND e.id=v.episode_id JOIN namespaces n "
             "ON n.id=e.namespace_id WHERE n.name=%s AND e.external_id=%s "
             "AND length(v.content_hash) > 0 ORDER BY v.version",
             (namespace, external_id),
         )
-        return [
-            EpisodeVersion(
-                id=external_id,
-                namespace=namespace,
-                version=r[0],
-                text=r[1],
-                speaker=r[2],
-                role=r[3],
-                occurred_at=r[4],
-                session=r[5],
-                metadata=json.loads(r[6]) if r[6] else {},
-                written_at=r[7],
-                replaced_at=r[8],
-            )
-            for r in rows
-        ]
+        return [version_of(namespace, r) for r in rows]
