@@ -25,7 +25,7 @@ from memstrata.errors import (
     StoreLockedError,
 )
 from memstrata.memory import Memory
-from memstrata.store import PreparedEpisode, SQLiteStore, open_store
+from memstrata.store import PreparedEpisode, SearchFilters, SQLiteStore, open_store
 
 
 @pytest.fixture
@@ -101,6 +101,19 @@ def test_lone_surrogate_is_refused(mem: Memory) -> None:
     with pytest.raises(InvalidInputError, match=r"item 0: .*not valid Unicode"):
         mem.add_many([{"text": "\udfff", "id": "s"}])
     assert mem.namespaces() == []
+
+
+@pytest.mark.parametrize("at", ["0001-01-01T00:00:00+05:00", "9999-12-31T23:59:59-05:00"])
+def test_a_time_whose_utc_instant_is_out_of_range_is_refused(mem: Memory, at: str) -> None:
+    """Its offset takes it before year 1 or past 9999 in UTC, where the routes that read
+    times (the days a question names) cannot place it: refused, nothing stored."""
+    with pytest.raises(InvalidInputError, match="out of range"):
+        mem.add("the edge of time", occurred_at=at)
+    assert mem.namespaces() == []
+    with pytest.raises(ValueError, match="out of range"):
+        SearchFilters(since=at)
+    mem.add("the first day", occurred_at="0001-01-01T00:00:00+00:00")  # the edge itself is fine
+    assert mem.search("first day").hits
 
 
 def test_add_many_with_one_bad_item_stores_nothing(mem: Memory) -> None:

@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable, Sequence
-from datetime import datetime
-from typing import Any, ClassVar, TypeVar
+from datetime import UTC, datetime
+from typing import Annotated, Any, ClassVar, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 JSONDict = dict[str, Any]
 D = TypeVar("D", bound="Derived")
@@ -48,6 +48,25 @@ class Span(BaseModel):
         return self
 
 
+def _representable(value: datetime) -> datetime:
+    """A time whose offset takes its UTC instant before year 1 or past year 9999
+    (``0001-01-01T00:00+05:00``) cannot be compared or turned back into a date by the
+    routes that read times: refused where it comes in."""
+    if value.tzinfo is not None:
+        try:
+            value.astimezone(UTC)
+        except (OverflowError, ValueError):
+            raise ValueError(
+                f"time {value.isoformat()} is out of range: in UTC it falls outside the "
+                "years 1 to 9999"
+            ) from None
+    return value
+
+
+#: a point in time that every part of memstrata can place (see :func:`_representable`)
+Moment = Annotated[datetime, AfterValidator(_representable)]
+
+
 EPISODE_KEYS = ("id", "text", "speaker", "role", "at", "occurred_at", "session", "metadata")
 """The keys an episode given as a mapping may hold, to ``add_many`` or in a JSONL import
 line alike. ``at`` is the import files' name for ``occurred_at``."""
@@ -60,7 +79,7 @@ class EpisodeIn(BaseModel):
     id: str | None = None
     speaker: str | None = None
     role: str | None = None
-    occurred_at: datetime | None = None
+    occurred_at: Moment | None = None
     session: str | None = None
     metadata: JSONDict = Field(default_factory=dict)
 

@@ -89,6 +89,7 @@ def test_bodies_and_queries_take_strict_types(client: tuple[httpx.Client, str]) 
         ({"query": "x", "adaptive": "yes"}, "body.adaptive"),
         ({"query": "x", "max_tokens": "100"}, "body.max_tokens"),
         ({"query": 5}, "body.query"),
+        ({"query": "x", "filters": {"since": "0001-01-01T00:00:00+05:00"}}, "body.filters.since"),
     ]:
         _refused(http.post(search, json=body), 422, at)
     assert http.post(search, json={"query": "episode", "k": 200}).status_code == 200
@@ -97,6 +98,13 @@ def test_bodies_and_queries_take_strict_types(client: tuple[httpx.Client, str]) 
     _refused(http.post(episodes, json={"episodes": [{"text": "x"}], "replace": "yes"}), 422)
     _refused(
         http.post(episodes, json={"episodes": [{"text": "x", "occurred_at": 0.5}]}),
+        422,
+        "body.episodes.0.occurred_at",
+    )
+    _refused(
+        http.post(
+            episodes, json={"episodes": [{"text": "x", "occurred_at": "9999-12-31T23:59-05:00"}]}
+        ),
         422,
         "body.episodes.0.occurred_at",
     )

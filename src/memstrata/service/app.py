@@ -39,7 +39,7 @@ from memstrata.engine import Answer
 from memstrata.engine.worker import run_worker
 from memstrata.errors import MemstrataError, NamespaceNotFoundError
 from memstrata.memory import AsyncMemory
-from memstrata.models import Episode, EpisodeIn, SearchResult
+from memstrata.models import Episode, EpisodeIn, Moment, SearchResult
 from memstrata.service import keys
 from memstrata.service.explorer import install as install_explorer
 from memstrata.service.http import (
@@ -88,7 +88,7 @@ def _iso(value: Any) -> Any:
 
 
 #: a time in a body or a query: ISO 8601 only
-IsoTime = Annotated[datetime, BeforeValidator(_iso)]
+IsoTime = Annotated[Moment, BeforeValidator(_iso)]
 
 
 class EpisodeBody(EpisodeIn):

@@ -20,7 +20,7 @@ from numpy.typing import NDArray
 from pydantic import BaseModel, Field
 
 from memstrata.llm.types import LLMCallRecord
-from memstrata.models import Derived, Episode, JSONDict
+from memstrata.models import Derived, Episode, JSONDict, Moment
 from memstrata.store.erasing import StoreErasure
 from memstrata.store.key_tables import KeyTables
 from memstrata.store.names import check_namespace as check_namespace  # where it was
@@ -134,8 +134,8 @@ class SearchFilters(BaseModel):
 
     speakers: list[str] | None = None
     sessions: list[str] | None = None
-    since: datetime | None = None
-    until: datetime | None = None
+    since: Moment | None = None
+    until: Moment | None = None
 
     def is_empty(self) -> bool:
         return not (self.speakers or self.sessions or self.since or self.until)
