@@ -69,6 +69,10 @@ def test_no_store_key_and_an_opaque_checked_cursor(client: tuple[httpx.Client, s
     assert _refused(other, 400)["code"] == "invalid_input"  # a's cursor means nothing in b
 
 
+def episodes_at(namespace: str) -> str:
+    return f"/namespaces/{namespace}/episodes"
+
+
 def test_bodies_and_queries_take_strict_types(client: tuple[httpx.Client, str]) -> None:
     http, _ = client
     _add(http, "me", ["t1"])
@@ -80,7 +84,8 @@ def test_bodies_and_queries_take_strict_types(client: tuple[httpx.Client, str]) 
     for body, at in [
         ({"query": "x", "k": True}, "body.k"),
         ({"query": "x", "k": "5"}, "body.k"),
-        ({"query": "x", "k": 5.0}, "body.k"),
+        ({"query": "x", "k": 5.5}, "body.k"),
+        ({"query": " \x1c\n"}, "body.query"),
         ({"query": "x", "k": 201}, "body.k"),
         ({"query": "x", "filters": {"speaker": ["Ana"]}}, "body.filters.speaker"),
         ({"query": "x", "filters": {"until": 0.5}}, "body.filters.until"),
@@ -93,6 +98,10 @@ def test_bodies_and_queries_take_strict_types(client: tuple[httpx.Client, str]) 
     ]:
         _refused(http.post(search, json=body), 422, at)
     assert http.post(search, json={"query": "episode", "k": 200}).status_code == 200
+    # 5.0 is the integer 5 to JSON Schema, which the OpenAPI document speaks
+    assert http.post(search, json={"query": "episode", "k": 5.0}).status_code == 200
+    _refused(http.post(episodes_at("me"), json={"episodes": [{"text": "  "}]}), 422)
+    _refused(http.get(listing, params={"after": ""}), 422, "query.after")
     _refused(http.post("/namespaces/me/ask", json={"question": "x", "k": "5"}), 422, "body.k")
     episodes = "/namespaces/me/episodes"
     _refused(http.post(episodes, json={"episodes": [{"text": "x"}], "replace": "yes"}), 422)

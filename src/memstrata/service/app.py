@@ -29,7 +29,6 @@ from pydantic import (
     ConfigDict,
     Field,
     StrictBool,
-    StrictInt,
     StrictStr,
 )
 
@@ -91,12 +90,32 @@ def _iso(value: Any) -> Any:
 IsoTime = Annotated[Moment, BeforeValidator(_iso)]
 
 
+def _integral(value: Any) -> Any:
+    """A count is a JSON integer: ``5`` or ``5.0`` (the same number to JSON Schema), not
+    ``true``, ``"5"`` or ``5.5``."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError("expected an integer")
+    return value
+
+
+#: a count in a body: an integer, checked strictly (see :func:`_integral`)
+Count = Annotated[int, BeforeValidator(_integral)]
+#: text that must say something: one character that is neither white space nor a
+#: control character, as the core's own check (``str.strip``) reads it
+SAYS = r"[^\s\x1c-\x1f]"
+#: a text that says something (a query, a question, an episode's text)
+Said = Annotated[StrictStr, Field(pattern=SAYS)]
+
+
 class EpisodeBody(EpisodeIn):
     """One episode to remember; ``id`` makes the add idempotent. An unknown field is an
     error, not dropped."""
 
     model_config = ConfigDict(extra="forbid")
 
+    text: Said
     occurred_at: IsoTime | None = None
 
 
@@ -115,7 +134,7 @@ class UpdateBody(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    text: StrictStr
+    text: Said
     speaker: StrictStr | None = None
     role: StrictStr | None = None
     occurred_at: IsoTime | None = None
@@ -147,10 +166,10 @@ class _Reading(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    k: StrictInt | None = Field(default=None, ge=1, le=MAX_K)
+    k: Count | None = Field(default=None, ge=1, le=MAX_K)
     recipe: StrictStr | None = None
     filters: FiltersBody | None = None
-    max_tokens: StrictInt | None = Field(
+    max_tokens: Count | None = Field(
         default=-1, ge=-1, description="the context's token budget: -1 the configured, null none"
     )
     adaptive: StrictBool = Field(
@@ -170,15 +189,15 @@ class _Reading(BaseModel):
 
 
 class SearchBody(_Reading):
-    query: StrictStr
+    query: Said
 
 
 class SearchManyBody(_Reading):
-    queries: list[StrictStr] = Field(min_length=1, max_length=MAX_QUERIES)
+    queries: list[Said] = Field(min_length=1, max_length=MAX_QUERIES)
 
 
 class AskBody(_Reading):
-    question: StrictStr
+    question: Said
 
 
 class KeyBody(BaseModel):
@@ -327,7 +346,8 @@ def create_app(
     async def list_episodes(
         namespace: str,
         after: Annotated[
-            str | None, Query(max_length=200, description="the `next` of the previous page")
+            str | None,
+            Query(min_length=1, max_length=200, description="the `next` of the previous page"),
         ] = None,
         limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 100,
         speaker: Annotated[list[str] | None, Query()] = None,

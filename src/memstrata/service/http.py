@@ -114,13 +114,20 @@ def error(status: int, code: str, message: str, **extra: Any) -> JSONResponse:
 
 
 def _allowed(app: FastAPI, scope: Scope) -> list[str]:
-    """Every method some route answers at this path (the router names only the first)."""
-    methods: set[str] = set()
+    """The methods of the resource the path names, read most literally. A namespace or an
+    episode id may hold "/", so ``/v1/namespaces/a/ask`` also reads as the namespace
+    ``a/ask`` (whose DELETE exists): of the routes that match the path, those whose path
+    parameters take in the fewest "/" are the resource the path names (the router
+    itself names only the first)."""
+    found: list[tuple[int, set[str]]] = []
     for route in app.router.routes:
-        match, _ = route.matches({**scope, "method": "\0"})
+        match, child = route.matches({**scope, "method": "\0"})
         if match is not Match.NONE:
-            methods.update(getattr(route, "methods", None) or ())
-    return sorted(methods)
+            params = child.get("path_params", {})
+            depth = sum(str(v).count("/") for v in params.values())
+            found.append((depth, set(getattr(route, "methods", None) or ())))
+    least = min((depth for depth, _ in found), default=0)
+    return sorted({m for depth, methods in found if depth == least for m in methods})
 
 
 def install_errors(app: FastAPI) -> None:

@@ -1,7 +1,8 @@
 """The OpenAPI document with every status an operation can answer, read off the routes:
 FastAPI lists only success and 422, while the guard, the keys and the error mapping add
 401/403 (a key), 404 (a path naming something), 400/408/413 (a body), 421, 429 and 503
-(any request), 502 (a call to the model). Every error has the one JSON shape."""
+(any request), 502 (a call to the model). Every error has the one JSON shape, and a
+namespace in a path the pattern every store checks it against."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from fastapi.openapi.utils import get_openapi
 from fastapi.routing import APIRoute
 
 from memstrata.service.http import route_scope
+from memstrata.store.names import NAMESPACE_PATTERN
 
 ERROR = {
     "type": "object",
@@ -93,6 +95,9 @@ def install_openapi(app: FastAPI) -> None:
                 continue
             for method in route.methods or ():
                 operation = schema["paths"][route.path_format][method.lower()]
+                for parameter in operation.get("parameters", ()):
+                    if parameter["in"] == "path" and parameter["name"] == "namespace":
+                        parameter["schema"]["pattern"] = NAMESPACE_PATTERN
                 responses = operation["responses"]
                 if "422" in responses:  # the service's own shape, not FastAPI's
                     responses["422"] = {"description": WHY[422], "content": shape}

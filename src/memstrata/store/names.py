@@ -6,6 +6,12 @@ import unicodedata
 
 from memstrata.errors import InvalidInputError
 
+#: :func:`check_namespace` as a regular expression (JSON Schema's dialect, for the service's
+#: OpenAPI document): no control character or surrogate, one character not white space
+#: (``str.strip`` also strips the separators U+001C..U+001F, control characters anyway)
+_NOT = r"\x00-\x1f\x7f-\x9f\ud800-\udfff"  # control characters and surrogates
+NAMESPACE_PATTERN = rf"^[^{_NOT}]*[^\s{_NOT}][^{_NOT}]*$"
+
 
 def check_namespace(name: object) -> str:
     """``name`` if it can name a namespace, else :class:`InvalidInputError`.
