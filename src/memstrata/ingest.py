@@ -18,6 +18,11 @@ from memstrata.store import PreparedEpisode
 EpisodeLike = EpisodeIn | PreparedEpisode | Mapping[str, Any] | str
 
 
+#: the check of an episode id below as a regular expression (the service's OpenAPI
+#: document): no C0 control character or DEL, one character that is not white space
+ID_PATTERN = r"^[^\x00-\x1f\x7f]*[^\s\x00-\x1f\x7f][^\x00-\x1f\x7f]*$"
+
+
 def prepare_episode(item: EpisodeLike, config: Config) -> PreparedEpisode:
     """Validate one input and compute its index views; raises :class:`InvalidInputError`."""
     if isinstance(item, PreparedEpisode):
@@ -59,7 +64,7 @@ def prepare_episode(item: EpisodeLike, config: Config) -> PreparedEpisode:
         raise InvalidInputError(
             f"episode id {ep.id!r} is empty; give an id, or leave it out for a generated one"
         )
-    if ep.id is not None and any(ord(c) < 32 or ord(c) == 127 for c in ep.id):
+    if ep.id is not None and any(ord(c) < 32 or ord(c) == 127 for c in ep.id):  # ID_PATTERN
         raise InvalidInputError(
             f"episode id {ep.id!r} holds a control character (NUL, newline, ...); ids are "
             "printable text"

@@ -37,6 +37,7 @@ from memstrata.config import Config
 from memstrata.engine import Answer
 from memstrata.engine.worker import run_worker
 from memstrata.errors import MemstrataError, NamespaceNotFoundError
+from memstrata.ingest import ID_PATTERN
 from memstrata.memory import AsyncMemory
 from memstrata.models import Episode, EpisodeIn, Moment, SearchResult
 from memstrata.service import keys
@@ -116,6 +117,7 @@ class EpisodeBody(EpisodeIn):
     model_config = ConfigDict(extra="forbid")
 
     text: Said
+    id: Annotated[StrictStr, Field(pattern=ID_PATTERN)] | None = None
     occurred_at: IsoTime | None = None
 
 

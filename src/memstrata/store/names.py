@@ -7,9 +7,11 @@ import unicodedata
 from memstrata.errors import InvalidInputError
 
 #: :func:`check_namespace` as a regular expression (JSON Schema's dialect, for the service's
-#: OpenAPI document): no control character or surrogate, one character not white space
-#: (``str.strip`` also strips the separators U+001C..U+001F, control characters anyway)
-_NOT = r"\x00-\x1f\x7f-\x9f\ud800-\udfff"  # control characters and surrogates
+#: OpenAPI document): no control character, one character not white space (``str.strip``
+#: also strips U+001C..U+001F, control characters anyway). A lone surrogate cannot travel
+#: in a URL or in UTF-8, so the pattern leaves it to the check (and validators of JSON
+#: Schema written in Rust refuse surrogates in a pattern)
+_NOT = r"\x00-\x1f\x7f-\x9f"  # the control characters (C0, DEL, C1)
 NAMESPACE_PATTERN = rf"^[^{_NOT}]*[^\s{_NOT}][^{_NOT}]*$"
 
 

@@ -1,6 +1,6 @@
-"""The namespace rule and its regular expression (the OpenAPI document's pattern) say the
-same thing of every string, and so do the service's "says something" pattern and the
-core's check of empty text: a client that follows the document is never refused."""
+"""The patterns of the OpenAPI document say what the core's own checks say of every
+string: the namespace rule, an episode id, and text that must say something (a query, a
+question, an episode's text). A client that follows the document is never refused."""
 
 from __future__ import annotations
 
@@ -9,7 +9,9 @@ import re
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from memstrata.config import Config
 from memstrata.errors import InvalidInputError
+from memstrata.ingest import ID_PATTERN, prepare_episode
 from memstrata.service.app import SAYS
 from memstrata.store.names import NAMESPACE_PATTERN, check_namespace
 
@@ -41,7 +43,12 @@ EDGES = st.sampled_from(
         "🙂",
     ]
 )
-TEXTS = st.lists(st.one_of(EDGES, st.characters()), max_size=6).map("".join)
+# what can reach the service: text that UTF-8 can carry (a lone surrogate cannot)
+TEXTS = (
+    st.lists(st.one_of(EDGES, st.characters(blacklist_categories=("Cs",))), max_size=6)
+    .map("".join)
+    .filter(lambda t: "\ud800" not in t)
+)
 
 
 def _accepted(name: str) -> bool:
@@ -70,3 +77,17 @@ def test_the_pattern_is_the_namespace_rule(name: str) -> None:
 @example("\u2003")
 def test_says_something_is_the_cores_empty_check(text: str) -> None:
     assert (re.search(SAYS, text) is not None) == bool(text.strip()), repr(text)
+
+
+@settings(max_examples=600)
+@given(TEXTS)
+@example("\x85")
+@example("a\x7f")
+def test_the_id_pattern_is_the_id_rule(id: str) -> None:
+    body = ID_PATTERN.removeprefix("^").removesuffix("$")
+    try:
+        prepare_episode({"id": id, "text": "some text"}, Config())
+        accepted = True
+    except InvalidInputError:
+        accepted = False
+    assert (re.fullmatch(body, id) is not None) == accepted, repr(id)
