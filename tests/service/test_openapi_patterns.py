@@ -59,7 +59,7 @@ def _accepted(name: str) -> bool:
     return True
 
 
-@settings(max_examples=600)
+@settings(max_examples=600, deadline=None)
 @given(TEXTS)
 @example("")
 @example(" \x1c ")
@@ -71,7 +71,7 @@ def test_the_pattern_is_the_namespace_rule(name: str) -> None:
     assert matched == _accepted(name), repr(name)
 
 
-@settings(max_examples=600)
+@settings(max_examples=600, deadline=None)
 @given(TEXTS)
 @example("\x1c\x1d")
 @example("\u2003")
@@ -79,7 +79,7 @@ def test_says_something_is_the_cores_empty_check(text: str) -> None:
     assert (re.search(SAYS, text) is not None) == bool(text.strip()), repr(text)
 
 
-@settings(max_examples=600)
+@settings(max_examples=600, deadline=None)
 @given(TEXTS)
 @example("\x85")
 @example("a\x7f")

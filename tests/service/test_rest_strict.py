@@ -136,6 +136,10 @@ def test_every_id_is_addressable(client: tuple[httpx.Client, str]) -> None:
     put = http.put("/namespaces/n/episodes/a%2Fhistory", json={"text": "the id a/history"})
     assert put.status_code == 200 and put.json()["id"] == "a/history"
     assert http.get("/namespaces/n/episodes/a").json()["text"] == "a, second"
+    # a history is only read: written with its "/" unencoded, a PUT names no episode
+    wrong = http.put("/namespaces/n/episodes/a/history", json={"text": "x"})
+    assert _refused(wrong, 405)["code"] == "method_not_allowed"
+    assert wrong.headers["allow"] == "GET"
     versions = http.get("/namespaces/n/episodes/a%2Fhistory/history").json()["versions"]
     assert [v["text"] for v in versions] == ["episode a/history"]
     odd = http.get(f"/namespaces/n/episodes/{quote('h/history/history', safe='')}/history")

@@ -31,10 +31,12 @@ from pydantic import (
     StrictBool,
     StrictStr,
 )
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from memstrata import jobs
 from memstrata.config import Config
 from memstrata.engine import Answer
+from memstrata.engine.registry import Registry
 from memstrata.engine.worker import run_worker
 from memstrata.errors import MemstrataError, NamespaceNotFoundError
 from memstrata.ingest import ID_PATTERN
@@ -58,6 +60,7 @@ from memstrata.service.limits import MAX_EPISODES, MAX_K, MAX_PAGE, MAX_QUERIES
 from memstrata.service.openapi import install_openapi
 from memstrata.store import SearchFilters
 from memstrata.store.base import ApiKey
+from memstrata.store.names import NAMESPACE_PATTERN
 
 logger = logging.getLogger("memstrata.service")
 
@@ -101,8 +104,10 @@ def _integral(value: Any) -> Any:
     return value
 
 
-#: a count in a body: an integer, checked strictly (see :func:`_integral`)
-Count = Annotated[int, BeforeValidator(_integral)]
+#: counts in a body: integers, checked strictly (see :func:`_integral`); the bounds come
+#: before the check so that the schema shows them
+K = Annotated[int, Field(ge=1, le=MAX_K), BeforeValidator(_integral)]
+Budget = Annotated[int, Field(ge=-1), BeforeValidator(_integral)]
 #: text that must say something: one character that is neither white space nor a
 #: control character, as the core's own check (``str.strip``) reads it
 SAYS = r"[^\s\x1c-\x1f]"
@@ -168,11 +173,11 @@ class _Reading(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    k: Count | None = Field(default=None, ge=1, le=MAX_K)
+    k: K | None = None
     recipe: StrictStr | None = None
     filters: FiltersBody | None = None
-    max_tokens: Count | None = Field(
-        default=-1, ge=-1, description="the context's token budget: -1 the configured, null none"
+    max_tokens: Budget | None = Field(
+        default=-1, description="the context's token budget: -1 the configured, null none"
     )
     adaptive: StrictBool = Field(
         default=False, description="cut to as many source turns as the evidence needs (<= k)"
@@ -202,10 +207,16 @@ class AskBody(_Reading):
     question: Said
 
 
+#: what a key may name: a namespace, or "*" for all of them
+KEY_NAMESPACE = rf"{NAMESPACE_PATTERN}|^\*$"
+
+
 class KeyBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    namespaces: list[str] = Field(min_length=1, description='namespaces it reaches; "*": all')
+    namespaces: list[Annotated[StrictStr, Field(pattern=KEY_NAMESPACE)]] = Field(
+        min_length=1, description='namespaces it reaches; "*": all'
+    )
     scope: Literal["read", "write", "admin"] = "read"
     label: str | None = None
 
@@ -276,7 +287,7 @@ def create_app(
         body_timeout_s=body_timeout_s,
     )
     install_errors(app)
-    install_openapi(app)
+    install_openapi(app, list(Registry.load(config.recipes).recipes))
     # MCP over streamable HTTP, with the same keys: any valid key may connect (the guard
     # checks it), and each tool checks what it reaches (the SDK's transport is below /mcp/).
     app.mount("/mcp", mcp_app)
@@ -584,11 +595,15 @@ async def _address(request: Request) -> None:
     guard read it to check the key against the namespace. Decoded, ``.../episodes/a%2Fhistory``
     would read as the history of ``a`` (and an id holding ``/episodes/`` would move the
     namespace): undecoded, each name is one segment and every id is addressable. A
-    path sent with its "/" unencoded keeps the route's reading."""
+    path sent with its "/" unencoded keeps the route's reading, but for a history, which
+    is only read (``PUT .../episodes/a/history`` is 405: the id ``a/history`` is written
+    ``a%2Fhistory``)."""
     found = episode_address(request.scope)
     if found is None:
         return
     namespace, id, history = found
+    if history and request.method != "GET":  # a history is only read
+        raise StarletteHTTPException(405)
     request.scope["path_params"] = {**request.path_params, "namespace": namespace, "id": id}
     request.state.history = history
 

@@ -189,14 +189,13 @@ EPISODE_PATH = re.compile(r"/v1/namespaces/([^/]+)/episodes/([^/]+)(/history)?")
 
 def episode_address(scope: Scope) -> tuple[str, str, bool] | None:
     """The namespace, id and history flag of an episode route, read from the path as the
-    client sent it (None: not such a path, or a history path asked with another method
-    than GET). Decoded, ``.../episodes/a%2Fhistory`` would read as the history of ``a``
-    and an id holding ``/episodes/`` would move the namespace; undecoded, each name is
-    one segment. The guard checks the key against this namespace and the routes use it,
-    so both read a request the same way."""
+    client sent it (None: not such a path). Decoded, ``.../episodes/a%2Fhistory`` would
+    read as the history of ``a`` and an id holding ``/episodes/`` would move the
+    namespace; undecoded, each name is one segment. The guard checks the key against
+    this namespace and the routes use it, so both read a request the same way."""
     raw = scope.get("raw_path") or b""
     found = EPISODE_PATH.fullmatch(raw.decode("latin-1"))
-    if found is None or (found[3] and scope.get("method") != "GET"):
+    if found is None:
         return None
     return unquote(found[1]), unquote(found[2]), bool(found[3])
 

@@ -75,8 +75,25 @@ def statuses(route: APIRoute, method: str) -> set[int]:
     return found
 
 
-def install_openapi(app: FastAPI) -> None:
-    """Replace ``app.openapi`` by one that documents every status (built once)."""
+def _name_recipes(schema: Any, recipes: list[str]) -> None:
+    """Every ``recipe`` property of the request bodies lists the recipes the store knows
+    (the service answers 400 ``invalid_config`` to any other name)."""
+    if isinstance(schema, dict):
+        for key, value in schema.items():
+            if key == "recipe" and isinstance(value, dict):
+                for branch in value.get("anyOf", [value]):
+                    if branch.get("type") == "string":
+                        branch["enum"] = recipes
+            else:
+                _name_recipes(value, recipes)
+    elif isinstance(schema, list):
+        for item in schema:
+            _name_recipes(item, recipes)
+
+
+def install_openapi(app: FastAPI, recipes: list[str]) -> None:
+    """Replace ``app.openapi`` by one that documents every status and names the
+    ``recipes`` a body may ask for (built once)."""
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema:
@@ -89,6 +106,7 @@ def install_openapi(app: FastAPI) -> None:
             routes=app.routes,
         )
         schema.setdefault("components", {}).setdefault("schemas", {})["Error"] = ERROR
+        _name_recipes(schema["components"]["schemas"], sorted(recipes))
         shape = {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}
         for route in app.routes:
             if not isinstance(route, APIRoute) or not route.include_in_schema:
