@@ -66,7 +66,7 @@ MCP_INIT = {
         "clientInfo": {"name": "matrix", "version": "1"},
     },
 }
-NS = "/v1/namespaces/{namespace:path}"
+NS = "/v1/namespaces/{namespace:segment}"
 TABLE: dict[tuple[str, str], Cell] = {
     ("GET", "/openapi.json"): Cell(None),
     ("GET", "/docs"): Cell(None),
@@ -88,20 +88,20 @@ TABLE: dict[tuple[str, str], Cell] = {
     ("GET", "/v1/recipes"): Cell("read", bound=False),
     ("POST", NS + "/episodes"): Cell("write", body={"episodes": [SEED_A[0]]}),
     ("GET", NS + "/episodes"): Cell("read"),
-    ("GET", NS + "/episodes/{id:path}/history"): Cell("read"),
-    ("GET", NS + "/episodes/{id:path}"): Cell("read"),
-    ("PUT", NS + "/episodes/{id:path}"): Cell("write", body={"text": SEED_A[0]["text"]}),
+    ("GET", NS + "/episodes/{id:segment}/history"): Cell("read"),
+    ("GET", NS + "/episodes/{id:segment}"): Cell("read"),
+    ("PUT", NS + "/episodes/{id:segment}"): Cell("write", body={"text": SEED_A[0]["text"]}),
     ("DELETE", NS + "/episodes"): Cell("write", params={"id": ["a1"]}, restore=True),
     ("DELETE", NS): Cell("write", restore=True),
     ("POST", NS + "/search"): Cell("read", body={"query": "where is the passport?"}),
     ("POST", NS + "/search_many"): Cell("read", body={"queries": ["where is the passport?"]}),
     ("POST", NS + "/ask"): Cell("read", body={"question": "Where is the passport?"}),
-    ("GET", NS + "/show/{name}"): Cell("read"),
+    ("GET", NS + "/show/{name:segment}"): Cell("read"),
     ("GET", NS + "/stats"): Cell("read"),
     ("POST", NS + "/build"): Cell("write", body={}),
     ("POST", NS + "/retry"): Cell("write"),
     ("GET", NS + "/views"): Cell("read"),
-    ("GET", NS + "/views/{name}"): Cell("read"),
+    ("GET", NS + "/views/{name:segment}"): Cell("read"),
     ("GET", NS + "/derived"): Cell("read", params={"episode": "a1"}),
     ("GET", "/v1/jobs/{job_id}"): Cell("read"),
     ("GET", "/v1/jobs/{job_id}/events"): Cell("read"),
@@ -187,11 +187,11 @@ class World:
 
     def path(self, route: str) -> str:
         fill: dict[str, Callable[[], str]] = {
-            "{namespace:path}": lambda: "a",
-            "{id:path}": lambda: "a1",
+            "{namespace:segment}": lambda: "a",
+            "{id:segment}": lambda: "a1",
             "{job_id}": lambda: self.job,
             "{key_id}": self.key_id,
-            "{name}": lambda: self.view if "/views/" in route else "Maya",
+            "{name:segment}": lambda: self.view if "/views/" in route else "Maya",
         }
         for hole, value in fill.items():
             if hole in route:

@@ -136,6 +136,12 @@ def test_every_id_is_addressable(client: tuple[httpx.Client, str]) -> None:
     put = http.put("/namespaces/n/episodes/a%2Fhistory", json={"text": "the id a/history"})
     assert put.status_code == 200 and put.json()["id"] == "a/history"
     assert http.get("/namespaces/n/episodes/a").json()["text"] == "a, second"
+    # a name is one segment: "n/ask" is the namespace n%2Fask, never n's ask, and the
+    # DELETE of /namespaces/n/ask names no namespace
+    _add(http, "n/ask", ["q1"])
+    assert _refused(http.delete("/namespaces/n/ask"), 405)["code"] == "method_not_allowed"
+    assert http.get("/namespaces/n%2Fask/episodes/q1").json()["id"] == "q1"
+    assert http.delete("/namespaces/n%2Fask").json() == {"deleted": 1}
     # a history is only read: written with its "/" unencoded, a PUT names no episode
     wrong = http.put("/namespaces/n/episodes/a/history", json={"text": "x"})
     assert _refused(wrong, 405)["code"] == "method_not_allowed"

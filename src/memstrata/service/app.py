@@ -31,7 +31,6 @@ from pydantic import (
     StrictBool,
     StrictStr,
 )
-from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from memstrata import jobs
 from memstrata.config import Config
@@ -51,7 +50,6 @@ from memstrata.service.http import (
     Guard,
     NotFound,
     describe,
-    episode_address,
     error,
     install_errors,
     route_needs,
@@ -76,8 +74,9 @@ BODY_TIMEOUT_S = 30.0
 SSE_POLL_S = 0.25
 #: how long an event stream may stay silent before it sends a comment
 SSE_HEARTBEAT_S = 15.0
-#: a namespace is any printable text, "/" included: the path segment takes it whole
-NS = "/v1/namespaces/{namespace:path}"
+#: a namespace is any printable text, "/" included: one path segment (a "/" in it sent as
+#: %2F, see :class:`~memstrata.service.http.Segment`)
+NS = "/v1/namespaces/{namespace:segment}"
 #: a number where a time is due: pydantic would read it as Unix seconds
 _NUMBER = re.compile(r"\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*")
 
@@ -317,7 +316,6 @@ def create_app(
         return Depends(check)
 
     read, write, admin = scoped("read"), scoped("write"), scoped("admin")
-    addressed = Depends(_address)
 
     @app.get("/v1/health", tags=["service"])
     async def health() -> dict[str, str]:
@@ -375,18 +373,18 @@ def create_app(
         page = await mem().list(namespace=namespace, after=after, limit=limit, filters=where)
         return {"episodes": [_out(e) for e in page.episodes], "next": page.next}
 
-    @app.get(NS + "/episodes/{id:path}/history", tags=["episodes"], dependencies=[addressed, read])
-    async def history(request: Request, namespace: str, id: str) -> dict[str, Any]:
+    @app.get(NS + "/episodes/{id:segment}/history", tags=["episodes"], dependencies=[read])
+    async def history(namespace: str, id: str) -> dict[str, Any]:
         """The versions updates replaced, oldest first. The path is the id's own segment
         (a "/" in it sent as %2F) followed by ``/history``."""
-        return await _show(mem(), namespace, id, getattr(request.state, "history", True))
+        return await _show(mem(), namespace, id, history=True)
 
-    @app.get(NS + "/episodes/{id:path}", tags=["episodes"], dependencies=[addressed, read])
-    async def get(request: Request, namespace: str, id: str) -> dict[str, Any]:
+    @app.get(NS + "/episodes/{id:segment}", tags=["episodes"], dependencies=[read])
+    async def get(namespace: str, id: str) -> dict[str, Any]:
         """One episode; its id is one path segment, a "/" in it sent as %2F."""
-        return await _show(mem(), namespace, id, getattr(request.state, "history", False))
+        return await _show(mem(), namespace, id, history=False)
 
-    @app.put(NS + "/episodes/{id:path}", tags=["episodes"], dependencies=[addressed, write])
+    @app.put(NS + "/episodes/{id:segment}", tags=["episodes"], dependencies=[write])
     async def update(namespace: str, id: str, body: UpdateBody) -> dict[str, Any]:
         """Replace an episode's text (and any context given: a field left out keeps its
         value, null clears it); the old version stays in its history. ``job`` follows
@@ -429,7 +427,7 @@ def create_app(
         """An answer citing episode ids, or ``abstained`` when memory does not hold it."""
         return _json(await mem().ask(body.question, namespace=namespace, **body.options()))
 
-    @app.get(NS + "/show/{name}", tags=["reading"], dependencies=[read])
+    @app.get(NS + "/show/{name:segment}", tags=["reading"], dependencies=[read])
     async def show(namespace: str, name: str) -> dict[str, Any]:
         nodes = await mem().show(name, namespace=namespace)
         return {"nodes": [n.model_dump(mode="json") for n in nodes]}
@@ -588,24 +586,6 @@ def _out(episode: Episode) -> dict[str, Any]:
     """An episode as the service shows it: without the store's key, a counter of every
     namespace's writes whose gaps would tell one tenant of another's."""
     return episode.model_dump(mode="json", exclude={"key"})
-
-
-async def _address(request: Request) -> None:
-    """Reads an episode's namespace and id from the path as the client sent it, as the
-    guard read it to check the key against the namespace. Decoded, ``.../episodes/a%2Fhistory``
-    would read as the history of ``a`` (and an id holding ``/episodes/`` would move the
-    namespace): undecoded, each name is one segment and every id is addressable. A
-    path sent with its "/" unencoded keeps the route's reading, but for a history, which
-    is only read (``PUT .../episodes/a/history`` is 405: the id ``a/history`` is written
-    ``a%2Fhistory``)."""
-    found = episode_address(request.scope)
-    if found is None:
-        return
-    namespace, id, history = found
-    if history and request.method != "GET":  # a history is only read
-        raise StarletteHTTPException(405)
-    request.scope["path_params"] = {**request.path_params, "namespace": namespace, "id": id}
-    request.state.history = history
 
 
 __all__ = ["BODY_TIMEOUT_S", "MAX_BODY", "MAX_INFLIGHT", "create_app", "error"]

@@ -13,17 +13,17 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 import traceback
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import quote, unquote, urlsplit
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
+from starlette.convertors import Convertor, register_url_convertor
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match, Mount
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -183,21 +183,38 @@ def route_scope(route: APIRoute) -> str | None:
     return None
 
 
-#: an episode's path as the client sent it: namespace, id, and "/history" (undecoded)
-EPISODE_PATH = re.compile(r"/v1/namespaces/([^/]+)/episodes/([^/]+)(/history)?")
+class Segment(Convertor[str]):
+    """A name in a ``/v1`` path (a namespace, an episode id, a structure's name) is one
+    segment, a "/" or "%" in it sent as %2F or %25. :func:`segment_path` leaves those
+    escaped in the path the router reads (and what is not ASCII); this reads them back. So
+    ``.../episodes/a%2Fhistory`` is the episode ``a/history``, never the history of
+    ``a``, and a name can neither move the namespace nor name another route."""
+
+    regex = "[^/]+"
+
+    def convert(self, value: str) -> str:
+        return unquote(value)
+
+    def to_string(self, value: str) -> str:
+        return quote(value, safe="")
 
 
-def episode_address(scope: Scope) -> tuple[str, str, bool] | None:
-    """The namespace, id and history flag of an episode route, read from the path as the
-    client sent it (None: not such a path). Decoded, ``.../episodes/a%2Fhistory`` would
-    read as the history of ``a`` and an id holding ``/episodes/`` would move the
-    namespace; undecoded, each name is one segment. The guard checks the key against
-    this namespace and the routes use it, so both read a request the same way."""
-    raw = scope.get("raw_path") or b""
-    found = EPISODE_PATH.fullmatch(raw.decode("latin-1"))
-    if found is None:
-        return None
-    return unquote(found[1]), unquote(found[2]), bool(found[3])
+register_url_convertor("segment", Segment())
+
+
+def segment_path(scope: Scope) -> None:
+    """Set a ``/v1`` request's path from the path as the client sent it: each segment
+    decoded, then written again with only "/", "%" and what is not printable ASCII
+    escaped, which :class:`Segment` reads back (other paths are left as they are)."""
+    raw = scope.get("raw_path")
+    if not raw or not scope["path"].startswith("/v1/"):
+        return
+    segments = [unquote(part, errors="replace") for part in raw.decode("latin-1").split("/")]
+    scope["path"] = "/".join(quote(part, safe=_KEEP) for part in segments)
+
+
+#: what :func:`segment_path` writes as it is: printable ASCII but "/" and "%"
+_KEEP = "".join(chr(c) for c in range(32, 127) if chr(c) not in "/%")
 
 
 def route_needs(app: FastAPI, mounts: dict[str, str]) -> Callable[[Scope], Need]:
@@ -216,9 +233,6 @@ def route_needs(app: FastAPI, mounts: dict[str, str]) -> Callable[[Scope], Need]
             wanted = route_scope(route) if isinstance(route, APIRoute) else None
             if wanted is None:
                 return Need()
-            address = episode_address(scope)
-            if address is not None:  # as the episode routes will read it
-                return Need(wanted, address[0])
             return Need(wanted, child.get("path_params", {}).get("namespace"))
         return Need()
 
@@ -257,6 +271,7 @@ class Guard:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        segment_path(scope)  # before the router reads it
         send = _with_headers(send, scope["path"])
         if scope["path"] == "/v1/health":
             await self.app(scope, receive, send)
@@ -478,7 +493,7 @@ __all__ = [
     "Need",
     "NotFound",
     "describe",
-    "episode_address",
+    "Segment",
     "error",
     "install_errors",
     "route_needs",

@@ -26,7 +26,7 @@ from memstrata.service.http import PAGE_POLICY, NotFound
 from memstrata.store.base import ApiKey
 
 STATIC = Path(__file__).parent / "static"
-NS = "/v1/namespaces/{namespace:path}"
+NS = "/v1/namespaces/{namespace:segment}"
 #: what the page may load and run: its own files only, never an inline script (the guard
 #: gives every HTML page a policy; /explorer/index.html gets this one too)
 POLICY = PAGE_POLICY
@@ -72,7 +72,7 @@ def install(app: FastAPI, mem: Callable[[], AsyncMemory], caller: Caller, read: 
         found = mem().engine.registry.views.values()
         return {"views": [v.summary(d) for d, v in found if v.builder in owners]}
 
-    @app.get(NS + "/views/{name}", tags=["reading"], dependencies=[read])
+    @app.get(NS + "/views/{name:segment}", tags=["reading"], dependencies=[read])
     async def view(
         namespace: str,
         name: str,
