@@ -23,7 +23,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from memstrata.errors import StoreClosedError, StoreError, StoreLockedError
+from memstrata.errors import StoreError, StoreLockedError
 from memstrata.models import Episode
 from memstrata.store.base import (
     AddReport,
@@ -47,6 +47,7 @@ from memstrata.store.sqlite_common import (
     _rewrite_fts,
     _split_sql,
     _ts,
+    translate,
 )
 from memstrata.store.sqlite_erasure import Erasure
 from memstrata.store.sqlite_indexes import IndexUpkeep
@@ -124,7 +125,7 @@ class SQLiteStore(
         except BaseException as exc:
             self._conn.close()
             if isinstance(exc, sqlite3.Error):
-                raise _translate(exc, self.path) from exc
+                raise translate(exc, self.path) from exc
             raise
 
     def _set_up(self, deadline: float) -> None:
@@ -226,7 +227,7 @@ class SQLiteStore(
             try:
                 self._conn.execute("BEGIN IMMEDIATE")
             except sqlite3.Error as exc:
-                raise _translate(exc, self.path) from exc
+                raise translate(exc, self.path) from exc
             try:
                 yield self._conn
                 self._conn.execute("COMMIT")
@@ -234,7 +235,7 @@ class SQLiteStore(
                 if self._conn.in_transaction:
                     self._conn.execute("ROLLBACK")
                 if isinstance(exc, sqlite3.Error):
-                    raise _translate(exc, self.path) from exc
+                    raise translate(exc, self.path) from exc
                 raise
 
     def _sync_caches(self) -> None:
@@ -565,33 +566,13 @@ class SQLiteStore(
             self._conn.close()
 
 
-def _translate(exc: sqlite3.Error, path: str) -> StoreError:
-    """SQLite's errors in words a user can act on."""
-    text = str(exc)
-    if isinstance(exc, sqlite3.OperationalError) and ("locked" in text or "busy" in text):
-        return StoreLockedError(
-            f"{path} stayed locked by another process for longer than the busy timeout; "
-            "retry when it is done, or raise the timeout"
-        )
-    if isinstance(exc, sqlite3.ProgrammingError) and "closed" in text:
-        return StoreClosedError(path)
-    if isinstance(exc, sqlite3.IntegrityError):
-        return StoreError(f"{path}: write refused by a consistency rule ({text})")
-    if isinstance(exc, sqlite3.DatabaseError) and not isinstance(exc, sqlite3.OperationalError):
-        return StoreError(
-            f"{path} is not a memstrata database or is corrupt ({text}); "
-            "restore it from a backup or choose another path"
-        )
-    return StoreError(f"{path}: {text}")
-
-
 def _guard(method: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(method)
     def wrapper(self: SQLiteStore, *args: Any, **kwargs: Any) -> Any:
         try:
             return method(self, *args, **kwargs)
         except sqlite3.Error as exc:
-            raise _translate(exc, self.path) from exc
+            raise translate(exc, self.path) from exc
 
     return wrapper
 

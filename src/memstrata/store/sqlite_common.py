@@ -8,6 +8,8 @@ from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
+from memstrata.errors import StoreClosedError, StoreError, StoreLockedError
+
 
 def _now() -> str:
     return datetime.now(UTC).isoformat()
@@ -88,3 +90,23 @@ def _rewrite_fts(conn: sqlite3.Connection, ns_id: int) -> None:
     SQLite 3.40 (Debian 12's, this project's floor) predates FTS5's ``secure-delete``.
     Costs a rewrite of the namespace's index (docs/benchmarks.md, "Delete")."""
     conn.execute(f"INSERT INTO {_fts(ns_id)}({_fts(ns_id)}) VALUES ('optimize')")
+
+
+def translate(exc: sqlite3.Error, path: str) -> StoreError:
+    """SQLite's errors in words a user can act on."""
+    text = str(exc)
+    if isinstance(exc, sqlite3.OperationalError) and ("locked" in text or "busy" in text):
+        return StoreLockedError(
+            f"{path} stayed locked by another process for longer than the busy timeout; "
+            "retry when it is done, or raise the timeout"
+        )
+    if isinstance(exc, sqlite3.ProgrammingError) and "closed" in text:
+        return StoreClosedError(path)
+    if isinstance(exc, sqlite3.IntegrityError):
+        return StoreError(f"{path}: write refused by a consistency rule ({text})")
+    if isinstance(exc, sqlite3.DatabaseError) and not isinstance(exc, sqlite3.OperationalError):
+        return StoreError(
+            f"{path} is not a memstrata database or is corrupt ({text}); "
+            "restore it from a backup or choose another path"
+        )
+    return StoreError(f"{path}: {text}")
