@@ -24,6 +24,7 @@ from service_helpers import serving
 
 from memstrata import Memory
 from memstrata.config import Config
+from memstrata.engine import NOT_IN_MEMORY
 from memstrata.eval.browser import chromium, console_errors, go, until, wait, wait_text
 from memstrata.importers import jsonl
 from memstrata.service import keys
@@ -233,10 +234,13 @@ def test_ask_shows_the_answer_or_the_abstention(
     box.send_keys(question)
     browser.find_element(By.CSS_SELECTOR, "#ask-form button").click()
     until(browser, lambda d: d.find_element(By.ID, "answer").text not in ("", "Thinking…"))
-    answer = wait(browser, "#answer .answer-text")[0]
+    (answer,) = wait(browser, "#answer .answer-text")
     assert answer.get_attribute("textContent") == want["text"]
     abstained = browser.find_elements(By.CSS_SELECTOR, "#answer .abstained")
     assert bool(abstained) == want["abstained"]
+    if abstains:  # one message, the one every interface shows
+        assert want["text"] == NOT_IN_MEMORY and abstained == [answer]
+        assert browser.find_element(By.ID, "answer").text.splitlines()[0] == NOT_IN_MEMORY
     cites = browser.find_elements(By.CSS_SELECTOR, "#answer .cite")
     assert [c.text for c in cites] == want["sources"]
     if cites:
