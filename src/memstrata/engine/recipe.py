@@ -21,9 +21,6 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-#: The limit of a kind whose budget is "routes": no cut.
-UNSIZED = 1 << 31
-
 
 class _Spec(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -46,16 +43,21 @@ class AnswererSpec(_Spec):
 
 
 class FusionSpec(_Spec):
-    """How the routes' hits become one list.
+    """How the routes' hits become one list of at most ``k`` hits.
 
     Per kind, each route's ranking enters a weighted reciprocal rank fusion; duplicates
-    (same kind and id) merge their sources. ``budgets`` caps each kind at a multiple of
-    the search's ``k`` (a kind not named gets ``k``; the budget ``"routes"`` leaves the
-    kind as the routes sized it, for a route whose evidence set has its own size); kinds
-    come out in the order of
-    ``kind_order``, then in order of first appearance. ``reranker = "llm"`` lets the
-    configured LLM reorder each kind's fused window (twice its budget) before the cut;
-    on the heuristic tier it is skipped.
+    (same kind and id) merge their sources. A search's ``k`` is the number of hits it
+    returns, whatever the recipe: the kinds share it. ``budgets`` are the kinds' shares
+    (a kind not named has 1; ``"routes"``, for a route whose evidence set has its own
+    size, also 1; 0 leaves the kind out), and the ``k`` places are filled by rank: the
+    next hit kept is the one whose rank within its kind, divided by its kind's share, is
+    lowest (ties in ``kind_order``). So ``{episode = 1, fact = 2}`` keeps about a third
+    episodes and two thirds facts, and a kind with fewer hits than its share leaves the
+    rest to the others. Kinds come out in the order of ``kind_order``, then in order of
+    first appearance; ``order = "mixed"`` makes one ranking over all kinds instead (the
+    fill then reads ranks in that ranking). ``reranker = "llm"`` lets the configured LLM
+    reorder each kind's fused window (its first ``2k``) before the cut; on the heuristic
+    tier it is skipped.
     """
 
     rrf_k: int = Field(default=60, ge=1)
@@ -64,11 +66,18 @@ class FusionSpec(_Spec):
     order: Literal["kinds", "mixed"] = "kinds"
     reranker: Literal["none", "llm"] = "none"
 
-    def limit(self, kind: str, k: int) -> int:
+    def share(self, kind: str) -> float:
+        """The kind's share of ``k`` (relative to the other kinds')."""
         budget = self.budgets.get(kind, 1.0)
-        if budget == "routes":
-            return UNSIZED
-        return max(0, round(float(budget) * k))
+        return 1.0 if budget == "routes" else max(0.0, float(budget))
+
+    def total(self, per_share: int) -> int:
+        """The ``k`` that gives each kind the recipe names ``per_share`` hits per unit of
+        its share, when each has that many: what a benchmark asks for to compare with
+        ``per_share`` hits of each kind (50 for ``mnemis`` at 10: 10 episodes, 20 facts,
+        20 entities)."""
+        kinds = dict.fromkeys([*self.kind_order, *self.budgets])
+        return max(per_share, round(per_share * sum(self.share(kind) for kind in kinds)))
 
 
 class Recipe(_Spec):

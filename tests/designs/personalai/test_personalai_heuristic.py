@@ -84,7 +84,7 @@ def test_build_keeps_provenance_and_every_recipe_finds_the_bridge(memory) -> Non
     for recipe in RECIPES:
         r = memory.search(
             "Which position did the star of Kiss and Tell hold?",
-            k=4,
+            k=16,  # 4 per share: 4 episodes, 4 theses, 8 facts
             recipe=recipe,
             max_tokens=None,
         )
@@ -99,7 +99,7 @@ def test_build_keeps_provenance_and_every_recipe_finds_the_bridge(memory) -> Non
     for recipe in ("personalai-paper", "personalai-paper-beam"):
         r = memory.search(
             "Which position did the star of Kiss and Tell hold?",
-            k=4,
+            k=16,
             recipe=recipe,
             max_tokens=None,
         )
