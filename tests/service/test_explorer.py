@@ -269,9 +269,10 @@ def test_ask_shows_the_answer_or_the_abstention(
     assert answer.get_attribute("textContent") == want["text"]
     abstained = browser.find_elements(By.CSS_SELECTOR, "#answer .abstained")
     assert bool(abstained) == want["abstained"]
-    if abstains:  # one message, the one every interface shows
+    if abstains:  # one message, the one every interface shows, and no other
         assert want["text"] == NOT_IN_MEMORY and abstained == [answer]
-        assert browser.find_element(By.ID, "answer").text.splitlines()[0] == NOT_IN_MEMORY
+        lines = browser.find_element(By.ID, "answer").text.splitlines()
+        assert lines == [NOT_IN_MEMORY, "Sources: none"]
     cites = browser.find_elements(By.CSS_SELECTOR, "#answer .cite")
     assert [c.text for c in cites] == want["sources"]
     if cites:
