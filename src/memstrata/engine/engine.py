@@ -511,23 +511,24 @@ class Engine:
         keep: float | None = None,
     ) -> list[list[Hit]]:
         """At most ``k`` hits per query, whatever the recipe: its kinds share them
-        (:func:`~memstrata.engine.fusion.cut`); each route is asked for ``k`` of each of
-        its kinds. ``keep``: cut each result to its adaptive evidence set
-        (:meth:`evidence_sets`); None keeps the ``k`` hits."""
+        (:func:`~memstrata.engine.fusion.cut`); each route is asked for a share of 1
+        (:meth:`~memstrata.engine.recipe.FusionSpec.unit`). ``keep``: cut each result to
+        its adaptive evidence set (:meth:`evidence_sets`); None keeps the ``k`` hits."""
         spec = self.recipe(recipe)
         routes = self.routes(recipe)
         ctx = self.context(namespace, self.search_tier)
         names = [s.name for s in spec.routes]
         labels = [n if names.count(n) == 1 else f"{n}#{i + 1}" for i, n in enumerate(names)]
         weights = [s.weight for s in spec.routes]
+        unit = spec.fusion.unit(k)  # what a share of 1 gets: each route's depth
         with noting() as noted:
-            per_route = [await r.search(ctx, namespace, queries, k, filters) for r in routes]
+            per_route = [await r.search(ctx, namespace, queries, unit, filters) for r in routes]
             if spec.builders and not all(r.surfaces_unbuilt for r in routes):
                 builders = [b.name for b in spec.builders]
                 per_route.append(
                     await asyncio.to_thread(
                         unbuilt_hits,
-                        *(self.store, ctx.embedder, namespace, queries, k, builders, filters),
+                        *(self.store, ctx.embedder, namespace, queries, unit, builders, filters),
                     )
                 )
                 labels.append(UNBUILT)

@@ -17,6 +17,7 @@ Names refer to builders, routes and answerers that a registered design provides.
 
 from __future__ import annotations
 
+import math
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -53,8 +54,9 @@ class FusionSpec(_Spec):
     next hit kept is the one whose rank within its kind, divided by its kind's share, is
     lowest (ties in ``kind_order``). So ``{episode = 1, fact = 2}`` keeps about a third
     episodes and two thirds facts, and a kind with fewer hits than its share leaves the
-    rest to the others. Kinds come out in the order of ``kind_order``, then in order of
-    first appearance; ``order = "mixed"`` makes one ranking over all kinds instead (the
+    rest to the others (as far as the routes found more). Each route is asked for
+    :meth:`unit` hits of each kind. Kinds come out in the order of ``kind_order``, then
+    in order of first appearance; ``order = "mixed"`` makes one ranking over all kinds instead (the
     fill then reads ranks in that ranking). ``reranker = "llm"`` lets the configured LLM
     reorder each kind's fused window (its first ``2k``) before the cut; on the heuristic
     tier it is skipped.
@@ -71,13 +73,25 @@ class FusionSpec(_Spec):
         budget = self.budgets.get(kind, 1.0)
         return 1.0 if budget == "routes" else max(0.0, float(budget))
 
+    def shares(self) -> float:
+        """The sum of the shares the budgets name (1 without budgets): ``k`` over it is
+        what a share of 1 gets."""
+        return sum(self.share(kind) for kind in self.budgets) or 1.0
+
+    def unit(self, k: int) -> int:
+        """How many hits of a kind each route is asked for: a share of 1 of ``k``,
+        rounded up (``k`` for a recipe without budgets). A route sizes its kinds by it
+        as the budgets say (``mnemis``: its unit of episodes and twice that of facts
+        and of entities), so the routes hand over about ``k`` in the recipe's
+        proportions, and each ranks as deep as its share."""
+        return max(1, math.ceil(k / self.shares()))
+
     def total(self, per_share: int) -> int:
-        """The ``k`` that gives each kind the recipe names ``per_share`` hits per unit of
-        its share, when each has that many: what a benchmark asks for to compare with
-        ``per_share`` hits of each kind (50 for ``mnemis`` at 10: 10 episodes, 20 facts,
+        """The ``k`` whose :meth:`unit` is ``per_share``: what a benchmark asks for to
+        have ``per_share`` hits per unit of each kind's share, as deep as the recipe
+        ranked them for ``per_share`` (50 for ``mnemis`` at 10: 10 episodes, 20 facts,
         20 entities)."""
-        kinds = dict.fromkeys([*self.kind_order, *self.budgets])
-        return max(per_share, round(per_share * sum(self.share(kind) for kind in kinds)))
+        return max(per_share, math.floor(per_share * self.shares()))
 
 
 class Recipe(_Spec):
