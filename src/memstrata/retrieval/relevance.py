@@ -56,8 +56,8 @@ def search_terms(query: str) -> list[str]:
 def matched(terms: Sequence[str], text: str) -> list[str]:
     """The ``terms`` the text holds: those whose stem is the stem of one of its content
     words (as ``stems(text)`` has them; "camped" holds "camping"). Only the words that
-    begin as a word of a term's stem must (:func:`~.text.stem_heads`) are stemmed: a
-    search asks this of every hit it returns."""
+    begin as every word with a term's stem does (:func:`~.text.stem_heads`) are
+    stemmed: a search asks this of every hit it returns."""
     wanted = [stem(t) for t in terms]
     if not wanted:
         return []
@@ -88,7 +88,7 @@ def explain(
 ) -> None:
     """Fill each hit's ``why`` (its fused score, similarity and matched terms, beside what
     its route recorded) and set its ``score`` to the relevance; in place. ``qvec``: the
-    query's unit vector, None when no route embedded it (similarities stay unknown)."""
+    query's unit vector (None: the similarities its routes did not give stay unknown)."""
     terms = search_terms(query)
     sims = similarities(store, embedder, namespace, qvec, lacking(hits)) if qvec is not None else {}
     for h in hits:
