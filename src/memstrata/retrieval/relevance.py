@@ -5,15 +5,15 @@ of any query scores the same, found or not, so that score orders one result and 
 nothing across queries. The relevance score here reads what the routes themselves
 measured: the hit's cosine to the query (an episode's stored vector; a record's own
 vector, or its best source turn's) and the share of the query's search terms its text
-holds (compared by stem). A logistic curve maps the two to 0..1, fitted on the first 10
-hits of the ``default`` recipe over the LoCoMo dev split, each hit labelled by whether it
-is an evidence turn of its question (``studies/relevance_fit.py``). So a score is a
-probability: of the hits scoring about 0.3 there, about 3 in 10 were evidence, and the
-same held on REALTALK dev, which the fit never saw (docs/benchmarks.md, "A score that
-means the same for every query"). A hit that shares nothing with the query scores about
-0.01; one that holds every term and is close in meaning about 0.45: LoCoMo marks one or
-two turns per question, so even a turn that holds the answer is marked less than half
-the time.
+holds (as the full-text index stems both). A logistic curve maps the two to 0..1,
+fitted on the first 10 hits of the ``default`` recipe over the LoCoMo dev split, each hit
+labelled by whether it is an evidence turn of its question (``studies/relevance_fit.py``).
+So a score is a probability: of the hits scoring about 0.3 there, about 3 in 10 were
+evidence, and the same held on REALTALK dev, which the fit never saw
+(docs/benchmarks.md, "A score that means the same for every query"). A hit that shares
+nothing with the query scores about 0.01; one that holds every term and is close in
+meaning about 0.45: LoCoMo marks one or two turns per question, so even a turn that
+holds the answer is marked less than half the time.
 
 Nothing here ranks: the hits keep the recipe's order, and the explanation
 (:class:`~memstrata.models.Why`) is computed for the hits a search returns only.
@@ -22,29 +22,25 @@ Nothing here ranks: the hits keep the recipe's order, and the explanation
 from __future__ import annotations
 
 import math
+import re
+import unicodedata
 from collections.abc import Sequence
+from functools import lru_cache
 
 import numpy as np
 
 from memstrata.embed.base import Embedder, content_hash
 from memstrata.models import Hit, Why
 from memstrata.retrieval import documents
-from memstrata.retrieval.text import (
-    META_WORDS,
-    WORD,
-    content_terms,
-    is_content,
-    plain,
-    stem,
-    stem_heads,
-)
+from memstrata.retrieval.text import META_WORDS, content_terms
 from memstrata.store.base import Store
+from memstrata.store.postgres.tokenize import tokenize
 
 #: the logistic's weights on the cosine and on the share of terms, and its bias (fitted;
 #: see the module's docstring)
-SIMILARITY_WEIGHT = 0.52
+SIMILARITY_WEIGHT = 0.53
 SHARE_WEIGHT = 3.72
-BIAS = -4.35
+BIAS = -4.36
 
 
 def search_terms(query: str) -> list[str]:
@@ -54,21 +50,39 @@ def search_terms(query: str) -> list[str]:
 
 
 def matched(terms: Sequence[str], text: str) -> list[str]:
-    """The ``terms`` the text holds: those whose stem is the stem of one of its content
-    words (as ``stems(text)`` has them; "camped" holds "camping"). Only the words that
-    begin as every word with a term's stem does (:func:`~.text.stem_heads`) are
-    stemmed: a search asks this of every hit it returns."""
-    wanted = [stem(t) for t in terms]
-    if not wanted:
+    """The ``terms`` the text holds as the full-text index reads both (FTS5's Porter
+    stems, :func:`~memstrata.store.postgres.tokenize.tokenize`: "camped" holds
+    "camping"), which is how BM25 matched them. A search asks this of every hit it
+    returns, so only the text's words that begin as a word of a term's stem must (the
+    stem less its last letter: Porter rewrites endings only) are stemmed, each once per
+    process."""
+    wanted = [(t, _stemmed(t)) for t in terms]
+    heads = tuple({s[:-1] or s for _, stems in wanted for s in stems})
+    if not heads:
         return []
-    heads = tuple({h for s in wanted for h in stem_heads(s)})
     held: set[str] = set()
-    for word in WORD.findall(text.lower()):
+    for word in _PART.findall(_folded(text)):
         if word.startswith(heads):
-            w = plain(word.replace("’", "'"))
-            if is_content(w):
-                held.add(stem(w))
-    return [t for t, s in zip(terms, wanted, strict=True) if s in held]
+            held.update(_stemmed(word))
+    return [t for t, stems in wanted if stems and held.issuperset(stems)]
+
+
+#: a run of the characters the full-text index keeps in a token
+_PART = re.compile(r"[^\W_]+")
+
+
+@lru_cache(maxsize=65536)
+def _stemmed(word: str) -> tuple[str, ...]:
+    return tuple(tokenize(word))
+
+
+def _folded(text: str) -> str:
+    """Lower case without diacritics, as the index folds words before stemming."""
+    text = text.lower()
+    if text.isascii():
+        return text
+    parts = unicodedata.normalize("NFD", text)
+    return "".join(c for c in parts if not unicodedata.combining(c))
 
 
 def score(similarity: float | None, share: float) -> float:

@@ -56,14 +56,13 @@ def plain(word: str) -> str:
     return word[:-2] if word.endswith("'s") else word
 
 
-def is_content(word: str) -> bool:
-    """Whether a lower-cased word (without its 's) is a content word."""
+def _is_content(word: str) -> bool:
     return word not in STOPWORDS and (len(word) >= 2 or word.isdigit())
 
 
 def content_words(text: str) -> list[str]:
     """Non-stopword words in order, repeats kept; possessive 's dropped."""
-    return [w for w in map(plain, words(text)) if is_content(w)]
+    return [w for w in map(plain, words(text)) if _is_content(w)]
 
 
 def at_most_content_words(text: str, n: int) -> bool:
@@ -72,7 +71,7 @@ def at_most_content_words(text: str, n: int) -> bool:
     most candidates are long."""
     count = 0
     for m in WORD.finditer(text.lower()):
-        if is_content(plain(m.group().replace("’", "'"))):
+        if _is_content(plain(m.group().replace("’", "'"))):
             count += 1
             if count > n:
                 return False
@@ -117,19 +116,6 @@ def _stemmer() -> Any:
 def stem(term: str) -> str:
     """A term's Porter stem: "camped", "camping" and "camps" are one term."""
     return str(_stemmer().stem(term))
-
-
-@lru_cache(maxsize=4096)
-def stem_heads(stemmed: str) -> tuple[str, ...]:
-    """How every word with this stem begins: Porter rewrites only a word's ending, and
-    at most the last letter of what it keeps ("happy" is "happi", "hoping" is "hope"),
-    so such a word starts with the stem less its last letter; the stemmer's few
-    irregular words ("dying" is "die") are read from its own table."""
-    heads = {stemmed[:-1] or stemmed}
-    for word, base in getattr(_stemmer(), "pool", {}).items():
-        if base == stemmed and not word.startswith(stemmed[:-1]):
-            heads.add(word[: max(1, len(stemmed) - 1)])
-    return tuple(heads)
 
 
 def stems(text: str) -> list[str]:
