@@ -137,9 +137,10 @@ class LLMConfig(_Section):
 
 
 class Budgets(_Section):
-    """How much a search returns: items per kind and a token ceiling for the context.
+    """How much a search returns: its hits and a token ceiling for the context.
 
-    Episodes are the only kind System-1 returns; each structure adds its own kind's budget.
+    ``episodes`` is the default ``k`` of a search or an ask: the number of hits, which a
+    recipe's kinds share (episodes, facts, ...; the recipe's ``fusion.budgets``).
     """
 
     episodes: int = 10

@@ -234,8 +234,47 @@ register_kind(Entity)
 register_kind(Fact)
 
 
+class Moved(BaseModel):
+    """A ranking rule that moved a hit: its name, and the relative change of the hit's
+    score at the step the rule applied (+0.5: half as much again; -0.1: a tenth less)."""
+
+    rule: str
+    effect: float
+
+
+class Why(BaseModel):
+    """Why a search found a hit (:mod:`memstrata.retrieval.relevance`)."""
+
+    fused: float = Field(
+        default=0.0,
+        description="the recipe's fused score (weighted reciprocal ranks): what orders the "
+        "hits of a kind in one result, meaningless across queries",
+    )
+    similarity: float | None = Field(
+        default=None,
+        description="cosine of the query and the hit (an episode's stored vector; a "
+        "record's own, or its best source turn's)",
+    )
+    terms: list[str] = Field(
+        default_factory=list, description="the query's search terms the hit's text holds"
+    )
+    lists: dict[str, int] = Field(
+        default_factory=dict,
+        description="its rank (from 1) in each candidate list of its route that held it "
+        "(System-1: dense, bm25, voice, period-dense, period-bm25, session)",
+    )
+    moved: list[Moved] = Field(
+        default_factory=list, description="the ranking rules that raised or lowered it"
+    )
+
+
 class Hit(BaseModel):
-    """One retrieved item: what it is, its text, its score and the episodes it rests on."""
+    """One retrieved item: what it is, its text, its score and the episodes it rests on.
+
+    In a search's result ``score`` is the hit's relevance to the query, 0..1, on one
+    scale for every query (:func:`memstrata.retrieval.relevance.score`); the hits come
+    in the recipe's ranking order, which ``why.fused`` and ``ranks`` explain. Inside a
+    route, before fusion, ``score`` is the route's own."""
 
     kind: str
     id: str
@@ -248,6 +287,7 @@ class Hit(BaseModel):
         default_factory=dict, description="route of the recipe -> its rank there (from 1)"
     )
     metadata: JSONDict = Field(default_factory=dict)
+    why: Why | None = Field(default=None, description="why the search found it")
 
 
 class SearchResult(BaseModel):

@@ -60,3 +60,21 @@ def test_ask_json_plain_and_unknown_namespace(
     assert missing.returncode == 2
     assert "unknown namespace 'nowhere'" in missing.stderr
     assert "Traceback" not in missing.stderr and missing.stdout == ""
+
+
+def test_an_abstention_prints_the_one_text(tmp_path: Path, subprocess_env: dict[str, str]) -> None:
+    """What memory does not hold reads "Not in memory." here too (plain and JSON), as in
+    the API, REST, MCP and the explorer."""
+    db = str(tmp_path / "m.db")
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in ROWS))
+    assert run(subprocess_env, "import", str(src), "--db", db, "-n", "home").returncode == 0
+    question = "What is the boiling point of mercury?"
+    plain = run(subprocess_env, "ask", question, "--db", db, "-n", "home")
+    assert plain.returncode == 0, plain.stderr
+    assert plain.stdout.splitlines()[0] == "Not in memory."
+    assert "NO_ANSWER" not in plain.stdout and "abstained" in plain.stdout
+    data = json.loads(
+        run(subprocess_env, "ask", question, "--db", db, "-n", "home", "--json").stdout
+    )
+    assert data["abstained"] is True and data["text"] == "Not in memory."

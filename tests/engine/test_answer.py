@@ -13,7 +13,7 @@ import pytest
 
 from memstrata import Config, Memory
 from memstrata.embed import MiniLMEmbedder
-from memstrata.engine import Answer, Context
+from memstrata.engine import NOT_IN_MEMORY, Answer, Context
 from memstrata.engine.answer import GroundedAnswerer, GroundedParams
 from memstrata.engine.prompts import NO_ANSWER
 from memstrata.errors import InvalidInputError, NamespaceNotFoundError
@@ -139,7 +139,7 @@ def test_ids_cited_as_shown_in_brackets_are_understood(memory: Memory, hits: lis
 
 def test_no_hits_abstain_without_calling_the_model(memory: Memory) -> None:
     answer, backend = _answer(memory, [], [{"answer": "Biscuit", "sources": []}])
-    assert answer.abstained and answer.text == NO_ANSWER and answer.sources == []
+    assert answer.abstained and answer.text == NOT_IN_MEMORY and answer.sources == []
     assert backend.remaining == 1 and not answer.extractive
 
 
@@ -151,7 +151,7 @@ def test_no_answer_reply_abstains_and_cites_nothing(
 ) -> None:
     answer, _ = _answer(memory, hits, [{"answer": said, "sources": ["t3"]}])
     assert answer.abstained
-    assert answer.text == NO_ANSWER
+    assert answer.text == NOT_IN_MEMORY
     assert answer.sources == []
     assert not answer.extractive
     assert answer.usage["calls"] == 1
@@ -220,7 +220,7 @@ def test_a_reply_in_words_is_read_with_the_ids_it_names(memory: Memory, hits: li
     assert answer.text == "Biscuit [t9]" and answer.sources == ["t3"]
     assert not answer.abstained and len(backend.requests) == 1  # read, not asked again
     answer, _ = _answer(memory, hits, [f"Nothing fits.\nAnswer: {NO_ANSWER}"])
-    assert answer.abstained and answer.text == NO_ANSWER and answer.sources == []
+    assert answer.abstained and answer.text == NOT_IN_MEMORY and answer.sources == []
     answer, _ = _answer(memory, hits, ["[t3] The cat is Biscuit."])  # a bracket, not JSON
     assert answer.text == "The cat is Biscuit." and answer.sources == ["t3"]
 
@@ -315,7 +315,7 @@ def test_extractive_answer_with_two_sentences_cites_what_it_quotes(
 def test_extractive_without_hits_abstains(memory: Memory) -> None:
     answer = _extract(memory, [])
     assert answer.abstained and answer.extractive
-    assert answer.text == NO_ANSWER and answer.sources == [] and answer.hits == []
+    assert answer.text == NOT_IN_MEMORY and answer.sources == [] and answer.hits == []
 
 
 def test_memory_ask_end_to_end_without_an_llm(memory: Memory) -> None:

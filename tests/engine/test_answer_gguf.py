@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from memstrata.embed import MiniLMEmbedder
+from memstrata.engine import NOT_IN_MEMORY
 from memstrata.memory import Memory
 
 pytestmark = pytest.mark.slow
@@ -32,7 +33,7 @@ def test_ask_through_smollm2(tmp_path: Path, embedder: MiniLMEmbedder) -> None:
     given = {s for h in answer.hits for s in h.sources}
     assert set(answer.sources) <= given
     if answer.abstained:
-        assert answer.sources == [] and answer.text == "NO_ANSWER"
+        assert answer.sources == [] and answer.text == NOT_IN_MEMORY
     assert answer.usage["calls"] >= 1
     assert answer.usage["prompt_tokens"] > 0
     assert usage["answer.grounded"]["calls"] >= 1

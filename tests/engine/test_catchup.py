@@ -37,7 +37,9 @@ def test_an_unbuilt_episode_is_found_by_every_recipe(
             before = await mem.search("antique typewriters Zofia")
             assert all(LABEL not in h.routes for h in before.hits)
             await mem.add_many([{"id": "late", "text": LATE}])  # queued: nothing builds it
-            found = await mem.search("antique typewriters Zofia")
+            # 10 per share of the recipe's kinds: each kind as deep as a k of 10 was
+            k = mem.engine.recipe(recipe).fusion.total(10)
+            found = await mem.search("antique typewriters Zofia", k=k)
             assert "late" in {s for h in found.hits for s in h.sources}, recipe
             assert "Gdansk" in found.context
             await mem.build()

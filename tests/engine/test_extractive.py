@@ -2,7 +2,7 @@
 
 The answer quotes the episodes' own sentences, each once, with the date and the speaker
 of the episode that said it, never a record's markup; it keeps the name asked for; and it
-says "not in memory" (abstains) when the memory does not hold the answer, including when
+says "Not in memory." (abstains) when the memory does not hold the answer, including when
 it holds it for another person.
 """
 
@@ -12,7 +12,7 @@ import re
 
 import pytest
 
-from memstrata.engine.prompts import NO_ANSWER
+from memstrata.engine import NOT_IN_MEMORY
 from memstrata.memory import Memory
 
 CHAT = [  # id, speaker, text, time
@@ -89,7 +89,7 @@ def test_the_extract_says_not_in_memory_when_it_is_not(memory: Memory) -> None:
         for question in UNANSWERABLE:
             answer = memory.ask(question, recipe=recipe)
             assert answer.abstained and answer.sources == [], f"{recipe}: {answer.text!r}"
-            assert answer.text in (NO_ANSWER, "<NotEnoughtInfo>")
+            assert answer.text == NOT_IN_MEMORY
 
 
 def test_a_weak_second_sentence_is_left_out(memory: Memory) -> None:

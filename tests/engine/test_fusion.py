@@ -41,15 +41,29 @@ def test_two_routes_fuse_by_weighted_rrf_and_merge_duplicates() -> None:
     assert [h.id for h in out] == ["x", "y", "z"] and out[2].score == 0.0
 
 
-def test_budgets_per_kind_and_kind_order() -> None:
+def test_k_is_every_hit_and_the_budgets_share_it() -> None:
     hits = [hit("fact", f"f{i}") for i in range(9)] + [hit("episode", f"e{i}") for i in range(9)]
     spec = FusionSpec(kind_order=["episode", "fact"], budgets={"episode": 1, "fact": 2})
-    out = fuse([("r", 1.0, hits)], spec, k=3)
-    assert [h.kind for h in out] == ["episode"] * 3 + ["fact"] * 6
+    out = fuse([("r", 1.0, hits)], spec, k=9)
+    assert [h.id for h in out] == ["e0", "e1", "e2"] + [f"f{i}" for i in range(6)]
+    out = fuse([("r", 1.0, [hit(h.kind, h.id) for h in hits])], spec, k=4)
+    # facts stand at 0.5, 1, 1.5 ...; episodes at 1, 2 ...; a tie goes to kind order
+    assert [h.id for h in out] == ["e0", "f0", "f1", "f2"]
     spec = FusionSpec(kind_order=["fact"], budgets={"episode": 0.5})
-    out = fuse([("r", 1.0, hits)], spec, k=4)
+    out = fuse([("r", 1.0, [hit(h.kind, h.id) for h in hits])], spec, k=6)
     assert [h.kind for h in out] == ["fact"] * 4 + ["episode"] * 2
-    assert spec.limit("entity", 4) == 4  # a kind not named gets k
+    # a kind short of its share leaves its places to the others
+    few = [hit("fact", "f0")] + [hit("episode", f"e{i}") for i in range(9)]
+    spec = FusionSpec(budgets={"fact": 5})
+    assert [h.id for h in fuse([("r", 1.0, few)], spec, k=4)] == ["e0", "e1", "e2", "f0"]
+    # a zero share leaves the kind out; "routes" is a share of 1
+    assert FusionSpec(budgets={"fact": 0}).share("fact") == 0.0
+    assert FusionSpec(budgets={"episode": "routes"}).share("episode") == 1.0
+    spec = FusionSpec(budgets={"fact": 0})
+    assert {h.kind for h in fuse([("r", 1.0, [hit(h.kind, h.id) for h in hits])], spec, 9)} == {
+        "episode"
+    }
+    assert FusionSpec(budgets={"episode": 1, "fact": 2, "entity": 2}).total(10) == 50
 
 
 def test_mixed_order_interleaves_kinds_by_one_ranking() -> None:
@@ -64,15 +78,15 @@ def test_mixed_order_interleaves_kinds_by_one_ranking() -> None:
     # Grouped by kind (the default), the episode would come first.
     grouped = fuse([("tree", 1.0, [hit(h.kind, h.id) for h in one])], FusionSpec(), k=10)
     assert grouped[0].kind == "episode"
-    # Two routes: one RRF over whole lists; a kind shared by id merges; budgets still cap.
+    # the first k of that one ranking
+    cut = fuse([("tree", 1.0, [hit(h.kind, h.id) for h in one])], FusionSpec(order="mixed"), k=2)
+    assert [h.id for h in cut] == ["n1", "e1"]
+    # Two routes: one RRF over whole lists; a kind shared by id merges; shares weigh the
+    # ranking's places (a tree node at place 2 of share 0.5 stands at 4)
     other = [hit("episode", "e1", "e1", "e7"), hit("episode", "e2")]
     spec = FusionSpec(order="mixed", rrf_k=1, budgets={"tree_node": 0.5})
     out = fuse([("tree", 1.0, [hit(h.kind, h.id) for h in one]), ("s1", 1.0, other)], spec, k=2)
-    assert [(h.kind, h.id) for h in out] == [
-        ("episode", "e1"),
-        ("tree_node", "n1"),
-        ("episode", "e2"),
-    ]
+    assert [(h.kind, h.id) for h in out] == [("episode", "e1"), ("episode", "e2")]
     assert out[0].sources == ["e1", "e7"] and out[0].ranks == {"tree": 2, "s1": 1}
 
 

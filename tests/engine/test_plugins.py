@@ -179,15 +179,17 @@ def test_installed_plugin_through_the_cli(
         tmp_path,
         "search",
         "what grows on the balcony?",
-        *("--db", db, "--recipe", "tiny", "-k", "2", "--json", "--explain"),
+        *("--db", db, "--recipe", "tiny", "-k", "3", "--json", "--explain"),
     )
     line = json.loads(found.stdout)
     assert line["pending"] == 0
     hits = line["hits"]
+    why = hits[0].pop("why")
+    assert why["fused"] == pytest.approx(2.0 / 61, abs=1e-6)  # weight 2 at rank 1, rrf_k 60
+    assert 0.0 < hits[0].pop("score") < 1.0 and why["similarity"] is not None
     assert hits[0] == {
         "kind": "keyword_set",
         "text": THESES["1"],
-        "score": pytest.approx(2.0 / 61, abs=1e-6),  # weight 2 at rank 1, rrf_k 60
         "sources": ["1"],
         "ranks": {"keywords": 1},
         "routes": ["keywords"],
@@ -209,7 +211,7 @@ def test_installed_plugin_through_the_api(
         assert ns["records"] == {"keyword_set": 3}
         assert ns["builds"]["keywords"]["done"] == 3
 
-        r = m.search("who is learning to fly?", recipe="tiny", k=2, max_tokens=None)
+        r = m.search("who is learning to fly?", recipe="tiny", k=3, max_tokens=None)
         assert r.pending == 0
         assert [h.kind for h in r.hits] == ["keyword_set", "episode", "episode"]
         thesis = r.hits[0]

@@ -20,11 +20,21 @@ import pytest
 from selenium.common.exceptions import NoSuchElementException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
+from selenium.webdriver.support.ui import Select
 from service_helpers import serving
 
 from memstrata import Memory
 from memstrata.config import Config
-from memstrata.eval.browser import chromium, console_errors, go, until, wait, wait_text
+from memstrata.engine import NOT_IN_MEMORY
+from memstrata.eval.browser import (
+    chromium,
+    console_errors,
+    go,
+    navigate,
+    until,
+    wait,
+    wait_text,
+)
 from memstrata.importers import jsonl
 from memstrata.service import keys
 
@@ -50,6 +60,15 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         xss = {"id": "xss", "speaker": "Maya", "text": XSS}
         memory.add_many([*turns, *MOVES, xss], namespace="demo")
         memory.add_many([{"id": "o1", "text": "Another tenant's secret."}], namespace="other")
+        team = [
+            {
+                "id": "k1",
+                "speaker": "Kai",
+                "text": "The team offsite is in Porto.",
+                "at": "2024-07-01",
+            }
+        ]
+        memory.add_many(team, namespace="team")
         for recipe in RECIPES:
             memory.build("demo", recipe=recipe, tier="heuristic")
         store = memory._inner.store
@@ -57,12 +76,13 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         store.mark_failed("demo", "higmem", [(xss.key, "the model timed out")], 5, 3600.0)
         write, _ = keys.make_key(store, ["demo"], "write", "explorer-write")
         read, _ = keys.make_key(store, ["demo"], "read", "explorer-read")
+        both, _ = keys.make_key(store, ["demo", "team"], "read", "explorer-both")
     config = Config.load(
         store=str(db), recipe="mnemis", **{"build.mode": "queue", "build.poll_s": 0.05}
     )
     with serving(config) as client:
         base = str(client.base_url).removesuffix("/").removesuffix("/v1")
-        yield {"base": base, "client": client, "write": write, "read": read}
+        yield {"base": base, "client": client, "write": write, "read": read, "both": both}
 
 
 @pytest.fixture(scope="module")
@@ -149,6 +169,8 @@ def test_episodes_filter_history_and_derived(
     go(browser, "episodes")
     rows = wait(browser, ".episode", 25)
     assert rows[0].get_attribute("data-id") == "t01"
+    # each episode says when it was said
+    assert rows[0].find_element(By.CSS_SELECTOR, ".date").text == "2024-03-02 10:15"
     speaker = browser.find_element(By.NAME, "speaker")
     speaker.send_keys("Tomas")
     browser.find_element(By.CSS_SELECTOR, "main form button[type=submit]").click()
@@ -209,6 +231,16 @@ def test_search_highlights_the_exact_source_characters(
     assert [h.get_attribute("data-id") for h in hits] == [h["id"] for h in want]
     ranks = [c.text for c in hits[0].find_elements(By.CSS_SELECTOR, ".rank")]
     assert ranks == [f"{r} #{n}" for r, n in texts[want[0]["id"]]["ranks"].items()]
+    # why each hit was found, as the API says: its lists' ranks, terms and rules
+    for card, hit in zip(hits, want, strict=True):
+        why = hit["why"]
+        assert card.find_element(By.CSS_SELECTOR, ".score").text == f"score {hit['score']:.3f}"
+        lists = [c.text for c in card.find_elements(By.CSS_SELECTOR, ".list")]
+        assert lists == [f"{name} #{n}" for name, n in why["lists"].items()]
+        assert [c.text for c in card.find_elements(By.CSS_SELECTOR, ".term")] == why["terms"]
+        rules = [c.text.split()[0] for c in card.find_elements(By.CSS_SELECTOR, ".rule")]
+        assert rules == [m["rule"] for m in why["moved"]]
+    assert any(h["why"]["terms"] for h in want) and any(h["why"]["moved"] for h in want)
     hits[[h["id"] for h in want].index(first["id"])].click()
     marks = wait(browser, "#sources mark", len(first["spans"]))
     expected = sorted(episodes[s["episode"]][s["start"] : s["end"]] for s in first["spans"])
@@ -233,10 +265,14 @@ def test_ask_shows_the_answer_or_the_abstention(
     box.send_keys(question)
     browser.find_element(By.CSS_SELECTOR, "#ask-form button").click()
     until(browser, lambda d: d.find_element(By.ID, "answer").text not in ("", "Thinking…"))
-    answer = wait(browser, "#answer .answer-text")[0]
+    (answer,) = wait(browser, "#answer .answer-text")
     assert answer.get_attribute("textContent") == want["text"]
     abstained = browser.find_elements(By.CSS_SELECTOR, "#answer .abstained")
     assert bool(abstained) == want["abstained"]
+    if abstains:  # one message, the one every interface shows, and no other
+        assert want["text"] == NOT_IN_MEMORY and abstained == [answer]
+        lines = browser.find_element(By.ID, "answer").text.splitlines()
+        assert lines == [NOT_IN_MEMORY, "Sources: none"]
     cites = browser.find_elements(By.CSS_SELECTOR, "#answer .cite")
     assert [c.text for c in cites] == want["sources"]
     if cites:
@@ -325,6 +361,50 @@ def test_design_views_show_the_records(
     shown = {n.get_attribute("data-id") for n in wait(browser, "#tree .node", 1 + len(below))}
     assert shown == {branch["id"], *(n["id"] for n in below)}
     browser.find_element(By.NAME, "depth").clear()
+
+
+def test_the_url_names_the_namespace_and_history_walks_through_views(
+    browser: WebDriver, site: dict[str, Any]
+) -> None:
+    """A link opens the same view of the same namespace; back and forward go through
+    the views and namespaces shown; a namespace the key does not reach is not shown."""
+    sign_in(browser, site, site["both"], "namespaces")
+    navigate(browser, f"{site['base']}/#search?ns=team")  # a link to the view
+    wait(browser, "#view-search")
+    assert browser.find_element(By.ID, "namespace").get_attribute("value") == "team"
+    assert browser.execute_script("return location.hash") == "#search?ns=team"
+    browser.find_element(By.CSS_SELECTOR, '#nav a[data-view="episodes"]').click()
+    wait_text(browser, '.episode[data-id="k1"]', "Porto")
+    assert browser.execute_script("return location.hash") == "#episodes?ns=team"
+    Select(browser.find_element(By.ID, "namespace")).select_by_value("demo")
+    wait(browser, '.episode[data-id="t01"]')
+    assert browser.execute_script("return location.hash") == "#episodes?ns=demo"
+    shared = browser.current_url
+
+    browser.back()  # the other namespace's episodes
+    wait(browser, '.episode[data-id="k1"]')
+    assert browser.find_element(By.ID, "namespace").get_attribute("value") == "team"
+    browser.back()  # the search view it came from
+    wait(browser, "#view-search")
+    assert browser.execute_script("return location.hash") == "#search?ns=team"
+    browser.forward()
+    browser.forward()
+    wait(browser, '.episode[data-id="t01"]')
+    assert browser.find_element(By.ID, "namespace").get_attribute("value") == "demo"
+
+    navigate(browser, shared)  # the link, opened afresh: the same view, the same namespace
+    wait(browser, '.episode[data-id="t01"]')
+    assert browser.find_element(By.ID, "namespace").get_attribute("value") == "demo"
+
+    # a namespace this key does not reach reads as one that does not exist
+    navigate(browser, f"{site['base']}/#episodes?ns=other")
+    other = wait_text(browser, "#status", 'no namespace "other"').text
+    wait(browser, '.episode[data-id="t01"]')  # the namespace shown before
+    assert "secret" not in browser.find_element(By.TAG_NAME, "body").text
+    assert browser.execute_script("return location.hash") == "#episodes?ns=demo"
+    navigate(browser, f"{site['base']}/#episodes?ns=nowhere")
+    nowhere = wait_text(browser, "#status", 'no namespace "nowhere"').text
+    assert nowhere == other.replace('"other"', '"nowhere"')
 
 
 def test_views_api_cuts_large_views(site: dict[str, Any]) -> None:

@@ -68,11 +68,12 @@ def test_a_session_over_stdio(tmp_path: Path) -> None:
             assert (job["state"], job["done"], job["recipe"]) == ("succeeded", 1, "mnemis")
             unknown = await client.call_tool("job_status", {"job_id": "job_nope"})
             assert unknown.is_error and "no job" in unknown.content[0].text
-            found = _data(await client.call_tool("search_memory", {"query": "Lisbon flights"}))
+            wide = {"query": "Lisbon flights", "k": 15}  # every episode among the kinds' 15
+            found = _data(await client.call_tool("search_memory", wide))
             top = found["hits"][0]
             assert top["sources"] == ["t0"] and top["text"].startswith("<data-")
             assert unfence(top["text"]) == "Maya booked flights to Lisbon for June."
-            cut = {"query": "Lisbon flights", "adaptive": True}
+            cut = {**wide, "adaptive": True}
             fewer = _data(await client.call_tool("search_memory", cut))["hits"]
             assert fewer[0]["sources"] == ["t0"] and len(fewer) < len(found["hits"])
             read = _data(await client.call_tool("get_memory", {"ids": ["t2", "zz"]}))

@@ -380,18 +380,18 @@ class PlainProgress(Progress):
 def print_hits(query: str, hits: list[Any], *, explain: bool = False) -> None:
     """A table of hits. Stored text goes in as plain ``Text``: never read as markup.
 
-    The score is the fused one (``Hit.score``, weighted reciprocal rank fusion), which
-    ranks hits within a kind only: with several kinds, each kind is its own section,
-    numbered from 1 and ordered by that score."""
+    The hits come in the recipe's order (its fused ranks; with several kinds, each kind
+    is its own section, numbered from 1); the score is the hit's relevance, 0..1, on one
+    scale for every query (``Hit.score``)."""
     several = len({h.kind for h in hits}) > 1
     table = Table(title=Text(f"“{query}”"), show_lines=False, expand=True)
     if several:
         table.add_column("kind", width=8)
     table.add_column("#", justify="right", width=3)
-    table.add_column("fused score (RRF)", justify="right", min_width=6)
+    table.add_column("score", justify="right", min_width=5)
     table.add_column("sources", width=10)
     if explain:
-        table.add_column("found by (route#rank)", width=22)
+        table.add_column("why: route#rank [lists]; terms; rules", width=22)
     table.add_column("text", ratio=1)
     rank = 0
     for i, h in enumerate(hits):
@@ -400,30 +400,43 @@ def print_hits(query: str, hits: list[Any], *, explain: bool = False) -> None:
             rank = 0
         rank += 1
         cells: list[str | Text] = [Text(h.kind)] if several else []
-        cells += [str(rank), f"{h.score:.4f}", Text(", ".join(h.sources))]
+        cells += [str(rank), f"{h.score:.3f}", Text(", ".join(h.sources))]
         if explain:
-            found = ", ".join(f"{r}#{n}" for r, n in h.ranks.items())
-            inner = f" [{', '.join(h.routes)}]" if h.routes else ""
-            cells.append(Text(found + inner))
+            cells.append(Text(why_text(h)))
         table.add_row(*cells, Text(h.text))
     out.print(table)
 
 
+def why_text(h: Any) -> str:
+    """``system1#2 [dense#3 bm25#1]; terms: plans, summer; speaker_boost +0.24, ...``:
+    the recipe's routes with the hit's rank in each, its rank in its route's own
+    candidate lists, the query terms it holds, the rules that moved it (each rule's share
+    of its route score, signed)."""
+    found = " ".join(f"{r}#{n}" for r, n in h.ranks.items())
+    why = h.why
+    if why is None:
+        return found + (f" [{', '.join(h.routes)}]" if h.routes else "")
+    lists = " ".join(f"{name}#{n}" for name, n in why.lists.items()) or ", ".join(h.routes)
+    parts = [found + (f" [{lists}]" if lists else "")]
+    parts.append("terms: " + (", ".join(why.terms) or "none"))
+    if why.moved:
+        parts.append(", ".join(f"{m.rule} {m.effect:+.2f}" for m in why.moved))
+    return "; ".join(parts)
+
+
 def kind_budgets(fusion: FusionSpec, k: int, hits: list[Any]) -> str | None:
-    """``-k 3 returns at most: episode 3, fact 6, entity 6 (...)`` for a recipe whose
-    search returns several kinds (None otherwise): ``k`` counts episodes, and each other
-    kind has its own budget, a multiple of ``k`` (``FusionSpec.limit``)."""
+    """``-k 10 returns 10 hits at most; the kinds share them: episode 1, fact 2, ...``
+    for a recipe whose search returns several kinds (None otherwise): ``k`` counts every
+    hit, and the kinds share it by the recipe's ``fusion.budgets``
+    (:func:`memstrata.engine.fusion.cut`)."""
     kinds = list(dict.fromkeys([*fusion.kind_order, *fusion.budgets, *(h.kind for h in hits)]))
     if len(kinds) < 2:
         return None
-
-    def budget(kind: str) -> str:
-        if fusion.budgets.get(kind) == "routes":
-            return "as the routes size it"
-        return str(fusion.limit(kind, k))
-
-    shown = ", ".join(f"{kind} {budget(kind)}" for kind in kinds)
-    return f"-k {k} returns at most: {shown} (the recipe's fusion.budgets, times k)"
+    shown = ", ".join(f"{kind} {fusion.share(kind):g}" for kind in kinds)
+    return (
+        f"-k {k} returns {k} hits at most; the kinds share them: {shown} "
+        "(the recipe's fusion.budgets, filled by rank)"
+    )
 
 
 def print_tree(nodes: list[ShowNode]) -> None:

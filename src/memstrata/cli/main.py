@@ -344,8 +344,8 @@ def ask(
     """Answer a question from memory, citing the episodes it rests on.
 
     With an LLM configured, the recipe's answerer writes the answer from the retrieved
-    context and says NO_ANSWER when the context does not hold it. Without one, it
-    quotes the best supporting sentences (marked extractive).
+    context; without one, it quotes the best supporting sentences (marked extractive).
+    When memory does not hold the answer, it says "Not in memory." (abstained).
     """
     with errors(as_json=as_json):
         cfg = load_config(config)

@@ -127,10 +127,8 @@ def read(
         sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=None if as_json else 2))
         sys.stdout.write("\n")
         return
-    if reading.answer:
-        out.print(Text(reading.answer))
-    elif reading.abstained:
-        out.print(Text("no answer found", style="yellow"))
+    if reading.answer:  # an abstention reads "Not in memory." like every answer's
+        out.print(Text(reading.answer, style="yellow" if reading.abstained else ""))
     for w in reading.windows:
         body = " ".join(w.text.split())
         out.print(Text(f"[{w.start}:{w.end}] ({', '.join(w.node_ids)}) ", style="dim"), Text(body))

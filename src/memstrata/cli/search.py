@@ -44,8 +44,8 @@ def search(
         typer.Option(
             "--k",
             "-k",
-            help="Episodes to return. A recipe that returns other kinds too (facts, "
-            "entities) gives each its own budget, a multiple of k shown under the table.",
+            help="Hits to return, whatever the recipe: a recipe that returns other kinds "
+            "too (facts, entities) shares them between its kinds, shown under the table.",
         ),
     ] = 10,
     queries: Annotated[
@@ -62,7 +62,12 @@ def search(
     ] = False,
     recipe: RecipeOpt = None,
     explain: Annotated[
-        bool, typer.Option("--explain", help="Show which routes found each hit, at what rank.")
+        bool,
+        typer.Option(
+            "--explain",
+            help="Show why each hit was found: its ranks, the query terms it holds, the "
+            "rules that moved it.",
+        ),
     ] = False,
     adaptive: Annotated[
         bool,
@@ -76,10 +81,11 @@ def search(
 ) -> None:
     """Search memory and print hits with the episodes they rest on.
 
-    The score is the fused one (weighted reciprocal rank fusion over the recipe's
-    routes); it orders hits within a kind, and each kind is its own section of the table.
-    With --explain, each hit shows the recipe's routes that found it with its rank in
-    each (and the route's own sub-routes). A note says how many episodes the recipe's
+    The score is the hit's relevance to the query, 0..1, on one scale for every query;
+    the hits come in the recipe's order (fused ranks), each kind its own section of the
+    table. With --explain, each hit shows the recipe's routes that found it with its
+    rank in each, its rank in its route's own candidate lists, the query terms it holds
+    and the ranking rules that moved it. A note says how many episodes the recipe's
     builders have not folded in yet.
     """
     with errors(as_json=as_json):
@@ -155,7 +161,8 @@ async def _search(
                         "sources": h.sources,
                     }
                     if explain:
-                        row.update(ranks=h.ranks, routes=h.routes)
+                        why = h.why.model_dump() if h.why is not None else None
+                        row.update(ranks=h.ranks, routes=h.routes, why=why)
                     hits.append(row)
                 line: dict[str, Any] = {"id": job["id"], "hits": hits}
                 if explain:

@@ -10,6 +10,7 @@
 """
 
 from memstrata.engine.contracts import (
+    NOT_IN_MEMORY,
     Answer,
     Answerer,
     Builder,
@@ -33,6 +34,7 @@ from memstrata.store.base import Repairs
 
 __all__ = [
     "ENTRY_POINT_GROUP",
+    "NOT_IN_MEMORY",
     "Answer",
     "Answerer",
     "AnswererSpec",

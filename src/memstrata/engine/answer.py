@@ -2,14 +2,15 @@
 
 * With an LLM: the hits are shown with the episode ids they rest on, and the model answers
   from them only, citing ids, or says :data:`~memstrata.engine.prompts.NO_ANSWER`, which
-  becomes ``abstained=True``. Cited ids that are not among the hits' sources are dropped,
-  so an answer never cites something it was not given. A reply in words instead of the
-  JSON is read by its final answer line, citing the ids it names in square brackets
-  (:func:`memstrata.llm.answers.in_words`); a JSON reply that breaks the schema is asked
-  again once and then raises.
+  becomes ``abstained=True`` (the answer then says
+  :data:`~memstrata.engine.contracts.NOT_IN_MEMORY`). Cited ids that are not among the
+  hits' sources are dropped, so an answer never cites something it was not given. A
+  reply in words instead of the JSON is read by its final answer line, citing the ids it
+  names in square brackets (:func:`memstrata.llm.answers.in_words`); a JSON reply that
+  breaks the schema is asked again once and then raises.
 * Without one: an honest extract (:mod:`memstrata.engine.extractive`): the sentences of
   the hits' episodes that best support the question, each once, with its date and
-  speaker, marked ``extractive``; "not in memory" (abstained) when the evidence is weak.
+  speaker, marked ``extractive``; "Not in memory." (abstained) when the evidence is weak.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from collections.abc import Callable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from memstrata.engine.contracts import Answer, Answerer, Context, QuestionInfo
+from memstrata.engine.contracts import NOT_IN_MEMORY, Answer, Answerer, Context, QuestionInfo
 from memstrata.engine.extractive import MIN_SUPPORT, SPEAKER_GAP, extract_answer
 from memstrata.engine.prompts import NO_ANSWER, GroundedReply, grounded_answer
 from memstrata.llm.answers import in_words
@@ -62,7 +63,7 @@ class GroundedAnswerer(Answerer[GroundedParams]):
         if ctx.llm is None:
             return await asyncio.to_thread(self._extractive, ctx, namespace, question, hits)
         if not hits:  # nothing to ground an answer in: no call, the same as extractive
-            return Answer(question=question, text=NO_ANSWER, abstained=True)
+            return Answer(question=question, text=NOT_IN_MEMORY, abstained=True)
         shown = hits[: p.max_items]
         context = [(", ".join(h.sources[:5]), h.text[: p.max_chars]) for h in shown]
         messages, model = grounded_answer(question, context)
@@ -87,7 +88,7 @@ class GroundedAnswerer(Answerer[GroundedParams]):
         cited = [s for s in dict.fromkeys(named) if s in allowed]
         return Answer(
             question=question,
-            text=NO_ANSWER if abstained else text,
+            text=NOT_IN_MEMORY if abstained else text,
             sources=[] if abstained else cited,
             abstained=abstained,
             usage=usage,

@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, Literal, TypeVar, cast
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from memstrata.embed.base import Embedder
 from memstrata.llm.base import LLMClient
@@ -35,6 +35,12 @@ from memstrata.models import Derived, Episode, Hit
 from memstrata.store.base import Repairs, SearchFilters, Store
 
 Tier = Literal["heuristic", "llm"]
+
+#: What an answer says when memory does not hold it (``abstained``), in every design and
+#: every interface (API, CLI, REST, MCP, the explorer). A model's own way of abstaining
+#: (the grounded prompt's ``NO_ANSWER``, PersonalAI's ``<NotEnoughtInfo>``, ...) is read
+#: where its reply is parsed and never shown.
+NOT_IN_MEMORY = "Not in memory."
 S = TypeVar("S")
 P = TypeVar("P", bound=BaseModel)
 
@@ -227,7 +233,8 @@ class Route(ABC, Generic[P]):
 
 
 class Answer(BaseModel):
-    """An answer with the episodes it cites. ``abstained``: the context did not hold it."""
+    """An answer with the episodes it cites. ``abstained``: the context did not hold it;
+    its text is then :data:`NOT_IN_MEMORY` and it cites nothing, whoever made it."""
 
     question: str
     text: str
@@ -241,6 +248,12 @@ class Answer(BaseModel):
     )
     usage: dict[str, int] = Field(default_factory=dict)
     hits: list[Hit] = Field(default_factory=list, description="what the answer was given")
+
+    @model_validator(mode="after")
+    def _one_abstention(self) -> Answer:
+        if self.abstained:
+            self.text, self.sources = NOT_IN_MEMORY, []
+        return self
 
 
 class QuestionInfo(BaseModel):
@@ -286,7 +299,8 @@ class Reading(BaseModel):
 
     ``windows`` are the passages the answer stage read, with offsets into the document;
     ``compaction_ratio`` is the answer stage's first input over the document (both in
-    the same tokens); ``graph`` holds counts (and the structure with ``graph_only``)."""
+    the same tokens); ``graph`` holds counts (and the structure with ``graph_only``).
+    A reading that ``abstained`` answers :data:`NOT_IN_MEMORY`."""
 
     question: str
     answer: str | None = None
@@ -296,6 +310,12 @@ class Reading(BaseModel):
     graph: dict[str, Any] = Field(default_factory=dict)
     usage: dict[str, Any] = Field(default_factory=dict)
     details: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _one_abstention(self) -> Reading:
+        if self.abstained:
+            self.answer = NOT_IN_MEMORY
+        return self
 
 
 class Reader(ABC, Generic[P]):

@@ -40,6 +40,7 @@ from memstrata.engine.contracts import (
     Tier,
     elapsed,
 )
+from memstrata.engine.explain import Noting, explain, noting, reads
 from memstrata.engine.fusion import cut, merge, rerank
 from memstrata.engine.prompts import Ranking
 from memstrata.engine.prompts import rerank as rerank_prompt
@@ -86,7 +87,8 @@ class Engine(Upkeep):
         self.retrieval = {k: v for k, v in (retrieval or {}).items() if v is not None}
         self.search_tier = search_tier
         self._llm = llm
-        self.base = Context(store, embedder)
+        # notes the vectors a search's routes compute (engine.explain), else transparent
+        self.base = Context(store, Noting(embedder))
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._builders: dict[tuple[str, int], Builder] = {}
         self._routes: dict[tuple[str, int], Route] = {}
@@ -446,24 +448,29 @@ class Engine(Upkeep):
         filters: SearchFilters | None = None,
         keep: float | None = None,
     ) -> list[list[Hit]]:
-        """``keep``: cut each result to its adaptive evidence set (:meth:`evidence_sets`);
-        None keeps the recipe's ``k``."""
+        """At most ``k`` hits per query, whatever the recipe: its kinds share them
+        (:func:`~memstrata.engine.fusion.cut`); each route is asked for a share of 1
+        (:meth:`~memstrata.engine.recipe.FusionSpec.unit`). ``keep``: cut each result to
+        its adaptive evidence set (:meth:`evidence_sets`); None keeps the ``k`` hits."""
         spec = self.recipe(recipe)
         routes = self.routes(recipe)
         ctx = self.context(namespace, self.search_tier)
-        per_route = [await r.search(ctx, namespace, queries, k, filters) for r in routes]
         names = [s.name for s in spec.routes]
         labels = [n if names.count(n) == 1 else f"{n}#{i + 1}" for i, n in enumerate(names)]
         weights = [s.weight for s in spec.routes]
-        if spec.builders and not all(r.surfaces_unbuilt for r in routes):
-            builders = [b.name for b in spec.builders]
-            per_route.append(
-                await asyncio.to_thread(
-                    unbuilt_hits, self.store, ctx.embedder, namespace, queries, k, builders, filters
+        unit = spec.fusion.unit(k)  # what a share of 1 gets: each route's depth
+        with noting() as noted:
+            per_route = [await r.search(ctx, namespace, queries, unit, filters) for r in routes]
+            if spec.builders and not all(r.surfaces_unbuilt for r in routes):
+                builders = [b.name for b in spec.builders]
+                per_route.append(
+                    await asyncio.to_thread(
+                        unbuilt_hits,
+                        *(self.store, ctx.embedder, namespace, queries, unit, builders, filters),
+                    )
                 )
-            )
-            labels.append(UNBUILT)
-            weights.append(1.0)
+                labels.append(UNBUILT)
+                weights.append(1.0)
         out = []
         for qi, query in enumerate(queries):
             merged = merge(
@@ -478,6 +485,12 @@ class Engine(Upkeep):
             out.append(cut(merged, spec.fusion, k))
         if keep is not None:
             out = await asyncio.to_thread(self.evidence_sets, namespace, queries, out, keep, k)
+        # the hits returned only: why each was found, and its relevance as its score
+        told = (self.store, self.base.embedder, namespace, queries, out, noted)
+        if reads(queries, out, noted):
+            await asyncio.to_thread(explain, *told)
+        else:
+            explain(*told)
         return out
 
     def evidence_sets(

@@ -27,8 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from memstrata.engine.contracts import Answer, Context
-from memstrata.engine.prompts import NO_ANSWER
+from memstrata.engine.contracts import NOT_IN_MEMORY, Answer, Context
 from memstrata.models import Episode, Hit
 from memstrata.retrieval.text import sentences, stems
 
@@ -117,7 +116,7 @@ def extract_answer(
 def _abstain(question: str, hits: list[Hit], support: float | None = None) -> Answer:
     return Answer(
         question=question,
-        text=NO_ANSWER,
+        text=NOT_IN_MEMORY,
         abstained=True,
         extractive=True,
         support=support,

@@ -1,7 +1,8 @@
-"""Fusion: the hits of several routes become one ranked, de-duplicated, budgeted list.
+"""Fusion: the hits of several routes become one ranked, de-duplicated list of ``k`` hits.
 
 Per kind, every route's ranking of that kind enters a weighted reciprocal rank fusion
-(:func:`memstrata.retrieval.fusion.rrf`). A hit found by several routes keeps the text of
+(:func:`memstrata.retrieval.fusion.rrf`); the kinds then share the ``k`` places by their
+shares (:func:`cut`). A hit found by several routes keeps the text of
 the best-ranked one and the union of their sources; ``Hit.ranks`` records which route
 found it at what rank, ``Hit.score`` becomes the fused score. With one route, fusion
 keeps that route's order exactly. The hits are the routes' own objects, updated in place
@@ -10,6 +11,7 @@ keeps that route's order exactly. The hits are the routes' own objects, updated 
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Awaitable, Callable, Sequence
 
 from memstrata.engine.recipe import FusionSpec
@@ -88,26 +90,40 @@ def _merge_group(
 
 
 def cut(hits: list[Hit], spec: FusionSpec, k: int) -> list[Hit]:
-    """Keep each kind's budget (``spec.limit``) in the given order."""
+    """At most ``k`` of ``hits`` (merged: each kind best first), kept in their order. The
+    places go by rank, each kind in proportion to its share (:meth:`FusionSpec.share`):
+    the hit at rank r of its kind stands at r / share, the lowest stand first (ties in
+    kind order), so a kind short of hits leaves its places to the others."""
+    if k <= 0:
+        return []
+    kinds = {kind: i for i, kind in enumerate(dict.fromkeys([*spec.kind_order, *_kinds(hits)]))}
     taken: dict[str, int] = {}
-    kept = []
-    for h in hits:
-        n = taken.get(h.kind, 0)
-        if n < spec.limit(h.kind, k):
-            kept.append(h)
-            taken[h.kind] = n + 1
-    return kept
+    standing: list[tuple[float, int, int]] = []
+    for at, h in enumerate(hits):
+        share = spec.share(h.kind)
+        if share <= 0:
+            continue
+        taken[h.kind] = taken.get(h.kind, 0) + 1
+        rank = at + 1 if spec.order == "mixed" else taken[h.kind]
+        standing.append((rank / share, kinds[h.kind], at))
+    if len(standing) <= k and len(standing) == len(hits):
+        return hits
+    kept = {at for _, _, at in heapq.nsmallest(k, standing)}
+    return [h for at, h in enumerate(hits) if at in kept]
+
+
+def _kinds(hits: list[Hit]) -> list[str]:
+    return list(dict.fromkeys(h.kind for h in hits))
 
 
 async def rerank(
     query: str, hits: list[Hit], spec: FusionSpec, k: int, reorder: Reorder
 ) -> list[Hit]:
-    """Let ``reorder`` order each kind's window (twice its budget) before the cut."""
+    """Let ``reorder`` order each kind's window (its first ``2k``) before the cut."""
     out: list[Hit] = []
-    kinds = list(dict.fromkeys(h.kind for h in hits))
-    for kind in kinds:
+    for kind in _kinds(hits):
         group = [h for h in hits if h.kind == kind]
-        window = group[: 2 * spec.limit(kind, k)]
+        window = group[: 2 * k]
         if len(window) > 1:
             order = await reorder(query, kind, [h.text for h in window])
             picked = [window[i] for i in dict.fromkeys(order) if 0 <= i < len(window)]

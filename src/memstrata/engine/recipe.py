@@ -17,12 +17,10 @@ Names refer to builders, routes and answerers that a registered design provides.
 
 from __future__ import annotations
 
+import math
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
-
-#: The limit of a kind whose budget is "routes": no cut.
-UNSIZED = 1 << 31
 
 
 class _Spec(BaseModel):
@@ -46,16 +44,22 @@ class AnswererSpec(_Spec):
 
 
 class FusionSpec(_Spec):
-    """How the routes' hits become one list.
+    """How the routes' hits become one list of at most ``k`` hits.
 
     Per kind, each route's ranking enters a weighted reciprocal rank fusion; duplicates
-    (same kind and id) merge their sources. ``budgets`` caps each kind at a multiple of
-    the search's ``k`` (a kind not named gets ``k``; the budget ``"routes"`` leaves the
-    kind as the routes sized it, for a route whose evidence set has its own size); kinds
-    come out in the order of
-    ``kind_order``, then in order of first appearance. ``reranker = "llm"`` lets the
-    configured LLM reorder each kind's fused window (twice its budget) before the cut;
-    on the heuristic tier it is skipped.
+    (same kind and id) merge their sources. A search's ``k`` is the number of hits it
+    returns, whatever the recipe: the kinds share it. ``budgets`` are the kinds' shares
+    (a kind not named has 1; ``"routes"``, for a route whose evidence set has its own
+    size, also 1; 0 leaves the kind out), and the ``k`` places are filled by rank: the
+    next hit kept is the one whose rank within its kind, divided by its kind's share, is
+    lowest (ties in ``kind_order``). So ``{episode = 1, fact = 2}`` keeps about a third
+    episodes and two thirds facts, and a kind with fewer hits than its share leaves the
+    rest to the others (as far as the routes found more). Each route is asked for
+    :meth:`unit` hits of each kind. Kinds come out in the order of ``kind_order``, then
+    in order of first appearance; ``order = "mixed"`` makes one ranking over all kinds instead (the
+    fill then reads ranks in that ranking). ``reranker = "llm"`` lets the configured LLM
+    reorder each kind's fused window (its first ``2k``) before the cut; on the heuristic
+    tier it is skipped.
     """
 
     rrf_k: int = Field(default=60, ge=1)
@@ -64,11 +68,30 @@ class FusionSpec(_Spec):
     order: Literal["kinds", "mixed"] = "kinds"
     reranker: Literal["none", "llm"] = "none"
 
-    def limit(self, kind: str, k: int) -> int:
+    def share(self, kind: str) -> float:
+        """The kind's share of ``k`` (relative to the other kinds')."""
         budget = self.budgets.get(kind, 1.0)
-        if budget == "routes":
-            return UNSIZED
-        return max(0, round(float(budget) * k))
+        return 1.0 if budget == "routes" else max(0.0, float(budget))
+
+    def shares(self) -> float:
+        """The sum of the shares the budgets name (1 without budgets): ``k`` over it is
+        what a share of 1 gets."""
+        return sum(self.share(kind) for kind in self.budgets) or 1.0
+
+    def unit(self, k: int) -> int:
+        """How many hits of a kind each route is asked for: a share of 1 of ``k``,
+        rounded up (``k`` for a recipe without budgets). A route sizes its kinds by it
+        as the budgets say (``mnemis``: its unit of episodes and twice that of facts
+        and of entities), so the routes hand over about ``k`` in the recipe's
+        proportions, and each ranks as deep as its share."""
+        return max(1, math.ceil(k / self.shares()))
+
+    def total(self, per_share: int) -> int:
+        """The ``k`` whose :meth:`unit` is ``per_share``: what a benchmark asks for to
+        have ``per_share`` hits per unit of each kind's share, as deep as the recipe
+        ranked them for ``per_share`` (50 for ``mnemis`` at 10: 10 episodes, 20 facts,
+        20 entities)."""
+        return max(per_share, math.floor(per_share * self.shares()))
 
 
 class Recipe(_Spec):

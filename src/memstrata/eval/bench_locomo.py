@@ -67,8 +67,9 @@ async def ranked_sources(
             eps = memory.store.episodes_by_key([key for key, _ in hits])
             out.append([eps[key].id for key, _ in hits if key in eps])
         return out
+    k = memory.engine.recipe(system).fusion.total(depth)  # each kind ``depth`` deep
     results = await memory.search_many(
-        questions, namespace=conv.namespace, k=depth, recipe=system, max_tokens=None
+        questions, namespace=conv.namespace, k=k, recipe=system, max_tokens=None
     )
     return [distinct_sources(h.sources for h in r.hits) for r in results]
 

@@ -131,11 +131,12 @@ async def _run(
             t0 = time.perf_counter()
             builds = await memory.build(ns, recipe=recipe)
             build_s = time.perf_counter() - t0
-            await memory.search_many(texts, namespace=ns, k=10, recipe=recipe, max_tokens=None)
+            k = memory.engine.recipe(recipe).fusion.total(10)  # each kind 10 deep
+            await memory.search_many(texts, namespace=ns, k=k, recipe=recipe, max_tokens=None)
             ms, recalls = [], []
             for q, evidence in questions:
                 t = time.perf_counter()
-                r = await memory.search(q, namespace=ns, k=10, recipe=recipe, max_tokens=None)
+                r = await memory.search(q, namespace=ns, k=k, recipe=recipe, max_tokens=None)
                 ms.append(1000 * (time.perf_counter() - t))
                 ranked = distinct_sources(h.sources for h in r.hits)
                 recalls.append(recall_precision(ranked, [evidence], 10)[0])

@@ -92,7 +92,7 @@ async def run(
         base = await memory.search_many(
             [q.question for q in questions],
             namespace=sample.id,
-            k=50,
+            k=memory.engine.recipe(baseline).fusion.total(50),
             recipe=baseline,
             max_tokens=None,
         )

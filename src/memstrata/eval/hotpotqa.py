@@ -148,10 +148,11 @@ async def run(
             structures = {b.builder: {**b.counts, **b.details} for b in builds}
         ranked: list[list[str]] = []
         latencies: list[float] = []
+        k = memory.engine.recipe(recipe).fusion.total(depth)  # each kind ``depth`` deep
         for q in questions:
             t1 = time.perf_counter()
             result = await memory.search(
-                q.question, namespace=NAMESPACE, k=depth, recipe=recipe, max_tokens=None
+                q.question, namespace=NAMESPACE, k=k, recipe=recipe, max_tokens=None
             )
             latencies.append(1000 * (time.perf_counter() - t1))
             ranked.append(distinct_sources(h.sources for h in result.hits))

@@ -81,6 +81,7 @@ from memstrata.retrieval import documents, sessions, stance, standing, when
 from memstrata.retrieval.aliases import speaker_named, unknown_names
 from memstrata.retrieval.fusion import rrf
 from memstrata.retrieval.links import cover_words, link_words, word_strengths
+from memstrata.retrieval.moves import Ledger, explain, ranked
 from memstrata.retrieval.sessions import Said
 from memstrata.retrieval.text import (
     META_WORDS,
@@ -93,6 +94,8 @@ from memstrata.store.base import EpisodeMeta, ScoredKeys, SearchFilters, Store
 
 #: turns read to learn whether a name the question uses is a speaker's other name
 ALIAS_POOL = 100
+#: the knobs of the factor's boosts other than the speaker's, in ``_refine``'s order
+_RAISES = ("date_boost", "stance_boost", "rule_boost", "advice_boost", "asker_boost")
 
 
 class System1Params(BaseModel):
@@ -287,12 +290,27 @@ class EpisodeRoute:
                 + [p.voice_weight] * len(voices)
                 + [p.period_weight] * len(dated),
             )
+            session = []
             if p.session_weight:
                 # turns with the same evidence around them share a rank: a session's
                 # turns near one answer tie, and their order in the store decides nothing
-                for key, rank in sessions.in_session(bm25_hits, meta, p.session_window):
+                session = sessions.in_session(bm25_hits, meta, p.session_window)
+                for key, rank in session:
                     scores[key] += p.session_weight / (p.rrf_k + rank)
-            out.append(self._refine(namespace, filters, plan, scores, routes, meta, k))
+            trace = [
+                ("dense", ranked(dense_hits)),
+                ("bm25", ranked(bm25_hits)),
+                *(("voice", ranked(v)) for v in voices),
+                *zip(("period-dense", "period-bm25"), map(ranked, dated), strict=False),
+                ("session", session),
+            ]
+            found, turns, base, ledger = self._refine(
+                namespace, filters, plan, scores, routes, meta, k
+            )
+            explain(
+                self.store, self.embedder, found, turns, base, ledger, trace, dense_hits, qvecs[i]
+            )
+            out.append(found)
         return out
 
     def _in_period(
@@ -377,16 +395,20 @@ class EpisodeRoute:
         routes: dict[int, list[str]],
         meta: dict[int, EpisodeMeta],
         k: int,
-    ) -> list[Hit]:
+    ) -> tuple[list[Hit], dict[int, Episode], dict[int, float], Ledger]:
         """Re-rank fused candidates (``meta``: theirs); both routes applied the filters
-        already in the store."""
+        already in the store. Returns the hits, their episodes (by key, in order), the
+        candidates' fused scores and what moved them (:class:`~.moves.Ledger`)."""
         p = self.params
         base = {key: scores[key] for key in meta}
         final = dict(base)
+        ledger = Ledger()
         if p.neighbour_weight:
             for key, near in sessions.near(meta, p.neighbour_window).items():
                 if near:
-                    final[key] += p.neighbour_weight * max(base[n] for n in near)
+                    gain = p.neighbour_weight * max(base[n] for n in near)
+                    final[key] += gain
+                    ledger.gain("neighbour_weight", key, gain)
         episodes: dict[int, Said] = {}
         if p.reply_weight:
             gains, replied = sessions.replies(
@@ -402,6 +424,7 @@ class EpisodeRoute:
             episodes.update(replied)
             for key, gain in gains.items():
                 final[key] = final.get(key, 0.0) + gain
+                ledger.gain("reply_weight", key, gain)
         found = self._periods(namespace, filters, plan, meta) if p.date_boost else []
         polarity = stance.asks(plan.text) if p.stance_boost else None
         advice = bool(p.advice_boost) and standing.asks_advice(plan.text)
@@ -427,6 +450,16 @@ class EpisodeRoute:
         ]
         brief = marked(p.brief_penalty, lambda e: _brief(e.text, p.brief_words))
         asking = marked(p.question_penalty, _asks_between_people)
+        named = set(plan.speakers)
+        ledger.factored = meta
+        ledger.boosts = [("speaker_boost", p.speaker_boost, lambda key: meta[key].speaker in named)]
+        ledger.boosts += [
+            (r, b, keys.__contains__) for r, (keys, b) in zip(_RAISES, raised, strict=True)
+        ]
+        ledger.penalties = [
+            ("brief_penalty", p.brief_penalty, brief.__contains__),
+            ("question_penalty", p.question_penalty, asking.__contains__),
+        ]
         for key, m in meta.items():
             factor = 1.0
             if p.speaker_boost and plan.speakers and m.speaker in plan.speakers:
@@ -440,7 +473,7 @@ class EpisodeRoute:
                 factor *= 1.0 - p.question_penalty
             final[key] *= factor
         if p.link_boost or p.cover_boost:
-            episodes = self._link(namespace, plan, final, episodes)
+            episodes = self._link(namespace, plan, final, episodes, ledger)
         if p.thread_weight and plan.speakers and final:
             best = max(final, key=lambda key: final[key])
             threaded, texts = sessions.thread(
@@ -451,20 +484,21 @@ class EpisodeRoute:
                 gain = p.thread_weight * final[best]
                 for key in [*threaded, best]:  # the best gains as much, so it stays first
                     final[key] = final.get(key, 0.0) + gain
+                    ledger.gain("thread_weight", key, gain)
         if p.ask_weight and final:
             top = sorted(final, key=lambda key: -final[key])[: p.ask_pool]
             questions, seen = sessions.asked(self.store, top, meta, routes, filters, episodes)
             episodes = {**seen, **episodes}
             for answer, question in questions.items():
-                final[question] = final.get(question, 0.0) + p.ask_weight * final[answer]
-        ranked = sorted(final, key=lambda key: -final[key])[:k]
-        whole = {key: e for key in ranked if isinstance(e := episodes.get(key), Episode)}
-        whole.update(self.store.episodes_by_key([key for key in ranked if key not in whole]))
-        return [
-            documents.episode_hit(whole[key], final[key], routes[key])
-            for key in ranked
-            if key in whole
-        ]
+                gain = p.ask_weight * final[answer]
+                final[question] = final.get(question, 0.0) + gain
+                ledger.gain("ask_weight", question, gain)
+        top = sorted(final, key=lambda key: -final[key])[:k]
+        whole = {key: e for key in top if isinstance(e := episodes.get(key), Episode)}
+        whole.update(self.store.episodes_by_key([key for key in top if key not in whole]))
+        turns = {key: whole[key] for key in top if key in whole}
+        hits = [documents.episode_hit(e, final[key], routes[key]) for key, e in turns.items()]
+        return hits, turns, base, ledger
 
     def _link(
         self,
@@ -472,6 +506,7 @@ class EpisodeRoute:
         plan: QueryPlan,
         final: dict[int, float],
         episodes: dict[int, Said],
+        ledger: Ledger,
     ) -> dict[int, Said]:
         """Raise the candidates about the second step of the question: a name the best
         candidate mentions and the question does not (``link_boost``), or a name the
@@ -492,18 +527,31 @@ class EpisodeRoute:
         speakers.update(plan.alias_words)
         top = final[pool[0]]
         gains = [0.0] * len(others)
-        for boost, found in (
-            (p.link_boost, lambda: link_words(anchor, set(content_terms(plan.text)) | speakers)),
-            (p.cover_boost, lambda: cover_words(plan.text, anchor, speakers)),
+        parts: dict[str, list[float]] = {}
+        for rule, boost, found in (
+            (
+                "link_boost",
+                p.link_boost,
+                lambda: link_words(anchor, set(content_terms(plan.text)) | speakers),
+            ),
+            ("cover_boost", p.cover_boost, lambda: cover_words(plan.text, anchor, speakers)),
         ):
             if boost:
                 strengths = word_strengths(
                     found(), others, lambda ws: self.store.doc_freqs(namespace, ws)
                 )
-                gains = [g + boost * top * s for g, s in zip(gains, strengths, strict=True)]
+                parts[rule] = [boost * top * s for s in strengths]
+                gains = [g + x for g, x in zip(gains, parts[rule], strict=True)]
         for key, gain in zip(keys[1:], gains, strict=True):
             final[key] += gain
-        final[pool[0]] += max(gains, default=0.0)
+        lead = max(gains, default=0.0)
+        final[pool[0]] += lead
+        for rule, part in parts.items():
+            for key, x in zip(keys[1:], part, strict=True):
+                ledger.gain(rule, key, x)
+            if lead:  # the best's raise, shared as the best-raised candidate's was
+                at = gains.index(lead)
+                ledger.gain(rule, pool[0], lead * part[at] / gains[at])
         return episodes
 
     def _periods(

@@ -140,7 +140,8 @@ def build_server(
             await guard(ctx, namespace, "read")
             answer = await mem().ask(question, namespace=namespace, recipe=recipe)
             return {
-                "answer": fence(answer.text),
+                # an abstention is memstrata's own words, not stored text: never fenced
+                "answer": answer.text if answer.abstained else fence(answer.text),
                 "sources": answer.sources,
                 "abstained": answer.abstained,
             }

@@ -184,7 +184,9 @@ def test_the_affiliation_prompt_and_schema_state_max_join() -> None:
         assert model.model_json_schema()["properties"]["events"]["maxItems"] == join
 
 
-def test_the_filters_evidence_set_is_kept_whole_beyond_k(store, embedder) -> None:
+def test_the_filters_evidence_set_is_kept_by_the_route_and_cut_to_k_by_the_search(
+    store, embedder
+) -> None:
     from memstrata.designs.higmem.recipe import RECIPES
     from memstrata.engine.fusion import cut
 
@@ -199,9 +201,10 @@ def test_the_filters_evidence_set_is_kept_whole_beyond_k(store, embedder) -> Non
     route = GuidedRoute(GuidedParams(k_turn=5, use_events=False))
     (hits,) = asyncio.run(route.search(ctx, NS, [QUESTION], 2))
     assert len(hits) == len(eps) == 5  # k = 2 asked; the filter kept all five
-    # ... and the recipe's fusion leaves the set as the route sized it.
+    # ... and a search returns k hits whatever the recipe: the filter's first two
     (recipe,) = [r for r in RECIPES if r.name == "higmem"]
-    assert len(cut(hits, recipe.fusion, 2)) == 5
+    assert cut(hits, recipe.fusion, 2) == hits[:2]
+    assert cut(hits, recipe.fusion, 5) == hits
 
 
 def test_the_filter_schema_is_bounded_by_what_it_shows_not_by_twenty() -> None:

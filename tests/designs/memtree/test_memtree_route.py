@@ -73,17 +73,27 @@ def test_traversal_follows_the_tree_level_by_level(memory: Memory) -> None:
     assert len(hits) < len(collapsed)  # traversal narrows the search space
 
 
-def test_traversal_keeps_every_levels_picks_in_level_order(memory: Memory) -> None:
-    ctx, hits = _search(memory, {"mode": "traversal", "beam": 2, "theta_retrieve": -1.0}, 2)
+def test_traversal_takes_k_picks_from_the_levels_in_turn(memory: Memory) -> None:
+    """``k`` hits in all (a search's ``k`` counts every hit), taken from the levels in
+    turn, so the top level does not crowd out the ones beneath it."""
+    ctx, hits = _search(memory, {"mode": "traversal", "beam": 3, "theta_retrieve": -1.0}, 4)
     tree = tree_cache(ctx).get("default")
-    depth = {h.id: tree.nodes[h.id].depth for h in hits if h.kind == "tree_node"}
-    assert len(set(depth.values())) >= 2  # two levels or more, though k = 2 ...
-    assert len(hits) > 2  # ... so more than k hits: each level keeps its picks
-    assert list(depth.values()) == sorted(depth.values())  # the top level first
-    first = [h for h in hits if depth.get(h.id) == min(depth.values())]
-    assert [h.score for h in first] == sorted((h.score for h in first), reverse=True)
-    result = memory.search(QUERY, k=2, max_tokens=None, recipe="memtree-traversal")
-    assert [h.id for h in result.hits] == [h.id for h in hits]  # the recipe keeps them all
+
+    def depth(h) -> int:  # type: ignore[no-untyped-def]
+        if h.kind == "tree_node":
+            return tree.nodes[h.id].depth
+        leaf = next(n for n in tree.leaves() if tree.nodes[n].sources[0].episode == h.id)
+        return tree.nodes[leaf].depth
+
+    depths = [depth(h) for h in hits]
+    assert len(hits) == 4 and len(set(depths)) >= 2, depths
+    levels = len(set(depths))
+    assert len(set(depths[:levels])) == levels  # each level's best before any second
+    for d in set(depths):  # each level best first
+        scores = [h.score for h, at in zip(hits, depths, strict=True) if at == d]
+        assert scores == sorted(scores, reverse=True)
+    result = memory.search(QUERY, k=4, max_tokens=None, recipe="memtree-traversal")
+    assert len(result.hits) == 4
 
 
 def test_inner_hits_cite_the_episodes_their_match_rests_on_best_first(

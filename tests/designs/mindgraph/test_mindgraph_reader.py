@@ -17,7 +17,7 @@ from memstrata.cli.main import app
 from memstrata.config import Config
 from memstrata.designs.mindgraph.reader import MindGraphReader, ReaderParams, load_graph
 from memstrata.designs.mindgraph.records import Community
-from memstrata.engine.contracts import Context
+from memstrata.engine.contracts import NOT_IN_MEMORY, Context
 from memstrata.errors import ConfigError, InvalidInputError
 from memstrata.ingest import prepare_episode
 from memstrata.llm import LLMClient, MemoryUsageSink, ScriptedBackend
@@ -87,7 +87,7 @@ def test_heuristic_read_finds_a_paraphrased_answer_deep_in_a_long_story(
                 assert any(w.start <= at < w.end for w in found.windows), (question, n)
         # a question the story does not answer: an abstention, not a guess
         none = m.read(text, "How much did the new car cost?")
-        assert none.abstained and none.answer is None and none.windows
+        assert none.abstained and none.answer == NOT_IN_MEMORY and none.windows
 
 
 def test_the_heuristic_graph_is_sized_to_the_document(tmp_path: Path, embedder) -> None:
@@ -391,7 +391,7 @@ def test_subgraph_summary_refuses_an_id_out_of_range(store, embedder) -> None:
         ("Looking at node {her_brother_leo}, he teaches.\n**Answer:** Toronto", "Toronto"),
         ("Leo teaches music.\nToronto", "Toronto"),
         ('{"answer": "Toronto", "confidence": "high"}', "Toronto"),
-        ('{"cited_nodes": []}', ""),  # the final JSON without an answer answers nothing
+        ('{"cited_nodes": []}', NOT_IN_MEMORY),  # the final JSON without an answer: none
     ],
 )
 def test_a_prose_final_reply_answers_with_its_last_answer_line(
@@ -404,7 +404,7 @@ def test_a_prose_final_reply_answers_with_its_last_answer_line(
     backend = ScriptedBackend([build_reply] * len(chunks) + [{"content": reply}], native_tools=True)
     ctx, ns, doc = llm_ctx(store, embedder, backend)
     r = asyncio.run(MindGraphReader().read(ctx, ns, doc, "Where does Leo teach?"))
-    assert r.answer == expected and r.abstained == (not expected)
+    assert r.answer == expected and r.abstained == (expected == NOT_IN_MEMORY)
 
 
 def test_llm_read_builds_per_chunk_then_runs_the_tool_loop(store, embedder) -> None:

@@ -95,8 +95,8 @@ def built(tmp_path: Path, embedder, sample) -> Path:
 def test_system2_enters_the_union_and_the_ablation_turns_it_off(built: Path, embedder) -> None:
     query = "What hobbies and activities does Tomas have?"
     with Memory.open(built, embedder=embedder) as m:
-        both = m.search(query, recipe="mnemis", k=5, max_tokens=None)
-        s1 = m.search(query, recipe="mnemis-no-s2", k=5, max_tokens=None)
+        both = m.search(query, recipe="mnemis", k=25, max_tokens=None)  # 5 per share
+        s1 = m.search(query, recipe="mnemis-no-s2", k=25, max_tokens=None)
         names = {r["name"] for r in m.recipes()}
     assert "mnemis-no-s2" in names
     assert all("system2" not in h.routes for h in s1.hits)
@@ -118,7 +118,7 @@ def test_filters_hold_for_facts_entities_and_their_episodes(built: Path, embedde
         r = m.search(
             "Pepper the greyhound and Lisbon",
             recipe="mnemis",
-            k=5,
+            k=25,  # 5 per share: 5 episodes, 10 facts, 10 entities
             max_tokens=None,
             filters=SearchFilters(speakers=["Tomas"]),
         )
@@ -142,7 +142,7 @@ def test_an_invalidated_fact_stays_searchable_with_its_validity_window(
     graph.flush()
     store.close()
     with Memory.open(built, embedder=embedder) as m:
-        r = m.search(fact.fact, recipe="mnemis", k=3, max_tokens=None)
+        r = m.search(fact.fact, recipe="mnemis", k=15, max_tokens=None)
     hit = next(h for h in r.hits if h.id == fact.id)
     assert hit.metadata["invalid_at"].startswith("2024-05-01")
     assert hit.text.endswith("to 2024-05-01)") and "(valid 2024-" in hit.text
@@ -173,7 +173,7 @@ def test_llm_tier_reranks_the_union_and_can_change_what_is_returned(
 
     monkeypatch.setattr("memstrata.memory.make_llm", scripted)
     with Memory.open(built, embedder=embedder, llm={"kind": "gguf"}) as m:
-        r = m.search("Where is Maya flying for the conference?", recipe="mnemis", k=3)
+        r = m.search("Where is Maya flying for the conference?", recipe="mnemis", k=15)
     eps = [h for h in r.hits if h.kind == "episode"]
     shown = {t[:60] for w in windows["episode"] for t in w}
     assert len(shown) > 2 * 3 and len(eps) == 3  # far more than a window of 2k, cut to k
@@ -214,12 +214,12 @@ def test_retrieval_tier_heuristic_keeps_searches_free_of_llm_calls(
     with Memory.open(
         built, embedder=embedder, llm={"kind": "gguf"}, **{"retrieval.tier": "heuristic"}
     ) as m:
-        r = m.search(question, recipe="mnemis", k=3)
+        r = m.search(question, recipe="mnemis", k=15)
         assert r.hits and not backend.requests  # no Global Selection, no reranking
         a = m.ask(question, recipe="mnemis")
     assert a.text == "Lisbon." and len(backend.requests) == 1  # the answerer still asks
     with Memory.open(built, embedder=embedder, **{"retrieval.tier": "heuristic"}) as m:
-        plain = m.search(question, recipe="mnemis", k=3)
+        plain = m.search(question, recipe="mnemis", k=15)
     assert [h.id for h in r.hits] == [h.id for h in plain.hits]
 
 
@@ -278,7 +278,7 @@ def _reply_in_context(tmp_path: Path, embedder, reply: str) -> tuple[int, int, E
         m.build(recipe="mnemis")
 
         def rank(recipe: str) -> int:
-            r = m.search(QUERY, recipe=recipe, k=10, max_tokens=None)
+            r = m.search(QUERY, recipe=recipe, k=50, max_tokens=None)  # 10 per share
             return [h.id for h in r.hits if h.kind == "episode"].index("t1")
 
         with recorded_unions() as seen:
@@ -353,7 +353,7 @@ def test_a_turn_is_read_in_its_session(tmp_path: Path, embedder) -> None:
         ranked = {}
         for recipe in ("with_session", "without_session", "window2"):
             with recorded_unions() as seen:
-                r = m.search(SESSION_QUERY, recipe=recipe, k=10, max_tokens=None)
+                r = m.search(SESSION_QUERY, recipe=recipe, k=50, max_tokens=None)
             (unions[recipe],) = seen
             episodes = [h.id for h in r.hits if h.kind == "episode"]
             ranked[recipe] = episodes

@@ -190,7 +190,7 @@ def test_mnemis_search_returns_episodes_facts_entities_with_sources(
         m.add_many(sample)
         m.build(recipe="mnemis")
         r = m.search(
-            "Where is Maya flying for the conference?", recipe="mnemis", k=5, max_tokens=None
+            "Where is Maya flying for the conference?", recipe="mnemis", k=25, max_tokens=None
         )
         graph = Graph.load(m.store, embedder, "default")
     # a category reads "Name: members" (what its hits show), its name said once
@@ -266,7 +266,7 @@ def test_a_later_value_of_a_single_valued_relation_supersedes_the_earlier(
         assert library.replaced_by == [museum.id] and library.invalid_at == museum.valid_at
         assert posted.invalid_at is None and museum.invalid_at is None
         assert not any(f.endswith("?") for f in facts)  # questions state nothing
-        hits = m.search("Where does Daniel work?", k=5).hits
+        hits = m.search("Where does Daniel work?", k=25).hits  # 5 per share
         shown = {h.text for h in hits if h.kind == "fact"}
         assert f"{library.fact} (valid 2024-01-05 to 2024-03-01)" in shown
         m.delete(["d4"])

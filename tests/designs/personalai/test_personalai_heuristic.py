@@ -12,6 +12,7 @@ from memstrata.designs.personalai.extract import extract, name_mentions
 from memstrata.designs.personalai.graph import PAGraph
 from memstrata.designs.personalai.memorize import one_at_a_time
 from memstrata.designs.personalai.route import heuristic_entities
+from memstrata.engine import NOT_IN_MEMORY
 from memstrata.errors import ConfigError
 from memstrata.memory import Memory
 
@@ -83,7 +84,7 @@ def test_build_keeps_provenance_and_every_recipe_finds_the_bridge(memory) -> Non
     for recipe in RECIPES:
         r = memory.search(
             "Which position did the star of Kiss and Tell hold?",
-            k=4,
+            k=16,  # 4 per share: 4 episodes, 4 theses, 8 facts
             recipe=recipe,
             max_tokens=None,
         )
@@ -98,7 +99,7 @@ def test_build_keeps_provenance_and_every_recipe_finds_the_bridge(memory) -> Non
     for recipe in ("personalai-paper", "personalai-paper-beam"):
         r = memory.search(
             "Which position did the star of Kiss and Tell hold?",
-            k=4,
+            k=16,
             recipe=recipe,
             max_tokens=None,
         )
@@ -186,7 +187,7 @@ def test_empty_graph_unknown_names_and_answers(tmp_path: Path, embedder) -> None
         import asyncio
 
         none = asyncio.run(empty.answer(m.engine.context("default"), "default", "q?", []))
-        assert none.abstained and none.text == "<NotEnoughtInfo>"
+        assert none.abstained and none.text == NOT_IN_MEMORY
 
 
 def test_rebuild_drops_only_its_own_records(tmp_path: Path, embedder) -> None:

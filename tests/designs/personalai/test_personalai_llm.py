@@ -25,7 +25,7 @@ from memstrata.designs.personalai.prompts import (
 )
 from memstrata.designs.personalai.replies import _all_too_long, parse
 from memstrata.designs.personalai.route import PersonalAIParams, PersonalAIRoute
-from memstrata.engine.contracts import Context
+from memstrata.engine.contracts import NOT_IN_MEMORY, Context
 from memstrata.llm import LLMClient
 from memstrata.llm.scripted import ScriptedBackend
 from memstrata.llm.types import LLMOutputError, Message
@@ -224,7 +224,7 @@ def test_qa_generator_answers_or_says_not_enough_info(store, embedder, fmt) -> N
     shown = backend.requests[0].messages[-1].content
     assert shown.index("Maya works at Acme") < shown.index(EP1)  # triplets first
     no = asyncio.run(qa.answer(ctx, NS, "What pet does Maya have?", _hits()))
-    assert no.abstained and no.text == "<NotEnoughtInfo>" and no.sources == []
+    assert no.abstained and no.text == NOT_IN_MEMORY and no.sources == []
 
 
 def test_a_qa_reply_in_words_is_read_and_an_unusable_one_falls_back_to_the_contexts(

@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from memstrata.designs.higmem import prompts
 from memstrata.designs.higmem.builder import layer_cache
 from memstrata.engine.answer import GroundedAnswerer, GroundedParams
-from memstrata.engine.contracts import Answer, Answerer, Context, QuestionInfo
+from memstrata.engine.contracts import NOT_IN_MEMORY, Answer, Answerer, Context, QuestionInfo
 from memstrata.engine.extractive import extract_answer
 from memstrata.llm.answers import in_words
 from memstrata.llm.types import MemoryUsageSink
@@ -110,7 +110,7 @@ class HiGMemAnswerer(Answerer[HiGMemAnswerParams]):
         recs = tally.records
         return Answer(
             question=question,
-            text=prompts.NOT_MENTIONED if abstained else text,
+            text=NOT_IN_MEMORY if abstained else text,
             sources=[] if abstained else [s for h in shown for s in h.sources],
             abstained=abstained,
             usage={

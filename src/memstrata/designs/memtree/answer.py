@@ -13,8 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from memstrata.designs.memtree import prompts
 from memstrata.engine.answer import GroundedAnswerer, usage_of
-from memstrata.engine.contracts import Answer, Answerer, Context, QuestionInfo
-from memstrata.engine.prompts import NO_ANSWER
+from memstrata.engine.contracts import NOT_IN_MEMORY, Answer, Answerer, Context, QuestionInfo
 from memstrata.llm.answers import in_words
 from memstrata.llm.types import MemoryUsageSink
 from memstrata.models import Hit
@@ -61,7 +60,7 @@ class MemTreeAnswerer(Answerer[MemTreeAnswerParams]):
         text = reply.answer.strip()
         return Answer(
             question=question,
-            text=text or NO_ANSWER,
+            text=text or NOT_IN_MEMORY,
             sources=list(dict.fromkeys(s for h in shown for s in h.sources)) if text else [],
             abstained=not text,
             usage=usage_of(tally),

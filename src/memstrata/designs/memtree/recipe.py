@@ -28,7 +28,7 @@ RECIPES = [
         builders=[BuilderSpec(name="memtree")],
         routes=[RouteSpec(name="memtree", params={"mode": "traversal"})],
         # Up to k nodes per level: the route sizes the set, the fusion keeps its order.
-        fusion=FusionSpec(order="mixed", budgets={"episode": "routes", "tree_node": "routes"}),
+        fusion=FUSION,
         answerer=AnswererSpec(name="memtree"),
     ),
 ]

@@ -5,11 +5,11 @@
   query's cosine fused with a BM25 ranking of the nodes' text (:func:`fused`; ours, the
   paper ranks by cosine alone, which ``bm25_weight = 0`` restores).
 * ``traversal`` (A.3.5, after RAPTOR's tree retriever): from the root, the ``beam``
-  (default ``k``) most similar children at each level, expanded level by level. Every
-  level's picks are kept, in level order (the top level's first, each level by cosine),
-  not re-ranked and cut to ``k``: the set holds up to ``beam`` nodes per level, and
-  the ``memtree-traversal`` recipe leaves it so (its budgets are ``"routes"``). Picks
-  under ``theta_retrieve`` are dropped; the context budget trims the deepest first.
+  most similar children at each level, expanded level by level. Every level's picks
+  are candidates, not re-ranked across levels. A search returns ``k`` hits in all, so
+  the ``k`` are taken from the levels in turn (the top level's best, the next level's
+  best, ..., then each level's second): every level has its picks, each level in cosine
+  order. Picks under ``theta_retrieve`` are dropped.
 
 A leaf hit comes back as its episode (``kind="episode"``, rendered as System-1 renders
 it, the leaf's span in ``spans``); a leaf that holds one chunk of a long episode reads
@@ -23,6 +23,7 @@ sources credits the episodes the summary rests on most.
 from __future__ import annotations
 
 import asyncio
+import itertools
 from typing import Literal
 
 import numpy as np
@@ -97,8 +98,8 @@ class MemTreeRoute(Route[MemTreeRouteParams]):
             sims = dict(zip(ids, cosine.tolist(), strict=True))
             scores = sims
             if p.mode == "traversal":
-                ranked = traverse(tree, sims, p.beam or k)
-                size = len(ranked)  # every level's picks (A.3.5)
+                ranked = in_turn(traverse(tree, sims, p.beam or k), sims, p.theta_retrieve)
+                size = k
             else:
                 if lexicon is not None:
                     bm25 = lexicon.bm25_scores(query_terms(query))
@@ -186,18 +187,26 @@ def query_terms(query: str) -> list[str]:
     return [t for phrase in phrases_of(content_terms(query)) for t in phrase]
 
 
-def traverse(tree: Tree, sims: dict[str, float], beam: int) -> list[str]:
-    """Top-``beam`` children per level from the root: every level's picks, level by
+def traverse(tree: Tree, sims: dict[str, float], beam: int) -> list[list[str]]:
+    """Top-``beam`` children per level from the root: each level's picks, level by
     level, each level in cosine order."""
     if tree.root_id is None:
         return []
-    picked: list[str] = []
+    levels: list[list[str]] = []
     level = [tree.root_id]
     while level:
         kids = [c for n in level for c in tree.children.get(n, []) if c in sims]
         level = sorted(kids, key=lambda i: -sims[i])[:beam]
-        picked.extend(level)
-    return picked
+        if level:
+            levels.append(level)
+    return levels
+
+
+def in_turn(levels: list[list[str]], sims: dict[str, float], floor: float) -> list[str]:
+    """The levels' picks at or above ``floor``, taken from the levels in turn: each
+    level's best, then each level's second, ...; so the first ``k`` hold every level."""
+    kept = [[i for i in level if sims[i] >= floor] for level in levels]
+    return [i for row in itertools.zip_longest(*kept) for i in row if i is not None]
 
 
 def best_leaves(tree: Tree, node_id: str, scores: dict[str, float]) -> dict[str, float]:

@@ -27,8 +27,7 @@ from memstrata.designs.mindgraph.communities import ReportCache
 from memstrata.designs.mindgraph.graph import ConceptGraph, Edge, Node, snake
 from memstrata.designs.mindgraph.route import graph_index
 from memstrata.engine.answer import GroundedAnswerer, usage_of
-from memstrata.engine.contracts import Answer, Answerer, Context, QuestionInfo
-from memstrata.engine.prompts import NO_ANSWER
+from memstrata.engine.contracts import NOT_IN_MEMORY, Answer, Answerer, Context, QuestionInfo
 from memstrata.llm.base import context_tokens
 from memstrata.llm.tools import MAX_ROUNDS
 from memstrata.llm.types import LLMError, MemoryUsageSink
@@ -163,7 +162,7 @@ class MindGraphMemoryAnswerer(Answerer[MemoryAnswerParams]):
         }
         return Answer(
             question=question,
-            text=NO_ANSWER if out.abstained else str(out.answer),
+            text=NOT_IN_MEMORY if out.abstained else str(out.answer),
             sources=[] if out.abstained else sources,
             abstained=out.abstained,
             usage=usage,

@@ -1,10 +1,11 @@
-"""The QA generator (appendix C, Table 10): an answer from the filtered triplets, or the
-``<NotEnoughtInfo>`` abstention.
+"""The QA generator (appendix C, Table 10): an answer from the filtered triplets, or an
+abstention (the model's ``<NotEnoughtInfo>``, read as ``abstained``: the answer then
+says :data:`~memstrata.engine.contracts.NOT_IN_MEMORY`, as every design's does).
 
 The contexts are the hits' texts in order, triplets and theses before episodes (the
 paper conditions on triplets; episodes are the episodic "triplets"). Without an LLM the
 answer is the engine's extract of the contexts' episodes (``extractive``), abstaining
-with ``<NotEnoughtInfo>`` when their support is weak.
+when their support is weak.
 
 A model whose reply cannot be read even after the retry (JSON without an answer, an empty
 reply) has not answered; the question still has its contexts, so the answer is their
@@ -19,10 +20,10 @@ import logging
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from memstrata.designs.personalai.prompts import NOT_ENOUGH, Output, QAAnswer, qa
+from memstrata.designs.personalai.prompts import Output, QAAnswer, qa
 from memstrata.designs.personalai.replies import ask
 from memstrata.engine.answer import usage_of
-from memstrata.engine.contracts import Answer, Answerer, Context, QuestionInfo
+from memstrata.engine.contracts import NOT_IN_MEMORY, Answer, Answerer, Context, QuestionInfo
 from memstrata.engine.extractive import extract_answer
 from memstrata.llm.types import LLMOutputError, MemoryUsageSink
 from memstrata.models import Hit
@@ -75,7 +76,7 @@ class PersonalAIAnswerer(Answerer[QAParams]):
         usage = usage_of(tally)
         if reply.abstained or not reply.answer.strip():
             return Answer(
-                question=question, text=NOT_ENOUGH, abstained=True, usage=usage, hits=shown
+                question=question, text=NOT_IN_MEMORY, abstained=True, usage=usage, hits=shown
             )
         sources = list(dict.fromkeys(s for h in shown for s in h.sources))
         return Answer(
@@ -83,14 +84,8 @@ class PersonalAIAnswerer(Answerer[QAParams]):
         )
 
     def _extractive(self, ctx: Context, namespace: str, question: str, shown: list[Hit]) -> Answer:
-        """The engine's honest extract of the contexts' episodes, abstaining the paper's
-        way when the evidence is weak."""
-        answer = extract_answer(
-            ctx,
-            namespace,
-            question,
-            shown,
-            max_items=self.params.max_items,
-            max_sentences=2,
+        """The engine's honest extract of the contexts' episodes (it abstains when the
+        evidence is weak)."""
+        return extract_answer(
+            ctx, namespace, question, shown, max_items=self.params.max_items, max_sentences=2
         )
-        return answer.model_copy(update={"text": NOT_ENOUGH}) if answer.abstained else answer

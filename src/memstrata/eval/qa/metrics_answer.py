@@ -9,7 +9,7 @@ LoCoMo's scoring (its ``task_eval/evaluation.py``), reproduced:
   against any predicted part, and the parts are averaged;
 * open-domain: only the gold answer's first ``;`` alternative counts;
 * adversarial (``abstain``): 1 when the reply says "not mentioned" or "no information
-  available", else 0. An answer that abstained (``NO_ANSWER``) counts as "not mentioned".
+  available", else 0. An answer that abstained (``abstained``) counts as "not mentioned".
 
 BLEU-1 is the clipped unigram precision times the brevity penalty, on the normalised and
 stemmed tokens. Exact match ignores case, punctuation and spacing only. ROUGE-L recall

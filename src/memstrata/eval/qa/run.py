@@ -4,10 +4,12 @@ Per sample (one namespace): the turns are imported once; then, for each recipe, 
 builders run over the namespace, and for each question not already done (``--resume``)
 or cached:
 
-* one batched search with k = 50 and no token budget gives the ranking for R@K/P@K and
-  LongMemEval's figures;
-* one search per question with k = 10 and no token budget gives the evidence set and the
-  search latency;
+* one batched search with 50 hits per share of the recipe's kinds and no token budget
+  gives the ranking for R@K/P@K and LongMemEval's figures;
+* one search per question with 10 hits per share and no token budget gives the evidence
+  set and the search latency. A search's ``k`` counts every hit, and the kinds of a
+  recipe share it (``FusionSpec.total``): ``mnemis`` is asked for 50 hits to get 10
+  episodes, 20 facts and 20 entities, so each kind keeps its depth;
 * those hits fitted to the configured token budget are what the recipe's answerer gets
   (``ask`` with the configured ``budgets``); the fitted context's tokens are the
   answer-stage context tokens;
@@ -174,10 +176,11 @@ class Runner:
         ns = sample.id
         session_of = sample.session_of()
         before, t0 = self._usage(ns), time.perf_counter()
+        fusion = self.memory.engine.recipe(recipe).fusion
         deep = await self.memory.search_many(
             [q.question for q, _ in items],
             namespace=ns,
-            k=RANK_DEPTH,
+            k=fusion.total(RANK_DEPTH),
             recipe=recipe,
             max_tokens=None,
         )
@@ -188,7 +191,11 @@ class Runner:
             before, t0 = self._usage(ns), time.perf_counter()
             start = time.perf_counter()
             (top,) = await self.memory.search_many(
-                [q.question], namespace=ns, k=EVIDENCE_K, recipe=recipe, max_tokens=None
+                [q.question],
+                namespace=ns,
+                k=fusion.total(EVIDENCE_K),
+                recipe=recipe,
+                max_tokens=None,
             )
             latency_ms = (time.perf_counter() - start) * 1000
             own = [self._cost(recipe, ns, "retrieval", before, t0)]

@@ -1,4 +1,7 @@
 // The explorer's shell: the API key, the namespace picker and the views by URL hash.
+// The hash says everything shown: "#VIEW[/MORE][?PARAMS]", PARAMS holding the
+// namespace as "ns", so a link opens the same view of the same namespace, and going
+// back and forward in the browser's history goes through the views and namespaces.
 import { clear, h } from "./dom.js";
 import * as namespaces from "./namespaces.js";
 import * as episodes from "./episodes.js";
@@ -35,8 +38,23 @@ export async function api(path, { method = "GET", body, query } = {}) {
 
 export const ns = (path = "") => `/namespaces/${encodeURIComponent(state.namespace)}${path}`;
 export const enc = encodeURIComponent;
-export const state = { who: null, namespace: null, recipes: null };
+export const state = { who: null, namespace: null, names: [], recipes: null };
 export const canWrite = () => ["write", "admin"].includes(state.who && state.who.scope);
+
+// The view's path and parameters in the URL's hash.
+export function here() {
+  const [path, search] = location.hash.slice(1).split("?");
+  return { path: path || "namespaces", params: new URLSearchParams(search || "") };
+}
+
+// A link to `path` with `params`, in the namespace shown (or `namespace`).
+export function link(path, params = {}, namespace = state.namespace) {
+  const query = new URLSearchParams(params);
+  query.delete("ns");
+  if (namespace) query.set("ns", namespace);
+  const tail = query.toString();
+  return `#${path}${tail ? `?${tail}` : ""}`;
+}
 
 export function report(error) {
   if (error instanceof NeedKey) return;
@@ -71,24 +89,45 @@ async function start() {
   $("keyform").hidden = true;
   $("signout").hidden = !who.keys;
   $("who").textContent = who.keys ? `key: ${who.scope}` : "open service (no keys)";
-  const names = (await api("/namespaces")).namespaces;
+  state.names = (await api("/namespaces")).namespaces;
   const select = clear($("namespace"));
-  names.forEach((n) => select.append(h("option", { value: n }, n)));
+  state.names.forEach((n) => select.append(h("option", { value: n }, n)));
   const saved = sessionStorage.getItem(NS);
-  state.namespace = names.includes(saved) ? saved : names[0] || null;
-  if (state.namespace) select.value = state.namespace;
+  state.namespace = state.names.includes(saved) ? saved : state.names[0] || null;
   await show();
 }
 
+// The namespace the URL names, when this key reaches it; else the one shown, and a
+// note (the same for a namespace that does not exist and for one of another tenant).
+function namespaceOf(params) {
+  const wanted = params.get("ns");
+  if (wanted === null || wanted === state.namespace) return null;
+  if (state.names.includes(wanted)) return wanted;
+  return `no namespace "${wanted}" that this key reaches; showing "${state.namespace}"`;
+}
+
 export async function show() {
-  const name = (location.hash.slice(1) || "namespaces").split("/")[0];
+  const { path, params } = here();
+  const name = path.split("/")[0];
   const view = VIEWS[name] || namespaces;
-  document.querySelectorAll("#nav a").forEach((a) => a.classList.toggle("active", a.dataset.view === name));
+  let note = null;
+  if (state.who) {
+    const named = namespaceOf(params);
+    if (named !== null && state.names.includes(named)) state.namespace = named;
+    else note = named;
+    if (state.namespace) sessionStorage.setItem(NS, state.namespace);
+    $("namespace").value = state.namespace || "";
+    if (params.get("ns") !== state.namespace) history.replaceState(null, "", link(path, params));
+  }
+  document.querySelectorAll("#nav a").forEach((a) => {
+    a.classList.toggle("active", a.dataset.view === name);
+    a.setAttribute("href", link(a.dataset.view));
+  });
   // A fresh container per render: a slower render still running appends to its own
   // detached container, never into the view shown after it.
   const main = h("div", { id: `view-${name}` });
   clear($("main")).append(main);
-  report(null);
+  report(note ? new Error(note) : null);
   if (!state.who) return;
   if (!state.namespace) {
     main.append(h("p", { class: "muted" }, "No namespace this key reaches holds episodes yet."));
@@ -122,10 +161,9 @@ $("signout").addEventListener("click", () => {
   $("who").textContent = "";
   start().catch(report);
 });
+// Another namespace: the same view, from its start, as a new entry in the history.
 $("namespace").addEventListener("change", (event) => {
-  state.namespace = event.target.value;
-  sessionStorage.setItem(NS, state.namespace);
-  show();
+  location.hash = link(here().path.split("/")[0], {}, event.target.value);
 });
 window.addEventListener("hashchange", () => show());
 start().catch(report);

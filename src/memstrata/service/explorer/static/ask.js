@@ -17,11 +17,9 @@ export async function render(main) {
     performance.mark("ask-start");
     const answer = await api(ns("/ask"), { method: "POST", body });
     clear(out);
-    if (answer.abstained) {
-      out.append(h("p", { class: "abstained" }, "Abstained: memory does not hold the answer."));
-    }
-    out.append(h("p", { class: "text answer-text" }, answer.text));
-    if (answer.extractive) out.append(h("p", { class: "muted" }, "Quoted from the sources (no model wrote it)."));
+    // an abstention is one line: the answer's own text ("Not in memory."), marked
+    out.append(h("p", { class: answer.abstained ? "text answer-text abstained" : "text answer-text" }, answer.text));
+    if (answer.extractive && !answer.abstained) out.append(h("p", { class: "muted" }, "Quoted from the sources (no model wrote it)."));
     const spans = (answer.hits || []).flatMap((hit) => hit.spans || []);
     out.append(
       h("p", {}, "Sources: ", answer.sources.length ? "" : h("span", { class: "muted" }, "none"),

@@ -1,9 +1,9 @@
 // Designs: each design's own pictures of its records (GET .../views), drawn as a
 // graph or a tree, cut to a limit; a node's details, sources and neighbourhood.
-// "#designs/VIEW?limit=N&depth=D&focus=ID" opens one view directly (a link to share,
+// "#designs/VIEW?limit=N&depth=D&focus=ID&ns=NS" opens one view directly (a link to share,
 // and what benchmarks load); the page sets performance marks "view-fetched" and
 // "view-drawn" (after the next paint) and #view-area[data-drawn] once it is shown.
-import { api, enc, ns, report } from "./app.js";
+import { api, enc, here, link, ns, report } from "./app.js";
 import { clear, field, h, pairs } from "./dom.js";
 import { colour, drawGraph } from "./draw.js";
 import { showSources } from "./search.js";
@@ -16,8 +16,8 @@ const EDGE_LIST = 500;
 
 // The view and query a "#designs/VIEW?..." link names.
 function linked() {
-  const [path, search] = location.hash.slice(1).split("?");
-  return [decodeURIComponent(path.split("/")[1] || ""), new URLSearchParams(search || "")];
+  const { path, params } = here();
+  return [decodeURIComponent(path.split("/")[1] || ""), params];
 }
 
 // Resolves once the browser has laid out and painted what was just added.
@@ -47,7 +47,7 @@ export async function render(main) {
     const view = await api(ns(`/views/${enc(current.name)}`), { query });
     performance.mark("view-fetched", { detail: current.name });
     tabs.querySelectorAll("button").forEach((b) => b.classList.toggle("active", b.dataset.view === current.name));
-    history.replaceState(null, "", `#designs/${enc(current.name)}?${new URLSearchParams(query)}`);
+    history.replaceState(null, "", link(`designs/${enc(current.name)}`, query));
     draw(clear(area), view, (id) => {
       focus = id;
       load().catch(report);

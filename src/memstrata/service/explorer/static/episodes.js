@@ -1,4 +1,4 @@
-// Episodes: a paged, filtered list; one episode's text, history, what was derived
+// Episodes: a paged, filtered list, each with when it was said; one episode's text, history, what was derived
 // from it, and (with a write key) correcting or deleting it after a confirmation.
 import { api, canWrite, enc, ns, report } from "./app.js";
 import { clear, confirmed, field, h, highlighted, table, when } from "./dom.js";
@@ -24,6 +24,7 @@ export async function render(main) {
         "div",
         { class: "row episode", "data-id": e.id },
         h("span", { class: "chip" }, e.id),
+        e.occurred_at ? h("span", { class: "muted date" }, `${when(e.occurred_at)} `) : null,
         e.speaker ? h("strong", {}, `${e.speaker}: `) : null,
         h("span", { class: "text" }, e.text),
       );

@@ -1,5 +1,6 @@
-// Search playground: query, recipe and k; each hit's score and its rank in each route;
-// a hit's source episodes with the exact characters it rests on highlighted.
+// Search playground: query, recipe and k; each hit's relevance and why it was found (its
+// rank in each route and in the route's own lists, the query terms it holds, the rules
+// that moved it); a hit's source episodes with the exact characters it rests on highlighted.
 import { api, ns, recipePicker, report } from "./app.js";
 import { clear, field, h } from "./dom.js";
 import { open } from "./episodes.js";
@@ -37,9 +38,11 @@ function card(hit, i, sources) {
   const row = h(
     "div",
     { class: "row hit", "data-id": hit.id },
-    h("div", {}, h("strong", {}, `${i + 1}. `), h("span", { class: "chip" }, hit.kind), h("span", { class: "score" }, `score ${hit.score.toFixed(3)}`)),
+    h("div", {}, h("strong", {}, `${i + 1}. `), h("span", { class: "chip" }, hit.kind),
+      h("span", { class: "score", title: "relevance to the query, 0..1, one scale for every query" }, `score ${hit.score.toFixed(3)}`)),
     h("div", { class: "text hit-text" }, hit.text),
     h("div", {}, ranks, h("span", { class: "muted" }, ` sources: ${hit.sources.join(", ")}`)),
+    why(hit.why),
   );
   row.addEventListener("click", () => {
     row.parentElement.querySelectorAll(".selected").forEach((r) => r.classList.remove("selected"));
@@ -47,6 +50,21 @@ function card(hit, i, sources) {
     showSources(sources, hit.sources, hit.spans || []).catch(report);
   });
   return row;
+}
+
+// Why a hit was found: its rank in each of its route's lists, the query terms it holds,
+// the rules that moved it (the share of its score each added or took away), its cosine.
+function why(reason) {
+  if (!reason) return null;
+  const lists = Object.entries(reason.lists || {}).map(([name, rank]) => h("span", { class: "chip list" }, `${name} #${rank}`));
+  const terms = reason.terms.map((t) => h("span", { class: "chip term" }, t));
+  const moved = reason.moved.map((m) => h("span", { class: m.effect < 0 ? "chip rule lowered" : "chip rule" }, `${m.rule} ${m.effect > 0 ? "+" : ""}${m.effect.toFixed(2)}`));
+  const cosine = reason.similarity === null ? "" : `cosine ${reason.similarity.toFixed(2)} · `;
+  return h("div", { class: "why muted" },
+    lists.length ? h("span", {}, "lists: ", lists) : null,
+    h("span", {}, " terms: ", terms.length ? terms : "none"),
+    moved.length ? h("span", {}, " moved by: ", moved) : null,
+    h("span", { class: "fused" }, ` (${cosine}fused ${reason.fused.toFixed(4)})`));
 }
 
 // Each source episode with the spans of `spans` on it highlighted.
