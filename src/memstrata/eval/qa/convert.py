@@ -100,6 +100,10 @@ def to_qaset(samples: list[Sample]) -> list[dict[str, Any]]:
                 item["abstain"] = True
             if q.candidate is not None:
                 item["candidate"] = q.candidate
+            if q.stale:
+                item["stale"] = q.stale
+            if q.stale_answer is not None:
+                item["stale_answer"] = q.stale_answer
             qa.append(item)
         out.append({"sample_id": s.id, "turns": turns, "qa": qa})
     return out

@@ -8,7 +8,10 @@ Three readers produce :class:`Sample` lists:
   question holding its haystack sessions; turn ids are ``<session id>:<index>``; the
   evidence is the turns flagged ``has_answer`` and the sessions in ``answer_session_ids``;
   a question id ending in ``_abs`` is an abstention question.
-* ``qaset``: the generic JSON documented in the README, for chat and documents alike.
+* ``qaset``: the generic JSON documented in the README, for chat and documents alike. A
+  question may name, beside its ``evidence`` (the turns stating the value asked for),
+  ``stale`` turns that state a value since superseded and that value (``stale_answer``):
+  knowledge-update data. Only this reader knows those names; the run scores what it gets.
 
 Bad files raise :class:`InvalidInputError` naming the record (sample, turn or question).
 """
@@ -61,6 +64,10 @@ class QA:
     #: an adversarial question's trap: the plausible answer the data set offers, which
     #: the conversation does not support (LoCoMo's ``adversarial_answer``)
     candidate: str | None = None
+    #: turns stating a value the evidence has since superseded (knowledge-update data)
+    stale: list[str] = field(default_factory=list)
+    #: the superseded value those turns state
+    stale_answer: str | None = None
 
 
 @dataclass
@@ -280,6 +287,16 @@ def _qaset_qa(
     if unknown:
         raise InvalidInputError(f"{name}: evidence names unknown turn ids {unknown[:5]}")
     ev = _distinct(str(e) for e in evidence)
+    stale = rec.get("stale", [])
+    if not isinstance(stale, list):
+        raise InvalidInputError(f"{name}: stale is not a list of turn ids")
+    unknown = [str(e) for e in stale if str(e) not in known]
+    if unknown:
+        raise InvalidInputError(f"{name}: stale names unknown turn ids {unknown[:5]}")
+    old = _distinct(str(e) for e in stale)
+    both = [e for e in old if e in ev]
+    if both:
+        raise InvalidInputError(f"{name}: turns {both[:5]} are both evidence and stale")
     return QA(
         id=str(rec.get("id") or default_id),
         question=question,
@@ -289,6 +306,8 @@ def _qaset_qa(
         evidence_sessions=_distinct(sessions.get(e) for e in ev),
         abstain=bool(rec.get("abstain", False)),
         candidate=_opt_str(rec.get("candidate")),
+        stale=old,
+        stale_answer=_opt_str(rec.get("stale_answer")),
     )
 
 

@@ -14,6 +14,13 @@ LoCoMo's scoring (its ``task_eval/evaluation.py``), reproduced:
 BLEU-1 is the clipped unigram precision times the brevity penalty, on the normalised and
 stemmed tokens. Exact match ignores case, punctuation and spacing only. ROUGE-L recall
 (MemTree's metric) is the longest common token subsequence over the gold's length.
+
+Knowledge-update data adds ``current_answer`` for a question whose gold answer is a value
+that replaced another (``stale_answer``): 1 when the answer holds the current value and
+does not give the stale one as the answer, that is, the stale value is absent or comes
+only after the current one (an answer may say what the value replaced: "Cardiff, since
+May 2024; before that Bristol"). A value is held when its words appear in a row in the
+answer, case and thousands separators aside, diacritics kept ("Zürich" is not "Zurich").
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ from __future__ import annotations
 import math
 import re
 import string
+import unicodedata
 from collections import Counter
 from functools import lru_cache
 
@@ -117,10 +125,47 @@ def exact_match(prediction: str, gold: str) -> float:
     return float(norm(prediction) == norm(gold))
 
 
+_WORD = re.compile(r"\w+")
+_THOUSANDS = re.compile(r"(?<=\d)[,\u202f\u00a0'](?=\d{3}\b)")
+
+
+def value_words(text: str) -> list[str]:
+    """The words of ``text`` as :func:`holds` compares them: NFC, case folded, digit
+    groups joined ("2,250" is "2250"), punctuation dropped, diacritics kept."""
+    text = _THOUSANDS.sub("", unicodedata.normalize("NFC", text))
+    return [w.casefold() for w in _WORD.findall(text)]
+
+
+def first_position(answer: list[str], value: str) -> int | None:
+    """Where the words of ``value`` first appear in a row in ``answer``; None if not."""
+    words = value_words(value)
+    if not words:
+        return None
+    for i in range(len(answer) - len(words) + 1):
+        if answer[i : i + len(words)] == words:
+            return i
+    return None
+
+
+def current_answer(prediction: str, abstained: bool, current: str, stale: str) -> float:
+    """1.0 when the answer holds ``current`` and gives ``stale`` only after it (or not)."""
+    if abstained:
+        return 0.0
+    words = value_words(prediction)
+    now, old = first_position(words, current), first_position(words, stale)
+    return float(now is not None and (old is None or old > now))
+
+
 def scores(
-    prediction: str, abstained: bool, gold: str | None, category: str, abstain: bool
+    prediction: str,
+    abstained: bool,
+    gold: str | None,
+    category: str,
+    abstain: bool,
+    stale: str | None = None,
 ) -> dict[str, float]:
-    """Every string score of one answer. An abstention reads as "not mentioned"."""
+    """Every string score of one answer. An abstention reads as "not mentioned";
+    ``stale``: the value the gold one replaced (knowledge-update data)."""
     text = "Not mentioned in the conversation." if abstained else prediction
     out: dict[str, float] = {}
     score = locomo_f1(text, gold, category, abstain)
@@ -133,4 +178,6 @@ def scores(
         out["exact_match"] = exact_match(text, gold)
         out["rouge_l_recall"] = rouge_l_recall(text, gold)
         out["false_abstention"] = float(abstained)
+        if stale is not None:
+            out["current_answer"] = current_answer(prediction, abstained, gold, stale)
     return out

@@ -9,6 +9,9 @@ order (``ranked``), and their averages per group.
   item in the first k) and NDCG@k with binary relevance and LongMemEval's discount (the
   first two ranks weigh 1, rank r > 1 weighs 1/log2(r)). Computed on turns and, by
   mapping each turn to its session, on sessions.
+* Knowledge-update data (questions naming ``stale`` turns, which state a value the
+  evidence has superseded): ``current_first``, 1 when some evidence turn is in the
+  ranking and the first one ranks above every stale turn there, else 0.
 """
 
 from __future__ import annotations
@@ -50,6 +53,19 @@ def recall_all(ranked: Sequence[str], gold: Iterable[str], k: int) -> float:
     return float(bool(wanted) and all(g in window for g in wanted))
 
 
+def current_first(ranked: Sequence[str], gold: Iterable[str], stale: Iterable[str]) -> float:
+    """1.0 when the first evidence turn of ``ranked`` comes before every stale one (a
+    stale turn left out of the ranking counts as below it); 0.0 when no evidence turn
+    is ranked at all."""
+    wanted, old = set(gold), set(stale)
+    for r in ranked:
+        if r in wanted:
+            return 1.0
+        if r in old:
+            return 0.0
+    return 0.0
+
+
 def to_sessions(ranked: Sequence[str], session_of: dict[str, str]) -> list[str]:
     """Turns in hit order → their sessions in order of first appearance."""
     return list(dict.fromkeys(session_of[r] for r in ranked if r in session_of))
@@ -72,10 +88,14 @@ def question_metrics(
     session_of: dict[str, str],
     ks: Sequence[int] = KS,
     adaptive: list[str] | None = None,
+    stale: Sequence[str] = (),
 ) -> dict[str, float]:
     """Every retrieval figure of one question (empty when it has no evidence);
-    ``adaptive``: the sources of its adaptive evidence set, when it was searched so."""
+    ``adaptive``: the sources of its adaptive evidence set, when it was searched so;
+    ``stale``: turns stating a superseded value, which the evidence should outrank."""
     out: dict[str, float] = {}
+    if gold and stale:
+        out["current_first"] = current_first(ranked, gold, stale)
     if gold:
         for k in ks:
             r, p = recall_precision(ranked, gold, k)

@@ -88,6 +88,22 @@ def tables(report: dict[str, Any]) -> list[tuple[str, list[str], list[list[Any]]
         for name, e in recipes.items()
     ]
     out.append(("Answers (overall leaves out abstention questions)", head, rows))
+    if any("knowledge" in e for e in recipes.values()):
+        head = ["recipe", "n", "current first", "R@5", "R@10", "answer current", "answered"]
+        rows = [
+            [name, k.get("questions"), k.get("current_first"), k.get("recall@5")]
+            + [k.get("recall@10"), k.get("current_answer"), k.get("answered")]
+            for name, e in recipes.items()
+            if (k := e.get("knowledge"))
+        ]
+        out.append(
+            (
+                "Knowledge update (questions naming stale turns: the first evidence turn "
+                "above every stale one; the answer holds the current value, not the stale one)",
+                head,
+                rows,
+            )
+        )
     head = ["recipe", "category", "n", "R@10", "Avg K", "R (evidence set)", "F1", *judges]
     rows = []
     for name, e in recipes.items():

@@ -36,7 +36,7 @@ from memstrata.memory import AsyncMemory
 from memstrata.retrieval.context import count_tokens, fit_to_budget
 from memstrata.store import is_postgres
 
-HARNESS_VERSION = 2  # part of every result-cache key: bump when a row's content changes
+HARNESS_VERSION = 3  # part of every result-cache key: bump when a row's content changes
 EVIDENCE_K = 10
 RANK_DEPTH = 50
 Progress = Callable[[int], None]
@@ -124,7 +124,10 @@ class Runner:
             await self._sample(sample, finished)
 
     def _key(self, sample_key: str, recipe_key: str, q: QA) -> str:
-        return digest([self.config_key, sample_key, recipe_key, q.id, q.question, q.answer])
+        return digest(
+            [self.config_key, sample_key, recipe_key, q.id, q.question, q.answer]
+            + ([q.stale, q.stale_answer] if q.stale or q.stale_answer else [])
+        )
 
     async def _sample(self, sample: Sample, finished: set[tuple[str, str]]) -> None:
         sample_key = digest(
@@ -217,12 +220,19 @@ class Runner:
                 "abstain": q.abstain,
                 "evidence": q.evidence,
                 "evidence_sessions": q.evidence_sessions,
+                **({"stale": q.stale} if q.stale else {}),
                 "ranked": ranked,
                 "evidence_set": evset,
                 "adaptive_set": adaptive,
                 "latency_ms": round(latency_ms, 2),
                 "retrieval": metrics_retrieval.question_metrics(
-                    ranked, evset, q.evidence, q.evidence_sessions, session_of, adaptive=adaptive
+                    ranked,
+                    evset,
+                    q.evidence,
+                    q.evidence_sessions,
+                    session_of,
+                    adaptive=adaptive,
+                    stale=q.stale,
                 ),
                 "cached": False,
             }
@@ -265,7 +275,7 @@ class Runner:
             answer_prompt_tokens=prompt_tokens,
             compaction_ratio=round(shown / sample_tokens, 5) if sample_tokens else None,
             scores=metrics_answer.scores(
-                answer.text, answer.abstained, q.answer, q.category, q.abstain
+                answer.text, answer.abstained, q.answer, q.category, q.abstain, q.stale_answer
             ),
         )
         if self.judge_llm is None or q.abstain or q.answer is None:

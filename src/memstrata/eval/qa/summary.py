@@ -5,6 +5,11 @@ category, LongMemEval's ``_abs`` questions), as the papers do; their own figure 
 abstention accuracy (its recall), beside its precision (the share of all abstentions
 that were due), and their category keeps its retrieval figures. Retrieval figures
 average over questions with evidence; answer scores over questions with a gold answer.
+
+``knowledge`` (knowledge-update data only): over the questions that name stale turns,
+the share whose first evidence turn outranks every stale one (``current_first``), the
+recall of the current evidence, and the share of answers holding the current value and
+not the stale one (``current_answer``).
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ def _group(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "rouge_l_recall",
             "abstention",
             "false_abstention",
+            "current_answer",
         ):
             values = [r["scores"][key] for r in answered if key in r["scores"]]
             if values:
@@ -49,6 +55,21 @@ def _group(rows: list[dict[str, Any]]) -> dict[str, Any]:
         out[f"judge.{name}"] = round(mean(values), 4)
         out[f"judge.{name}.n"] = len(values)
     out["latency_ms"] = metrics_retrieval.latency([r["latency_ms"] for r in rows])
+    return out
+
+
+def knowledge(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The knowledge-update figures of questions that name stale turns."""
+    out: dict[str, Any] = {"questions": len(rows)}
+    for key in ("current_first", "recall@5", "recall@10"):
+        values = [r["retrieval"][key] for r in rows if key in r["retrieval"]]
+        if values:
+            out[key] = round(mean(values), 4)
+    scored = [r.get("scores", {}) for r in rows]
+    answers = [s["current_answer"] for s in scored if "current_answer" in s]
+    if answers:
+        out["current_answer"] = round(mean(answers), 4)
+        out["answered"] = len(answers)
     return out
 
 
@@ -79,6 +100,9 @@ def summarise(
         for r in mine:
             by_cat[r["category"]].append(r)
         entry["by_category"] = {c: _group(rs) for c, rs in sorted(by_cat.items())}
+        knowing = [r for r in mine if r.get("stale")]
+        if knowing:
+            entry["knowledge"] = knowledge(knowing)
         entry["served_from_cache"] = sum(1 for r in mine if r.get("cached"))
         entry["answers"] = {
             "generated": sum(1 for r in mine if "answer" in r and not r.get("extractive")),
