@@ -147,9 +147,11 @@ def test_bench_qa_reports_current_first_recall_and_current_answers(
 ) -> None:
     """Two questions with stale turns: one worded like the current turn (it ranks first and
     the extract quotes it), one worded like the stale turn (the stale turn ranks first and
-    the extract quotes Bristol): current first and current answers are 1 of 2 each."""
+    the extract quotes Bristol): current first and current answers are 1 of 2 each. A
+    second sample reuses the question ids (ids are unique per sample): both count."""
     data = tmp_path / "ku.json"
-    data.write_text(json.dumps(ku_set()))
+    twice = ku_set() + [{**ku_set()[0], "sample_id": "jonas-again"}]
+    data.write_text(json.dumps(twice))
 
     async def run() -> dict[str, Any]:
         memory = await AsyncMemory.open(tmp_path / "m.db", embedder=embedder)
@@ -160,10 +162,8 @@ def test_bench_qa_reports_current_first_recall_and_current_answers(
             await memory.close()
 
     result = asyncio.run(run())
-    rows = {
-        r["qid"]: r
-        for r in map(json.loads, (tmp_path / "run" / "questions.jsonl").read_text().splitlines())
-    }
+    lines = (tmp_path / "run" / "questions.jsonl").read_text().splitlines()
+    rows = {r["qid"]: r for r in map(json.loads, lines) if r["sample"] == "jonas"}
     assert rows["bay"]["ranked"][0] == "t6" and rows["harbour"]["ranked"][0] == "t1"
     assert rows["bay"]["retrieval"]["current_first"] == 1.0
     assert rows["harbour"]["retrieval"]["current_first"] == 0.0
@@ -171,7 +171,8 @@ def test_bench_qa_reports_current_first_recall_and_current_answers(
     assert rows["bay"]["scores"]["current_answer"] == 1.0
     assert rows["harbour"]["scores"]["current_answer"] == 0.0
     knowing = result["recipes"]["rag"]["knowledge"]
-    assert knowing["questions"] == 2 and knowing["answered"] == 2
+    assert result["recipes"]["rag"]["questions"] == 6
+    assert knowing["questions"] == 4 and knowing["answered"] == 4
     assert knowing["current_first"] == 0.5 and knowing["current_answer"] == 0.5
     assert knowing["recall@10"] == 1.0  # six turns: the evidence is always in the first ten
     assert "Knowledge update" in report.markdown(result)

@@ -118,7 +118,8 @@ class Runner:
 
     # --------------------------------------------------------------------------------
     async def run(self, samples: list[Sample], done: list[dict[str, Any]]) -> None:
-        finished = {(r["recipe"], r["qid"]) for r in done}
+        # a question id is unique within its sample only (a QA set's "q1" in each)
+        finished = {(r["recipe"], r["sample"], r["qid"]) for r in done}
         self.progress(len(finished))
         for sample in samples:
             await self._sample(sample, finished)
@@ -129,7 +130,7 @@ class Runner:
             + ([q.stale, q.stale_answer] if q.stale or q.stale_answer else [])
         )
 
-    async def _sample(self, sample: Sample, finished: set[tuple[str, str]]) -> None:
+    async def _sample(self, sample: Sample, finished: set[tuple[str, str, str]]) -> None:
         sample_key = digest(
             [[t.id, t.text, t.speaker, str(t.at), t.session, t.metadata] for t in sample.turns]
         )
@@ -137,7 +138,7 @@ class Runner:
         for name in self.options.recipes:
             recipe_key = digest(self.memory.engine.recipe(name).model_dump(mode="json"))
             for q in sample.qa:
-                if (name, q.id) in finished:
+                if (name, sample.id, q.id) in finished:
                     continue
                 key = self._key(sample_key, recipe_key, q)
                 row = self.cache.get(key) if self.cache is not None else None
@@ -146,7 +147,7 @@ class Runner:
                     for entry in row.get("cost", []):  # what the row cost when it was made
                         self.dir.append(COSTS, {**entry, "replayed": True})
                     self.dir.append(ROWS, row)
-                    finished.add((name, q.id))
+                    finished.add((name, sample.id, q.id))
                     self.progress(1)
                 else:
                     todo.setdefault(name, []).append((q, key))

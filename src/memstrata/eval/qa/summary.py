@@ -76,12 +76,12 @@ def knowledge(rows: list[dict[str, Any]]) -> dict[str, Any]:
 def summarise(
     rows: list[dict[str, Any]], costs: list[dict[str, Any]], recipes: list[str]
 ) -> dict[str, Any]:
-    latest: dict[tuple[str, str], dict[str, Any]] = {}
+    latest: dict[tuple[str, str, str], dict[str, Any]] = {}
     for r in rows:  # a question done twice (resume after a cut line) counts once
-        latest[(r["recipe"], r["qid"])] = r
+        latest[(r["recipe"], r["sample"], r["qid"])] = r
     out: dict[str, Any] = {}
     for name in recipes:
-        mine = [r for (rec, _), r in latest.items() if rec == name]
+        mine = [r for (rec, _, _), r in latest.items() if rec == name]
         if not mine:
             continue
         overall = [r for r in mine if not r.get("abstain")]
