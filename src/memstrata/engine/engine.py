@@ -49,6 +49,7 @@ from memstrata.engine.registry import Registry
 from memstrata.engine.upkeep import BuildBusyError as BuildBusyError
 from memstrata.engine.upkeep import Upkeep
 from memstrata.errors import ConfigError
+from memstrata.knowledge.present import order_results
 from memstrata.llm.base import LLMClient
 from memstrata.llm.types import NOT_SENT
 from memstrata.models import Hit
@@ -483,6 +484,8 @@ class Engine(Upkeep):
             if spec.fusion.reranker == "llm" and ctx.llm is not None:
                 merged = await rerank(query, merged, spec.fusion, k, _reorder(ctx.llm))
             out.append(cut(merged, spec.fusion, k))
+        # a question about now puts the current value first (memstrata.knowledge.present)
+        out = await asyncio.to_thread(order_results, self.store, namespace, queries, out)
         if keep is not None:
             out = await asyncio.to_thread(self.evidence_sets, namespace, queries, out, keep, k)
         # the hits returned only: why each was found, and its relevance as its score

@@ -17,6 +17,12 @@ It abstains ("not in memory") when the evidence is weak:
 * the best sentence's support (cosine to the question plus the share of the question's
   content words it has, the names of the people asked about left out) is below
   ``min_support``, chosen on the dev sets (docs/benchmarks.md, "Abstention").
+
+A question about time (:func:`memstrata.knowledge.asking.asked`) whose best sentence's
+turn is in a succession of values (:mod:`memstrata.knowledge.present`) is answered by
+the turn it asks for, first: the current value for "now", the earlier one for "before",
+the turn where the value changed for "when"; then the turn it replaced or was replaced
+by, so the reader sees both and which is which.
 """
 
 from __future__ import annotations
@@ -28,6 +34,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from memstrata.engine.contracts import NOT_IN_MEMORY, Answer, Context
+from memstrata.knowledge.asking import asked as asked_of_time
+from memstrata.knowledge.present import recorded, succession_of
 from memstrata.models import Episode, Hit
 from memstrata.retrieval.text import sentences, stems
 
@@ -102,7 +110,11 @@ def extract_answer(
         chosen.append(quotes[i])
         if len(chosen) == max_sentences:
             break
-    chosen.sort(key=lambda q: (q.episode.seq, q.start))
+    timed = _in_succession(ctx, namespace, question, quotes, order, max_sentences)
+    if timed:
+        chosen = timed
+    else:
+        chosen.sort(key=lambda q: (q.episode.seq, q.start))
     return Answer(
         question=question,
         text=" ".join(q.shown() for q in chosen),
@@ -111,6 +123,37 @@ def extract_answer(
         support=best,
         hits=hits,
     )
+
+
+def _in_succession(
+    ctx: Context,
+    namespace: str,
+    question: str,
+    quotes: list[Quote],
+    order: list[int],
+    max_sentences: int,
+) -> list[Quote]:
+    """For a question about time whose best quote's turn is in a succession of values:
+    the best quote of each turn of that succession, the one asked for first (see the
+    module); else empty."""
+    wants = asked_of_time(question)
+    if wants is None:
+        return []
+    pairs = recorded(ctx.store, namespace)
+    turns = list(dict.fromkeys(quotes[i].episode.id for i in order))
+    # the turns a recorded succession links to the best one, when the hits left them out
+    linked = sorted({t for p in pairs if turns[0] in p for t in p} - set(turns))
+    if linked:
+        more = _quotes(ctx, namespace, [Hit(kind="episode", id=t, text="", score=0.0,
+                                            sources=[t]) for t in linked])  # fmt: skip
+        scores = _support(ctx, question, more)
+        for i in sorted(range(len(more)), key=lambda i: -scores[i]):
+            if more[i].episode.id not in turns:
+                turns.append(more[i].episode.id)
+            quotes, order = [*quotes, more[i]], [*order, len(quotes)]
+    ranked = succession_of(wants, pairs, turns)
+    best = {t: next(quotes[i] for i in order if quotes[i].episode.id == t) for t in ranked}
+    return [best[t] for t in ranked[: max(2, max_sentences)]]
 
 
 def _abstain(question: str, hits: list[Hit], support: float | None = None) -> Answer:

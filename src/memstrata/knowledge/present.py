@@ -1,0 +1,201 @@
+"""The search order a question about time gets: the current value first, the earlier one,
+or the change.
+
+A search's hits are ranked by relevance. A turn stating where Jonas lives now and one
+stating where he lived before are equally relevant to "Where does Jonas live?" (both
+name a city and the verb), so relevance cannot tell them apart; what memory knows of
+their succession can. Only the hits involved in a succession move, and only among the
+places they already hold; every other hit keeps its place, so a present-tense question
+with nothing to do with a change is ranked as relevance ranked it, and which turns are
+in the first ``window`` sources does not change (recall there is relevance's).
+
+A succession is a pair of source turns, one stating a value and a later one stating the
+value that replaced it, known
+
+* from the records of any design built in the namespace: a record with ``replaced_by``
+  (a superseded Mnemis fact, a PersonalAI triplet or thesis) rests on the old turns, its
+  replacements on the new ones; and
+* from the hits' turns themselves, built or not: their statements in one subject's
+  single-valued slot with different values (:func:`memstrata.knowledge.slots.changes`).
+
+Within each group of linked turns (one subject's one slot, as a rule), the hits are put
+in the order the question wants: ``now``, the current turn first (the one nothing
+replaced), then the ones it replaced, latest first; ``past``, the value just before the
+current one first; ``first``, the earliest; ``change``, the turns where a new value
+appears first.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+
+from memstrata.knowledge.asking import Asked, asked
+from memstrata.models import Derived, Hit, load_kinds
+from memstrata.store.base import Store
+
+#: distinct source turns among which a question about time decides the order
+WINDOW = 10
+
+Pair = tuple[str, str]  # (turn stating the old value, turn stating what replaced it)
+
+
+def window_end(hits: Sequence[Hit], window: int | None = None) -> int:
+    """The number of leading hits whose distinct sources fit in ``window`` (:data:`WINDOW`)."""
+    window = WINDOW if window is None else window
+    seen: set[str] = set()
+    for i, h in enumerate(hits):
+        if len(seen | set(h.sources)) > window:
+            return i
+        seen.update(h.sources)
+    return len(hits)
+
+
+class Successions:
+    """The successions of turns a pair list states: which turn replaced which, how many
+    replacements follow a turn, and the groups of linked turns."""
+
+    def __init__(self, pairs: Iterable[Pair]) -> None:
+        self.later: dict[str, set[str]] = defaultdict(set)
+        self.new: set[str] = set()
+        self._parent: dict[str, str] = {}
+        for old, new in pairs:
+            if old == new:
+                continue
+            self.later[old].add(new)
+            self.new.add(new)
+            self._union(old, new)
+
+    def __contains__(self, turn: object) -> bool:
+        return turn in self._parent
+
+    def group(self, turn: str) -> str:
+        while self._parent[turn] != turn:
+            self._parent[turn] = self._parent[self._parent[turn]]
+            turn = self._parent[turn]
+        return turn
+
+    def _union(self, a: str, b: str) -> None:
+        for t in (a, b):
+            self._parent.setdefault(t, t)
+        ra, rb = self.group(a), self.group(b)
+        if ra != rb:
+            self._parent[rb] = ra
+
+    def depth(self, turn: str, _seen: frozenset[str] = frozenset()) -> int:
+        """Replacements after ``turn``'s value: 0 for the current one (a cycle, two turns
+        replacing each other, stops the count)."""
+        after = [t for t in self.later.get(turn, ()) if t not in _seen]
+        if not after:
+            return 0
+        return 1 + max(self.depth(t, _seen | {turn}) for t in after)
+
+
+def order(hits: list[Hit], wants: Asked | None, pairs: Iterable[Pair]) -> list[Hit]:
+    """``hits`` with those involved in a succession put in the order ``wants`` asks for,
+    each group among its own places (see the module); the rest unmoved."""
+    if wants is None:
+        return hits
+    end = window_end(hits)
+    head = hits[:end]
+    inside = {s for h in head for s in h.sources}
+    known = Successions((o, n) for o, n in pairs if o in inside and n in inside)
+    groups: dict[str, list[int]] = defaultdict(list)
+    keys: dict[int, tuple[int, int]] = {}
+    for i, h in enumerate(head):
+        mine = [s for s in h.sources if s in known]
+        if not mine:
+            continue
+        groups[known.group(mine[0])].append(i)
+        keys[i] = _key(wants, [known.depth(s) for s in mine], any(s in known.new for s in mine))
+    out = list(head)
+    for places in groups.values():
+        for place, i in zip(places, sorted(places, key=lambda i: (keys[i], i)), strict=True):
+            out[place] = head[i]
+    return out + hits[end:]
+
+
+def _key(wants: Asked, depths: list[int], new: bool) -> tuple[int, int]:
+    """Smaller first. A hit citing several turns of a group counts by its most current
+    one for ``now`` and ``change``, by its earliest otherwise."""
+    if wants == "now":
+        return (min(depths), 0)
+    if wants == "change":
+        return (0 if new else 1, min(depths))
+    d = max(depths)
+    return (d == 0, d if wants == "past" else -d)
+
+
+# ---------------------------------------------------------------------------------------
+# successions the designs recorded
+
+
+_lock = threading.Lock()
+_recorded: dict[tuple[int, str], tuple[tuple[int, str], frozenset[Pair]]] = {}
+
+
+def recorded(store: Store, namespace: str) -> frozenset[Pair]:
+    """The successions of turns the namespace's records state (any design's records
+    with ``replaced_by``), kept until the namespace's records change."""
+    stamp = store.records_stamp(namespace)
+    key = (id(store), namespace)
+    with _lock:
+        held = _recorded.get(key)
+    if held is not None and held[0] == stamp:
+        return held[1]
+    pairs: set[Pair] = set()
+    for kind, cls in sorted(load_kinds().items()):
+        if "replaced_by" not in cls.model_fields:
+            continue
+        records = store.get_records(namespace, kind, builder=None)
+        by_id = {r.id: r for r in records}
+        for r in records:
+            for rid in getattr(r, "replaced_by", None) or []:
+                if (later := by_id.get(rid)) is not None:
+                    pairs.update(_turn_pairs(r, later))
+    found = frozenset(pairs)
+    with _lock:
+        _recorded[key] = (stamp, found)
+    return found
+
+
+def _turn_pairs(old: Derived, new: Derived) -> list[Pair]:
+    """Old record's own turns to the new one's (a turn both cite states neither change)."""
+    was = {s.episode for s in old.sources}
+    now = {s.episode for s in new.sources}
+    return [(o, n) for o in sorted(was - now) for n in sorted(now - was)]
+
+
+def order_results(
+    store: Store,
+    namespace: str,
+    queries: Sequence[str],
+    results: list[list[Hit]],
+    from_turns: Callable[[Store, str, Sequence[str]], list[Pair]] | None = None,
+) -> list[list[Hit]]:
+    """Each query's hits in the order its question about time wants (:func:`order`), the
+    successions read from the records and from the hits' own turns."""
+    out = []
+    for query, hits in zip(queries, results, strict=True):
+        wants = asked(query) if len(hits) > 1 else None
+        if wants is None:
+            out.append(hits)
+            continue
+        turns = list(dict.fromkeys(s for h in hits[: window_end(hits)] for s in h.sources))
+        pairs = set(recorded(store, namespace))
+        if from_turns is not None:
+            pairs |= set(from_turns(store, namespace, turns))
+        out.append(order(hits, wants, pairs))
+    return out
+
+
+def succession_of(wants: Asked, pairs: Iterable[Pair], turns: Sequence[str]) -> list[str]:
+    """The turns of ``turns`` (best supported first) in the group of successions of the
+    best one, in the order ``wants`` asks for; empty when the best turn is in none."""
+    known = Successions((o, n) for o, n in pairs if o in turns and n in turns)
+    if not turns or turns[0] not in known:
+        return []
+    group = known.group(turns[0])
+    mine = [t for t in dict.fromkeys(turns) if t in known and known.group(t) == group]
+    return sorted(mine, key=lambda t: _key(wants, [known.depth(t)], t in known.new))
