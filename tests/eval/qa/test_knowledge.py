@@ -97,7 +97,7 @@ def ku_set() -> list[dict[str, Any]]:
                 },
                 {
                     "id": "harbour",
-                    "question": "Who rents a room in Bristol near the harbour?",
+                    "question": "Who rented a room in Bristol near the harbour?",
                     "answer": "Cardiff",
                     "evidence": ["t6"],
                     "stale": ["t1"],
@@ -146,8 +146,9 @@ def test_bench_qa_reports_current_first_recall_and_current_answers(
     tmp_path: Path, embedder: MiniLMEmbedder
 ) -> None:
     """Two questions with stale turns: one worded like the current turn (it ranks first and
-    the extract quotes it), one worded like the stale turn (the stale turn ranks first and
-    the extract quotes Bristol): current first and current answers are 1 of 2 each. A
+    the extract quotes it), one worded like the stale turn and in the past tense, so no
+    order of the present applies (the stale turn ranks first and the extract quotes
+    Bristol): current first and current answers are 1 of 2 each. A
     second sample reuses the question ids (ids are unique per sample): both count."""
     data = tmp_path / "ku.json"
     twice = ku_set() + [{**ku_set()[0], "sample_id": "jonas-again"}]
