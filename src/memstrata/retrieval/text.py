@@ -8,11 +8,8 @@ from collections.abc import Callable, Iterable
 from functools import lru_cache
 from typing import Any
 
-# A sentence ends after a run of terminators (with any closing quotes or brackets) that
-# whitespace or the end of the text follows, or at a line break: "0.4", "e.g.," and
-# "example.com" stay inside their sentence. Possessive runs, tried only where a run
-# begins, keep the scan linear on any input.
-_SENTENCE_END = re.compile(r"(?<![.!?])[.!?]++['\"’”)\]]*+(?=\s|$)|\n")
+from memstrata.nlp.script import sentences as sentences  # one splitter for every reader
+
 WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
 
 # Function words and question scaffolding: they match everything and rank nothing.
@@ -94,26 +91,6 @@ def at_most_content_words(text: str, n: int) -> bool:
 def content_terms(text: str) -> list[str]:
     """Distinct non-stopword terms in order of first appearance; possessive 's dropped."""
     return list(dict.fromkeys(content_words(text)))
-
-
-def sentences(text: str) -> list[tuple[int, int]]:
-    """Character spans of the sentences of ``text`` (surrounding whitespace excluded)."""
-    out: list[tuple[int, int]] = []
-    start = 0
-    for m in _SENTENCE_END.finditer(text):
-        _keep(text, start, m.end(), out)
-        start = m.end()
-    _keep(text, start, len(text), out)
-    return out
-
-
-def _keep(text: str, start: int, end: int, out: list[tuple[int, int]]) -> None:
-    while start < end and text[start].isspace():
-        start += 1
-    while end > start and text[end - 1].isspace():
-        end -= 1
-    if end > start and any(c.isalnum() for c in text[start:end]):
-        out.append((start, end))
 
 
 @lru_cache(maxsize=1)

@@ -379,6 +379,20 @@ def test_profile_keys_bring_the_turns_about_the_person_and_attribute_asked(store
     assert len(hits) == 1 and all("profile" not in h.routes for h in hits)
 
 
+def test_a_possessive_names_the_person_of_a_profile_key(store, embedder) -> None:
+    """ "Evan's car" asks about Evan: the possessive is not part of the name, so the
+    turn keyed "Evan: car" is found by its profile key (the query's keywords are empty:
+    the words are the question's own)."""
+    eps = _with_keys(store, embedder)
+    for question in ("What colour is Evan's car?", "What colour is Evan’s car?"):
+        backend = ByFamily({"keywords": lambda m: {"keywords": []}, "filter": _keep_all})
+        params = GuidedParams(k_turn=1, use_events=False, link_expansion=False)
+        ctx = llm_ctx(store, embedder, backend)
+        (hits,) = asyncio.run(GuidedRoute(params).search(ctx, NS, [question], 10))
+        by_id = {h.id: h for h in hits}
+        assert eps[0].id in by_id and "profile" in by_id[eps[0].id].routes, question
+
+
 def test_link_expansion_brings_the_question_a_reply_answers_and_back(store, embedder) -> None:
     eps = _with_keys(store, embedder)
     question, reply = eps[1], eps[2]

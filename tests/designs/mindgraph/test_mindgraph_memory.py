@@ -45,7 +45,7 @@ def test_recipe_builds_inline_and_search_returns_nodes_with_spans(tmp_path: Path
                 elif n.node_type == "claim":  # "speaker: sentence", the span the sentence
                     said = n.description.split(": ", 1)[1].rstrip("…")
                     assert " ".join(quote.split()).startswith(said)
-        pepper = next(n for n in nodes if n.node_type == "entity" and n.label == "pepper")
+        pepper = next(n for n in nodes if n.node_type == "entity" and n.label == "Pepper")
         assert len({s.episode for s in pepper.sources}) >= 2  # one node, many mentions
         result = m.search("What is the name of Tomas's dog?", k=5, max_tokens=None)
         assert result.hits and result.pending == 0
@@ -57,7 +57,7 @@ def test_recipe_builds_inline_and_search_returns_nodes_with_spans(tmp_path: Path
         answer = m.ask("What is the name of Tomas's dog?", k=5)
         assert answer.sources and not answer.abstained
         shown = m.show("Pepper")
-        assert shown and "entity pepper" in shown[0].text and shown[0].children
+        assert shown and "entity Pepper" in shown[0].text and shown[0].children
         # deleting an episode takes its claims along and leaves the entity its other spans
         before = len(pepper.sources)
         m.delete(["t06"])

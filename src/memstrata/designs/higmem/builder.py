@@ -20,6 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from memstrata import nlp
 from memstrata.designs.higmem import events as ev_rules
 from memstrata.designs.higmem import prompts
 from memstrata.designs.higmem.layer import BUILDER, LayerCache, Layers, layer_problems
@@ -135,6 +136,8 @@ class HiGMemBuilder(Builder[HiGMemParams]):
         self, lay: Layers, batch: list[Episode], windows: dict[str, list[Episode]]
     ) -> None:
         p = self.params
+        # one pass of the pipeline for the batch and the windows
+        nlp.analyse(list({e.text: None for ep in batch for e in [*windows[ep.id], ep]}))
         for ep in batch:
             window = windows[ep.id]
             note = analyse(ep, window)

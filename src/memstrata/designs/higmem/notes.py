@@ -1,7 +1,9 @@
 """The turn layer, heuristic tier: a turn's metadata from its text and the window before it.
 
-* **Keywords**: the turn's content terms (its image caption included), those that are new
-  against the window first, proper names before other words, at most ``MAX_KEYWORDS``.
+* **Keywords**: the lemmas of the turn's content words (its image caption included; the
+  shared parse, :func:`memstrata.nlp.keywords`), those that are new against the window
+  first, names (:func:`memstrata.nlp.names`, any script) before other words, at most
+  ``MAX_KEYWORDS``.
   A reply repeats the words of what it answers; the new words are what the turn adds.
 * **Tags**: the turn's role, read off its form: ``question``, ``photo`` (an image is
   attached), ``plan`` (a future cue), ``dated`` (a date phrase resolved).
@@ -23,10 +25,11 @@ from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
+from memstrata import nlp
 from memstrata.designs.higmem.records import TurnNote
 from memstrata.models import Episode, Span
 from memstrata.retrieval.documents import caption_of
-from memstrata.retrieval.text import content_terms, sentences, words
+from memstrata.retrieval.text import sentences, words
 
 MAX_KEYWORDS = 8
 #: words that make a dateparser match a real date phrase
@@ -41,7 +44,6 @@ _CUES = frozenset(
 _FUTURE = re.compile(
     r"\b(next|tomorrow|will|going to|gonna|plan(?:ning)? to|upcoming|coming|soon)\b", re.I
 )
-_NAME = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*")
 
 
 def _settings(base: datetime, future: bool) -> dict[str, Any]:
@@ -159,13 +161,15 @@ def turn_body(ep: Episode) -> str:
 
 
 def keywords(ep: Episode, window: Sequence[Episode]) -> list[str]:
-    """Content terms of the turn, new-against-the-window and proper names first."""
+    """Keywords of the turn (:func:`memstrata.nlp.keywords`: lemmas of its content
+    words, its image caption's too), new-against-the-window and names first; the
+    speakers' names are no keywords."""
     caption = caption_of(ep.metadata) or ""
-    terms = content_terms(f"{ep.text} {caption}")
-    speakers = {w for e in [*window, ep] if e.speaker for w in words(e.speaker)}
-    seen = {t for e in window for t in content_terms(e.text)}
-    names = {w for m in _NAME.finditer(ep.text) for w in words(m.group(0))}
-    terms = [t for t in terms if t not in speakers]
+    terms = nlp.keywords(ep.text) + (nlp.keywords(caption) if caption else [])
+    speakers = {w for e in [*window, ep] if e.speaker for w in nlp.words(e.speaker)}
+    seen = {t for e in window for t in nlp.keywords(e.text)}
+    names = {w for n in nlp.names(ep.text) for w in nlp.words(n.text)}
+    terms = [t for t in dict.fromkeys(terms) if t not in speakers]
     ranked = sorted(
         range(len(terms)),
         key=lambda i: (terms[i] in seen, terms[i] not in names, i),

@@ -26,6 +26,7 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from memstrata import nlp
 from memstrata.designs.higmem import prompts
 from memstrata.designs.higmem.builder import BUILDER, layer_cache, stamp
 from memstrata.designs.higmem.layer import Layers, unit
@@ -420,11 +421,11 @@ class GuidedRoute(Route[GuidedParams]):
         if not profiles:
             return []
         said = " ".join(texts)
-        qwords = {w.casefold() for w in words(said)}
+        qwords = set(nlp.words(said))  # folded, possessive off: "Evan's car" names Evan
         qstems = set(stems(said))
         scored: list[tuple[int, int, str]] = []
         for person, keys in profiles.items():
-            if not set(words(person)) <= qwords:
+            if not set(nlp.words(person)) <= qwords:
                 continue
             for order, (turn, _, attr) in enumerate(keys):
                 shared = len(attr & qstems)

@@ -1,13 +1,15 @@
 """MindGraph's memory mode: a question-agnostic concept graph over a namespace, kept
 current as episodes arrive (the engine hands over batches of new episodes).
 
-Records: ``concept_node`` (``label`` the node's id, ``description`` its content,
-``node_type``, ``sources`` the spans of its quotes) and ``concept_edge``; ``graph`` is
-"" (the namespace's own graph, apart from the reader's per-question graphs).
+Records: ``concept_node`` (``label`` what the node is called, ``description`` its
+content, ``node_type``, ``sources`` the spans of its quotes) and ``concept_edge``;
+``graph`` is "" (the namespace's own graph, apart from the reader's per-question graphs).
 
-* **heuristic**: each sentence of an episode is a ``claim`` node (its span), the
-  numbers in it ``stat`` nodes, and the names in it one ``entity`` node per name for the
-  whole namespace, whose sources gather every mention. Edges: entity ``mentioned_in``
+* **heuristic**: each sentence of an episode is a ``claim`` node (its span; labelled by
+  its first words), the numbers in it ``stat`` nodes (labelled by the value), and the
+  names in it (:func:`memstrata.nlp.names`) one ``entity`` node per name for the whole
+  namespace (labelled by the name as first written, "Zürich"; one name however it is
+  cased or typed), whose sources gather every mention. Edges: entity ``mentioned_in``
   claim, stat ``stated_in`` claim, claim ``followed_by`` the next claim (sentence order,
   across the episodes of a batch).
 * **llm**: one D.1 call per batch, the batch's episodes as the text block and, as the
@@ -32,6 +34,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from memstrata import nlp
 from memstrata.designs.mindgraph.build import build_llm
 from memstrata.designs.mindgraph.graph import BUILDER, ConceptGraph, Node, snake
 from memstrata.designs.mindgraph.heuristic import episode_parts
@@ -95,6 +98,7 @@ class MindGraphBuilder(Builder[MindGraphParams]):
         out: list[Derived] = []
         entities: dict[str, ConceptNode] = {}
         previous: str | None = None
+        nlp.analyse([ep.text for ep in batch])  # one pass of the pipeline for the batch
         plan = [(ep, episode_parts(ep.text, ep.speaker)) for ep in batch]
         wanted = {
             rid(namespace, "entity", p.key)
@@ -118,7 +122,7 @@ class MindGraphBuilder(Builder[MindGraphParams]):
                         node = entities[nid] = ConceptNode(
                             id=nid,
                             namespace=namespace,
-                            label=part.key.split(":", 1)[1],
+                            label=part.label,
                             description=part.content,
                             node_type="entity",
                         )
@@ -130,7 +134,7 @@ class MindGraphBuilder(Builder[MindGraphParams]):
                         ConceptNode(
                             id=nid,
                             namespace=namespace,
-                            label=f"{ep.id}#{part.key}",
+                            label=part.label,
                             description=part.content,
                             node_type=part.type,
                             sources=[span],

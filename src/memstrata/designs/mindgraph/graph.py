@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import unicodedata
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -27,12 +28,13 @@ from memstrata.designs.mindgraph.provenance import locate
 #: the builder that owns the records this design reads and writes
 BUILDER = "mindgraph"
 NODE_TYPES = ("entity", "event", "claim", "concept", "stat")
-_ID = re.compile(r"[^a-z0-9_]+")
+_ID = re.compile(r"[\W_]+")
 
 
 def snake(text: str, limit: int = 48) -> str:
-    """A readable snake_case id."""
-    return _ID.sub("_", text.casefold()).strip("_")[:limit].strip("_")
+    """A readable snake_case id, in the text's own letters ("Zürich" is ``zürich``)."""
+    folded = unicodedata.normalize("NFC", text).casefold()
+    return _ID.sub("_", folded).strip("_")[:limit].strip("_")
 
 
 @dataclass

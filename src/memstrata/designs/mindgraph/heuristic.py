@@ -1,7 +1,9 @@
 """The heuristic tier's build: no LLM, spans exact by construction.
 
 A text is parsed once, question-agnostically (:func:`parse`): its sentences with their
-content terms, the entity mentions (runs of capitalised words) and the numbers in them.
+content terms, the entity mentions (the names of the shared parse,
+:func:`memstrata.nlp.names`: named entities and proper nouns in any script, possessives
+and greetings off) and the numbers in them.
 From that parse:
 
 * **reader** (:func:`question_graph`): the sentences that share the question's terms,
@@ -29,10 +31,10 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from memstrata import nlp
 from memstrata.designs.mindgraph.graph import ConceptGraph, snake
-from memstrata.retrieval.text import STOPWORDS, content_terms, sentences
+from memstrata.retrieval.text import content_terms, sentences
 
-_ENTITY = re.compile(r"\b[A-Z][\w'’-]*(?:\s+[A-Z][\w'’-]*)*")
 _NUMBER = re.compile(
     r"\b\d{4}-\d{2}-\d{2}(?:[ T]\d{1,2}:\d{2}(?::\d{2})?)?(?!\d)"  # a date (and time) is one value
     r"|(?:[$€£]\s?)?\b\d(?:[\d,.:/]*\d)?(?:\s?(?:%|percent|years?|months?|weeks?|days?|hours?|"
@@ -41,7 +43,7 @@ _NUMBER = re.compile(
 _CLAIM_CHARS = 240
 #: part of a stored heuristic graph's key: a change to how the tier builds bumps it, so
 #: a graph built by an earlier version is rebuilt rather than read back
-VERSION = 2
+VERSION = 3
 
 
 @dataclass
@@ -55,20 +57,20 @@ class Sentence:
 
 def parse(text: str) -> list[Sentence]:
     """Sentences of ``text`` with terms, entity mentions and numbers (offsets in text)."""
+    names = nlp.names(text)
     out = []
+    n = 0
     for s, e in sentences(text):
         body = text[s:e]
         sent = Sentence(s, e, set(content_terms(body)))
-        for m in _ENTITY.finditer(body):
-            name = m.group().strip("'’-")
-            words = name.split()
-            while words and words[0].casefold() in STOPWORDS:
-                words.pop(0)
-            if not words or (len(words) == 1 and len(words[0]) < 3):
-                continue
-            name = " ".join(words)
-            at = body.find(name, m.start())
-            sent.entities.append((name, s + at, s + at + len(name)))
+        while n < len(names) and names[n].start < s:
+            n += 1
+        while n < len(names) and names[n].end <= e:
+            name = names[n]
+            n += 1
+            if len(name.text) < 2 or (len(name.text) < 3 and not nlp.is_cjk(name.text[0])):
+                continue  # an initial, "Al": too short to stand for anything
+            sent.entities.append((name.text, name.start, name.end))
         for m in _NUMBER.finditer(body):
             sent.numbers.append((m.group().strip(), s + m.start(), s + m.start() + len(m.group())))
         out.append(sent)
@@ -236,7 +238,9 @@ def question_graph(
 
 @dataclass
 class EpisodePart:
-    """One node of the memory-mode graph from one episode: a claim, stat or entity."""
+    """One node of the memory-mode graph from one episode: a claim, stat or entity.
+    ``key`` identifies it (an entity by its folded name, the same in every episode);
+    ``label`` is what the node is called: a name, a value, a claim's first words."""
 
     key: str
     type: str
@@ -244,6 +248,11 @@ class EpisodePart:
     start: int
     end: int
     claim: str | None = None  # the claim key an entity or stat belongs to
+    label: str = ""
+
+
+#: a claim node's label: the first characters of its sentence
+LABEL_CHARS = 60
 
 
 def episode_parts(text: str, speaker: str | None = None) -> list[EpisodePart]:
@@ -254,10 +263,13 @@ def episode_parts(text: str, speaker: str | None = None) -> list[EpisodePart]:
     head = f"{speaker}: " if speaker else ""
     for n, s in enumerate(parse(text)):
         ckey = f"claim:{n}"
-        out.append(EpisodePart(ckey, "claim", head + claim_text(text, s), s.start, s.end))
+        body = claim_text(text, s)
+        label = body if len(body) <= LABEL_CHARS else body[: LABEL_CHARS - 1].rstrip() + "…"
+        out.append(EpisodePart(ckey, "claim", head + body, s.start, s.end, label=label))
         for name, a, b in s.entities:
-            out.append(EpisodePart(f"entity:{snake(name)}", "entity", name, a, b, ckey))
+            key = f"entity:{nlp.name_key(name)}"
+            out.append(EpisodePart(key, "entity", name, a, b, ckey, label=name))
         for k, (value, a, b) in enumerate(s.numbers):
             content = f"{value} in: {claim_text(text, s)[:80]}"
-            out.append(EpisodePart(f"stat:{n}:{k}", "stat", content, a, b, ckey))
+            out.append(EpisodePart(f"stat:{n}:{k}", "stat", content, a, b, ckey, label=value))
     return out

@@ -14,7 +14,8 @@ from memstrata.models import Derived
 class ConceptNode(Derived):
     """A MindGraph concept; its sources are the spans of the verbatim quotes it came from.
 
-    ``label`` is the node's readable id within its graph, ``description`` its content;
+    ``label`` is what the node is called (a name, a value, a claim's first words; the
+    reader's graphs use their readable ids), ``description`` its content;
     ``graph`` names the graph it belongs to ("" for a namespace's own graph)."""
 
     kind: ClassVar[str] = "concept_node"
@@ -29,9 +30,12 @@ class ConceptNode(Derived):
 
     @classmethod
     def natural_keys(cls, records: Sequence[Derived]) -> Iterable[tuple[str, Any]]:
+        """An entity is one per name in its graph; a claim or a number is one per quote
+        (two turns may say the same words: two claims, labelled alike)."""
         for r in records:
             if isinstance(r, cls):
-                yield "concept_node", (r.graph, r.node_type, r.label.casefold())
+                where = () if r.node_type == "entity" or not r.sources else r.sources[0]
+                yield "concept_node", (r.graph, r.node_type, r.label.casefold(), where)
 
 
 class ConceptEdge(Derived):

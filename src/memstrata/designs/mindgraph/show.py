@@ -1,8 +1,9 @@
-"""``memstrata show NAME`` for MindGraph: a node of the namespace's graph (by its id, or
-an entity by name) with its edges."""
+"""``memstrata show NAME`` for MindGraph: a node of the namespace's graph (by its label,
+or an entity by name, however cased or typed) with its edges."""
 
 from __future__ import annotations
 
+from memstrata import nlp
 from memstrata.designs.mindgraph.graph import BUILDER, snake
 from memstrata.designs.mindgraph.records import ConceptEdge, ConceptNode
 from memstrata.engine.contracts import Context, ShowNode
@@ -17,7 +18,13 @@ def show(ctx: Context, namespace: str, name: str) -> list[ShowNode] | None:
         if isinstance(r, ConceptNode) and r.graph == ""
     }
     wanted = name.strip()
-    found = [n for n in nodes.values() if n.label in (wanted, snake(wanted))]
+    key = nlp.name_key(wanted)  # a name however it is cased or typed ("Zürich")
+    found = [
+        n
+        for n in nodes.values()
+        if n.label in (wanted, snake(wanted))
+        or (n.node_type == "entity" and nlp.name_key(n.label) == key)
+    ]
     if not found:
         return None
     out = []

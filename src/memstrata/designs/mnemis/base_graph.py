@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from memstrata import nlp
 from memstrata.designs.mnemis.extract import Mention, mentions, name_key
 from memstrata.designs.mnemis.graph import Graph, fact_key
 from memstrata.designs.mnemis.supersede import read_relation, supersede
@@ -65,6 +66,7 @@ class HeuristicBaseGraph:
             eid for eid in (self._speaker(name) for name in sorted(speakers)) if eid
         ]
         known = frozenset(n.lower() for n in speakers)
+        nlp.analyse([ep.text for ep in episodes])  # one pass of the pipeline for the batch
         parsed = [(ep, mentions(ep.text, ep.speaker, known)) for ep in episodes]
         new_names: dict[str, str] = {}
         for _, sents in parsed:
@@ -106,9 +108,7 @@ class HeuristicBaseGraph:
                 if m.name not in match.aliases and m.name != match.name:
                     match.aliases.append(m.name)
                 return match, False
-        kind = "speaker" if m.speaker else ("name" if m.name[:1].isupper() else "thing")
-        if kind == "thing" and m.name.lower().endswith("ing") and " " not in m.name:
-            kind = "activity"
+        kind = m.kind
         ent = Entity(
             namespace=g.namespace,
             name=m.name,

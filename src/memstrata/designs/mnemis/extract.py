@@ -1,20 +1,21 @@
 """LLM-free extraction for the ``heuristic`` tier: sentences, entity mentions, facts.
 
-Method (no tagger, no model, a few microseconds per turn):
+Read off the shared parse (:mod:`memstrata.nlp`; no hand-written capitalisation rule):
 
-* **speakers** are entities; first-person words ("I", "I'm", "me", "my", "we") in a turn
-  are mentions of its speaker;
-* **names**: runs of capitalised words with only spaces between them (a comma ends a
-  name: "Woah, Jon"; so does "I'm"), except a single capitalised word that opens a
-  sentence ("Hey", "Keep", "Looks"), unless it is a known speaker's name; a word opening
-  a sentence before a speaker's name is a greeting, not part of it ("Woohoo Melanie");
-* **activities**: an "-ing" word after a cue such as "went", "love", "into" ("went
-  *camping*", "into *hiking*");
-* **noun phrases**: up to three content words right after a determiner or possessive
-  ("my *pottery class*", "the *beach*", "a *painting*"), stopping at punctuation or a
-  function word; a short list of empty nouns ("time", "lot", "way") is skipped;
-* **keys**: a mention's identity is its lower-cased words, leading determiners dropped and
-  the last word singularised, so "the Beach" and "beaches" meet.
+* **speakers** are entities; first-person words ("I", "I'm", "me", "my") in a turn are
+  mentions of its speaker;
+* **names**: :func:`memstrata.nlp.names` (named entities and proper nouns, possessive,
+  determiners and greetings off: "Hey Jonas" is Jonas, "Evan's" is Evan; names in any
+  script, "Zürich", "Škoda", "Mladá Boleslav", "東京"); the namespace's speakers are
+  names wherever they stand;
+* **activities**: a verb's "-ing" form after a cue such as "go", "love", "into"
+  ("went *camping*", "into *hiking*"), read by lemma;
+* **noun phrases**: the parse's noun chunks that follow a determiner or possessive, up
+  to three words ("my *pottery class*", "the *beach*"), headed by a noun that is not
+  empty ("time", "lot", "way" are skipped), no interjection or number leading;
+* **keys**: a mention's identity is its folded words (NFC, case-folded, possessive
+  off), leading determiners dropped and the last word singularised, so "the Beach" and
+  "beaches" meet.
 
 A sentence that mentions two or more entities becomes a fact; ``docs/benchmarks.md``
 reports what this extraction yields on LoCoMo.
@@ -22,29 +23,18 @@ reports what this extraction yields on LoCoMo.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from memstrata.retrieval.text import STOPWORDS, sentences
-
-_TOKEN = re.compile(r"[A-Za-z][A-Za-z'’\-]*|\d+")
+from memstrata import nlp
 
 DETERMINERS = frozenset(
     "a an the my your his her our their this that these those some any another every "
     "each its new first last".split()
 )
 FIRST_PERSON = frozenset({"i", "me", "my", "mine", "myself", "we", "us", "our", "ours"})
-INTERJECTIONS = frozenset(
-    """hey hi hello thanks thank wow yeah yes yep oh ah sure congrats congratulations great
-    awesome haha lol omg ok okay cool nice sounds good glad sorry love definitely absolutely
-    totally really well so right true exactly aw aww bye see take enjoy hope agreed amazing
-    no not please what how why when where who which whoa hmm um yay btw anyway also""".split()
-)
-ACTIVITY_CUES = frozenset(
-    """went go goes going love loves loved enjoy enjoys enjoyed like likes liked started
-    start starts tried try into about of for doing did do does done took take""".split()
-)
+#: lemmas after which an "-ing" form is an activity ("went camping", "into hiking")
+ACTIVITY_CUES = frozenset("go love enjoy like start try into about of for do take".split())
 VAGUE_VERBS = frozenset(
     """making doing going having getting trying saying thinking looking feeling being
     seeing telling giving taking coming keeping putting working something anything
@@ -55,7 +45,6 @@ EMPTY_NOUNS = frozenset(
     months moment moments one ones kind sort part today tomorrow yesterday while end idea
     ideas other others same rest stuff much many few more most best least whole fun""".split()
 )
-_OPENERS = STOPWORDS | INTERJECTIONS | DETERMINERS
 
 
 def singular(word: str) -> str:
@@ -70,12 +59,11 @@ def singular(word: str) -> str:
 
 @lru_cache(maxsize=1 << 16)
 def name_key(name: str) -> str:
-    """Identity of a name for de-duplication: case-folded, determiners off, singular.
+    """Identity of a name for de-duplication: folded words, determiners off, singular.
     Cached: a long episode repeats the same few names thousands of times."""
-    toks = [t.replace("’", "'") for t in _TOKEN.findall(name.casefold())]
+    toks = nlp.words(name)
     while toks and toks[0] in DETERMINERS:
         toks = toks[1:]
-    toks = [t[:-2] if t.endswith("'s") else t for t in toks]
     if toks:
         toks[-1] = singular(toks[-1])
     return " ".join(toks)
@@ -87,6 +75,8 @@ class Mention:
     start: int
     end: int
     speaker: bool = False
+    #: "speaker", "name", "activity" or "thing" (a noun phrase)
+    kind: str = "thing"
 
     @property
     def key(self) -> str:
@@ -106,81 +96,32 @@ def mentions(
     """Entity mentions of ``text``, sentence by sentence, with character spans.
 
     ``names`` (lower-cased) are known names, such as the speakers of the namespace, kept
-    even where they open a sentence.
-    """
-    known = names | ({speaker.lower()} if speaker else set())
+    wherever they stand."""
+    known = set(names) | ({speaker} if speaker else set())
+    (doc,) = nlp.analyse([text])
+    found_names = nlp.names(text, known)
+    phrases = [p for p in nlp.noun_phrases(text) if p.determined]
     out = []
-    for s_start, s_end in sentences(text):
+    for s_start, s_end in nlp.sentences(text):
         found: list[Mention] = []
-        toks = [
-            (m.group(), m.start() + s_start, m.end() + s_start)
-            for m in _TOKEN.finditer(text[s_start:s_end])
-        ]
-        if speaker and any(_first_person(t.lower()) for t, _, _ in toks):
-            first = next(t for t in toks if _first_person(t[0].lower()))
-            found.append(Mention(speaker, first[1], first[2], speaker=True))
-        i = 0
-        while i < len(toks):
-            word, start, _ = toks[i]
-            low = word.lower()
-            if (
-                low.endswith("ing")
-                and len(low) >= 6
-                and i > 0
-                and toks[i - 1][0].lower() in ACTIVITY_CUES
-                and low not in STOPWORDS
-                and low not in VAGUE_VERBS
-            ):
-                found.append(Mention(word, start, toks[i][2]))
-                i += 1
-                continue
-            if word[0].isupper() and not _first_person(low) and low not in DETERMINERS:
-                j = i + 1
-                while (
-                    j < len(toks)
-                    and toks[j][0][0].isupper()
-                    and not _first_person(toks[j][0].lower())
-                    and _adjacent(text, toks[j - 1][2], toks[j][1])
-                ):
-                    j += 1
-                run = toks[i:j]
-                if i == 0 and low not in known:
-                    if len(run) == 1:
-                        run = []  # "Keep", "Looks", "Seeing": a capital opening a sentence
-                    elif run[1][0].lower() in known:
-                        run = run[1:]  # "Woohoo Melanie", "Go Jon": a speaker greeted
-                while run and run[0][0].lower() in _OPENERS:
-                    run = run[1:]
-                if run:
-                    found.append(Mention(text[run[0][1] : run[-1][2]], run[0][1], run[-1][2]))
-                i = max(j, i + 1)
-                continue
-            if low in DETERMINERS:
-                j = i + 1
-                while (
-                    j < len(toks)
-                    and j - i <= 3
-                    and toks[j][0].lower() not in STOPWORDS
-                    and toks[j][0].lower() not in DETERMINERS
-                    and not toks[j][0][0].isupper()
-                    and not toks[j][0].isdigit()
-                    and _adjacent(text, toks[j - 1][2], toks[j][1])
-                    and not (j > i + 1 and toks[j][0].lower().endswith(("ed", "ly")))
-                ):
-                    j += 1
-                run = [t for t in toks[i + 1 : j]]
-                while run and run[-1][0].lower() in EMPTY_NOUNS:
-                    run = run[:-1]
-                while run and run[0][0].lower() in EMPTY_NOUNS | INTERJECTIONS:
-                    run = run[1:]
-                if run and len(run[-1][0]) > 2:
-                    found.append(Mention(text[run[0][1] : run[-1][2]], run[0][1], run[-1][2]))
-                i = max(j, i + 1)
-                continue
-            i += 1
+        if speaker:
+            for a, b in nlp.word_spans(text[s_start:s_end]):
+                if _first_person(nlp.fold(text[s_start + a : s_start + b])):
+                    found.append(Mention(speaker, s_start + a, s_start + b, True, "speaker"))
+                    break
+        inside = [n for n in found_names if s_start <= n.start and n.end <= s_end]
+        found += [Mention(n.text, n.start, n.end, kind="name") for n in inside]
+        taken = [(n.start, n.end) for n in inside]
+        if doc.has_annotation("DEP"):
+            found += _activities(doc, s_start, s_end)
+        for p in phrases:
+            if s_start <= p.start and p.end <= s_end and not _overlaps(p.start, p.end, taken):
+                m = _phrase(text, p.start, p.end, p.head)
+                if m is not None:
+                    found.append(m)
         seen: set[str] = set()
         unique = []
-        for m in found:
+        for m in sorted(found, key=lambda m: (not m.speaker, m.start)):
             if m.key and m.key not in seen:
                 seen.add(m.key)
                 unique.append(m)
@@ -188,11 +129,45 @@ def mentions(
     return out
 
 
+def _activities(doc: object, start: int, end: int) -> list[Mention]:
+    """ "-ing" forms after a cue lemma, inside ``[start, end)``."""
+    out = []
+    toks = [t for t in doc if start <= t.idx < end]  # type: ignore[attr-defined]
+    for prev, t in zip(toks, toks[1:], strict=False):
+        low = t.lower_
+        if (
+            low.endswith("ing")
+            and len(low) >= 6
+            and t.pos_ in ("VERB", "NOUN")
+            and prev.lemma_.lower() in ACTIVITY_CUES
+            and low not in VAGUE_VERBS
+            and not t.is_stop
+        ):
+            out.append(Mention(t.text, t.idx, t.idx + len(t.text), kind="activity"))
+    return out
+
+
+def _phrase(text: str, start: int, end: int, head: str) -> Mention | None:
+    """A noun phrase as a mention: at most its last three words, no number, empty noun or
+    interjection leading, a head that is not an empty noun."""
+    if head in EMPTY_NOUNS:
+        return None
+    spans = [(start + a, start + b) for a, b in nlp.word_spans(text[start:end])]
+    while spans and (
+        text[spans[0][0] : spans[0][1]].isdigit()
+        or nlp.fold(text[spans[0][0] : spans[0][1]]) in EMPTY_NOUNS | nlp.GREETINGS
+    ):
+        spans = spans[1:]
+    spans = spans[-3:]
+    if not spans or spans[-1][1] - spans[-1][0] <= 2:
+        return None
+    return Mention(text[spans[0][0] : spans[-1][1]], spans[0][0], spans[-1][1])
+
+
+def _overlaps(a: int, b: int, spans: list[tuple[int, int]]) -> bool:
+    return any(a < y and x < b for x, y in spans)
+
+
 def _first_person(low: str) -> bool:
     """ "I", "me", ... and the contractions "I'm", "I've", "I'll", "I'd"."""
-    return low in FIRST_PERSON or low.startswith(("i'", "i’"))
-
-
-def _adjacent(text: str, end: int, start: int) -> bool:
-    """Only whitespace between two tokens: a comma or dash ends a noun phrase."""
-    return text[end:start].strip() == ""
+    return low in FIRST_PERSON or low.startswith("i'")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from memstrata.designs.mnemis.builder import graph_cache
 from memstrata.designs.mnemis.graph import Graph
 from memstrata.engine.contracts import Context, ShowNode
+from memstrata.nlp import fold
 from memstrata.wording import plural
 
 DEPTH = 2
@@ -12,8 +13,8 @@ DEPTH = 2
 
 def show(ctx: Context, namespace: str, name: str) -> list[ShowNode] | None:
     graph, _ = graph_cache(ctx).get(namespace)
-    want = name.casefold()
-    cats = [c for c in graph.categories.values() if c.name.casefold() == want]
+    want = fold(name.strip())  # NFC and case-folded: "Zürich" however it was typed
+    cats = [c for c in graph.categories.values() if fold(c.name) == want]
     if cats:
         return [
             ShowNode(
@@ -25,7 +26,7 @@ def show(ctx: Context, namespace: str, name: str) -> list[ShowNode] | None:
     ents = [
         e
         for e in graph.entities.values()
-        if e.name.casefold() == want or want in (a.casefold() for a in e.aliases)
+        if fold(e.name) == want or want in (fold(a) for a in e.aliases)
     ]
     if not ents:
         return None

@@ -17,6 +17,7 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
+from memstrata import nlp
 from memstrata.designs.personalai.graph import BUILDER, PAGraph
 from memstrata.designs.personalai.memorize import STAGE, MemorizeParams, Memorizer
 from memstrata.designs.personalai.repair import repair_graph
@@ -87,6 +88,7 @@ class PersonalAIBuilder(Builder[MemorizeParams]):
 
     def _heuristic(self, graph: PAGraph, episodes: list[Episode]) -> None:
         mem = Memorizer(graph, self.params)
+        nlp.analyse([ep.text for ep in episodes])  # one pass of the pipeline for the batch
         for ep in episodes:
             mem.heuristic(ep)
         _embed_new(graph, graph.dirty())

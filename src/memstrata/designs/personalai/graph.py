@@ -25,6 +25,7 @@ import numpy as np
 import rustworkx as rx
 from numpy.typing import NDArray
 
+from memstrata import nlp
 from memstrata.designs.personalai.records import Thesis
 from memstrata.embed.base import Embedder
 from memstrata.embed.cache import embed_cached
@@ -40,16 +41,11 @@ BUILDER = "personalai"
 OBJECT = "object"
 PREFIX: dict[str, NodeType] = {"o": "object", "t": "thesis", "e": "episode"}
 
-_TOKEN = re.compile(r"[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
-_DETERMINERS = frozenset("a an the this that these those my your his her its our their".split())
-
 
 def name_key(name: str) -> str:
-    """Identity of an object name: case-folded words, leading determiners off."""
-    toks = [t.replace("’", "'") for t in _TOKEN.findall(name.casefold())]
-    while len(toks) > 1 and toks[0] in _DETERMINERS:
-        toks = toks[1:]
-    return " ".join(t[:-2] if t.endswith("'s") else t for t in toks)
+    """Identity of an object name (:func:`memstrata.nlp.name_key`): its words folded (NFC,
+    case-folded, possessive off), leading determiners off."""
+    return nlp.name_key(name)
 
 
 def text_key(text: str) -> str:

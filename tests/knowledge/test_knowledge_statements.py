@@ -1,0 +1,54 @@
+"""What a turn states (memstrata.knowledge.statements), on issue 59's sentences."""
+
+from __future__ import annotations
+
+from memstrata.knowledge.statements import EMPLOYER, ENDED, HOME, Statement, statements
+
+Said = set[tuple[str, str, str, bool]]
+
+
+def said(text: str, speaker: str = "Jonas", addressee: str = "Mia") -> Said:
+    return {
+        (s.subject, s.slot, s.value, s.negated)
+        for s in statements(text, source="e1", at=5.0, speaker=speaker, addressee=addressee)
+    }
+
+
+def test_a_move_is_the_home_slot_of_the_speaker() -> None:
+    assert ("jonas", HOME, "Cardiff", False) in said("I moved to Cardiff last week!")
+    assert ("jonas", HOME, "Bristol", False) in said("I live in Bristol now.")
+    assert ("jonas", HOME, "Leeds", False) in said("We've settled in Leeds!")  # the household
+
+
+def test_said_indirectly_by_a_possessed_noun_of_the_workplace() -> None:
+    assert ("jonas", EMPLOYER, "Vattenfall", False) in said("My new boss at Vattenfall is lovely.")
+    assert ("jonas", EMPLOYER, "Deltares", False) in said("I work at Deltares as a hydrologist.")
+
+
+def test_said_by_the_other_speaker() -> None:
+    """Mia asks Jonas about Cardiff: the addressee lives there."""
+    assert said("How's Cardiff treating you?", speaker="Mia", addressee="Jonas") == {
+        ("jonas", HOME, "Cardiff", False)
+    }
+
+
+def test_numeric_attributes_and_possessed_attributes() -> None:
+    assert ("jonas", "rent", "£950", False) in said("My rent is now £950 a month.")
+    assert ("jonas", "run km per week", "40 km", False) in said("I run 40 km a week now.")
+    assert ("jonas", "favourite food", "ramen", False) in said("My favourite food is ramen.")
+
+
+def test_negation_and_verbs_that_end_a_state() -> None:
+    assert ("jonas", "play", "cello", True) in said("I no longer play the cello.")
+    assert ("jonas", ENDED, "Deltares", True) in said("I quit Deltares in May.")
+
+
+def test_questions_plans_and_past_events_state_nothing_current() -> None:
+    assert said("Do you live in Bristol?") == set()
+    assert said("I'll move to Leeds next year.") == set()
+    assert said("I visited Paris and Rome last summer.") == set()
+
+
+def test_a_statement_keeps_its_source_and_time() -> None:
+    (s,) = [x for x in statements("I moved to Cardiff.", source="ep-9", at=7.0, speaker="Jonas")]
+    assert s == Statement("jonas", HOME, "Cardiff", "ep-9", 7.0, False, True)
