@@ -35,7 +35,7 @@ import numpy as np
 
 from memstrata.engine.contracts import NOT_IN_MEMORY, Answer, Context
 from memstrata.knowledge.asking import asked as asked_of_time
-from memstrata.knowledge.present import recorded, succession_of
+from memstrata.knowledge.present import lead, recorded, stated_changes, succession_of
 from memstrata.models import Episode, Hit
 from memstrata.retrieval.text import sentences, stems
 
@@ -110,14 +110,14 @@ def extract_answer(
         chosen.append(quotes[i])
         if len(chosen) == max_sentences:
             break
-    timed = _in_succession(ctx, namespace, question, quotes, order, max_sentences)
+    timed, said = _in_succession(ctx, namespace, question, quotes, order, max_sentences)
     if timed:
         chosen = timed
     else:
         chosen.sort(key=lambda q: (q.episode.seq, q.start))
     return Answer(
         question=question,
-        text=" ".join(q.shown() for q in chosen),
+        text=" ".join(([said] if said else []) + [q.shown() for q in chosen]),
         sources=list(dict.fromkeys(q.episode.id for q in chosen)),
         extractive=True,
         support=best,
@@ -132,13 +132,14 @@ def _in_succession(
     quotes: list[Quote],
     order: list[int],
     max_sentences: int,
-) -> list[Quote]:
+) -> tuple[list[Quote], str | None]:
     """For a question about time whose best quote's turn is in a succession of values:
     the best quote of each turn of that succession, the one asked for first (see the
-    module); else empty."""
+    module), and the words that name the change when its statements are read; else
+    nothing."""
     wants = asked_of_time(question)
     if wants is None:
-        return []
+        return [], None
     pairs = recorded(ctx.store, namespace)
     turns = list(dict.fromkeys(quotes[i].episode.id for i in order))
     # the turns a recorded succession links to the best one, when the hits left them out
@@ -151,9 +152,13 @@ def _in_succession(
             if more[i].episode.id not in turns:
                 turns.append(more[i].episode.id)
             quotes, order = [*quotes, more[i]], [*order, len(quotes)]
-    ranked = succession_of(wants, pairs, turns)
+    found = stated_changes(ctx.store, namespace, turns)
+    known = set(pairs) | {(c.old.source, c.new.source) for c in found}
+    ranked = succession_of(wants, known, turns)
     best = {t: next(quotes[i] for i in order if quotes[i].episode.id == t) for t in ranked}
-    return [best[t] for t in ranked[: max(2, max_sentences)]]
+    shown = [best[t] for t in ranked[: max(2, max_sentences)]]
+    said = lead(wants, found, ranked[0], ranked[1]) if len(ranked) > 1 else None
+    return shown, said
 
 
 def _abstain(question: str, hits: list[Hit], support: float | None = None) -> Answer:

@@ -30,8 +30,11 @@ from __future__ import annotations
 import threading
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
+from datetime import UTC, datetime
 
 from memstrata.knowledge.asking import Asked, asked
+from memstrata.knowledge.slots import Change, changes
+from memstrata.knowledge.statements import statements
 from memstrata.models import Derived, Hit, load_kinds
 from memstrata.store.base import Store
 
@@ -167,12 +170,60 @@ def _turn_pairs(old: Derived, new: Derived) -> list[Pair]:
     return [(o, n) for o in sorted(was - now) for n in sorted(now - was)]
 
 
+# ---------------------------------------------------------------------------------------
+# successions the turns state
+
+
+def stated_changes(store: Store, namespace: str, turns: Sequence[str]) -> list[Change]:
+    """The supersessions the statements of ``turns`` make among themselves
+    (:func:`memstrata.knowledge.slots.changes`), read in conversation order; in a
+    two-person conversation "you" is the other speaker."""
+    people = store.speakers(namespace)
+    said = []
+    episodes = sorted(store.get_episodes(namespace, list(turns)), key=lambda e: e.seq)
+    for ep in episodes:
+        other = [p for p in people if p != ep.speaker] if len(people) == 2 else []
+        said += statements(
+            ep.text,
+            source=ep.id,
+            at=ep.occurred_at.timestamp() if ep.occurred_at else None,
+            speaker=ep.speaker,
+            addressee=other[0] if other else None,
+        )
+    return changes(said)
+
+
+def stated(store: Store, namespace: str, turns: Sequence[str]) -> list[Pair]:
+    """The successions of turns :func:`stated_changes` finds."""
+    return [(c.old.source, c.new.source) for c in stated_changes(store, namespace, turns)]
+
+
+def lead(wants: Asked, found: Iterable[Change], first: str, second: str) -> str | None:
+    """The answer's first words when the turn asked for (``first``) and the one shown
+    after it (``second``) state a change of one value: "Cardiff, since May 2024; before
+    that Bristol" (now, change), "Bristol, until May 2024; then Cardiff" (past, first);
+    None when no stated change links them or one side is a value ended, not replaced."""
+    for c in found:
+        if {c.old.source, c.new.source} != {first, second} or c.new.negated:
+            continue
+        when = _month(c.new.at)
+        if wants in ("now", "change") and c.new.source == first:
+            return f"{c.new.value}{f', since {when}' if when else ''}; before that {c.old.value}."
+        if wants in ("past", "first") and c.old.source == first:
+            return f"{c.old.value}{f', until {when}' if when else ''}; then {c.new.value}."
+    return None
+
+
+def _month(at: float | None) -> str | None:
+    return datetime.fromtimestamp(at, tz=UTC).strftime("%B %Y") if at is not None else None
+
+
 def order_results(
     store: Store,
     namespace: str,
     queries: Sequence[str],
     results: list[list[Hit]],
-    from_turns: Callable[[Store, str, Sequence[str]], list[Pair]] | None = None,
+    from_turns: Callable[[Store, str, Sequence[str]], list[Pair]] = stated,
 ) -> list[list[Hit]]:
     """Each query's hits in the order its question about time wants (:func:`order`), the
     successions read from the records and from the hits' own turns."""
@@ -183,9 +234,7 @@ def order_results(
             out.append(hits)
             continue
         turns = list(dict.fromkeys(s for h in hits[: window_end(hits)] for s in h.sources))
-        pairs = set(recorded(store, namespace))
-        if from_turns is not None:
-            pairs |= set(from_turns(store, namespace, turns))
+        pairs = set(recorded(store, namespace)) | set(from_turns(store, namespace, turns))
         out.append(order(hits, wants, pairs))
     return out
 
