@@ -22,7 +22,8 @@ A question about time (:func:`memstrata.knowledge.asking.asked`) whose best sent
 turn is in a succession of values (:mod:`memstrata.knowledge.present`) is answered by
 the turn it asks for, first: the current value for "now", the earlier one for "before",
 the turn where the value changed for "when"; then the turn it replaced or was replaced
-by, so the reader sees both and which is which.
+by, so the reader sees both and which is which. Other quotes come in the order they were
+said, the latest first for a question about now.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from memstrata.engine.contracts import NOT_IN_MEMORY, Answer, Context
+from memstrata.knowledge.asking import Asked
 from memstrata.knowledge.asking import asked as asked_of_time
 from memstrata.knowledge.present import lead, recorded, stated_changes, succession_of
 from memstrata.models import Episode, Hit
@@ -110,11 +112,12 @@ def extract_answer(
         chosen.append(quotes[i])
         if len(chosen) == max_sentences:
             break
-    timed, said = _in_succession(ctx, namespace, question, quotes, order, max_sentences)
+    wants = asked_of_time(question)
+    timed, said = _in_succession(ctx, namespace, wants, question, quotes, order, max_sentences)
     if timed:
         chosen = timed
-    else:
-        chosen.sort(key=lambda q: (q.episode.seq, q.start))
+    else:  # in the order said; for a question about now, the latest first
+        chosen.sort(key=lambda q: (q.episode.seq, q.start), reverse=wants == "now")
     return Answer(
         question=question,
         text=" ".join(([said] if said else []) + [q.shown() for q in chosen]),
@@ -128,6 +131,7 @@ def extract_answer(
 def _in_succession(
     ctx: Context,
     namespace: str,
+    wants: Asked | None,
     question: str,
     quotes: list[Quote],
     order: list[int],
@@ -137,7 +141,6 @@ def _in_succession(
     the best quote of each turn of that succession, the one asked for first (see the
     module), and the words that name the change when its statements are read; else
     nothing."""
-    wants = asked_of_time(question)
     if wants is None:
         return [], None
     pairs = recorded(ctx.store, namespace)
