@@ -125,7 +125,7 @@ def _key(wants: Asked, depths: list[int], new: bool) -> tuple[int, int]:
     if wants == "now":
         return (min(depths), 0)
     if wants == "change":
-        return (0 if new else 1, min(depths))
+        return (0 if new else 1, 0)
     d = max(depths)
     return (d == 0, d if wants == "past" else -d)
 
