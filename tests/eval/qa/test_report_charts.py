@@ -66,6 +66,7 @@ def fake_report(names: list[str], seed: int = 7) -> dict[str, Any]:
             rows.append(
                 {
                     "recipe": name,
+                    "sample": "s",
                     "qid": f"q{q}",
                     "category": CATEGORIES[q % len(CATEGORIES)],
                     "evidence": gold,
