@@ -52,6 +52,9 @@ _HOME_VERBS = {
     "settle": ("in",),
     "move": ("to", "into"),
     "relocate": ("to",),
+    "be posted": ("to",),
+    "be transferred": ("to",),
+    "be relocated": ("to",),
 }
 #: verbs of working and joining (lemma -> prepositions; "" is a direct object)
 _WORK_VERBS = {
@@ -73,7 +76,7 @@ _WORKPLACE = frozenset(
 #: verbs whose past form begins a state that holds on ("I moved", "I joined", "I bought")
 _BEGINS = frozenset(
     "move relocate settle join start become switch buy get find take land begin adopt "
-    "marry rent hire employ".split()
+    "marry rent hire employ post transfer".split()
 )
 #: verbs that end a state: their object no longer holds for the subject
 _ENDS = frozenset("quit leave sell give up stop drop resign from end".split(" ")) | {
@@ -159,8 +162,8 @@ class _Reader:
         key = name_key(c.subject)
         if key in self.people:
             return key
-        if tok is not None and tok.ent_type_ == "PERSON" and tok.pos_ == "PROPN":
-            return key
+        if tok is not None and tok.pos_ == "PROPN" and tok.ent_type_ in ("PERSON", ""):
+            return key  # a name, not a place's or an organisation's
         return ""
 
     # -- clauses ------------------------------------------------------------------------
@@ -199,8 +202,9 @@ class _Reader:
         predicate's lemma path."""
         words = c.predicate.split()
         prep = words[-1] if len(words) > 1 else ""
-        named = obj.pos_ == "PROPN" and obj.ent_type_ not in ("PERSON", "ORG")
-        place = obj.ent_type_ in _PLACE or named
+        # a verb of dwelling says its object is a place, whatever entity label the small
+        # model gives it ("moved to Lancaster" is often an ORG)
+        place = obj.ent_type_ in _PLACE or (obj.pos_ == "PROPN" and obj.ent_type_ != "PERSON")
         org = obj.pos_ == "PROPN" or obj.ent_type_ == "ORG"
         if head in _HOME_VERBS and prep in _HOME_VERBS[head] and place:
             return HOME
