@@ -3,8 +3,7 @@
 
 from __future__ import annotations
 
-from chat59 import turns
-
+from facts_that_change import turns
 from memstrata.knowledge.slots import Change, changes, learn, single_valued
 from memstrata.knowledge.statements import HOME, Statement, statements
 

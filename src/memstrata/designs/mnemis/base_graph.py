@@ -31,7 +31,7 @@ import numpy as np
 from memstrata import nlp
 from memstrata.designs.mnemis.extract import Mention, mentions, name_key
 from memstrata.designs.mnemis.graph import Graph, fact_key
-from memstrata.designs.mnemis.supersede import MENTIONED, Supersession, stated_in
+from memstrata.designs.mnemis.supersede import MENTIONED, Supersession, stated_in, value_mentions
 from memstrata.embed.cache import embed_cached
 from memstrata.models import Entity, Episode, Fact, Span
 from memstrata.retrieval.record_index import matvec
@@ -69,8 +69,10 @@ class HeuristicBaseGraph:
         ]
         known = frozenset(n.lower() for n in speakers)
         nlp.analyse([ep.text for ep in episodes])  # one pass of the pipeline for the batch
-        parsed = [(ep, mentions(ep.text, ep.speaker, known)) for ep in episodes]
         said = self.supersession.said(episodes)
+        parsed = [(ep, mentions(ep.text, ep.speaker, known)) for ep in episodes]
+        for ep, sents in parsed:
+            value_mentions(ep.text, sents, said[ep.id])
         new_names: dict[str, str] = {}
         for _, sents in parsed:
             for s in sents:

@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime
 
-from memstrata.designs.mnemis.extract import Mention, name_key
+from memstrata.designs.mnemis.extract import Mention, SentenceMentions, name_key
 from memstrata.designs.mnemis.graph import Graph
 from memstrata.engine.removal import episodes_by_id
 from memstrata.knowledge.slots import same_value
@@ -68,6 +68,24 @@ def stated_in(
     return None
 
 
+def value_mentions(text: str, sents: list[SentenceMentions], said: list[Statement]) -> None:
+    """A sentence stating a value it names no entity for, beside its subject ("I run 40
+    km a week"), gets the value as a mention of its own, so the statement has a fact."""
+    low = fold(text)
+    for st in said:
+        at = low.find(fold(st.value))
+        if at < 0:
+            continue
+        for sent in sents:
+            if not sent.start <= at < sent.end:
+                continue
+            others = [m for m in sent.mentions if name_key(m.name) != name_key(st.subject)]
+            if not others:
+                end = at + len(st.value)
+                sent.mentions.append(Mention(text[at:end], at, end))
+                sent.mentions.sort(key=lambda m: m.start)
+
+
 class Supersession:
     """Applies the rule above to one namespace's graph after each batch."""
 
@@ -97,16 +115,21 @@ class Supersession:
             news = self.records(change.new)
             if not news:
                 continue
+            at = when.get(change.new.source) or datetime.now().astimezone()
             for old in self.records(change.old):
-                if old.invalid_at is None and old.id not in {n.id for n in news}:
-                    old.invalid_at = when.get(change.new.source) or datetime.now().astimezone()
-                    old.replaced_by = [*old.replaced_by, news[0].id]
-                    changed.append(old)
+                if old.id in {n.id for n in news} or news[0].id in old.replaced_by:
+                    continue
+                # a sentence stating two things is superseded on each count; it ended
+                # when the first of them did
+                if old.invalid_at is None or at < old.invalid_at:
+                    old.invalid_at = at
+                old.replaced_by = [*old.replaced_by, news[0].id]
+                changed.append(old)
         return changed
 
     def records(self, s: Statement) -> list[Fact]:
-        """The facts stating ``s``: cited in its turn, of its relation and subject, holding
-        its value."""
+        """The facts stating ``s``: stated facts (a sentence is one fact, whatever it
+        states first) cited in its turn, of its subject, holding its value."""
         g = self.graph
         subject = g.by_key.get(name_key(s.subject))
         if subject is None:
@@ -118,7 +141,7 @@ class Supersession:
             if (
                 f is not None
                 and f.subject_id == subject
-                and f.relation == relation(s)
+                and f.relation != MENTIONED
                 and any(sp.episode == s.source for sp in f.sources)
                 and value in fold(f.fact)
             ):
