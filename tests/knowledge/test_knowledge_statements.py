@@ -34,7 +34,9 @@ def test_said_by_the_other_speaker() -> None:
 
 def test_numeric_attributes_and_possessed_attributes() -> None:
     assert ("jonas", "rent", "£950", False) in said("My rent is now £950 a month.")
-    assert ("jonas", "run km per week", "40 km", False) in said("I run 40 km a week now.")
+    assert ("jonas", "km per week", "40 km", False) in said("I run 40 km a week now.")
+    assert ("jonas", "km per week", "60 km", False) in said("I'm doing about 60 km a week.")
+    assert ("jonas", "hour per week", "two hours", False) in said("I do two hours a week.")
     assert ("jonas", "favourite food", "ramen", False) in said("My favourite food is ramen.")
 
 

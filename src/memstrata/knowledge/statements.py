@@ -42,6 +42,8 @@ if TYPE_CHECKING:
 HOME = "live in"
 EMPLOYER = "work at"
 JOB = "job"
+#: where the speaker says they are ("here in Zürich")
+HERE = "be in"
 #: the slot of a statement that ends a value whatever slot held it ("I quit Deltares")
 ENDED = ""
 
@@ -59,6 +61,7 @@ _HOME_VERBS = {
 #: verbs of working and joining (lemma -> prepositions; "" is a direct object)
 _WORK_VERBS = {
     "work": ("at", "for", "with", "in"),
+    "earn": ("at",),
     "join": ("",),
     "start": ("at", "with"),
     "be employ": ("at", "by"),
@@ -79,10 +82,9 @@ _BEGINS = frozenset(
     "marry rent hire employ post transfer".split()
 )
 #: verbs that end a state: their object no longer holds for the subject
-_ENDS = frozenset("quit leave sell give up stop drop resign from end".split(" ")) | {
-    "give up",
-    "resign from",
-}
+_ENDS = frozenset(
+    {"quit", "leave", "sell", "stop", "drop", "end", "give up", "resign from", "switch from"}
+)
 #: adjectives that date a thing rather than name its kind ("my new car" is a car)
 _TIMELY = frozenset("new old current former previous present latest last next".split())
 _PERIODS = frozenset({"day", "week", "month", "year", "hour", "night"})
@@ -125,6 +127,7 @@ def statements(
     for c in found:
         reader.clause(c)
     reader.possessed()
+    reader.rates()
     return list(dict.fromkeys(reader.out))
 
 
@@ -219,7 +222,10 @@ class _Reader:
         if words == ["start", "as"] or words == ["work", "as"]:
             return JOB
         if words == ["be"]:
-            return JOB if obj.tag_ == "NN" and obj.dep_ == "attr" else ""  # "a nurse"
+            # "a nurse", "the junior architect": a singular noun with an article ("I'm
+            # coeliac" is no job)
+            det = any(d.dep_ == "det" for d in obj.children)
+            return JOB if obj.tag_ == "NN" and obj.dep_ == "attr" and det else ""
         if words[0] == "be":
             return ""  # "is great", "was at the office until 11": a state of the moment
         if _DIGIT.search(c.object):
@@ -229,20 +235,49 @@ class _Reader:
         return c.predicate
 
     def quantity(self, c: Clause, obj: Token) -> str:
+        """A quantity without a period ("deadlifted 70 kg"): the predicate and the unit.
+        One with a period is a rate, read by :meth:`rates` whatever the verb."""
+        if _period(obj):
+            return ""
         unit = fold(obj.lemma_) if not _DIGIT.search(obj.text) else ""
-        period = next(
-            (
-                fold(t.lemma_)
-                for t in obj.head.children
-                if t.dep_ == "npadvmod" and fold(t.lemma_) in _PERIODS
-            ),
-            "",
-        ) or next(
-            (fold(t.lemma_) for t in obj.children if fold(t.lemma_) in _PERIODS),
-            "",
-        )
-        parts = [c.predicate, unit, f"per {period}" if period else ""]
-        return " ".join(p for p in parts if p)
+        return " ".join(p for p in (c.predicate, unit) if p)
+
+    def rates(self) -> None:
+        """ "I ride about 80 km a week", "I'm doing 150 km a week now", "we pay 18,000 Kč
+        a month", "I do two hours a week": the speaker's ``<unit> per <period>`` (money
+        is one unit, whatever the currency), whatever the verb."""
+        if not self.speaker:
+            return
+        for t in self.doc:
+            if not t.like_num:
+                continue
+            m = t.head if t.dep_ in ("nummod", "compound", "quantmod") else t
+            period = _period(m)
+            if not period or not self._first_person(m):
+                continue
+            # the unit is the word the number counts, whatever its tag ("Kč" may be read
+            # as an interjection); a date or a time is no rate
+            named = m.i != t.i and fold(m.lemma_) != period and m.pos_ != "VERB"
+            unit = "money" if m.ent_type_ == "MONEY" else fold(m.lemma_) if named else ""
+            if not unit:
+                continue
+            at = {t.i, m.i}
+            at |= {c.i for c in m.children if c.dep_ in ("nummod", "quantmod")}
+            at |= {c.i for c in (*m.children, *t.children) if c.pos_ == "SYM"}  # "£"
+            value = self.doc[min(at) : max(at) + 1].text
+            self.add(name_key(self.speaker), f"{unit} per {period}", value)
+
+    def _first_person(self, t: Token) -> bool:
+        """Whether the clause ``t`` belongs to has "I" or "we" (or "my", "our") as its
+        subject."""
+        v = t
+        while v.head.i != v.i and v.pos_ not in ("VERB", "AUX"):
+            v = v.head
+        for c in v.children:
+            if c.dep_ in ("nsubj", "nsubjpass"):
+                heads = [c, *(x for x in c.children if x.dep_ in ("conj", "poss"))]
+                return any(fold(x.text) in ("i", "we", "my", "our") for x in heads)
+        return False
 
     def asked(self, c: Clause, obj: Token | None) -> None:
         """A present question about a place, to the addressee ("how's Cardiff treating
@@ -281,8 +316,9 @@ class _Reader:
 
     # -- possessed nouns ----------------------------------------------------------------
     def possessed(self) -> None:
-        """ "My new boss at Vestas", "my flat in Ancoats", "here in Utrecht": the owner
-        (the speaker for "here") works or lives there."""
+        """ "My new boss at Vestas", "my flat in Ancoats": the owner works or lives
+        there. "Here in Utrecht" says where the speaker is (slot :data:`HERE`, not the
+        home: "here" may be a district of the home, or a visit), asked or not."""
         for t in self.doc:
             if t.dep_ != "prep" or t.lower_ not in ("at", "in", "for"):
                 continue
@@ -290,22 +326,29 @@ class _Reader:
             owner = self.owner(noun)
             if not owner:
                 continue
-            sent = noun.sent
-            if sent.text.rstrip().endswith("?"):
+            here = noun.lower_ == "here"
+            if noun.sent.text.rstrip().endswith("?") and not here:
                 continue
             for o in (x for x in t.children if x.dep_ == "pobj"):
                 name = _name(o)
                 if not name:
                     continue
                 lemma = fold(noun.lemma_)
-                if lemma in _WORKPLACE and t.lower_ in ("at", "for") and o.ent_type_ != "GPE":
+                role = _is_speaker(noun) and noun.pos_ == "NOUN"
+                if (
+                    (lemma in _WORKPLACE or role)
+                    and t.lower_ in ("at", "for")
+                    and o.ent_type_ != "GPE"
+                ):
                     self.add(owner, EMPLOYER, name)
+                    if role:
+                        self.add(owner, JOB, _phrase(noun))
                 elif (
-                    (lemma in _DWELLING or lemma == "here")
+                    (lemma in _DWELLING or here)
                     and t.lower_ == "in"
                     and (o.ent_type_ in _PLACE or o.pos_ == "PROPN")
                 ):
-                    self.add(owner, HOME, name)
+                    self.add(owner, HERE if here else HOME, name)
 
     def owner(self, noun: Token) -> str:
         if noun.lower_ == "here" and self.speaker:
@@ -318,7 +361,44 @@ class _Reader:
                 return name_key(self.speaker)
             if low == "your" and self.addressee:
                 return name_key(self.addressee)
+        if not self.speaker:
+            return ""
+        if _is_speaker(noun) or (fold(noun.lemma_) in _DWELLING and self._first_person(noun)):
+            return name_key(self.speaker)  # "I'm Tomáš, head brewer at ..."; "we rent a flat in"
         return ""
+
+
+def _is_speaker(noun: Token) -> bool:
+    """Whether ``noun`` names the speaker: the complement of "I'm", or set beside it
+    ("I'm Tomáš, head brewer at ...")."""
+    t = noun.head if noun.dep_ == "appos" else noun
+    if t.dep_ != "attr" or t.head.lemma_ != "be":
+        return False
+    return any(c.dep_ == "nsubj" and fold(c.text) == "i" for c in t.head.children)
+
+
+def _phrase(t: Token) -> str:
+    """A noun with its compounds and adjectives ("head brewer")."""
+    left = [c for c in t.children if c.dep_ in ("compound", "amod") and c.i < t.i]
+    return " ".join(x.text for x in [*left, t])
+
+
+def _period(m: Token) -> str:
+    """The period of a rate ("a week", "per month", "every day") attached to ``m``, its
+    head or its head's other dependents; "" when none."""
+    v = m
+    while v.head.i != v.i and v.pos_ not in ("VERB", "AUX"):
+        v = v.head
+    near = [*m.children, *m.head.children, *v.children]
+    for p in near:
+        rate = any(fold(d.text) in ("a", "an", "per", "every", "each") for d in p.children)
+        if fold(p.lemma_) in _PERIODS and p.i != m.i and rate:
+            return fold(p.lemma_)
+        if p.lower_ in ("per", "a", "every") and p.dep_ == "prep":
+            for o in p.children:
+                if fold(o.lemma_) in _PERIODS:
+                    return fold(o.lemma_)
+    return ""
 
 
 def _name(t: Token) -> str:

@@ -1,0 +1,128 @@
+"""Supersession in Mnemis facts and PersonalAI triplets against a knowledge-update set's
+changes (docs/knowledge.md, "Facts that change")::
+
+    PYTHONPATH=src python -m studies.supersession ../shared/data/ku/ku-dev.json
+        [--recipes mnemis,personalai] [--list]
+
+Each sample is added to a temporary SQLite store (its own namespace, the heuristic
+tier), then the designs' records are read back.
+
+* A **change** of the set is a question's stale turn with a later evidence turn (the
+  question asks for the current value: "previous" questions, whose evidence is the
+  earlier value, are left out). It is **found** when a record citing the stale turn is
+  superseded (``replaced_by``) by a record citing one of the question's later evidence
+  turns. Recall = changes found / changes.
+* A **supersession** is one (record, replacement) link. It **matches** when some turn
+  of the record and some turn of its replacement are a (stale, later evidence) pair of
+  one question. Precision = right / made, where right = matching links plus the other
+  links a reader judged right (``--list`` prints every link with both records' text,
+  so the judgement can be made and published).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from memstrata import Memory
+from memstrata.models import Derived
+
+
+def changes(
+    sample: dict[str, Any],
+) -> tuple[list[tuple[str, str, list[str]]], set[tuple[str, str]]]:
+    """The sample's changes (question, stale turn, later evidence turns) and its
+    (stale, later evidence) pairs."""
+    when = {t["id"]: t["at"] for t in sample["turns"]}
+    found: list[tuple[str, str, list[str]]] = []
+    pairs: set[tuple[str, str]] = set()
+    for q in sample["qa"]:
+        if q["category"] == "previous":
+            continue
+        for stale in q.get("stale") or []:
+            later = [e for e in q["evidence"] if when[e] > when[stale]]
+            if later:
+                found.append((q["question"], stale, later))
+                pairs |= {(stale, e) for e in later}
+    return found, pairs
+
+
+def links(records: list[Derived]) -> list[tuple[Derived, Derived]]:
+    by_id = {r.id: r for r in records}
+    return [(r, by_id[n]) for r in records for n in getattr(r, "replaced_by", []) if n in by_id]
+
+
+def turns(r: Derived) -> set[str]:
+    return {s.episode for s in r.sources}
+
+
+def measure(data: list[dict[str, Any]], recipe: str, show: bool) -> dict[str, float]:
+    total = found = made = matching = 0
+    with tempfile.TemporaryDirectory() as tmp, Memory.open(Path(tmp) / "m.db", recipe=recipe) as m:
+        for sample in data:
+            ns = sample["sample_id"]
+            m.add_many(
+                [
+                    {
+                        "id": t["id"],
+                        "speaker": t["speaker"],
+                        "text": t["text"],
+                        "occurred_at": t["at"],
+                        "session": t.get("session"),
+                    }
+                    for t in sample["turns"]
+                ],
+                namespace=ns,
+            )
+            records = [
+                r for r in m.store.get_records(ns, "fact", builder=recipe) if isinstance(r, Derived)
+            ]
+            made_here = links(records)
+            asked, pairs = changes(sample)
+            for question, stale, later in asked:
+                total += 1
+                hit = any(stale in turns(old) and turns(new) & set(later) for old, new in made_here)
+                found += hit
+                if show and not hit:
+                    print(f"  missed  {ns} {stale} -> {','.join(later)}  ({question})")
+            for old, new in made_here:
+                ok = any((a, b) in pairs for a in turns(old) for b in turns(new))
+                made += 1
+                matching += ok
+                if show:
+                    mark = "match " if ok else "review"
+                    print(
+                        f"  {mark}  {ns} {sorted(turns(old))} -> {sorted(turns(new))}: "
+                        f"{getattr(old, 'fact', '')!r} -> {getattr(new, 'fact', '')!r}"
+                    )
+    return {
+        "changes": total,
+        "found": found,
+        "recall": found / total if total else 0.0,
+        "supersessions": made,
+        "matching": matching,
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("path")
+    ap.add_argument("--recipes", default="mnemis,personalai")
+    ap.add_argument("--list", action="store_true", help="print every supersession and miss")
+    args = ap.parse_args()
+    data = json.loads(Path(args.path).read_text())
+    for recipe in args.recipes.split(","):
+        if args.list:
+            print(recipe)
+        r = measure(data, recipe, args.list)
+        print(
+            f"{recipe}: recall {r['recall']:.3f} ({r['found']}/{r['changes']} changes found); "
+            f"{r['supersessions']} supersessions, {r['matching']} matching the set's pairs"
+        )
+
+
+if __name__ == "__main__":
+    main()
