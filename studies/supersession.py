@@ -10,13 +10,16 @@ tier), then the designs' records are read back.
 * A **change** of the set is a question's stale turn with a later evidence turn (the
   question asks for the current value: "previous" questions, whose evidence is the
   earlier value, are left out). It is **found** when a record citing the stale turn is
-  superseded (``replaced_by``) by a record citing one of the question's later evidence
-  turns. Recall = changes found / changes.
+  superseded (``replaced_by``) by a record citing a later turn of the same question
+  that holds a newer value: one of its evidence turns, or one of its later stale turns
+  (a value that changed twice, 80 -> 150 -> 60 km, is superseded by the next one).
+  Recall = changes found / changes; the strict recall counts evidence turns only.
 * A **supersession** is one (record, replacement) link. It **matches** when some turn
-  of the record and some turn of its replacement are a (stale, later evidence) pair of
-  one question. Precision = right / made, where right = matching links plus the other
+  of the record and some turn of its replacement are such a (stale, later) pair of one
+  question. Precision = right / made, where right = matching links plus the other
   links a reader judged right (``--list`` prints every link with both records' text,
-  so the judgement can be made and published).
+  so the judgement can be made and published; a match by turns is worth reading too,
+  since two questions may share turns).
 """
 
 from __future__ import annotations
@@ -30,23 +33,25 @@ from typing import Any
 from memstrata import Memory
 from memstrata.models import Derived
 
+Change = tuple[str, str, list[str], list[str]]
 
-def changes(
-    sample: dict[str, Any],
-) -> tuple[list[tuple[str, str, list[str]]], set[tuple[str, str]]]:
-    """The sample's changes (question, stale turn, later evidence turns) and its
-    (stale, later evidence) pairs."""
+
+def changes(sample: dict[str, Any]) -> tuple[list[Change], set[tuple[str, str]]]:
+    """The sample's changes (question, stale turn, later evidence turns, later stale
+    turns) and its (stale, later) pairs."""
     when = {t["id"]: t["at"] for t in sample["turns"]}
-    found: list[tuple[str, str, list[str]]] = []
+    found: list[Change] = []
     pairs: set[tuple[str, str]] = set()
     for q in sample["qa"]:
         if q["category"] == "previous":
             continue
-        for stale in q.get("stale") or []:
+        stale_turns = q.get("stale") or []
+        for stale in stale_turns:
             later = [e for e in q["evidence"] if when[e] > when[stale]]
+            newer = [s for s in stale_turns if when[s] > when[stale]]
             if later:
-                found.append((q["question"], stale, later))
-                pairs |= {(stale, e) for e in later}
+                found.append((q["question"], stale, later, newer))
+                pairs |= {(stale, e) for e in later + newer}
     return found, pairs
 
 
@@ -60,7 +65,7 @@ def turns(r: Derived) -> set[str]:
 
 
 def measure(data: list[dict[str, Any]], recipe: str, show: bool) -> dict[str, float]:
-    total = found = made = matching = 0
+    total = found = strict = made = matching = 0
     with tempfile.TemporaryDirectory() as tmp, Memory.open(Path(tmp) / "m.db", recipe=recipe) as m:
         for sample in data:
             ns = sample["sample_id"]
@@ -82,10 +87,12 @@ def measure(data: list[dict[str, Any]], recipe: str, show: bool) -> dict[str, fl
             ]
             made_here = links(records)
             asked, pairs = changes(sample)
-            for question, stale, later in asked:
+            for question, stale, later, newer in asked:
                 total += 1
-                hit = any(stale in turns(old) and turns(new) & set(later) for old, new in made_here)
+                succ = [turns(new) for old, new in made_here if stale in turns(old)]
+                hit = any(t & set(later + newer) for t in succ)
                 found += hit
+                strict += any(t & set(later) for t in succ)
                 if show and not hit:
                     print(f"  missed  {ns} {stale} -> {','.join(later)}  ({question})")
             for old, new in made_here:
@@ -102,6 +109,7 @@ def measure(data: list[dict[str, Any]], recipe: str, show: bool) -> dict[str, fl
         "changes": total,
         "found": found,
         "recall": found / total if total else 0.0,
+        "strict": strict / total if total else 0.0,
         "supersessions": made,
         "matching": matching,
     }
@@ -119,7 +127,8 @@ def main() -> None:
             print(recipe)
         r = measure(data, recipe, args.list)
         print(
-            f"{recipe}: recall {r['recall']:.3f} ({r['found']}/{r['changes']} changes found); "
+            f"{recipe}: recall {r['recall']:.3f} ({r['found']}/{r['changes']} changes found; "
+            f"strict {r['strict']:.3f}); "
             f"{r['supersessions']} supersessions, {r['matching']} matching the set's pairs"
         )
 
