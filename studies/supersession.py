@@ -2,7 +2,7 @@
 changes (docs/knowledge.md, "Facts that change")::
 
     PYTHONPATH=src python -m studies.supersession ../shared/data/ku/ku-dev.json
-        [--recipes mnemis,personalai] [--list]
+        [--recipes mnemis,personalai] [--list] [--sweep]
 
 Each sample is added to a temporary SQLite store (its own namespace, the heuristic
 tier), then the designs' records are read back.
@@ -115,13 +115,62 @@ def measure(data: list[dict[str, Any]], recipe: str, show: bool) -> dict[str, fl
     }
 
 
+def sweep(data: list[dict[str, Any]]) -> None:
+    """The statements' own supersessions (what both designs apply) for the constants of
+    :mod:`memstrata.knowledge.slots`, as turn pairs: changes found, pairs superseded,
+    pairs matching the set's."""
+    from datetime import datetime
+
+    import memstrata.knowledge.slots as slots
+    from memstrata.knowledge.turns import TurnReader, supersessions
+    from memstrata.models import Episode
+
+    read: list[tuple[dict[str, Any], dict[str, list[Any]]]] = []
+    for sample in data:
+        eps = [
+            Episode(
+                id=t["id"],
+                namespace="sweep",
+                text=t["text"],
+                speaker=t["speaker"],
+                occurred_at=datetime.fromisoformat(t["at"]),
+                seq=n,
+                created_at=datetime.fromisoformat(t["at"]),
+            )
+            for n, t in enumerate(sample["turns"])
+        ]
+        read.append((sample, TurnReader().read(eps)))
+    for least in (1, 2, 3):
+        for side in (0.0, 0.25, 0.5):
+            slots.ACTION_CHANGES, slots.SIDE_BY_SIDE = least, side
+            total = found = made = right = 0
+            for sample, said in read:
+                done = {(c.old.source, c.new.source) for c in supersessions(said)}
+                asked, pairs = changes(sample)
+                total += len(asked)
+                found += sum(
+                    any((stale, e) in done for e in later + newer)
+                    for _, stale, later, newer in asked
+                )
+                made += len(done)
+                right += len(done & pairs)
+            print(
+                f"ACTION_CHANGES={least} SIDE_BY_SIDE={side}: found {found}/{total}, "
+                f"turn pairs superseded {made}, matching the set's {right}"
+            )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("path")
     ap.add_argument("--recipes", default="mnemis,personalai")
     ap.add_argument("--list", action="store_true", help="print every supersession and miss")
+    ap.add_argument("--sweep", action="store_true", help="sweep the slots' constants")
     args = ap.parse_args()
     data = json.loads(Path(args.path).read_text())
+    if args.sweep:
+        sweep(data)
+        return
     for recipe in args.recipes.split(","):
         if args.list:
             print(recipe)
