@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from memstrata.knowledge.statements import EMPLOYER, ENDED, HOME, Statement, statements
+from memstrata.knowledge.statements import EMPLOYER, ENDED, HAS, HOME, Statement, statements
 
 Said = set[tuple[str, str, str, bool]]
 
@@ -54,3 +54,14 @@ def test_questions_plans_and_past_events_state_nothing_current() -> None:
 def test_a_statement_keeps_its_source_and_time() -> None:
     (s,) = [x for x in statements("I moved to Cardiff.", source="ep-9", at=7.0, speaker="Jonas")]
     assert s == Statement("jonas", HOME, "Cardiff", "ep-9", 7.0, False, True)
+
+
+def test_presupposed_owned_and_ended() -> None:
+    """A "still" question presupposes the state; a name owned is had until sold; a
+    light verb names no relation; a second subject of the verb is still the speaker."""
+    asked = said("Why do you still drive to Henkel?", speaker="Ayşe", addressee="Lena")
+    assert asked == {("lena", "drive to", "Henkel", False)}
+    assert ("jonas", HAS, "Škoda Fabia", False) in said("My old Škoda Fabia smells of hops.")
+    assert ("jonas", ENDED, "Polo", True) in said("I sold the Polo!")
+    assert said("I'm doing the fingerpicking course.") == set()
+    assert ("jonas", ENDED, "Henkel", True) in said("Big news, actually: I left Henkel!")

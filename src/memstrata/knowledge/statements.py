@@ -42,6 +42,8 @@ if TYPE_CHECKING:
 HOME = "live in"
 EMPLOYER = "work at"
 JOB = "job"
+#: a named thing owned ("my Polo")
+HAS = "have"
 #: where the speaker says they are ("here in Zürich")
 HERE = "be in"
 #: the slot of a statement that ends a value whatever slot held it ("I quit Deltares")
@@ -81,6 +83,8 @@ _BEGINS = frozenset(
     "move relocate settle join start become switch buy get find take land begin adopt "
     "marry rent hire employ post transfer".split()
 )
+#: light verbs: their object, not the verb, carries the meaning
+_LIGHT = frozenset("do get make take go have give put keep".split())
 #: verbs that end a state: their object no longer holds for the subject
 _ENDS = frozenset(
     {"quit", "leave", "sell", "stop", "drop", "end", "give up", "resign from", "switch from"}
@@ -173,13 +177,18 @@ class _Reader:
     def clause(self, c: Clause) -> None:
         verb = self.token(c.verb_span)
         obj = self.token(c.object_span)
-        if c.question:
+        still = verb is not None and any(x.lower_ == "still" for x in verb.children)
+        if c.question and not still:  # "why do you still drive to Henkel?" presupposes it
             self.asked(c, obj)
             return
         if c.owner and not self.person(c, self.token(c.subject_span)):
             self.attribute(c, obj)
             return
         who = self.person(c, self.token(c.subject_span))
+        if not who and verb is not None and self.speaker:
+            # a second subject the parse gave the verb ("Big news: I left Henkel!")
+            mine = any(x.dep_ == "nsubj" and fold(x.text) in ("i", "we") for x in verb.children)
+            who = name_key(self.speaker) if mine else ""
         if not who or obj is None or verb is None or c.tense == "future":
             return
         if obj.pos_ == "PRON" and fold(c.object) not in self.people:
@@ -230,8 +239,8 @@ class _Reader:
             return ""  # "is great", "was at the office until 11": a state of the moment
         if _DIGIT.search(c.object):
             return self.quantity(c, obj)
-        if obj.pos_ not in ("NOUN", "PROPN"):
-            return ""
+        if obj.pos_ not in ("NOUN", "PROPN") or words[0] in _LIGHT:
+            return ""  # a light verb names no relation: "do a course", "get a paper"
         return c.predicate
 
     def quantity(self, c: Clause, obj: Token) -> str:
@@ -318,7 +327,14 @@ class _Reader:
     def possessed(self) -> None:
         """ "My new boss at Vestas", "my flat in Ancoats": the owner works or lives
         there. "Here in Utrecht" says where the speaker is (slot :data:`HERE`, not the
-        home: "here" may be a district of the home, or a visit), asked or not."""
+        home: "here" may be a district of the home, or a visit), asked or not. "My Polo"
+        (a name owned, not a person's) is something the owner has (:data:`HAS`), until
+        they sell it."""
+        for t in self.doc:
+            if t.dep_ == "poss" and t.head.pos_ == "PROPN" and t.head.ent_type_ != "PERSON":
+                owner = self.owner(t.head)
+                if owner and not t.head.sent.text.rstrip().endswith("?"):
+                    self.add(owner, HAS, _phrase(t.head), state=False)
         for t in self.doc:
             if t.dep_ != "prep" or t.lower_ not in ("at", "in", "for"):
                 continue
@@ -378,8 +394,13 @@ def _is_speaker(noun: Token) -> bool:
 
 
 def _phrase(t: Token) -> str:
-    """A noun with its compounds and adjectives ("head brewer")."""
-    left = [c for c in t.children if c.dep_ in ("compound", "amod") and c.i < t.i]
+    """A noun with its compounds and adjectives ("head brewer"; "Škoda Fabia", the
+    "old" of "my old Škoda Fabia" off)."""
+    left = [
+        c
+        for c in t.children
+        if c.dep_ in ("compound", "amod") and c.i < t.i and fold(c.lemma_) not in _TIMELY
+    ]
     return " ".join(x.text for x in [*left, t])
 
 
