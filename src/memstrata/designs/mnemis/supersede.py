@@ -23,14 +23,13 @@ current again (:mod:`memstrata.designs.mnemis.repair`).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import datetime
 
 from memstrata.designs.mnemis.extract import Mention, SentenceMentions, name_key
 from memstrata.designs.mnemis.graph import Graph
 from memstrata.engine.removal import episodes_by_id
 from memstrata.knowledge.slots import same_value
 from memstrata.knowledge.statements import ENDED, Statement
-from memstrata.knowledge.turns import TurnReader, supersessions
+from memstrata.knowledge.turns import reader_for, supersessions
 from memstrata.models import Episode, Fact
 from memstrata.nlp import fold
 
@@ -91,7 +90,7 @@ class Supersession:
 
     def __init__(self, graph: Graph) -> None:
         self.graph = graph
-        self.reader = TurnReader()
+        self.reader = reader_for(graph)
 
     def said(self, episodes: list[Episode]) -> dict[str, list[Statement]]:
         return self.reader.read(episodes)
@@ -107,15 +106,16 @@ class Supersession:
             for s in f.sources
         }
         have = {ep.id for ep in batch}
-        stored = episodes_by_id(g.store, g.namespace, sorted(cited - have)).values()
-        turns = [ep for ep in batch if ep.id in cited] + list(stored)
-        when = {ep.id: ep.occurred_at for ep in turns}
+        known = self.reader.known(cited - have)
+        stored = episodes_by_id(g.store, g.namespace, sorted(cited - have - set(known)))
+        turns = [ep for ep in batch if ep.id in cited] + list(stored.values())
+        said = {**known, **self.reader.read(turns)}
         changed: list[Fact] = []
-        for change in supersessions(self.reader.read(turns)):
+        for change in supersessions(said):
             news = self.records(change.new)
             if not news:
                 continue
-            at = when.get(change.new.source) or datetime.now().astimezone()
+            at = self.reader.when(change.new.source)
             for old in self.records(change.old):
                 if old.id in {n.id for n in news} or news[0].id in old.replaced_by:
                     continue

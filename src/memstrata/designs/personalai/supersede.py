@@ -28,7 +28,7 @@ from memstrata.designs.personalai.graph import PAGraph, name_key
 from memstrata.engine.removal import episodes_by_id
 from memstrata.knowledge.slots import same_value
 from memstrata.knowledge.statements import Statement
-from memstrata.knowledge.turns import TurnReader, supersessions
+from memstrata.knowledge.turns import reader_for, supersessions
 from memstrata.models import Entity, Episode, Fact, Span
 from memstrata.nlp import fold
 
@@ -48,7 +48,7 @@ class Outdated:
         self.graph = graph
         self.make_object = make_object
         self.make_triplet = make_triplet
-        self.reader = TurnReader()
+        self.reader = reader_for(graph)
         self.replaced = 0
 
     def apply(self, batch: list[Episode]) -> None:
@@ -60,16 +60,17 @@ class Outdated:
                     self._own(ep, s)
         cited = {sp.episode for f in g.triplets.values() for sp in f.sources}
         have = {ep.id for ep in batch}
-        stored = episodes_by_id(g.store, g.namespace, sorted(cited - have)).values()
-        turns = [*batch, *stored]
-        when = {ep.id: ep.occurred_at or ep.created_at for ep in turns}
-        for change in supersessions(self.reader.read(turns)):
+        known = self.reader.known(cited - have)
+        stored = episodes_by_id(g.store, g.namespace, sorted(cited - have - set(known)))
+        turns = [*batch, *stored.values()]
+        said = {**known, **self.reader.read(turns)}
+        for change in supersessions(said):
             news = self.records(change.new)
             if not news:
                 continue
             for old in self.records(change.old):
                 if old.invalid_at is None and old.id not in {n.id for n in news}:
-                    g.retire(old, news[0].id, when[change.new.source])
+                    g.retire(old, news[0].id, self.reader.when(change.new.source))
                     self.replaced += 1
 
     def records(self, s: Statement) -> list[Fact]:
