@@ -3,6 +3,8 @@ changes (docs/knowledge.md, "Facts that change")::
 
     PYTHONPATH=src python -m studies.supersession ../shared/data/ku/ku-dev.json
         [--recipes mnemis,personalai] [--list] [--sweep]
+    PYTHONPATH=src python -m studies.supersession ../shared/data/locomo/locomo-dev.json
+        --cost locomo
 
 Each sample is added to a temporary SQLite store (its own namespace, the heuristic
 tier), then the designs' records are read back.
@@ -160,13 +162,39 @@ def sweep(data: list[dict[str, Any]]) -> None:
             )
 
 
+def cost(path: str, fmt: str) -> None:
+    """CPU seconds of reading the statements of a QA set's turns, after the parse (which
+    the heuristic builders make anyway, and keep)."""
+    import time
+
+    from memstrata.eval.qa.formats import load
+    from memstrata.knowledge.statements import statements
+    from memstrata.nlp import analyse
+
+    turns = [(t.speaker, t.text) for sample in load(path, fmt) for t in sample.turns]
+    start = time.process_time()
+    for n in range(0, len(turns), 256):
+        analyse([text for _, text in turns[n : n + 256]])
+    parsed = time.process_time()
+    found = sum(len(statements(text, source="t", speaker=who)) for who, text in turns)
+    done = time.process_time()
+    print(
+        f"{len(turns)} turns: parse {parsed - start:.1f} s, statements {done - parsed:.1f} s "
+        f"({found} statements)"
+    )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("path")
     ap.add_argument("--recipes", default="mnemis,personalai")
     ap.add_argument("--list", action="store_true", help="print every supersession and miss")
     ap.add_argument("--sweep", action="store_true", help="sweep the slots' constants")
+    ap.add_argument("--cost", metavar="FORMAT", help="time the statements of PATH's turns")
     args = ap.parse_args()
+    if args.cost:
+        cost(args.path, args.cost)
+        return
     data = json.loads(Path(args.path).read_text())
     if args.sweep:
         sweep(data)
