@@ -5,9 +5,10 @@ the person addressed.
 A statement is a clause whose subject is a person (the speaker, the addressee, "we" as
 the speaker's household, or a name) and whose object is a value, stated as holding: in
 the present or perfect, or in any past form of a verb that *begins* a state ("moved",
-"joined", "bought"). Questions, futures and plans state nothing, with one exception: a
+"joined", "bought"). Questions, futures and plans state nothing, with two exceptions: a
 question about a place asked of the addressee ("how's Cardiff treating you?") says
-where the addressee is.
+where the addressee is, and a "still" question presupposes its state ("why do you still
+drive to Henkel?"). A light verb ("do", "get", "make", ...) names no relation.
 
 The slot is the predicate's lemma path ("play", "drive", "learn"), normalised where
 English has several verbs for one relation, by a closed table of lemma classes (not of
@@ -17,12 +18,15 @@ slot ``live in``; a verb of working or joining, with an organisation, is ``work 
 Indirect statements come from possessed nouns: "my new boss at Vattenfall" (a noun of
 the workplace, "at" an organisation) says where the owner works, "my flat in Leeds"
 (a noun of the dwelling) where the owner lives, and "my rent is £950" / "our car is a
-Škoda" state the owner's ``rent`` and ``car``. A quantity is a value too ("I run 40 km
-a week": slot ``run km per week``).
+Škoda" state the owner's ``rent`` and ``car``; "my Polo" is a name the owner has
+(``have``). A rate is a value whatever the verb ("I ride 80 km a week", "I'm doing 150
+km a week": slot ``km per week``; money is one unit); "here in Zürich" is where the
+speaker is (``be in``), not the home.
 
-A negated clause ("I no longer play the cello") and a verb that ends a state ("I quit
-Deltares", "gave up the cello", "sold the Polo") give a ``negated`` statement: it ends
-the value, whatever slot held it (:mod:`memstrata.knowledge.slots`).
+A negated clause ("I no longer play the cello") gives a ``negated`` statement that ends
+the value in its slot; a verb that ends a state ("I quit Deltares", "gave up the cello",
+"sold the Polo", "switched from Japanese") one that ends it whatever slot held it
+(slot :data:`ENDED`; :mod:`memstrata.knowledge.slots`).
 
 Which slots hold one value at a time is not decided here: the slots module learns it
 from the statements themselves.
