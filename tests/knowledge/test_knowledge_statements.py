@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from memstrata.knowledge.statements import EMPLOYER, ENDED, HOME, Statement, statements
+from memstrata.knowledge.statements import EMPLOYER, ENDED, HAS, HOME, Statement, statements
 
 Said = set[tuple[str, str, str, bool]]
 
@@ -34,7 +34,9 @@ def test_said_by_the_other_speaker() -> None:
 
 def test_numeric_attributes_and_possessed_attributes() -> None:
     assert ("jonas", "rent", "£950", False) in said("My rent is now £950 a month.")
-    assert ("jonas", "run km per week", "40 km", False) in said("I run 40 km a week now.")
+    assert ("jonas", "km per week", "40 km", False) in said("I run 40 km a week now.")
+    assert ("jonas", "km per week", "60 km", False) in said("I'm doing about 60 km a week.")
+    assert ("jonas", "hour per week", "two hours", False) in said("I do two hours a week.")
     assert ("jonas", "favourite food", "ramen", False) in said("My favourite food is ramen.")
 
 
@@ -52,3 +54,14 @@ def test_questions_plans_and_past_events_state_nothing_current() -> None:
 def test_a_statement_keeps_its_source_and_time() -> None:
     (s,) = [x for x in statements("I moved to Cardiff.", source="ep-9", at=7.0, speaker="Jonas")]
     assert s == Statement("jonas", HOME, "Cardiff", "ep-9", 7.0, False, True)
+
+
+def test_presupposed_owned_and_ended() -> None:
+    """A "still" question presupposes the state; a name owned is had until sold; a
+    light verb names no relation; a second subject of the verb is still the speaker."""
+    asked = said("Why do you still drive to Henkel?", speaker="Ayşe", addressee="Lena")
+    assert asked == {("lena", "drive to", "Henkel", False)}
+    assert ("jonas", HAS, "Škoda Fabia", False) in said("My old Škoda Fabia smells of hops.")
+    assert ("jonas", ENDED, "Polo", True) in said("I sold the Polo!")
+    assert said("I'm doing the fingerpicking course.") == set()
+    assert ("jonas", ENDED, "Henkel", True) in said("Big news, actually: I left Henkel!")

@@ -28,7 +28,6 @@ said, the latest first for a question about now.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -39,6 +38,7 @@ from memstrata.knowledge.asking import Asked
 from memstrata.knowledge.asking import asked as asked_of_time
 from memstrata.knowledge.present import lead, recorded, stated_changes, succession_of
 from memstrata.models import Episode, Hit
+from memstrata.nlp import is_latin, match_terms
 from memstrata.retrieval.text import sentences, stems
 
 #: support below which the extract abstains (docs/benchmarks.md, "Abstention")
@@ -206,12 +206,15 @@ def _about(quote: Quote, people: list[str]) -> bool:
 
 
 def _words(text: str) -> set[str]:
-    return {w.casefold() for w in re.findall(r"[^\W\d_]+", text)}
+    """Words as names are matched (:func:`memstrata.nlp.match_terms`: folded, possessive
+    off, Chinese and Japanese by character bigrams), numbers left out."""
+    return {w for w in match_terms(text) if not w.isdigit()}
 
 
 def _name_parts(name: str) -> set[str]:
-    """The words of a name that can stand for it (not initials or "de")."""
-    return {w for w in _words(name) if len(w) > 2}
+    """The words of a name that can stand for it (not initials or "de"; a name of two
+    Han characters or Hangul syllables is whole)."""
+    return {w for w in _words(name) if len(w) > 2 or (len(w) == 2 and not is_latin(w[0]))}
 
 
 def _asked(question: str, people: Sequence[str]) -> set[str]:

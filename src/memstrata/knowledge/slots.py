@@ -14,8 +14,8 @@ Pooled over every subject, a slot with a change (:data:`ACTION_CHANGES` for the 
 of an action verb, whose objects vary more than a state's) and at most one side-by-side
 sign per four changes (:data:`SIDE_BY_SIDE`) is single-valued; "live in", "work at",
 "rent" come out so from ordinary talk, "like", "visit", "be friends with" do not
-(people state several at once, or go back to them). A slot seen without any change is never single-valued: there
-is nothing to supersede.
+(people state several at once, or go back to them). A slot seen without any change is
+never single-valued: there is nothing to supersede.
 
 In a single-valued slot, a later statement by the same subject with another value
 supersedes every earlier statement still holding; a negated statement (a negation, or

@@ -5,9 +5,10 @@ the person addressed.
 A statement is a clause whose subject is a person (the speaker, the addressee, "we" as
 the speaker's household, or a name) and whose object is a value, stated as holding: in
 the present or perfect, or in any past form of a verb that *begins* a state ("moved",
-"joined", "bought"). Questions, futures and plans state nothing, with one exception: a
+"joined", "bought"). Questions, futures and plans state nothing, with two exceptions: a
 question about a place asked of the addressee ("how's Cardiff treating you?") says
-where the addressee is.
+where the addressee is, and a "still" question presupposes its state ("why do you still
+drive to Henkel?"). A light verb ("do", "get", "make", ...) names no relation.
 
 The slot is the predicate's lemma path ("play", "drive", "learn"), normalised where
 English has several verbs for one relation, by a closed table of lemma classes (not of
@@ -17,12 +18,15 @@ slot ``live in``; a verb of working or joining, with an organisation, is ``work 
 Indirect statements come from possessed nouns: "my new boss at Vattenfall" (a noun of
 the workplace, "at" an organisation) says where the owner works, "my flat in Leeds"
 (a noun of the dwelling) where the owner lives, and "my rent is £950" / "our car is a
-Škoda" state the owner's ``rent`` and ``car``. A quantity is a value too ("I run 40 km
-a week": slot ``run km per week``).
+Škoda" state the owner's ``rent`` and ``car``; "my Polo" is a name the owner has
+(``have``). A rate is a value whatever the verb ("I ride 80 km a week", "I'm doing 150
+km a week": slot ``km per week``; money is one unit); "here in Zürich" is where the
+speaker is (``be in``), not the home.
 
-A negated clause ("I no longer play the cello") and a verb that ends a state ("I quit
-Deltares", "gave up the cello", "sold the Polo") give a ``negated`` statement: it ends
-the value, whatever slot held it (:mod:`memstrata.knowledge.slots`).
+A negated clause ("I no longer play the cello") gives a ``negated`` statement that ends
+the value in its slot; a verb that ends a state ("I quit Deltares", "gave up the cello",
+"sold the Polo", "switched from Japanese") one that ends it whatever slot held it
+(slot :data:`ENDED`; :mod:`memstrata.knowledge.slots`).
 
 Which slots hold one value at a time is not decided here: the slots module learns it
 from the statements themselves.
@@ -42,6 +46,10 @@ if TYPE_CHECKING:
 HOME = "live in"
 EMPLOYER = "work at"
 JOB = "job"
+#: a named thing owned ("my Polo")
+HAS = "have"
+#: where the speaker says they are ("here in Zürich")
+HERE = "be in"
 #: the slot of a statement that ends a value whatever slot held it ("I quit Deltares")
 ENDED = ""
 
@@ -52,10 +60,14 @@ _HOME_VERBS = {
     "settle": ("in",),
     "move": ("to", "into"),
     "relocate": ("to",),
+    "be posted": ("to",),
+    "be transferred": ("to",),
+    "be relocated": ("to",),
 }
 #: verbs of working and joining (lemma -> prepositions; "" is a direct object)
 _WORK_VERBS = {
     "work": ("at", "for", "with", "in"),
+    "earn": ("at",),
     "join": ("",),
     "start": ("at", "with"),
     "be employ": ("at", "by"),
@@ -73,13 +85,14 @@ _WORKPLACE = frozenset(
 #: verbs whose past form begins a state that holds on ("I moved", "I joined", "I bought")
 _BEGINS = frozenset(
     "move relocate settle join start become switch buy get find take land begin adopt "
-    "marry rent hire employ".split()
+    "marry rent hire employ post transfer".split()
 )
+#: light verbs: their object, not the verb, carries the meaning
+_LIGHT = frozenset("do get make take go have give put keep".split())
 #: verbs that end a state: their object no longer holds for the subject
-_ENDS = frozenset("quit leave sell give up stop drop resign from end".split(" ")) | {
-    "give up",
-    "resign from",
-}
+_ENDS = frozenset(
+    {"quit", "leave", "sell", "stop", "drop", "end", "give up", "resign from", "switch from"}
+)
 #: adjectives that date a thing rather than name its kind ("my new car" is a car)
 _TIMELY = frozenset("new old current former previous present latest last next".split())
 _PERIODS = frozenset({"day", "week", "month", "year", "hour", "night"})
@@ -122,6 +135,7 @@ def statements(
     for c in found:
         reader.clause(c)
     reader.possessed()
+    reader.rates()
     return list(dict.fromkeys(reader.out))
 
 
@@ -159,21 +173,26 @@ class _Reader:
         key = name_key(c.subject)
         if key in self.people:
             return key
-        if tok is not None and tok.ent_type_ == "PERSON" and tok.pos_ == "PROPN":
-            return key
+        if tok is not None and tok.pos_ == "PROPN" and tok.ent_type_ in ("PERSON", ""):
+            return key  # a name, not a place's or an organisation's
         return ""
 
     # -- clauses ------------------------------------------------------------------------
     def clause(self, c: Clause) -> None:
         verb = self.token(c.verb_span)
         obj = self.token(c.object_span)
-        if c.question:
+        still = verb is not None and any(x.lower_ == "still" for x in verb.children)
+        if c.question and not still:  # "why do you still drive to Henkel?" presupposes it
             self.asked(c, obj)
             return
         if c.owner and not self.person(c, self.token(c.subject_span)):
             self.attribute(c, obj)
             return
         who = self.person(c, self.token(c.subject_span))
+        if not who and verb is not None and self.speaker:
+            # a second subject the parse gave the verb ("Big news: I left Henkel!")
+            mine = any(x.dep_ == "nsubj" and fold(x.text) in ("i", "we") for x in verb.children)
+            who = name_key(self.speaker) if mine else ""
         if not who or obj is None or verb is None or c.tense == "future":
             return
         if obj.pos_ == "PRON" and fold(c.object) not in self.people:
@@ -199,8 +218,9 @@ class _Reader:
         predicate's lemma path."""
         words = c.predicate.split()
         prep = words[-1] if len(words) > 1 else ""
-        named = obj.pos_ == "PROPN" and obj.ent_type_ not in ("PERSON", "ORG")
-        place = obj.ent_type_ in _PLACE or named
+        # a verb of dwelling says its object is a place, whatever entity label the small
+        # model gives it ("moved to Lancaster" is often an ORG)
+        place = obj.ent_type_ in _PLACE or (obj.pos_ == "PROPN" and obj.ent_type_ != "PERSON")
         org = obj.pos_ == "PROPN" or obj.ent_type_ == "ORG"
         if head in _HOME_VERBS and prep in _HOME_VERBS[head] and place:
             return HOME
@@ -215,30 +235,62 @@ class _Reader:
         if words == ["start", "as"] or words == ["work", "as"]:
             return JOB
         if words == ["be"]:
-            return JOB if obj.tag_ == "NN" and obj.dep_ == "attr" else ""  # "a nurse"
+            # "a nurse", "the junior architect": a singular noun with an article ("I'm
+            # coeliac" is no job)
+            det = any(d.dep_ == "det" for d in obj.children)
+            return JOB if obj.tag_ == "NN" and obj.dep_ == "attr" and det else ""
         if words[0] == "be":
             return ""  # "is great", "was at the office until 11": a state of the moment
         if _DIGIT.search(c.object):
             return self.quantity(c, obj)
-        if obj.pos_ not in ("NOUN", "PROPN"):
-            return ""
+        if obj.pos_ not in ("NOUN", "PROPN") or words[0] in _LIGHT:
+            return ""  # a light verb names no relation: "do a course", "get a paper"
         return c.predicate
 
     def quantity(self, c: Clause, obj: Token) -> str:
+        """A quantity without a period ("deadlifted 70 kg"): the predicate and the unit.
+        One with a period is a rate, read by :meth:`rates` whatever the verb."""
+        if _period(obj):
+            return ""
         unit = fold(obj.lemma_) if not _DIGIT.search(obj.text) else ""
-        period = next(
-            (
-                fold(t.lemma_)
-                for t in obj.head.children
-                if t.dep_ == "npadvmod" and fold(t.lemma_) in _PERIODS
-            ),
-            "",
-        ) or next(
-            (fold(t.lemma_) for t in obj.children if fold(t.lemma_) in _PERIODS),
-            "",
-        )
-        parts = [c.predicate, unit, f"per {period}" if period else ""]
-        return " ".join(p for p in parts if p)
+        return " ".join(p for p in (c.predicate, unit) if p)
+
+    def rates(self) -> None:
+        """ "I ride about 80 km a week", "I'm doing 150 km a week now", "we pay 18,000 Kč
+        a month", "I do two hours a week": the speaker's ``<unit> per <period>`` (money
+        is one unit, whatever the currency), whatever the verb."""
+        if not self.speaker:
+            return
+        for t in self.doc:
+            if not t.like_num:
+                continue
+            m = t.head if t.dep_ in ("nummod", "compound", "quantmod") else t
+            period = _period(m)
+            if not period or not self._first_person(m):
+                continue
+            # the unit is the word the number counts, whatever its tag ("Kč" may be read
+            # as an interjection); a date or a time is no rate
+            named = m.i != t.i and fold(m.lemma_) != period and m.pos_ != "VERB"
+            unit = "money" if m.ent_type_ == "MONEY" else fold(m.lemma_) if named else ""
+            if not unit:
+                continue
+            at = {t.i, m.i}
+            at |= {c.i for c in m.children if c.dep_ in ("nummod", "quantmod")}
+            at |= {c.i for c in (*m.children, *t.children) if c.pos_ == "SYM"}  # "£"
+            value = self.doc[min(at) : max(at) + 1].text
+            self.add(name_key(self.speaker), f"{unit} per {period}", value)
+
+    def _first_person(self, t: Token) -> bool:
+        """Whether the clause ``t`` belongs to has "I" or "we" (or "my", "our") as its
+        subject."""
+        v = t
+        while v.head.i != v.i and v.pos_ not in ("VERB", "AUX"):
+            v = v.head
+        for c in v.children:
+            if c.dep_ in ("nsubj", "nsubjpass"):
+                heads = [c, *(x for x in c.children if x.dep_ in ("conj", "poss"))]
+                return any(fold(x.text) in ("i", "we", "my", "our") for x in heads)
+        return False
 
     def asked(self, c: Clause, obj: Token | None) -> None:
         """A present question about a place, to the addressee ("how's Cardiff treating
@@ -277,8 +329,16 @@ class _Reader:
 
     # -- possessed nouns ----------------------------------------------------------------
     def possessed(self) -> None:
-        """ "My new boss at Vestas", "my flat in Ancoats", "here in Utrecht": the owner
-        (the speaker for "here") works or lives there."""
+        """ "My new boss at Vestas", "my flat in Ancoats": the owner works or lives
+        there. "Here in Utrecht" says where the speaker is (slot :data:`HERE`, not the
+        home: "here" may be a district of the home, or a visit), asked or not. "My Polo"
+        (a name owned, not a person's) is something the owner has (:data:`HAS`), until
+        they sell it."""
+        for t in self.doc:
+            if t.dep_ == "poss" and t.head.pos_ == "PROPN" and t.head.ent_type_ != "PERSON":
+                owner = self.owner(t.head)
+                if owner and not t.head.sent.text.rstrip().endswith("?"):
+                    self.add(owner, HAS, _phrase(t.head), state=False)
         for t in self.doc:
             if t.dep_ != "prep" or t.lower_ not in ("at", "in", "for"):
                 continue
@@ -286,22 +346,29 @@ class _Reader:
             owner = self.owner(noun)
             if not owner:
                 continue
-            sent = noun.sent
-            if sent.text.rstrip().endswith("?"):
+            here = noun.lower_ == "here"
+            if noun.sent.text.rstrip().endswith("?") and not here:
                 continue
             for o in (x for x in t.children if x.dep_ == "pobj"):
                 name = _name(o)
                 if not name:
                     continue
                 lemma = fold(noun.lemma_)
-                if lemma in _WORKPLACE and t.lower_ in ("at", "for") and o.ent_type_ != "GPE":
+                role = _is_speaker(noun) and noun.pos_ == "NOUN"
+                if (
+                    (lemma in _WORKPLACE or role)
+                    and t.lower_ in ("at", "for")
+                    and o.ent_type_ != "GPE"
+                ):
                     self.add(owner, EMPLOYER, name)
+                    if role:
+                        self.add(owner, JOB, _phrase(noun))
                 elif (
-                    (lemma in _DWELLING or lemma == "here")
+                    (lemma in _DWELLING or here)
                     and t.lower_ == "in"
                     and (o.ent_type_ in _PLACE or o.pos_ == "PROPN")
                 ):
-                    self.add(owner, HOME, name)
+                    self.add(owner, HERE if here else HOME, name)
 
     def owner(self, noun: Token) -> str:
         if noun.lower_ == "here" and self.speaker:
@@ -314,7 +381,49 @@ class _Reader:
                 return name_key(self.speaker)
             if low == "your" and self.addressee:
                 return name_key(self.addressee)
+        if not self.speaker:
+            return ""
+        if _is_speaker(noun) or (fold(noun.lemma_) in _DWELLING and self._first_person(noun)):
+            return name_key(self.speaker)  # "I'm Tomáš, head brewer at ..."; "we rent a flat in"
         return ""
+
+
+def _is_speaker(noun: Token) -> bool:
+    """Whether ``noun`` names the speaker: the complement of "I'm", or set beside it
+    ("I'm Tomáš, head brewer at ...")."""
+    t = noun.head if noun.dep_ == "appos" else noun
+    if t.dep_ != "attr" or t.head.lemma_ != "be":
+        return False
+    return any(c.dep_ == "nsubj" and fold(c.text) == "i" for c in t.head.children)
+
+
+def _phrase(t: Token) -> str:
+    """A noun with its compounds and adjectives ("head brewer"; "Škoda Fabia", the
+    "old" of "my old Škoda Fabia" off)."""
+    left = [
+        c
+        for c in t.children
+        if c.dep_ in ("compound", "amod") and c.i < t.i and fold(c.lemma_) not in _TIMELY
+    ]
+    return " ".join(x.text for x in [*left, t])
+
+
+def _period(m: Token) -> str:
+    """The period of a rate ("a week", "per month", "every day") attached to ``m``, its
+    head or its head's other dependents; "" when none."""
+    v = m
+    while v.head.i != v.i and v.pos_ not in ("VERB", "AUX"):
+        v = v.head
+    near = [*m.children, *m.head.children, *v.children]
+    for p in near:
+        rate = any(fold(d.text) in ("a", "an", "per", "every", "each") for d in p.children)
+        if fold(p.lemma_) in _PERIODS and p.i != m.i and rate:
+            return fold(p.lemma_)
+        if p.lower_ in ("per", "a", "every") and p.dep_ == "prep":
+            for o in p.children:
+                if fold(o.lemma_) in _PERIODS:
+                    return fold(o.lemma_)
+    return ""
 
 
 def _name(t: Token) -> str:

@@ -29,6 +29,7 @@ from memstrata.nlp.pipeline import (
 from memstrata.nlp.script import (
     fold,
     is_cjk,
+    is_latin,
     match_terms,
     ngrams,
     segments,
@@ -49,6 +50,7 @@ __all__ = [
     "fold",
     "is_cjk",
     "is_english",
+    "is_latin",
     "keywords",
     "match_terms",
     "multilingual",

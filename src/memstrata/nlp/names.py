@@ -34,6 +34,7 @@ Devanagari, Thai, Hangul) give names only inside English text.
 
 from __future__ import annotations
 
+import calendar
 import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -70,10 +71,22 @@ GREETINGS = frozenset(
     well so now great cool nice awesome amazing
     """.split()
 )
+#: greeting words that are also words of names: part of one inside a naming entity of
+#: several words or a place, not opening the sentence ("drove to Nice", "the Great
+#: Barrier Reef", "Good Morning America"; never "Nice to meet you", "Well, Jonas")
+_SOFT = frozenset(
+    "well so now great cool nice awesome amazing morning evening night welcome dear".split()
+)
 _CLOSED_POS = frozenset("INTJ PRON DET AUX ADP CCONJ SCONJ PART PUNCT SYM SPACE NUM".split())
 # Inside one entity these join its name words ("Bank of America", "Romeo and Juliet").
 _CONNECTORS = frozenset("of the de da del di du la le van von der den and & for on y e".split())
 _DETERMINERS = frozenset("a an the this that these those my your his her its our their".split())
+#: month and weekday names and their abbreviations: dates, never names
+_CALENDAR = frozenset(
+    w.casefold()
+    for w in (*calendar.month_name, *calendar.month_abbr, *calendar.day_name, *calendar.day_abbr)
+    if w
+)
 #: a Han run of Chinese (no kana in the text) longer than this is a clause, not a name
 LONGEST_HAN = 4
 
@@ -95,6 +108,9 @@ class Name:
 def name_key(name: str) -> str:
     """A name's identity: its folded words (:func:`~memstrata.nlp.script.fold`: NFC,
     case-folded, possessive off) without leading determiners, joined by spaces."""
+    name = name.strip()
+    if name[-2:].casefold() in ("'s", "’s") and len(name) > 2:
+        name = name[:-2]  # a possessive after any script ("北京's")
     toks = [fold(name[a:b]) for a, b in word_spans(name)]
     while len(toks) > 1 and toks[0] in _DETERMINERS:
         toks = toks[1:]
@@ -174,19 +190,31 @@ def _name_word(t: Token, entity: str | None, blocked: bool, known: frozenset[str
     """Whether ``t`` is a name word; ``entity``: the text of the naming entity it lies in."""
     text = t.text
     low = fold(text)
-    if not any(c.isalnum() for c in text) or low in GREETINGS:
+    if not any(c.isalnum() for c in text):
+        return False
+    if low in GREETINGS and not (
+        low in _SOFT
+        and entity is not None
+        and (" " in entity or t.ent_type_ in ("GPE", "LOC", "FAC"))
+        and not t.is_sent_start
+    ):
         return False
     if low in known:
         return True
-    if blocked:
-        return False
     if any(c.isalpha() and not is_latin(c) for c in text):  # another script
         return t.pos_ not in ("PUNCT", "SYM", "SPACE")
     capital = text[:1].isupper() or text[:1].isdigit()
+    if blocked:
+        # a date or a quantity ("Friday", "Two"), but not a proper noun the model read
+        # into one ("went to İzmir with", "miss Zoë these days")
+        return t.pos_ == "PROPN" and capital and not t.is_sent_start and low not in _CALENDAR
     if entity is not None:
-        # a capitalised word of an entity, whatever its tag ("Kiss" in a film's title);
-        # a word in lower case only when the whole entity is ("jonas")
-        if t.pos_ in ("PRON", "DET", "PART", "PUNCT", "ADP", "CCONJ", "SCONJ"):
+        # a capitalised word of an entity, whatever its tag ("Kiss" in a film's title;
+        # "Zoë", which the small model tags a pronoun); a word in lower case only when
+        # the whole entity is ("jonas")
+        if t.pos_ in ("PRON", "DET", "PART", "PUNCT", "ADP", "CCONJ", "SCONJ") and (
+            t.is_stop or not capital
+        ):
             return False
         return capital or entity == entity.lower()
     if t.pos_ in _CLOSED_POS or t.is_stop:

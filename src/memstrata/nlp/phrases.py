@@ -8,7 +8,8 @@
   grammar).
 * :func:`noun_phrases`: the parse's noun chunks headed by a common noun, leading
   determiners, possessives and greetings off ("my new pottery class" gives
-  ``new pottery class``, its head ``class``, and says it was determined).
+  ``new pottery class``, its head ``class``, and says it was determined); none made only
+  of function words (spaCy's stop words: "side", "mine") or greetings.
 """
 
 from __future__ import annotations
@@ -83,6 +84,8 @@ def noun_phrases(text: str) -> list[Phrase]:
         determined = bool(lead)
         if not toks or toks[-1].i < root.i:
             continue
+        if all(t.is_stop or _greets(t.text) or not any(c.isalnum() for c in t.text) for t in toks):
+            continue  # "-" of a split "e-bike", "mine", "yes": no phrase of function words
         a, b = toks[0].idx, toks[-1].idx + len(toks[-1].text)
         out.append(Phrase(text[a:b], a, b, fold(root.lemma_), determined))
     return out

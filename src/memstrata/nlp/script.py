@@ -54,6 +54,43 @@ def _word() -> Any:
     )
 
 
+#: the words of ASCII text for matching: letters and digits, inner apostrophes kept
+_ASCII_TERM = re.compile(r"[^\W_]+(?:'[^\W_]+)*")
+
+
+@cache
+def _term() -> Any:
+    """:func:`terms`' pattern for other text: like :func:`_word`, but a hyphen splits
+    (``second-hand`` is two terms, as in ASCII text)."""
+    import regex
+
+    cjk = r"\p{Han}\p{Hiragana}\p{Katakana}"
+    letter = rf"[[\p{{L}}\p{{M}}\p{{N}}]--[{cjk}_]]"
+    return regex.compile(
+        rf"[\p{{Han}}々〆〇]+|[\p{{Katakana}}ー]+|[\p{{Hiragana}}ー]+|{letter}+(?:'{letter}+)*",
+        regex.V1,
+    )
+
+
+def terms(text: str) -> list[str]:
+    """The words a text is matched on (BM25 overlap, content terms, cache keys), in
+    order, repeats kept: lower case, apostrophes inside words kept (``evan's``; the
+    caller drops a possessive). ASCII text takes the fast path; other text is first
+    made NFC and case-folded, keeps its combining marks (``Zürich`` typed with a
+    combining diaeresis is one word), and a Han or kana run gives its character bigrams
+    (:func:`ngrams`: "我住在北京" holds ``北京``)."""
+    if text.isascii():
+        return _ASCII_TERM.findall(text.lower())
+    folded = unicodedata.normalize("NFC", text).casefold().replace("’", "'")
+    out: list[str] = []
+    for w in _term().findall(folded):
+        if is_cjk(w[0]):
+            out.extend(ngrams(w))
+        else:
+            out.append(w)
+    return out
+
+
 def word_spans(text: str) -> list[tuple[int, int]]:
     """Character spans of the words of ``text`` (see the module's description)."""
     return [m.span() for m in _word().finditer(text)]

@@ -9,6 +9,7 @@ from functools import lru_cache
 from typing import Any
 
 from memstrata.nlp.script import sentences as sentences  # one splitter for every reader
+from memstrata.nlp.script import terms
 
 WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
 
@@ -45,8 +46,10 @@ META_WORDS = frozenset(
 
 
 def words(text: str) -> list[str]:
-    """Lower-cased word tokens, apostrophes kept inside words."""
-    return [w.replace("’", "'") for w in WORD.findall(text.lower())]
+    """Lower-cased word tokens, apostrophes kept inside words; any script
+    (:func:`memstrata.nlp.script.terms`: diacritics whole, Chinese and Japanese as
+    character bigrams)."""
+    return terms(text)
 
 
 def plain(word: str) -> str:
@@ -79,6 +82,8 @@ def at_most_content_words(text: str, n: int) -> bool:
     """Whether ``text`` holds at most ``n`` content words (``len(content_words(text)) <=
     n``), read only as far as the (n+1)th: a search asks it of every candidate, and
     most candidates are long."""
+    if not text.isascii():
+        return len(content_words(text)) <= n
     count = 0
     for m in WORD.finditer(text.lower()):
         if _is_content(plain(m.group().replace("’", "'"))):

@@ -10,7 +10,6 @@ import pytest
 from memstrata.designs.personalai.builder import graph_cache
 from memstrata.designs.personalai.extract import extract, name_mentions
 from memstrata.designs.personalai.graph import PAGraph
-from memstrata.designs.personalai.memorize import one_at_a_time
 from memstrata.designs.personalai.route import heuristic_entities
 from memstrata.engine import NOT_IN_MEMORY
 from memstrata.errors import ConfigError
@@ -226,10 +225,6 @@ def test_heuristic_replaces_only_relations_that_hold_one_object(tmp_path: Path, 
         assert facts["Maya visited Paris"].invalid_at is None
         assert facts["Maya visited Rome"].invalid_at is None
         assert facts["Maya works at Acme"].replaced_by == [facts["Maya works at Globex"].id]
-    for relation in ("lives in", "now lives in", "works for", "is married to", "is in"):
-        assert one_at_a_time(relation), relation
-    for relation in ("visited", "likes", "met", "has", "is a", "lives near", "works with"):
-        assert not one_at_a_time(relation), relation
 
 
 def test_two_known_objects_joined_by_and_are_two_objects(tmp_path: Path, embedder) -> None:

@@ -1,14 +1,18 @@
 """``memstrata show NAME`` for HiGMem: an event (by id or id prefix) with its summary, fact
-sheet and linked turns, or a turn (by episode id) with its note and its events."""
+sheet and linked turns, a turn (by episode id) with its note and its events, or a name
+or word (in any script, however typed) with the turns whose keywords hold it."""
 
 from __future__ import annotations
 
+from memstrata import nlp
 from memstrata.designs.higmem.builder import layer_cache
 from memstrata.designs.higmem.layer import Layers
 from memstrata.engine.contracts import Context, ShowNode
 from memstrata.wording import plural
 
 WIDTH = 100
+#: turns listed under a keyword
+MOST = 20
 
 
 def _clip(text: str) -> str:
@@ -25,7 +29,7 @@ def show(ctx: Context, namespace: str, name: str) -> list[ShowNode] | None:
             return [event_node(ctx, lay, namespace, e) for e in found[:5]]
     note = lay.notes.get(want)
     if note is None:
-        return None
+        return _keyword(ctx, lay, namespace, want)
     lines = [
         ShowNode(text=f"keywords: {', '.join(note.keywords) or '-'}"),
         ShowNode(text=f"tags: {', '.join(note.tags) or '-'}"),
@@ -65,3 +69,22 @@ def event_node(ctx: Context, lay: Layers, namespace: str, eid: str) -> ShowNode:
             ShowNode(text=f"linked turns ({len(turns)})", children=turns),
         ],
     )
+
+
+def _keyword(ctx: Context, lay: Layers, namespace: str, want: str) -> list[ShowNode] | None:
+    """The turns whose keywords hold every word of ``want`` (folded: "ZÜRICH" typed
+    decomposed is zürich), at most ``MOST`` of them, in turn order."""
+    # keywords are the parse's tokens: a hyphen parts them ("Jean-Luc" is jean, luc)
+    words = {p for w in nlp.words(want) for p in w.replace("‐", "-").split("-") if p}
+    if not words:
+        return None
+    turns = sorted(t for t, n in lay.notes.items() if words <= set(n.keywords))
+    if not turns:
+        return None
+    eps = {e.id: e for e in ctx.store.get_episodes(namespace, turns[:MOST])}
+    kids = [
+        ShowNode(text=f"turn {t}  {_clip(f'{eps[t].speaker}: {eps[t].text}')}")
+        for t in turns[:MOST]
+        if t in eps
+    ]
+    return [ShowNode(text=f"{want}: a keyword of {plural(len(turns), 'turn')}", children=kids)]

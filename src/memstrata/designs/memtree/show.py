@@ -1,7 +1,10 @@
-"""``memstrata show NAME`` for MemTree: the subtree under a node id, or under ``root``."""
+"""``memstrata show NAME`` for MemTree: the subtree under a node id, or under ``root``; or
+the leaves whose content holds a name or word (any script, however typed: its folded
+words, Chinese and Japanese by character bigrams)."""
 
 from __future__ import annotations
 
+from memstrata import nlp
 from memstrata.designs.memtree.builder import tree_cache
 from memstrata.designs.memtree.tree import Tree
 from memstrata.engine.contracts import Context, ShowNode
@@ -9,14 +12,34 @@ from memstrata.wording import plural
 
 DEPTH = 3
 WIDTH = 80
+#: leaves listed under a name
+MOST = 20
 
 
 def show(ctx: Context, namespace: str, name: str) -> list[ShowNode] | None:
     tree = tree_cache(ctx).get(namespace)
     node_id = tree.root_id if name.strip().casefold() == "root" else name.strip()
-    if node_id is None or node_id not in tree.nodes:
+    if node_id is None:
         return None
+    if node_id not in tree.nodes:
+        return _holding(tree, name.strip())
     return [subtree(tree, node_id, DEPTH)]
+
+
+def _holding(tree: Tree, want: str) -> list[ShowNode] | None:
+    """The leaves holding every term of ``want``, at most ``MOST``, by node id."""
+    terms = nlp.match_terms(want)
+    if not terms:
+        return None
+    found = sorted(
+        i
+        for i, n in tree.nodes.items()
+        if n.content and tree.is_leaf(i) and terms <= nlp.match_terms(n.content)
+    )
+    if not found:
+        return None
+    kids = [ShowNode(text=line(tree, i)) for i in found[:MOST]]
+    return [ShowNode(text=f"{want}: in {plural(len(found), 'leaf', 'leaves')}", children=kids)]
 
 
 def line(tree: Tree, node_id: str) -> str:

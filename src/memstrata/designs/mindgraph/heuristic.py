@@ -68,8 +68,9 @@ def parse(text: str) -> list[Sentence]:
         while n < len(names) and names[n].end <= e:
             name = names[n]
             n += 1
-            if len(name.text) < 2 or (len(name.text) < 3 and not nlp.is_cjk(name.text[0])):
-                continue  # an initial, "Al": too short to stand for anything
+            if len(name.text) < 2 or (len(name.text) < 3 and nlp.is_latin(name.text[0])):
+                continue  # an initial, "Al": too short to stand for anything (in Latin
+                # letters; "서울" and "北京" are two syllables)
             sent.entities.append((name.text, name.start, name.end))
         for m in _NUMBER.finditer(body):
             sent.numbers.append((m.group().strip(), s + m.start(), s + m.start() + len(m.group())))

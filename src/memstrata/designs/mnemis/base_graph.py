@@ -8,7 +8,8 @@ Two tiers share de-duplication and writing:
 * ``heuristic`` (this module's :class:`HeuristicBaseGraph`): mentions from
   :mod:`memstrata.designs.mnemis.extract`, extractive summaries (the first sentences that
   mention the entity), facts as sentences naming two or more entities (questions left
-  out), a later value of a single-valued relation superseding the earlier one
+  out; a sentence stating something is a fact of that slot), a later value of a slot
+  that holds one value superseding the earlier one
   (:mod:`memstrata.designs.mnemis.supersede`);
 * ``llm`` (:mod:`memstrata.designs.mnemis.base_graph_llm`): the paper's extraction,
   reflection, de-duplication, attribute and edge prompts.
@@ -30,7 +31,7 @@ import numpy as np
 from memstrata import nlp
 from memstrata.designs.mnemis.extract import Mention, mentions, name_key
 from memstrata.designs.mnemis.graph import Graph, fact_key
-from memstrata.designs.mnemis.supersede import read_relation, supersede
+from memstrata.designs.mnemis.supersede import MENTIONED, Supersession, stated_in, value_mentions
 from memstrata.embed.cache import embed_cached
 from memstrata.models import Entity, Episode, Fact, Span
 from memstrata.retrieval.record_index import matvec
@@ -55,6 +56,7 @@ class HeuristicBaseGraph:
     def __init__(self, graph: Graph, params: BaseGraphParams | None = None) -> None:
         self.graph = graph
         self.params = params or BaseGraphParams()
+        self.supersession = Supersession(graph)
 
     def add(self, episodes: list[Episode]) -> list[str]:
         """Fold episodes into the graph; returns the ids of entities created."""
@@ -67,7 +69,10 @@ class HeuristicBaseGraph:
         ]
         known = frozenset(n.lower() for n in speakers)
         nlp.analyse([ep.text for ep in episodes])  # one pass of the pipeline for the batch
+        said = self.supersession.said(episodes)
         parsed = [(ep, mentions(ep.text, ep.speaker, known)) for ep in episodes]
+        for ep, sents in parsed:
+            value_mentions(ep.text, sents, said[ep.id])
         new_names: dict[str, str] = {}
         for _, sents in parsed:
             for s in sents:
@@ -91,9 +96,13 @@ class HeuristicBaseGraph:
                     of_mention[n] = ent.id
                     if ent.id not in ids:
                         ids.append(ent.id)
-                if len(ids) >= 2 and not sentence.rstrip().endswith("?"):
-                    stated = read_relation(ep.text, s.start, s.end, s.mentions, of_mention)
+                stated = stated_in(sentence, said[ep.id], s.mentions, of_mention, g)
+                if stated is not None:
+                    ids = [stated[1], *(i for i in ids if i != stated[1])]
+                if stated is not None or (len(ids) >= 2 and not sentence.rstrip().endswith("?")):
                     self._fact(ep, s.start, s.end, ids, stated)
+        for changed in self.supersession.apply(episodes):
+            g.touch(changed)
         return created
 
     def _resolve(self, m: Mention, ep: Episode, vec: np.ndarray | None) -> tuple[Entity, bool]:
@@ -168,9 +177,9 @@ class HeuristicBaseGraph:
         ids: list[str],
         stated: tuple[str, str, str] | None = None,
     ) -> None:
-        """A fact per sentence naming two entities or more (questions ask, state nothing);
-        one stating a single-valued relation supersedes the subject's earlier values
-        (:mod:`memstrata.designs.mnemis.supersede`)."""
+        """A fact per sentence naming two entities or more (questions ask, state nothing)
+        or stating something (its relation is the slot; see
+        :mod:`memstrata.designs.mnemis.supersede`)."""
         g = self.graph
         text = _speaker_line(ep, ep.text[start:end])
         span = Span(episode=ep.id, start=start, end=end)
@@ -179,8 +188,8 @@ class HeuristicBaseGraph:
             if g.add_span(g.facts[known], span):
                 g.touch(g.facts[known])
             return
-        relation, subject, obj = stated or ("mentioned together", ids[0], ids[1])
-        fact = g.add_fact(
+        relation, subject, obj = stated or (MENTIONED, ids[0], ids[1])
+        g.add_fact(
             Fact(
                 namespace=g.namespace,
                 subject_id=subject,
@@ -192,10 +201,6 @@ class HeuristicBaseGraph:
                 sources=[span],
             )
         )
-        if stated is not None:
-            mine = [g.facts[f] for f in g.facts_of.get(subject, ()) if f in g.facts]
-            for changed in supersede(fact, mine):
-                g.touch(changed)
 
 
 __all__ = ["BaseGraphParams", "HeuristicBaseGraph", "name_key"]

@@ -1,96 +1,152 @@
-"""The heuristic tier's supersession: a later statement of a new value of a relation that
+"""The heuristic tier's supersession: a later statement of a new value in a slot that
 holds one value at a time makes the earlier fact invalid (Graphiti's edge invalidation,
 which the paper's llm tier does with its contradiction prompt).
 
-Without a model the relations are read off the sentence by a small lexicon of phrases
-that hold one value per person at a time:
+What a turn states, and which slots hold one value, come from
+:mod:`memstrata.knowledge` (the parse and its lemmas, and the statements themselves; no
+list of phrasings): "I moved to Cardiff", "my new boss at Vattenfall", "how's Cardiff
+treating you?" asked of Jonas, "my rent is now £950". A sentence stating something is a
+fact whose relation is the slot, whose subject is the person the statement is about and
+whose object is the entity it names (the value's own, or the sentence's other one: a
+rent of £950 is a fact about the entity "rent"); a question or a sentence naming one
+entity is a fact too when it states something.
 
-* ``lives in``: live(s/d) in, moved / relocated / posted / transferred to, settled in,
-  found or rented or bought a room / flat / apartment / house / place in;
-* ``works at``: work(s/ed) at or for, joined, employed at or by, got or started a job at
-  or with, hired by.
-
-The subject is the mention just before the phrase (a first-person "I" is the speaker);
-the object, the first mention after it in the same sentence. Questions and negated
-statements ("I don't live in Leeds any more") state no value. A fact with a relation
-read this way supersedes the valid facts of the same subject and relation with another
-object that were stated before it (by the facts' times; without times, by order of
-arrival); stated before an existing one, it is superseded by it. The superseded fact
-keeps its row: ``invalid_at`` is the new fact's time and ``replaced_by`` names it.
+After every batch the statements of all the turns the namespace's stated facts cite are
+ordered by time and compared (:func:`memstrata.knowledge.slots.changes`): a fact of a
+superseded statement gets ``invalid_at`` (the later turn's time) and ``replaced_by``
+(the later statement's fact), and keeps its row. A turn that arrives late is compared
+the same way, so it is the one superseded when a later value is known. Deleting or
+correcting the later turn takes its fact away, and the repair makes the earlier fact
+current again (:mod:`memstrata.designs.mnemis.repair`).
 """
 
 from __future__ import annotations
 
-import re
-from datetime import datetime
+from collections.abc import Iterable
 
-from memstrata.designs.mnemis.extract import Mention
-from memstrata.models import Fact
+from memstrata.designs.mnemis.extract import Mention, SentenceMentions, name_key
+from memstrata.designs.mnemis.graph import Graph
+from memstrata.engine.removal import episodes_by_id
+from memstrata.knowledge.slots import same_value
+from memstrata.knowledge.statements import ENDED, Statement
+from memstrata.knowledge.turns import reader_for, supersessions
+from memstrata.models import Episode, Fact
+from memstrata.nlp import fold
 
-RELATIONS: dict[str, re.Pattern[str]] = {
-    "lives in": re.compile(
-        r"\b(?:(?:live|lives|lived|living)\s+in|(?:moved|moving|move|relocated|relocating|"
-        r"posted|transferred)\s+(?:back\s+)?to|(?:settled|settling)\s+(?:down\s+)?in|"
-        r"(?:found|rented|renting|bought)\s+(?:a|an|my|our)\s+(?:new\s+)?(?:room|flat|"
-        r"apartment|house|place|home)\s+in)\b",
-        re.IGNORECASE,
-    ),
-    "works at": re.compile(
-        r"\b(?:(?:work|works|worked|working)\s+(?:at|for)|joined|(?:employed|hired)\s+"
-        r"(?:at|by)|(?:got|started|took|landed)\s+(?:a|an|the)?\s*(?:new\s+)?job\s+"
-        r"(?:at|with))\b",
-        re.IGNORECASE,
-    ),
-}
-_NEGATION = re.compile(r"\b(?:not|never|no longer|n't|don't|didn't|won't|can't)\b[^.!?]{0,20}$")
+#: the relation of a fact that only names two entities in one sentence
+MENTIONED = "mentioned together"
 
 
-def read_relation(
-    text: str, start: int, end: int, mentions: list[Mention], ids: dict[int, str]
+def relation(s: Statement) -> str:
+    """The relation of a fact stating ``s``: its slot; "no longer" a negated one's."""
+    if s.negated:
+        return f"no longer {s.slot}".strip()
+    return s.slot or ENDED
+
+
+def stated_in(
+    sentence: str, said: Iterable[Statement], mentions: list[Mention], ids: dict[int, str], g: Graph
 ) -> tuple[str, str, str] | None:
-    """(relation, subject id, object id) stated by the sentence ``text[start:end]``;
-    ``ids`` maps a mention's position in ``mentions`` to its entity. None when the
-    sentence states none (or asks, or denies)."""
-    sentence = text[start:end]
-    if sentence.rstrip().endswith("?"):
-        return None
-    for relation, pattern in RELATIONS.items():
-        for match in pattern.finditer(sentence):
-            at, to = start + match.start(), start + match.end()
-            if _NEGATION.search(text[start:at]):
-                continue
-            before = [i for i, m in enumerate(mentions) if m.end <= at]
-            after = [i for i, m in enumerate(mentions) if m.start >= to]
-            if not before or not after:
-                continue
-            subject, obj = ids.get(before[-1]), ids.get(after[0])
-            if subject and obj and subject != obj:
-                return relation, subject, obj
+    """(relation, subject id, object id) of the first statement whose value the
+    sentence holds, with the subject a known entity; None when it states none."""
+    low = fold(sentence)
+    for s in sorted(said, key=lambda s: not s.state):  # a state before an action's object
+        if fold(s.value) not in low:
+            continue
+        subject = g.by_key.get(name_key(s.subject))
+        if subject is None:
+            continue
+        others = [ids[n] for n in range(len(mentions)) if n in ids and ids[n] != subject]
+        named = [
+            ids[n]
+            for n, m in enumerate(mentions)
+            if n in ids and ids[n] != subject and same_value(m.name, s.value)
+        ]
+        if named or others:
+            return relation(s), subject, (named or others)[0]
     return None
 
 
-def supersede(new: Fact, facts: list[Fact]) -> list[Fact]:
-    """Apply the rule above between ``new`` and ``facts`` (the same subject's facts);
-    returns the facts changed (``new`` among them when it is the one superseded)."""
-    changed: list[Fact] = []
-    for old in facts:
-        if (
-            old.id == new.id
-            or old.relation != new.relation
-            or old.subject_id != new.subject_id
-            or old.object_id == new.object_id
-            or old.invalid_at is not None
-        ):
+def value_mentions(text: str, sents: list[SentenceMentions], said: list[Statement]) -> None:
+    """A sentence stating a value it names no entity for, beside its subject ("I run 40
+    km a week"), gets the value as a mention of its own, so the statement has a fact."""
+    low = fold(text)
+    for st in said:
+        at = low.find(fold(st.value))
+        if at < 0:
             continue
-        later, earlier = (new, old) if _when(new) >= _when(old) else (old, new)
-        if earlier.invalid_at is None:
-            earlier.invalid_at = later.valid_at or datetime.now().astimezone()
-            earlier.replaced_by = [*earlier.replaced_by, later.id]
-            changed.append(earlier)
-        if earlier is new:
-            break
-    return changed
+        for sent in sents:
+            if not sent.start <= at < sent.end:
+                continue
+            others = [m for m in sent.mentions if name_key(m.name) != name_key(st.subject)]
+            if not others:
+                end = at + len(st.value)
+                sent.mentions.append(Mention(text[at:end], at, end))
+                sent.mentions.sort(key=lambda m: m.start)
 
 
-def _when(fact: Fact) -> float:
-    return fact.valid_at.timestamp() if fact.valid_at else float("inf")
+class Supersession:
+    """Applies the rule above to one namespace's graph after each batch."""
+
+    def __init__(self, graph: Graph) -> None:
+        self.graph = graph
+        self.reader = reader_for(graph)
+
+    def said(self, episodes: list[Episode]) -> dict[str, list[Statement]]:
+        return self.reader.read(episodes)
+
+    def apply(self, batch: list[Episode]) -> list[Fact]:
+        """Supersede what the namespace's statements show changed; returns the facts
+        changed."""
+        g = self.graph
+        cited = {
+            s.episode
+            for f in g.facts.values()
+            if f.relation != MENTIONED and f.relation
+            for s in f.sources
+        }
+        have = {ep.id for ep in batch}
+        known = self.reader.known(cited - have)
+        stored = episodes_by_id(g.store, g.namespace, sorted(cited - have - set(known)))
+        turns = [ep for ep in batch if ep.id in cited] + list(stored.values())
+        said = {**known, **self.reader.read(turns)}
+        changed: list[Fact] = []
+        for change in supersessions(said):
+            news = self.records(change.new)
+            if not news:
+                continue
+            at = self.reader.when(change.new.source)
+            for old in self.records(change.old):
+                if old.id in {n.id for n in news} or news[0].id in old.replaced_by:
+                    continue
+                # a sentence stating two things is superseded on each count; it ended
+                # when the first of them did
+                if old.invalid_at is None or at < old.invalid_at:
+                    old.invalid_at = at
+                old.replaced_by = [*old.replaced_by, news[0].id]
+                changed.append(old)
+        return changed
+
+    def records(self, s: Statement) -> list[Fact]:
+        """The facts stating ``s``: stated facts (a sentence is one fact, whatever it
+        states first) cited in its turn, of its subject, holding its value."""
+        g = self.graph
+        subject = g.by_key.get(name_key(s.subject))
+        if subject is None:
+            return []
+        value = fold(s.value)
+        out = []
+        for fid in sorted(g.facts_of.get(subject, ())):
+            f = g.facts.get(fid)
+            if (
+                f is not None
+                and f.subject_id == subject
+                and f.relation != MENTIONED
+                and any(sp.episode == s.source for sp in f.sources)
+                and value in fold(f.fact)
+            ):
+                out.append(f)
+        return out
+
+
+__all__ = ["MENTIONED", "Supersession", "relation", "stated_in"]

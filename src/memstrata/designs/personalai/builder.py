@@ -91,6 +91,7 @@ class PersonalAIBuilder(Builder[MemorizeParams]):
         nlp.analyse([ep.text for ep in episodes])  # one pass of the pipeline for the batch
         for ep in episodes:
             mem.heuristic(ep)
+        mem.heuristic_outdated(episodes)
         _embed_new(graph, graph.dirty())
         graph.flush((self.name, [ep.key for ep in episodes]))
 

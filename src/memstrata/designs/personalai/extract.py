@@ -107,8 +107,10 @@ def _concepts(text: str, start: int, end: int, taken: list[Mention]) -> list[Men
     for p in nlp.noun_phrases(text):
         if not (start <= p.start and p.end <= end):
             continue
-        a, b = nlp.word_spans(text[p.start : p.end])[-1]
-        a, b = p.start + a, p.start + b
+        spans = nlp.word_spans(text[p.start : p.end])
+        if not spans:
+            continue
+        a, b = p.start + spans[-1][0], p.start + spans[-1][1]
         w = text[a:b].lower()
         if (
             len(w) < 4

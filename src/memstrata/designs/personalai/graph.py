@@ -16,6 +16,7 @@ theses (``invalid_at`` set) stay in the store and out of the traversal graph.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from datetime import datetime
@@ -49,7 +50,8 @@ def name_key(name: str) -> str:
 
 
 def text_key(text: str) -> str:
-    return " ".join(text.casefold().split())
+    """A text as compared: NFC, case-folded, runs of whitespace one space."""
+    return " ".join(unicodedata.normalize("NFC", text).casefold().split())
 
 
 def reply_key(text: str) -> str:

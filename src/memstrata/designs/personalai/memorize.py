@@ -3,7 +3,8 @@
 Both tiers write the same records through :class:`Memorizer`:
 
 * ``heuristic``: :func:`memstrata.designs.personalai.extract.extract`; outdated triplets
-  are those of an earlier episode with the same subject and relation and another object.
+  are those of a statement a later one supersedes, in a slot the statements show to hold
+  one value (:mod:`memstrata.designs.personalai.supersede`).
 * ``llm``: the appendix A prompts (theses with their nodes, then simple triplets); then
   section 3's outdated-knowledge step: the new items' objects are matched to existing
   object nodes, a breadth-first walk (``bfs_depth`` hops) over their connections and
@@ -38,6 +39,7 @@ from memstrata.designs.personalai.prompts import (
 )
 from memstrata.designs.personalai.records import Thesis
 from memstrata.designs.personalai.replies import ask
+from memstrata.designs.personalai.supersede import Outdated
 from memstrata.llm.base import LLMClient
 from memstrata.llm.types import LLMError
 from memstrata.models import Entity, Episode, Fact, Span
@@ -66,26 +68,6 @@ _AND = re.compile(r"(\S+(?: \S+){0,2}) (?:and|&) (\S+(?: \S+){0,2})")
 def _find(text: str, needle: str) -> tuple[int, int] | None:
     m = re.search(re.escape(needle.strip()), text, re.IGNORECASE)
     return (m.start(), m.end()) if m else None
-
-
-# Relations whose subject holds one object at a time: a new object means the old one no
-# longer holds ("lives in Lisbon", then "lives in Porto"). Anything else may hold many
-# objects at once (visited, likes, met, has, is a ...), so the heuristic tier never
-# retires a triplet of those; the llm tier asks the model (appendix B).
-_ONE_AT_A_TIME = re.compile(
-    r"(?:(?:now|currently|still) )?(?:"
-    r"lives? (?:in|at|on)|living (?:in|at)|resides? (?:in|at)|stays? (?:in|at)|"
-    r"works? (?:at|for|as)|working (?:at|for|as)|studies at|is studying at|"
-    r"is (?:located|based|staying|living) (?:in|at)|is in|is at|"
-    r"is married to|is engaged to|is dating|was born (?:in|on)|is aged|age"
-    r")"
-)
-
-
-def one_at_a_time(relation: str) -> bool:
-    """Whether ``relation`` (lower case, single spaces) says its subject holds one object
-    at a time."""
-    return _ONE_AT_A_TIME.fullmatch(relation) is not None
 
 
 def triplet_line(graph: PAGraph, f: Fact) -> str:
@@ -174,9 +156,15 @@ class Memorizer:
                     for obj in objs[b]:
                         if subj.id == obj.id:
                             continue
-                        fact = self.triplet(subj, rel, obj, span, ep.occurred_at)
-                        if self.params.replace_outdated:
-                            self._same_relation(fact, ep)
+                        self.triplet(subj, rel, obj, span, ep.occurred_at)
+
+    def heuristic_outdated(self, episodes: list[Episode]) -> None:
+        """After a batch: what its statements supersede
+        (:mod:`memstrata.designs.personalai.supersede`)."""
+        if self.params.replace_outdated:
+            outdated = Outdated(self.graph, self.object, self.triplet)
+            outdated.apply(episodes)
+            self.replaced += outdated.replaced
 
     def split_known(self, m: Mention) -> list[Mention]:
         """ "Alice and Bob" as two objects when both are objects already; a name run over
@@ -189,27 +177,6 @@ class Memorizer:
             return [m]
         at = m.start + found.start(2)
         return [Mention(left, m.start, m.start + len(left)), Mention(right, at, at + len(right))]
-
-    def _same_relation(self, new: Fact, ep: Episode) -> None:
-        """Heuristic rule: an earlier episode's triplet with the same subject and the same
-        single-valued relation (:func:`one_at_a_time`) and another object is replaced by
-        ``new``. "Visited Rome" leaves "visited Paris" standing."""
-        g = self.graph
-        rel = text_key(new.relation)
-        if not one_at_a_time(rel):
-            return
-        for fid in list(g.triplets_of.get(new.subject_id, ())):
-            old = g.triplets[fid]
-            if (
-                old.id != new.id
-                and old.invalid_at is None
-                and old.subject_id == new.subject_id
-                and old.object_id != new.object_id
-                and text_key(old.relation) == rel
-                and all(s.episode != ep.id for s in old.sources)
-            ):
-                g.retire(old, new.id, ep.occurred_at or ep.created_at)
-                self.replaced += 1
 
     # llm tier ---------------------------------------------------------------------------
     async def llm(self, ep: Episode, llm: LLMClient) -> None:

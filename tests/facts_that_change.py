@@ -49,3 +49,43 @@ def turns() -> list[tuple[str, str, str, str, float]]:
         other = "Mia" if speaker == "Jonas" else "Jonas"
         out.append((f"t{n}", speaker, other, text, 1_700_000_000.0 + n * DAY))
     return out
+
+
+def items() -> list[dict[str, str]]:
+    """The chat as ``add_many`` takes it."""
+    from datetime import UTC, datetime
+
+    return [
+        {
+            "id": tid,
+            "speaker": speaker,
+            "text": text,
+            "occurred_at": datetime.fromtimestamp(at, UTC).isoformat(),
+        }
+        for tid, speaker, _, text, at in turns()
+    ]
+
+
+#: (turn superseded, turn superseding) of the chat: home, instrument (ended by a
+#: negation), employer (said only as "my new boss at"), rent, favourite food, distance
+CHANGES = {
+    ("t1", "t11"),
+    ("t1", "t13"),
+    ("t3", "t15"),
+    ("t3", "t19"),
+    ("t5", "t21"),
+    ("t9", "t25"),
+}
+
+
+def superseded(records: list) -> set[tuple[str, str]]:  # type: ignore[type-arg]
+    """(turn, turn) of every supersession among ``records`` (facts or triplets): the
+    superseded record's turns against its replacement's."""
+    by_id = {r.id: r for r in records}
+    out: set[tuple[str, str]] = set()
+    for r in records:
+        for new in r.replaced_by:
+            for a in {s.episode for s in r.sources}:
+                for b in {s.episode for s in by_id[new].sources}:
+                    out.add((a, b))
+    return out

@@ -1,0 +1,140 @@
+"""How clean the heuristic structures are: names made of greetings or function words,
+and how well a Mnemis category's members belong together::
+
+    python -m studies.structures ../shared/data/ku/ku-dev.json --format qaset
+    python -m studies.structures ../shared/data/locomo/locomo-dev.json --format locomo
+
+Each sample is imported into a temporary store and built by the ``mnemis``,
+``personalai`` and ``mindgraph`` recipes (heuristic tier). It prints, per design, how
+many of its entities (Mnemis entities and categories, PersonalAI objects, MindGraph
+entity nodes) are *noise*: a name whose first word is a greeting or interjection ("Hi
+Jonas", "wow") or whose words are all function words ("now_i"; spaCy's English stop
+words). And the **cohesion** of Mnemis's layer-1 categories: the mean cosine (MiniLM) of
+the names of two members of one category, averaged over categories of at least two
+members, beside the mean cosine of two names drawn at random from all members (seeded):
+members that belong together are closer than random pairs. The study reads only the
+stores' records, so it measures any version of the library (figures:
+docs/knowledge.md, "Cleaner structures").
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import re
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+#: greetings, interjections and fillers: a name never opens with one
+INTERJECTIONS = frozenset(
+    """
+    hi hey hello hiya heya howdy yo wow whoa woah woohoo yay yes yeah yep yup no nope nah
+    ok okay oh ooh ah aw aww hmm um uh ugh oops haha hahaha lol omg please thanks thank
+    thx sorry bye goodbye cheers congrats congratulations gosh geez
+    """.split()
+)
+_WORD = re.compile(r"[^\W_]+")
+
+
+def noise(label: str) -> bool:
+    """Whether a name is made of greetings or function words (see the module)."""
+    from spacy.lang.en.stop_words import STOP_WORDS
+
+    words = [w.casefold() for w in _WORD.findall(label)]
+    if not words:
+        return False
+    return words[0] in INTERJECTIONS or all(w in INTERJECTIONS or w in STOP_WORDS for w in words)
+
+
+def cohesion(
+    groups: Sequence[Sequence[str]], embed: Callable[[list[str]], Any], seed: int = 0
+) -> tuple[float, float]:
+    """(mean cosine of two members of one group, averaged over groups of two or more;
+    mean cosine of two names drawn at random from all members), names embedded by
+    ``embed`` (unit vectors)."""
+    groups = [list(dict.fromkeys(g)) for g in groups]
+    groups = [g for g in groups if len(g) >= 2]
+    names = sorted({n for g in groups for n in g})
+    if len(names) < 2:
+        return float("nan"), float("nan")
+    vec = dict(zip(names, np.asarray(embed(names), dtype=np.float64), strict=True))
+    within = [
+        float(np.mean([vec[a] @ vec[b] for a, b in itertools.combinations(g, 2)])) for g in groups
+    ]
+    rng = np.random.default_rng(seed)
+    pairs = [rng.choice(len(names), 2, replace=False) for _ in range(2000)]
+    rand = [float(vec[names[a]] @ vec[names[b]]) for a, b in pairs]
+    return float(np.mean(within)), float(np.mean(rand))
+
+
+@dataclass
+class Tally:
+    names: int = 0
+    noisy: list[str] = field(default_factory=list)
+
+    def add(self, labels: Sequence[str]) -> None:
+        self.names += len(labels)
+        self.noisy += [x for x in labels if noise(x)]
+
+
+async def measure(path: str, fmt: str) -> tuple[dict[str, Tally], list[list[str]], Any]:
+    from memstrata import AsyncMemory
+    from memstrata.config import Config
+    from memstrata.eval.qa.formats import load
+
+    tallies = {
+        d: Tally() for d in ("mnemis entities", "mnemis categories", "personalai", "mindgraph")
+    }
+    groups: list[list[str]] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        config = Config.load(**{"build.mode": "manual"})
+        async with AsyncMemory.open(Path(tmp) / "s.db", config=config) as m:
+            for sample in load(path, fmt):
+                ns = sample.id
+                await m.add_many([t.episode() for t in sample.turns], namespace=ns)
+                for recipe in ("mnemis", "personalai", "mindgraph"):
+                    await m.build(ns, recipe=recipe, tier="heuristic")
+                get = m.store.get_records
+                ents = {e.id: e for e in get(ns, "entity", builder="mnemis")}
+                tallies["mnemis entities"].add([e.name for e in ents.values()])
+                cats = [c for c in get(ns, "category", builder="mnemis")]
+                tallies["mnemis categories"].add([c.name for c in cats])
+                for c in cats:
+                    if c.layer == 1 and c.name != "Speaker":
+                        groups.append([ents[i].name for i in c.child_ids if i in ents])
+                objs = get(ns, "entity", builder="personalai")
+                tallies["personalai"].add([o.name for o in objs])
+                nodes = get(ns, "concept_node", builder="mindgraph")
+                tallies["mindgraph"].add(
+                    [n.label for n in nodes if n.node_type in ("entity", "concept") and not n.graph]
+                )
+            embedder = m.embedder
+    return tallies, groups, embedder
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("file")
+    parser.add_argument("--format", default="locomo")
+    args = parser.parse_args(argv)
+    tallies, groups, embedder = asyncio.run(measure(args.file, args.format))
+    for name, t in tallies.items():
+        share = len(t.noisy) / t.names if t.names else 0.0
+        shown = ", ".join(sorted(set(t.noisy))[:12])
+        print(f"{name}: {t.names} names, {len(t.noisy)} noise ({share:.1%}) {shown}")
+    within, rand = cohesion(groups, embedder.embed)
+    sizes = [len(g) for g in groups if len(g) >= 2]
+    print(
+        f"mnemis layer-1 categories: {len(sizes)} of two or more members "
+        f"(mean {np.mean(sizes):.1f}); cohesion {within:.3f} within, {rand:.3f} random pairs"
+    )
+
+
+if __name__ == "__main__":
+    main()
