@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from memstrata.nlp.names import NAME_LABELS
 from memstrata.nlp.pipeline import analyse
@@ -99,7 +99,7 @@ def _clauses(text: str, speaker: str | None, addressee: str | None) -> tuple[Cla
             if subj is None:
                 continue
             base = _base(v)
-            common = {
+            common: dict[str, Any] = {
                 "negated": _negated(v),
                 "tense": _tense(v),
                 "question": question,
