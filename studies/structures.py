@@ -93,14 +93,15 @@ async def measure(path: str, fmt: str) -> tuple[dict[str, Tally], list[list[str]
     }
     groups: list[list[str]] = []
     with tempfile.TemporaryDirectory() as tmp:
-        config = Config.load(**{"build.mode": "manual"})
+        manual: dict[str, Any] = {"build.mode": "manual"}
+        config = Config.load(**manual)
         async with AsyncMemory.open(Path(tmp) / "s.db", config=config) as m:
             for sample in load(path, fmt):
                 ns = sample.id
                 await m.add_many([t.episode() for t in sample.turns], namespace=ns)
                 for recipe in ("mnemis", "personalai", "mindgraph"):
                     await m.build(ns, recipe=recipe, tier="heuristic")
-                get = m.store.get_records
+                get: Any = m.store.get_records  # records of any version's classes
                 ents = {e.id: e for e in get(ns, "entity", builder="mnemis")}
                 tallies["mnemis entities"].add([e.name for e in ents.values()])
                 cats = [c for c in get(ns, "category", builder="mnemis")]

@@ -30,7 +30,8 @@ has no clauses: the multilingual tokenizer has no parser.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
 
 from memstrata.nlp.names import NAME_LABELS
 from memstrata.nlp.pipeline import analyse
@@ -77,9 +78,15 @@ class Clause:
 def clauses(text: str, speaker: str | None = None, addressee: str | None = None) -> list[Clause]:
     """The clauses of ``text``, in the order of their verbs (see the module). ``speaker``
     stands for "I", ``addressee`` for "you"."""
+    return list(_clauses(text, speaker, addressee))
+
+
+@lru_cache(maxsize=8192)
+def _clauses(text: str, speaker: str | None, addressee: str | None) -> tuple[Clause, ...]:
+    """Cached: facts, triplets and statements read the same turns."""
     (doc,) = analyse([text])
     if not doc.has_annotation("DEP"):
-        return []
+        return ()
     who = _Resolver(speaker, addressee)
     out: list[Clause] = []
     for sent in doc.sents:
@@ -92,7 +99,7 @@ def clauses(text: str, speaker: str | None = None, addressee: str | None = None)
             if subj is None:
                 continue
             base = _base(v)
-            common = {
+            common: dict[str, Any] = {
                 "negated": _negated(v),
                 "tense": _tense(v),
                 "question": question,
@@ -132,7 +139,7 @@ def clauses(text: str, speaker: str | None = None, addressee: str | None = None)
                         **common,
                     )  # fmt: skip
                 )
-    return out
+    return tuple(out)
 
 
 def _predicate(v: Token) -> bool:

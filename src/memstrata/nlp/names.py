@@ -38,7 +38,7 @@ import calendar
 import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from typing import TYPE_CHECKING
 
 from memstrata.nlp.pipeline import analyse
@@ -120,11 +120,17 @@ def name_key(name: str) -> str:
 def names(text: str, known: Iterable[str] = ()) -> list[Name]:
     """The names ``text`` mentions, in order (see the module's description). ``known``:
     names to take wherever they stand, such as the speakers of a conversation."""
+    return list(_names(text, frozenset(fold(k) for k in known)))
+
+
+@lru_cache(maxsize=8192)
+def _names(text: str, wanted: frozenset[str]) -> tuple[Name, ...]:
+    """Cached: the designs of one build ask for the names of the same turns, sentence by
+    sentence."""
     (doc,) = analyse([text])
-    wanted = frozenset(fold(k) for k in known)
     if doc.has_annotation("DEP"):
-        return _english(doc, wanted)
-    return _other(text, wanted)
+        return tuple(_english(doc, wanted))
+    return tuple(_other(text, wanted))
 
 
 def names_of(texts: Sequence[str], known: Iterable[str] = ()) -> list[list[Name]]:
@@ -201,7 +207,7 @@ def _name_word(t: Token, entity: str | None, blocked: bool, known: frozenset[str
         return False
     if low in known:
         return True
-    if any(c.isalpha() and not is_latin(c) for c in text):  # another script
+    if not text.isascii() and any(c.isalpha() and not is_latin(c) for c in text):  # a script
         return t.pos_ not in ("PUNCT", "SYM", "SPACE")
     capital = text[:1].isupper() or text[:1].isdigit()
     if blocked:

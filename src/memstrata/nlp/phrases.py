@@ -15,10 +15,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from memstrata.nlp.names import GREETINGS, stop_words
 from memstrata.nlp.pipeline import analyse
-from memstrata.nlp.script import fold, is_cjk, is_kana, segments, word_spans
+from memstrata.nlp.script import fold, is_cjk, is_kana, is_latin, segments, word_spans
 
 _CONTENT_POS = frozenset("NOUN PROPN VERB ADJ NUM".split())
 _LEAD_OFF = frozenset("det poss predet case".split())
@@ -38,6 +39,12 @@ class Phrase:
 
 def keywords(text: str) -> list[str]:
     """The lemmas of ``text``'s content words, distinct, in order (see the module)."""
+    return list(_keywords(text))
+
+
+@lru_cache(maxsize=8192)
+def _keywords(text: str) -> tuple[str, ...]:
+    """Cached: the designs of one build read the same turns."""
     (doc,) = analyse([text])
     out: list[str] = []
     if not doc.has_annotation("DEP"):
@@ -49,9 +56,12 @@ def keywords(text: str) -> list[str]:
                     out.append(low)
             elif len(low) >= 2 and low not in GREETINGS and low not in stop_words(w):
                 out.append(low)
-        return list(dict.fromkeys(out))
+        return tuple(dict.fromkeys(out))
     for t in doc:
-        if t.pos_ not in _CONTENT_POS or t.is_stop or fold(t.text) in GREETINGS:
+        # a word of another script is content whatever the English tagger made of it
+        # ("about 서울", tagged a preposition)
+        other = not t.text.isascii() and any(c.isalpha() and not is_latin(c) for c in t.text)
+        if (t.pos_ not in _CONTENT_POS and not other) or t.is_stop or fold(t.text) in GREETINGS:
             continue
         if any(is_cjk(c) for c in t.text):
             out += [fold(p) for p in segments(t.text) if not all(is_kana(c) for c in p)]
@@ -60,16 +70,21 @@ def keywords(text: str) -> list[str]:
             continue
         word = t.text if t.pos_ in ("PROPN", "NUM") else t.lemma_
         low = fold(word)
-        if len(low) >= 2 or low.isdigit():
+        if len(low) >= 2 or low.isdigit() or other:
             out.append(low)
-    return list(dict.fromkeys(out))
+    return tuple(dict.fromkeys(out))
 
 
 def noun_phrases(text: str) -> list[Phrase]:
     """The noun chunks of ``text`` headed by a common noun (see the module)."""
+    return list(_noun_phrases(text))
+
+
+@lru_cache(maxsize=8192)
+def _noun_phrases(text: str) -> tuple[Phrase, ...]:
     (doc,) = analyse([text])
     if not doc.has_annotation("DEP"):
-        return []
+        return ()
     out: list[Phrase] = []
     for chunk in doc.noun_chunks:
         root = chunk.root
@@ -88,7 +103,7 @@ def noun_phrases(text: str) -> list[Phrase]:
             continue  # "-" of a split "e-bike", "mine", "yes": no phrase of function words
         a, b = toks[0].idx, toks[-1].idx + len(toks[-1].text)
         out.append(Phrase(text[a:b], a, b, fold(root.lemma_), determined))
-    return out
+    return tuple(out)
 
 
 def _greets(word: str) -> bool:

