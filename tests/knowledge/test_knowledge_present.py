@@ -130,7 +130,13 @@ def test_the_statements_that_answer_are_the_subjects_own_in_the_slot_asked_about
         said("k4", "saxophone"),
         said("x", "trumpet", negated=True),  # ends a value, answers nothing
     ]
-    assert [s.source for s in answering(stated, asks)] == ["k1", "k4"]
+    # the trumpet was given up after: only the saxophone answers
+    assert [s.source for s in answering(stated, asks)] == ["k4"]
+    assert [s.source for s in answering(stated[:-1], asks)] == ["k1", "k4"]
+    # a slot's preposition must be the question's: driving to someone names no car
+    car = focus("What car does Kwame drive?", ["Kwame"])
+    drives = [said("k1", "his mother", slot="drive to"), said("k2", "Polo", slot="drive")]
+    assert [s.source for s in answering(drives, car)] == ["k2"]
     # a verb of the closed table names its slot: "work" asks for the employer
     work = focus("Where does Kwame work?", ["Kwame"])
     assert answering([said("k1", "Arup", slot="work at")], work) == [

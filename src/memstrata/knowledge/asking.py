@@ -65,6 +65,17 @@ def asked(question: str) -> Asked | None:
     return None
 
 
+def present_words(words: list[str]) -> set[str]:
+    """Of a question's folded words, in order, those that only say it asks about the
+    present ("now", "currently", "still", "these days"), read without a parse: a search
+    that matches them finds turns that also say "now", not turns about the question."""
+    out = {w for w in words if w in NOW}
+    for a, b in zip(words, words[1:], strict=False):
+        if (a, b.removesuffix("s")) in NOW_PHRASES:
+            out |= {a, b}
+    return out
+
+
 def time_words(question: str) -> set[str]:
     """The words of ``question`` (folded, as written) that say what it asks of time
     ("now", "these days", "used to", "before"), and not what it is about: a turn is no
@@ -89,6 +100,8 @@ class Focus:
 
     subjects: frozenset[str]
     words: frozenset[str]
+    #: every word of the question, folded (its prepositions too: "live in")
+    said: frozenset[str] = frozenset()
 
 
 def focus(question: str, people: tuple[str, ...] | list[str] = ()) -> Focus:
@@ -108,7 +121,8 @@ def focus(question: str, people: tuple[str, ...] | list[str] = ()) -> Focus:
         and fold(t.text) not in timely
         and name_key(t.text) not in subjects
     }
-    return Focus(frozenset(s for s in subjects if s), frozenset(words - TIME - _DATING))
+    said = frozenset(fold(t.text) for t in doc)
+    return Focus(frozenset(s for s in subjects if s), frozenset(words - TIME - _DATING), said)
 
 
 def timeless(question: str) -> str:

@@ -219,14 +219,37 @@ def answering(said: Iterable[Statement], asks: Focus) -> list[Statement]:
     """The statements that answer a question asking ``asks``: by one of its subjects, in
     a slot its words name ("Where does Zoë work?": Zoë's ``work at``; "What instrument
     does Jonas play?": Jonas's ``play``), not negated."""
+    said = list(said)
     out = []
-    for s in said:
+    for n, s in enumerate(said):
         if s.negated or s.subject not in asks.subjects:
             continue
-        words = set(s.slot.split()) | _SLOT_VERBS.get(s.slot, set())
-        if words & asks.words:
+        if any(_ends(later, s) for later in said[n + 1 :]):
+            continue  # "I've switched from Japanese to Korean": Japanese holds no longer
+        words = s.slot.split()
+        if s.slot in _SLOT_VERBS:
+            named = bool(_SLOT_VERBS[s.slot] & asks.words)
+        else:
+            # the slot's own words, and its preposition among the question's: "What car
+            # does she drive?" asks nothing "drive to" states
+            tied = [w for w in words[1:] if w in _PREPOSITIONS]
+            named = bool(set(words) & asks.words) and set(tied) <= asks.said
+        if named:
             out.append(s)
     return out
+
+
+#: the prepositions a slot's lemma path may end with ("live near", "drive to"); "per"
+#: makes a rate ("km per week") and ties nothing
+_PREPOSITIONS = frozenset(
+    "in at to from for with on near into onto of by about as over under after".split()
+)
+
+
+def _ends(later: Statement, s: Statement) -> bool:
+    """Whether ``later`` ends the value ``s`` states (a negation of it by its subject)."""
+    same = reader.name_key(later.value) == reader.name_key(s.value)
+    return later.negated and later.subject == s.subject and same
 
 
 def asked_pairs(wants: Asked, said: Sequence[Statement]) -> list[Pair]:
