@@ -3,10 +3,20 @@ of values: only they move, each group among its own places."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 
-from memstrata.knowledge.asking import asked
-from memstrata.knowledge.present import WINDOW, order, succession_of
+from memstrata.knowledge.asking import asked, focus, time_words, timeless
+from memstrata.knowledge.present import (
+    WINDOW,
+    answering,
+    asked_lead,
+    asked_pairs,
+    order,
+    succession_of,
+)
+from memstrata.knowledge.statements import Statement
 from memstrata.models import Hit
 
 
@@ -76,3 +86,83 @@ def test_the_extract_picks_the_turn_asked_for_in_the_best_turns_succession() -> 
     assert succession_of("now", PAIRS, turns) == ["j9", "j4", "j1"]
     assert succession_of("past", PAIRS, turns) == ["j4", "j1", "j9"]
     assert succession_of("now", PAIRS, ["x", "j1"]) == []  # the best turn is in none
+
+
+@pytest.mark.parametrize(
+    ("question", "timely"),
+    [
+        ("Where does Zoë work now?", {"now"}),
+        ("What car does Kwame drive these days?", {"these", "days"}),
+        ("Is Ayşe still in Kadıköy?", {"still"}),
+        ("Where did Jonas use to live?", {"use", "to"}),
+        ("What was Lena's previous job?", {"previous"}),
+        ("Which instrument does Jonas play?", set()),
+    ],
+)
+def test_the_words_of_time_are_told_apart_from_the_content(question: str, timely: set[str]) -> None:
+    assert time_words(question) == timely
+    assert not timely & set(timeless(question).casefold().replace("?", "").split())
+
+
+def test_a_question_is_read_for_whom_it_asks_and_what() -> None:
+    asks = focus("Where does Zoë work now?", ["Zoë", "Mira"])
+    assert asks.subjects == {"zoë"} and asks.words == {"work"}
+    asks = focus("What car does the user drive these days?", ["user", "assistant"])
+    assert asks.subjects == {"user"} and asks.words == {"car", "drive"}
+    asks = focus("Where is Jonas's new job?", [])
+    assert asks.subjects == {"jonas"} and asks.words == {"job"}  # "new" dates, names nothing
+
+
+def said(
+    source: str, value: str, slot: str = "play", subject: str = "kwame", **kw: object
+) -> Statement:
+    month = {"k1": 1, "k2": 2, "k3": 3, "k4": 4, "x": 5}[source]
+    at = datetime(2024, month, 1, tzinfo=UTC).timestamp()
+    return Statement(subject, slot, value, source, at, **kw)  # type: ignore[arg-type]
+
+
+def test_the_statements_that_answer_are_the_subjects_own_in_the_slot_asked_about() -> None:
+    asks = focus("What instrument does Kwame play now?", ["Kwame", "Lena"])
+    stated = [
+        said("k1", "trumpet"),
+        said("k2", "Leeds", slot="live in"),  # another slot
+        said("k3", "saxophone", subject="lena"),  # another person
+        said("k4", "saxophone"),
+        said("x", "trumpet", negated=True),  # ends a value, answers nothing
+    ]
+    # the trumpet was given up after: only the saxophone answers
+    assert [s.source for s in answering(stated, asks)] == ["k4"]
+    assert [s.source for s in answering(stated[:-1], asks)] == ["k1", "k4"]
+    # a slot's preposition must be the question's: driving to someone names no car
+    car = focus("What car does Kwame drive?", ["Kwame"])
+    drives = [said("k1", "his mother", slot="drive to"), said("k2", "Polo", slot="drive")]
+    assert [s.source for s in answering(drives, car)] == ["k2"]
+    # a verb of the closed table names its slot: "work" asks for the employer
+    work = focus("Where does Kwame work?", ["Kwame"])
+    assert answering([said("k1", "Arup", slot="work at")], work) == [
+        said("k1", "Arup", slot="work at")
+    ]
+
+
+def test_turns_stating_the_value_asked_for_are_linked_in_the_order_said() -> None:
+    """No change needs to be learned: the question asks for one value."""
+    stated = [said("k1", "trumpet"), said("k2", "trumpet"), said("k4", "saxophone")]
+    assert asked_pairs("now", stated) == [("k1", "k2"), ("k2", "k4")]
+    assert asked_pairs("past", stated) == [("k2", "k4")]  # a restatement is no change
+    ranked = hits("k1", "x", "k2", "k4")
+    assert ids(order(ranked, "now", asked_pairs("now", stated))) == ["k4", "x", "k2", "k1"]
+
+
+def test_the_value_asked_for_heads_the_answer() -> None:
+    stated = [said("k1", "trumpet"), said("k2", "trumpet"), said("k4", "saxophone")]
+    assert asked_lead("now", stated) == ("saxophone, since April 2024; before that trumpet.", "k4")
+    assert asked_lead("past", stated) == ("trumpet, until April 2024; then saxophone.", "k1")
+    assert asked_lead("first", stated) == ("trumpet, until April 2024; then saxophone.", "k1")
+    assert asked_lead("now", stated[:1]) == ("trumpet.", "k1")
+    assert asked_lead("now", []) is None
+    # of two slots the question's words name, a state's slot before an action's object
+    home = [
+        said("k1", "Bristol", slot="live in", state=True),
+        said("k1", "harbour", slot="live near"),
+    ]
+    assert asked_lead("now", home) == ("Bristol.", "k1")

@@ -78,6 +78,21 @@ def test_plan_query_drops_words_about_the_conversation_itself() -> None:
     assert "conversations" in plan_query(question, [], System1Params()).terms
 
 
+def test_plan_query_drops_the_words_of_the_present() -> None:
+    """ "Where does Jonas live now?": "now" says when, not what; matched, it raises every
+    turn that also says "now" (the issue's current turn fell to rank 6)."""
+    params = System1Params(drop_meta_terms=True)
+    assert plan_query("Where does Jonas live now?", [], params).terms == ["jonas", "live"]
+    assert plan_query("What car does Kwame drive these days?", [], params).terms == [
+        "car",
+        "kwame",
+        "drive",
+    ]
+    assert plan_query("Is Ayşe currently in Kadıköy?", [], params).terms == ["ayşe", "kadıköy"]
+    assert plan_query("What happened now?", [], params).terms == ["happened"]
+    assert plan_query("Now?", [], params).terms == ["now"]  # nothing else to search for
+
+
 def test_parse_period() -> None:
     start, end = parse_period("What happened in May 2023?") or (0, 0)
     assert datetime.fromtimestamp(start, UTC) == datetime(2023, 5, 1, tzinfo=UTC)

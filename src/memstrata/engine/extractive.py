@@ -34,9 +34,18 @@ from dataclasses import dataclass
 import numpy as np
 
 from memstrata.engine.contracts import NOT_IN_MEMORY, Answer, Context
-from memstrata.knowledge.asking import Asked
+from memstrata.knowledge.asking import Asked, focus, time_words, timeless
 from memstrata.knowledge.asking import asked as asked_of_time
-from memstrata.knowledge.present import lead, recorded, stated_changes, succession_of
+from memstrata.knowledge.present import (
+    answering,
+    asked_lead,
+    asked_pairs,
+    lead,
+    read,
+    recorded,
+    succession_of,
+)
+from memstrata.knowledge.slots import changes
 from memstrata.models import Episode, Hit
 from memstrata.nlp import is_latin, match_terms
 from memstrata.retrieval.text import sentences, stems
@@ -155,12 +164,33 @@ def _in_succession(
             if more[i].episode.id not in turns:
                 turns.append(more[i].episode.id)
             quotes, order = [*quotes, more[i]], [*order, len(quotes)]
-    found = stated_changes(ctx.store, namespace, turns)
+    stated = read(ctx.store, namespace, turns)
+    found = changes(stated)
+    mine = answering(stated, focus(question, ctx.store.speakers(namespace)))
     known = set(pairs) | {(c.old.source, c.new.source) for c in found}
+    known |= set(asked_pairs(wants, mine))
+    value = asked_lead(wants, mine)
+    if value is not None:  # the turn stating the value asked for leads
+        turns = [value[1], *(t for t in turns if t != value[1])]
     ranked = succession_of(wants, known, turns)
-    best = {t: next(quotes[i] for i in order if quotes[i].episode.id == t) for t in ranked}
+    if not ranked and value is not None:
+        ranked = [value[1]]
+    values = {s.source: s.value.casefold() for s in mine}
+
+    def fits(q: Quote) -> bool:  # the sentence that states the value, when it is known
+        return q.episode.id not in values or values[q.episode.id] in q.sentence.casefold()
+
+    best = {
+        t: min(
+            (quotes[i] for i in order if quotes[i].episode.id == t),
+            key=lambda q: not fits(q),
+        )
+        for t in ranked
+    }
     shown = [best[t] for t in ranked[: max(2, max_sentences)]]
-    said = lead(wants, found, ranked[0], ranked[1]) if len(ranked) > 1 else None
+    said = value[0] if value is not None else None
+    if said is None and len(ranked) > 1:
+        said = lead(wants, found, ranked[0], ranked[1])
     return shown, said
 
 
@@ -221,7 +251,8 @@ def _asked(question: str, people: Sequence[str]) -> set[str]:
     """The question's stemmed content words, the names of the people it asks about left
     out: the filter on people has already made sure a sentence is theirs, and a greeting
     that names them ("Hey Daniel!") supports nothing."""
-    return set(stems(question)) - {t for p in people for t in stems(p)}
+    timely = {t for w in time_words(question) for t in stems(w)}
+    return set(stems(question)) - {t for p in people for t in stems(p)} - timely
 
 
 def _support(
@@ -230,7 +261,7 @@ def _support(
     """Cosine to the question plus the share of the question's content words the
     sentence has (stemmed: "move" is "moved"; see :func:`_asked`)."""
     terms = _asked(question, people)
-    vecs = ctx.embedder.embed([question] + [q.sentence for q in quotes])
+    vecs = ctx.embedder.embed([timeless(question)] + [q.sentence for q in quotes])
     cos = vecs[1:] @ vecs[0]
     out = []
     for i, q in enumerate(quotes):

@@ -15,9 +15,10 @@ the tense comes from the parse's verb tags.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Literal
 
-from memstrata.nlp import parse
+from memstrata.nlp import fold, name_key, names, parse
 
 Asked = Literal["now", "past", "first", "change"]
 
@@ -29,6 +30,12 @@ PAST = frozenset({"before", "previous", "previously", "formerly", "former", "ear
 FIRST = frozenset({"first", "originally", "original"})
 #: two-word phrases of the present
 NOW_PHRASES = (("these", "day"), ("at", "moment"), ("right", "now"))
+#: every lemma of the closed class: what a question says of time, not of its content
+TIME = NOW | PAST | FIRST | {"day", "moment", "used", "use"}
+#: adjectives that date a thing rather than say what it is ("his new job" is his job)
+_DATING = frozenset({"new", "old", "latest", "recent", "last", "late"})
+#: the parts of speech that carry a question's content
+_CONTENT = frozenset({"NOUN", "PROPN", "VERB", "ADJ", "NUM"})
 
 
 def asked(question: str) -> Asked | None:
@@ -56,3 +63,70 @@ def asked(question: str) -> Asked | None:
     if tags & {"VBZ", "VBP"}:
         return "now"
     return None
+
+
+def present_words(words: list[str]) -> set[str]:
+    """Of a question's folded words, in order, those that only say it asks about the
+    present ("now", "currently", "still", "these days"), read without a parse: a search
+    that matches them finds turns that also say "now", not turns about the question."""
+    out = {w for w in words if w in NOW}
+    for a, b in zip(words, words[1:], strict=False):
+        if (a, b.removesuffix("s")) in NOW_PHRASES:
+            out |= {a, b}
+    return out
+
+
+def time_words(question: str) -> set[str]:
+    """The words of ``question`` (folded, as written) that say what it asks of time
+    ("now", "these days", "used to", "before"), and not what it is about: a turn is no
+    answer because it also says "now"."""
+    (doc,) = parse([question])
+    toks = list(doc)
+    out: set[str] = set()
+    for i, t in enumerate(toks):
+        lemma = t.lemma_.casefold()
+        nxt = toks[i + 1] if i + 1 < len(toks) else None
+        pair = (lemma, nxt.lemma_.casefold()) if nxt is not None else None
+        if lemma in NOW | PAST | FIRST and t.pos_ in ("ADV", "ADJ"):
+            out.add(fold(t.text))
+        elif pair in NOW_PHRASES or (pair == ("use", "to")):
+            out |= {fold(t.text), fold(nxt.text)} if nxt is not None else set()
+    return out
+
+
+@dataclass(frozen=True)
+class Focus:
+    """Whom a question asks about (name keys) and the lemmas of what it asks of them."""
+
+    subjects: frozenset[str]
+    words: frozenset[str]
+    #: every word of the question, folded (its prepositions too: "live in")
+    said: frozenset[str] = frozenset()
+
+
+def focus(question: str, people: tuple[str, ...] | list[str] = ()) -> Focus:
+    """The question's subjects (names, and ``people`` it names: "the user") and its
+    content lemmas, its subjects and words of time left out: "Where does Zoë work now?"
+    asks Zoë about ``work``."""
+    (doc,) = parse([question])
+    keys = {name_key(p): p for p in people}
+    subjects = {name_key(n.text) for n in names(question, known=people)}
+    subjects |= {k for k in keys if k and k in {fold(t.text) for t in doc}}
+    timely = time_words(question)
+    words = {
+        t.lemma_.casefold()
+        for t in doc
+        if t.pos_ in _CONTENT
+        and not t.is_stop
+        and fold(t.text) not in timely
+        and name_key(t.text) not in subjects
+    }
+    said = frozenset(fold(t.text) for t in doc)
+    return Focus(frozenset(s for s in subjects if s), frozenset(words - TIME - _DATING), said)
+
+
+def timeless(question: str) -> str:
+    """``question`` without its words of time (:func:`time_words`)."""
+    timely = time_words(question)
+    kept = [w for w in question.split() if fold(w.strip("?!.,;:")) not in timely]
+    return " ".join(kept) if kept else question

@@ -29,12 +29,13 @@ from __future__ import annotations
 
 import threading
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 
-from memstrata.knowledge.asking import Asked, asked
+from memstrata.knowledge import statements as reader
+from memstrata.knowledge.asking import Asked, Focus, asked, focus
 from memstrata.knowledge.slots import Change, changes
-from memstrata.knowledge.statements import statements
+from memstrata.knowledge.statements import Statement, statements
 from memstrata.models import Derived, Hit, load_kinds
 from memstrata.store.base import Store
 
@@ -174,13 +175,15 @@ def _turn_pairs(old: Derived, new: Derived) -> list[Pair]:
 # successions the turns state
 
 
-def stated_changes(store: Store, namespace: str, turns: Sequence[str]) -> list[Change]:
-    """The supersessions the statements of ``turns`` make among themselves
-    (:func:`memstrata.knowledge.slots.changes`), read in conversation order; in a
-    two-person conversation "you" is the other speaker."""
+def read(store: Store, namespace: str, turns: Sequence[str]) -> list[Statement]:
+    """The statements of ``turns``, in conversation order (time, then the order stored);
+    in a two-person conversation "you" is the other speaker."""
     people = store.speakers(namespace)
     said = []
-    episodes = sorted(store.get_episodes(namespace, list(turns)), key=lambda e: e.seq)
+    episodes = sorted(
+        store.get_episodes(namespace, list(turns)),
+        key=lambda e: (e.occurred_at.timestamp() if e.occurred_at else float("inf"), e.seq),
+    )
     for ep in episodes:
         other = [p for p in people if p != ep.speaker] if len(people) == 2 else []
         said += statements(
@@ -190,12 +193,115 @@ def stated_changes(store: Store, namespace: str, turns: Sequence[str]) -> list[C
             speaker=ep.speaker,
             addressee=other[0] if other else None,
         )
-    return changes(said)
+    return said
+
+
+def stated_changes(store: Store, namespace: str, turns: Sequence[str]) -> list[Change]:
+    """The supersessions the statements of ``turns`` make among themselves
+    (:func:`memstrata.knowledge.slots.changes`)."""
+    return changes(read(store, namespace, turns))
 
 
 def stated(store: Store, namespace: str, turns: Sequence[str]) -> list[Pair]:
     """The successions of turns :func:`stated_changes` finds."""
     return [(c.old.source, c.new.source) for c in stated_changes(store, namespace, turns)]
+
+
+#: the verbs that state a slot of the closed table, beside the slot's own words
+_SLOT_VERBS = {
+    reader.HOME: {v.split()[-1] if v.startswith("be ") else v for v in reader._HOME_VERBS},
+    reader.EMPLOYER: {v.split()[-1] if v.startswith("be ") else v for v in reader._WORK_VERBS},
+    reader.JOB: {"work", "job"},
+}
+
+
+def answering(said: Iterable[Statement], asks: Focus) -> list[Statement]:
+    """The statements that answer a question asking ``asks``: by one of its subjects, in
+    a slot its words name ("Where does Zoë work?": Zoë's ``work at``; "What instrument
+    does Jonas play?": Jonas's ``play``), not negated."""
+    said = list(said)
+    out = []
+    for n, s in enumerate(said):
+        if s.negated or s.subject not in asks.subjects:
+            continue
+        if any(_ends(later, s) for later in said[n + 1 :]):
+            continue  # "I've switched from Japanese to Korean": Japanese holds no longer
+        words = s.slot.split()
+        if s.slot in _SLOT_VERBS:
+            named = bool(_SLOT_VERBS[s.slot] & asks.words)
+        else:
+            # the slot's own words, and its preposition among the question's: "What car
+            # does she drive?" asks nothing "drive to" states
+            tied = [w for w in words[1:] if w in _PREPOSITIONS]
+            named = bool(set(words) & asks.words) and set(tied) <= asks.said
+        if named:
+            out.append(s)
+    return out
+
+
+#: the prepositions a slot's lemma path may end with ("live near", "drive to"); "per"
+#: makes a rate ("km per week") and ties nothing
+_PREPOSITIONS = frozenset(
+    "in at to from for with on near into onto of by about as over under after".split()
+)
+
+
+def _ends(later: Statement, s: Statement) -> bool:
+    """Whether ``later`` ends the value ``s`` states (a negation of it by its subject)."""
+    same = reader.name_key(later.value) == reader.name_key(s.value)
+    return later.negated and later.subject == s.subject and same
+
+
+def asked_pairs(wants: Asked, said: Sequence[Statement]) -> list[Pair]:
+    """Successions among the turns stating the value a question asks for (``said``, in
+    conversation order, from :func:`answering`): each turn after the last one of the same
+    subject's slot, when it states another value, whether or not the slot was learned
+    to hold one value (the question asks for one); for ``now``, also when it restates
+    the same value (the latest says it holds still)."""
+    last: dict[tuple[str, str], Statement] = {}
+    out: list[Pair] = []
+    for s in said:
+        before = last.get((s.subject, s.slot))
+        if before is not None and before.source != s.source:
+            other = reader.name_key(before.value) != reader.name_key(s.value)
+            if other or wants == "now":
+                out.append((before.source, s.source))
+        last[(s.subject, s.slot)] = s
+    return out
+
+
+def asked_lead(wants: Asked, said: Sequence[Statement]) -> tuple[str, str] | None:
+    """The answer's first words from the statements that answer the question (``said``,
+    in conversation order): the value asked for and the one before or after it
+    ("ETH, since July 2024; before that Deltares"), with the turn that states it, in one
+    subject's one slot; None without such statements."""
+    if not said:
+        return None
+    slots: dict[tuple[str, str], list[Statement]] = defaultdict(list)
+    for s in said:
+        slots[(s.subject, s.slot)].append(s)
+    # one subject's one slot: a state's slot before an action's object ("live in" before
+    # "live near"), then the one most turns state
+    chosen = max(slots.values(), key=lambda g: (g[0].state, len({s.source for s in g})))
+    runs: list[list[Statement]] = []  # consecutive statements of one value
+    for s in chosen:
+        if runs and reader.name_key(runs[-1][0].value) == reader.name_key(s.value):
+            runs[-1].append(s)
+        else:
+            runs.append([s])
+    i = 0 if wants == "first" else len(runs) - 2 if wants == "past" and len(runs) > 1 else -1
+    run = runs[i]
+    j = i % len(runs)
+    value, since = run[0].value, _month(run[0].at)
+    turn = run[-1].source if wants == "now" else run[0].source
+    if wants in ("now", "change") and j > 0:
+        tail = f", since {since}" if since else ""
+        return f"{value}{tail}; before that {runs[j - 1][-1].value}.", turn
+    if wants in ("past", "first") and j + 1 < len(runs):
+        until = _month(runs[j + 1][0].at)
+        tail = f", until {until}" if until else ""
+        return f"{value}{tail}; then {runs[j + 1][0].value}.", turn
+    return f"{value}.", turn
 
 
 def lead(wants: Asked, found: Iterable[Change], first: str, second: str) -> str | None:
@@ -223,10 +329,10 @@ def order_results(
     namespace: str,
     queries: Sequence[str],
     results: list[list[Hit]],
-    from_turns: Callable[[Store, str, Sequence[str]], list[Pair]] = stated,
 ) -> list[list[Hit]]:
     """Each query's hits in the order its question about time wants (:func:`order`), the
-    successions read from the records and from the hits' own turns."""
+    successions read from the records, from the hits' own turns, and among the turns
+    stating the value the question asks for (:func:`answering`, :func:`asked_pairs`)."""
     out = []
     for query, hits in zip(queries, results, strict=True):
         wants = asked(query) if len(hits) > 1 else None
@@ -234,7 +340,10 @@ def order_results(
             out.append(hits)
             continue
         turns = list(dict.fromkeys(s for h in hits[: window_end(hits)] for s in h.sources))
-        pairs = set(recorded(store, namespace)) | set(from_turns(store, namespace, turns))
+        said = read(store, namespace, turns)
+        asks = answering(said, focus(query, store.speakers(namespace)))
+        pairs = set(recorded(store, namespace)) | set(asked_pairs(wants, asks))
+        pairs |= {(c.old.source, c.new.source) for c in changes(said)}
         out.append(order(hits, wants, pairs))
     return out
 

@@ -42,7 +42,9 @@ On top of plain RRF it applies LLM-free, data-set-independent refinements:
   for every question, and a request for advice raises the turns that state a preference
   (:mod:`memstrata.retrieval.standing`);
 * **words about the conversation** (``drop_meta_terms``) — "across our conversations",
-  "what did I mention" are left out of the BM25 terms (``text.META_WORDS``);
+  "what did I mention" are left out of the BM25 terms (``text.META_WORDS``), and so are
+  the words of the present ("now", "these days": the question's time, which the engine's
+  order reads, :mod:`memstrata.knowledge.present`);
 * **the asker's own turns** (``asker_boost``) — a question in the first person ("When
   is my meeting?") to an assistant's memory is about the user, so the user's turns
   (role ``user``; without a role, a speaker called so) are raised like a named speaker's;
@@ -76,6 +78,7 @@ from functools import lru_cache
 from pydantic import BaseModel, ConfigDict
 
 from memstrata.embed.base import Embedder, Vectors
+from memstrata.knowledge.asking import present_words
 from memstrata.models import Episode, Hit
 from memstrata.retrieval import documents, sessions, stance, standing, when
 from memstrata.retrieval.aliases import speaker_named, unknown_names
@@ -224,7 +227,10 @@ def plan_query(
         kept = [t for t in terms if t not in names]
         terms = kept or terms
     if params.drop_meta_terms:
-        terms = [t for t in terms if t not in META_WORDS] or terms
+        # the words of a subject ("chat", "mention"), and those of the present ("now",
+        # "these days"): the question's time, read by memstrata.knowledge.present
+        meta = META_WORDS | present_words(words(text))
+        terms = [t for t in terms if t not in meta] or terms
     return QueryPlan(
         text=text,
         terms=terms,
