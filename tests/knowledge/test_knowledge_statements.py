@@ -73,3 +73,14 @@ def test_a_document_longer_than_a_turn_is_not_read() -> None:
     text = "I moved to Cardiff. " * (LONGEST // 20 + 1)
     assert len(text) > LONGEST and said(text) == set()
     assert said("I moved to Cardiff. " * 10) == {("jonas", HOME, "Cardiff", False)}
+
+
+def test_contractions_with_typographic_apostrophes() -> None:
+    """Text typed on phones: "’" in every contraction. Read like the plain apostrophe,
+    without a clause whose verb has no lemma."""
+    assert ("jonas", HOME, "Cardiff", False) in said("I’ve moved to Cardiff, it’s lovely!")
+    # "there's" joined to the speaker's clause gives him no value ("job: lot")
+    assert not said("Ive never thought about it but there’s a lot of places I wanna visit")
+    assert said("Here’s a photo, what a plane isn’t it?? That’s the best. I’ll talk to you!") == (
+        said("Here's a photo, what a plane isn't it?? That's the best. I'll talk to you!")
+    )

@@ -20,3 +20,12 @@ def test_texts_parsed_recently_are_not_parsed_again() -> None:
     first = nlp.parse([text])[0]
     again = nlp.parse(["Another line.", text])
     assert again[1] is first and nlp.pipeline() is nlp.pipeline()
+
+
+def test_typographic_apostrophes_read_as_plain_ones() -> None:
+    """"that’s" and "I’ll" parse as "that's" and "I'll" do, and every offset still points
+    into the text as written."""
+    text = "That’s the best. I’ll move to Zürich, it isn’t cheap."
+    (doc,) = nlp.parse([text])
+    assert [t.lemma_ for t in doc if t.text in ("'s", "'ll", "n't")] == ["be", "will", "not"]
+    assert all(text[t.idx : t.idx + len(t)] == t.text.replace("'", "’") for t in doc)

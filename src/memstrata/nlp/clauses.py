@@ -99,6 +99,8 @@ def _clauses(text: str, speaker: str | None, addressee: str | None) -> tuple[Cla
             if subj is None:
                 continue
             base = _base(v)
+            if not base:
+                continue  # a verb the model could not lemmatise ("’" from "that’s")
             common: dict[str, Any] = {
                 "negated": _negated(v),
                 "tense": _tense(v),
@@ -156,6 +158,8 @@ def _subject(v: Token) -> Token | None:
             if fold(c.text) in _RELATIVE and v.dep_ == "relcl":
                 return v.head  # "the guy who works at Škoda": the guy
             return c
+    if any(c.dep_ == "expl" for c in v.children):
+        return None  # "there's a lot of places": no one is a lot
     if v.dep_ in _INHERITS and v.head.i != v.i and _predicate(v.head):
         return _subject(v.head)
     return None
@@ -164,6 +168,8 @@ def _subject(v: Token) -> Token | None:
 def _base(v: Token) -> str:
     passive = any(c.dep_ == "auxpass" for c in v.children)
     head = f"be {v.lower_}" if passive else fold(v.lemma_)
+    if not head.strip("'"):
+        return ""
     parts = [fold(c.text) for c in v.children if c.dep_ == "prt"]
     return " ".join([head, *parts])
 

@@ -44,6 +44,10 @@ _nlp: Language | None = None
 _xx: Language | None = None
 _cache: OrderedDict[tuple[str, str], Doc] = OrderedDict()
 _EMPTY = np.zeros((0, 0), dtype="float32")
+#: typographic apostrophes read as the plain one by the English pipeline: the small
+#: model knows "it's" and "I'll" but tags "it’s" as a verb "’" and "I’ll" as "’ll"
+#: (one character for one, so every offset into the text still holds)
+_PLAIN = str.maketrans({"\u2019": "'", "\u2018": "'"})
 
 
 def pipeline() -> Language:
@@ -100,11 +104,12 @@ def _cached(lang: str, texts: Sequence[str], load: object) -> list[Doc]:
             _cache.move_to_end((lang, t))
     todo = list(dict.fromkeys(t for t in texts if t not in found))
     if todo:
+        read = (lambda t: t.translate(_PLAIN)) if lang == "en" else (lambda t: t)
         short = [t for t in todo if len(t) <= BLOCK_CHARS]
-        made = dict(zip(short, nlp.pipe(short, batch_size=BATCH), strict=True))
+        made = dict(zip(short, nlp.pipe(map(read, short), batch_size=BATCH), strict=True))
         for t in todo:
             if len(t) > BLOCK_CHARS:
-                made[t] = _in_blocks(nlp, t)
+                made[t] = _in_blocks(nlp, read(t))
         for doc in made.values():
             doc.tensor = _EMPTY  # the tok2vec output: 3/4 of a parse's memory, read by no one
         with _lock:
