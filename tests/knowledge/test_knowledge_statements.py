@@ -65,3 +65,11 @@ def test_presupposed_owned_and_ended() -> None:
     assert ("jonas", ENDED, "Polo", True) in said("I sold the Polo!")
     assert said("I'm doing the fingerpicking course.") == set()
     assert ("jonas", ENDED, "Henkel", True) in said("Big news, actually: I left Henkel!")
+
+
+def test_a_document_longer_than_a_turn_is_not_read() -> None:
+    from memstrata.knowledge.statements import LONGEST
+
+    text = "I moved to Cardiff. " * (LONGEST // 20 + 1)
+    assert len(text) > LONGEST and said(text) == set()
+    assert said("I moved to Cardiff. " * 10) == {("jonas", HOME, "Cardiff", False)}

@@ -43,6 +43,9 @@ from memstrata.nlp import Clause, analyse, clauses, fold, name_key
 if TYPE_CHECKING:
     from spacy.tokens import Doc, Token
 
+#: characters of the longest text read for statements (a long chat turn is under 2,000)
+LONGEST = 20_000
+
 HOME = "live in"
 EMPLOYER = "work at"
 JOB = "job"
@@ -126,7 +129,12 @@ def statements(
     speaker: str | None = None,
     addressee: str | None = None,
 ) -> list[Statement]:
-    """The statements of one turn, in order, each once (see the module)."""
+    """The statements of one turn, in order, each once (see the module). A text longer
+    than :data:`LONGEST` is a document, not a turn of talk: it states nothing here (the
+    parse's phrase lookups grow with the text's length, so a whole book would cost the
+    square of its length)."""
+    if len(text) > LONGEST:
+        return []
     found = clauses(text, speaker, addressee)
     if not found:
         return []
