@@ -71,3 +71,35 @@ def test_the_turn_stating_the_current_value_ranks_first_and_answers(memory: Memo
         if not ok:
             wrong.append(f"{recipe}: answer {answer.sources} {text!r}")
     assert not wrong, "\n".join(wrong)
+
+
+LOOKALIKE = [  # the other speaker's sentences resemble the question more than Kwame's
+    ("k1", "Kwame", "I play the trumpet in a brass band.", "2023-02-05T18:00"),
+    ("a1", "Ama", "What instrument should a beginner play in a brass band? The cornet, my "
+     "teacher says.", "2023-02-05T18:01"),
+    ("k2", "Kwame", "These days I play the saxophone, mostly jazz.", "2024-06-09T19:00"),
+    ("a2", "Ama", "Which instrument to play now is my question too: I play the cornet now.",
+     "2024-06-09T19:01"),
+]  # fmt: skip
+
+
+def test_the_value_stated_by_the_person_asked_about_answers_before_any_resemblance(
+    store_at: Callable[[str], str], embedder: Embedder
+) -> None:
+    """Ama's sentences resemble the question more than Kwame's (991760c abstained: another
+    speaker's sentence supports the question better); Kwame's own statements in the slot
+    asked about are the answer."""
+    m = Memory.open(store_at("l"), embedder=embedder, namespace="c", **MANUAL)
+    try:
+        m.add_many(
+            [
+                {"id": i, "speaker": s, "text": t, "occurred_at": a, "session": a[:10]}
+                for i, s, t, a in LOOKALIKE
+            ]
+        )
+        answer = m.ask(NOW, recipe="default")
+        assert not answer.abstained
+        assert answer.text.startswith("saxophone, since June 2024; before that trumpet.")
+        assert answer.sources == ["k2", "k1"]
+    finally:
+        m.close()

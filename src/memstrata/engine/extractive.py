@@ -18,6 +18,13 @@ It abstains ("not in memory") when the evidence is weak:
   content words it has, the names of the people asked about left out) is below
   ``min_support``, chosen on the dev sets (docs/benchmarks.md, "Abstention").
 
+A question about time whose subject states the value asked for, in the slot asked
+about, among the hits' turns (:func:`memstrata.knowledge.present.answering`), is
+answered with that value and the sentence stating it, before any check of resemblance:
+the statement is the evidence ("Where does Zoë work now?" - "ETH, since July 2024;
+before that Deltares." and the quote). Words of time ("now", "these days") count for
+nothing in the support: they say when, not what.
+
 A question about time (:func:`memstrata.knowledge.asking.asked`) whose best sentence's
 turn is in a succession of values (:mod:`memstrata.knowledge.present`) is answered by
 the turn it asks for, first: the current value for "now", the earlier one for "before",
@@ -94,6 +101,23 @@ def extract_answer(
         return _abstain(question, hits)
     people = _named_speakers(ctx, namespace, question)
     scores = _support(ctx, question, quotes, people)
+    wants = asked_of_time(question)
+    if wants is not None:
+        # the person asked about states the value asked for, in the slot asked about:
+        # that is the answer, whatever another sentence's resemblance to the question
+        order = sorted(range(len(quotes)), key=lambda i: (-scores[i], quotes[i].rank))
+        timed, said, stated = _in_succession(
+            ctx, namespace, wants, question, quotes, order, max_sentences
+        )
+        if stated and said:
+            return Answer(
+                question=question,
+                text=" ".join([said] + [q.shown() for q in timed]),
+                sources=list(dict.fromkeys(q.episode.id for q in timed)),
+                extractive=True,
+                support=round(max(scores), 4),
+                hits=hits,
+            )
     if people:
         mine = [i for i, q in enumerate(quotes) if _about(q, people)]
         taken = set(mine)
@@ -121,8 +145,7 @@ def extract_answer(
         chosen.append(quotes[i])
         if len(chosen) == max_sentences:
             break
-    wants = asked_of_time(question)
-    timed, said = _in_succession(ctx, namespace, wants, question, quotes, order, max_sentences)
+    timed, said, _ = _in_succession(ctx, namespace, wants, question, quotes, order, max_sentences)
     if timed:
         chosen = timed
     else:  # in the order said; for a question about now, the latest first
@@ -145,13 +168,14 @@ def _in_succession(
     quotes: list[Quote],
     order: list[int],
     max_sentences: int,
-) -> tuple[list[Quote], str | None]:
+) -> tuple[list[Quote], str | None, bool]:
     """For a question about time whose best quote's turn is in a succession of values:
     the best quote of each turn of that succession, the one asked for first (see the
     module), and the words that name the change when its statements are read; else
-    nothing."""
+    nothing. The flag: the words are the value stated by the person asked about in the
+    slot asked about (:func:`memstrata.knowledge.present.asked_lead`)."""
     if wants is None:
-        return [], None
+        return [], None, False
     pairs = recorded(ctx.store, namespace)
     turns = list(dict.fromkeys(quotes[i].episode.id for i in order))
     # the turns a recorded succession links to the best one, when the hits left them out
@@ -191,7 +215,7 @@ def _in_succession(
     said = value[0] if value is not None else None
     if said is None and len(ranked) > 1:
         said = lead(wants, found, ranked[0], ranked[1])
-    return shown, said
+    return shown, said, value is not None
 
 
 def _abstain(question: str, hits: list[Hit], support: float | None = None) -> Answer:
