@@ -46,3 +46,16 @@ def test_words_keep_diacritics_and_cjk_is_matched_by_bigrams() -> None:
     assert "北京" in content_terms("我住在北京")
     assert nlp.match_terms("北京") <= nlp.match_terms("我住在北京")
     assert content_terms("Plan B for the second-hand van") == ["plan", "second", "hand", "van"]
+
+
+def test_a_connector_outside_the_entity_splits_it() -> None:
+    """The small model labels "Polo on the Rheinkniebrücke" one place; "on" hangs on the
+    verb, so these are two names. "of" in "Bank of America" hangs inside and joins."""
+    text = "I sat in my Polo on the Rheinkniebrücke for 40 minutes, near the Bank of America."
+    assert [n.text for n in nlp.names(text)] == ["Polo", "Rheinkniebrücke", "Bank of America"]
+
+
+def test_turkish_dotless_i_in_capitals_is_the_same_name() -> None:
+    """Upper-cased, "ı" is "I": a user typing "KADIKÖY" means Kadıköy."""
+    for name in ("Kadıköy", "Karşıyaka", "İzmir", "İstanbul"):
+        assert nlp.name_key(name.upper()) == nlp.name_key(name)

@@ -258,6 +258,8 @@ def _joins(doc: Doc, word: list[bool], ent_of: dict[int, int], j: int) -> int | 
         while m < len(doc) and not word[m] and ent_of.get(m) == ent_of[a.i]:
             if doc[m].lower_ not in _CONNECTORS or doc[m - 1].whitespace_ != " ":
                 return None
+            if ent_of.get(doc[m].head.i) != ent_of[a.i]:
+                return None  # "my Polo on the Rheinkniebrücke": "on" hangs on the verb
             m += 1
         if m > k and m < len(doc) and word[m] and ent_of.get(m) == ent_of[a.i]:
             return m

@@ -104,8 +104,9 @@ def words(text: str) -> list[str]:
 @lru_cache(maxsize=1 << 16)
 def fold(word: str) -> str:
     """A word or name as compared: NFC, case-folded, typographic apostrophe plain,
-    possessive ``'s`` (or a trailing apostrophe) off."""
-    out = unicodedata.normalize("NFC", word).casefold().replace("’", "'")
+    possessive ``'s`` (or a trailing apostrophe) off. Turkish dotless ``ı`` compares as
+    ``i``: upper-cased it is ``I``, so "KADIKÖY" is how a user types Kadıköy in capitals."""
+    out = unicodedata.normalize("NFC", word).casefold().replace("’", "'").replace("ı", "i")
     if out.endswith("'s") and len(out) > 2:
         return out[:-2]
     return out.rstrip("'")
