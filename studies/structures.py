@@ -24,7 +24,7 @@ import asyncio
 import itertools
 import re
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -83,15 +83,13 @@ class Tally:
         self.noisy += [x for x in labels if noise(x)]
 
 
-async def measure(path: str, fmt: str) -> tuple[dict[str, Tally], list[list[str]], Any]:
+async def built(path: str, fmt: str) -> AsyncIterator[tuple[Any, Any]]:
+    """Each sample of the file, imported into one temporary store and built by the three
+    structure recipes (heuristic tier): (the memory, the sample; its namespace is its id)."""
     from memstrata import AsyncMemory
     from memstrata.config import Config
     from memstrata.eval.qa.formats import load
 
-    tallies = {
-        d: Tally() for d in ("mnemis entities", "mnemis categories", "personalai", "mindgraph")
-    }
-    groups: list[list[str]] = []
     with tempfile.TemporaryDirectory() as tmp:
         manual: dict[str, Any] = {"build.mode": "manual"}
         config = Config.load(**manual)
@@ -101,21 +99,43 @@ async def measure(path: str, fmt: str) -> tuple[dict[str, Tally], list[list[str]
                 await m.add_many([t.episode() for t in sample.turns], namespace=ns)
                 for recipe in ("mnemis", "personalai", "mindgraph"):
                     await m.build(ns, recipe=recipe, tier="heuristic")
-                get: Any = m.store.get_records  # records of any version's classes
-                ents = {e.id: e for e in get(ns, "entity", builder="mnemis")}
-                tallies["mnemis entities"].add([e.name for e in ents.values()])
-                cats = [c for c in get(ns, "category", builder="mnemis")]
-                tallies["mnemis categories"].add([c.name for c in cats])
-                for c in cats:
-                    if c.layer == 1 and c.name != "Speaker":
-                        groups.append([ents[i].name for i in c.child_ids if i in ents])
-                objs = get(ns, "entity", builder="personalai")
-                tallies["personalai"].add([o.name for o in objs])
-                nodes = get(ns, "concept_node", builder="mindgraph")
-                tallies["mindgraph"].add(
-                    [n.label for n in nodes if n.node_type in ("entity", "concept") and not n.graph]
-                )
-            embedder = m.embedder
+                yield m, sample
+
+
+def records(m: Any, ns: str) -> dict[str, list[Any]]:
+    """The entity records of each design in a namespace, read as any version stores them:
+    Mnemis entities and categories, PersonalAI objects, MindGraph entity and concept
+    nodes (``.name``, or ``.label`` for MindGraph)."""
+    get: Any = m.store.get_records  # records of any version's classes
+    nodes = get(ns, "concept_node", builder="mindgraph")
+    return {
+        "mnemis entities": list(get(ns, "entity", builder="mnemis")),
+        "mnemis categories": list(get(ns, "category", builder="mnemis")),
+        "personalai": list(get(ns, "entity", builder="personalai")),
+        "mindgraph": [n for n in nodes if n.node_type in ("entity", "concept") and not n.graph],
+    }
+
+
+def label(record: Any) -> str:
+    """What an entity record is called: ``name``, or a MindGraph node's ``label``."""
+    return str(record.name if hasattr(record, "name") else record.label)
+
+
+async def measure(path: str, fmt: str) -> tuple[dict[str, Tally], list[list[str]], Any]:
+    tallies = {
+        d: Tally() for d in ("mnemis entities", "mnemis categories", "personalai", "mindgraph")
+    }
+    groups: list[list[str]] = []
+    embedder: Any = None
+    async for m, sample in built(path, fmt):
+        recs = records(m, sample.id)
+        ents = {e.id: e for e in recs["mnemis entities"]}
+        for design, found in recs.items():
+            tallies[design].add([label(r) for r in found])
+        for c in recs["mnemis categories"]:
+            if c.layer == 1 and c.name != "Speaker":
+                groups.append([ents[i].name for i in c.child_ids if i in ents])
+        embedder = m.embedder
     return tallies, groups, embedder
 
 
