@@ -59,3 +59,13 @@ def test_turkish_dotless_i_in_capitals_is_the_same_name() -> None:
     """Upper-cased, "ı" is "I": a user typing "KADIKÖY" means Kadıköy."""
     for name in ("Kadıköy", "Karşıyaka", "İzmir", "İstanbul"):
         assert nlp.name_key(name.upper()) == nlp.name_key(name)
+
+
+def test_a_name_keeps_its_lower_case_part_and_ends_with_its_script() -> None:
+    text = "Chiang Kai-shek, a Zürich-based firm, and Ancient Greek πτερον for wing."
+    assert [n.text for n in nlp.names(text)] == [
+        "Chiang Kai-shek",
+        "Zürich",
+        "Ancient Greek",
+        "πτερον",
+    ]

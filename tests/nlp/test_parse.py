@@ -23,7 +23,7 @@ def test_texts_parsed_recently_are_not_parsed_again() -> None:
 
 
 def test_typographic_apostrophes_read_as_plain_ones() -> None:
-    """"that’s" and "I’ll" parse as "that's" and "I'll" do, and every offset still points
+    """ "that’s" and "I’ll" parse as "that's" and "I'll" do, and every offset still points
     into the text as written."""
     text = "That’s the best. I’ll move to Zürich, it isn’t cheap."
     (doc,) = nlp.parse([text])

@@ -249,7 +249,11 @@ def _joins(doc: Doc, word: list[bool], ent_of: dict[int, int], j: int) -> int | 
     k = j + 1
     # a hyphen written tight between two name words ("Jean-Luc", "Saint-Étienne")
     if k + 1 < len(doc) and doc[k].text in "-‐" and not a.whitespace_ and not doc[k].whitespace_:
-        return k + 1 if word[k + 1] else None
+        if word[k + 1]:
+            return k + 1
+        # a part in lower case inside the entity ("Chiang Kai-shek"), not "Zürich-based"
+        same = a.i in ent_of and ent_of.get(k + 1) == ent_of[a.i] == ent_of.get(k)
+        return k + 1 if same and doc[k + 1].is_alpha else None
     if a.whitespace_ not in (" ", ""):
         return None
     # connecting words inside one entity ("Bank of America")
@@ -268,6 +272,8 @@ def _joins(doc: Doc, word: list[bool], ent_of: dict[int, int], j: int) -> int | 
     b = doc[k]
     if a.i in ent_of and ent_of.get(b.i) == ent_of[a.i]:
         return k
+    if a.text[0].isalpha() and b.text[0].isalpha() and is_latin(a.text[0]) != is_latin(b.text[0]):
+        return None  # "Ancient Greek πτερον": a name ends where its script does
     if a.head.i == b.i or b.head.i == a.i or (a.pos_ == b.pos_ == "PROPN"):
         return k
     return None
