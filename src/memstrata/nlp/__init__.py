@@ -9,7 +9,7 @@ layer and the engine (it imports none of them).
   possessives, determiners and greetings off);
 * :mod:`~memstrata.nlp.clauses`: (subject, predicate lemma, object, negation, tense),
   "I" resolved to the speaker and "you" to the person addressed;
-* :mod:`~memstrata.nlp.phrases`: keywords (lemmas of content words) and noun phrases.
+* :mod:`~memstrata.nlp.phrases`: keywords (content words: lemmas, or as written) and noun phrases.
 
 docs/knowledge.md says what each language gets.
 """

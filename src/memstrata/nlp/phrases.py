@@ -37,13 +37,14 @@ class Phrase:
     determined: bool = False
 
 
-def keywords(text: str) -> list[str]:
-    """The lemmas of ``text``'s content words, distinct, in order (see the module)."""
-    return list(_keywords(text))
+def keywords(text: str, *, lemmas: bool = True) -> list[str]:
+    """The lemmas of ``text``'s content words, distinct, in order (see the module);
+    ``lemmas=False``: the same words as written (folded)."""
+    return list(_keywords(text, lemmas))
 
 
 @lru_cache(maxsize=8192)
-def _keywords(text: str) -> tuple[str, ...]:
+def _keywords(text: str, lemmas: bool = True) -> tuple[str, ...]:
     """Cached: the designs of one build read the same turns."""
     (doc,) = analyse([text])
     out: list[str] = []
@@ -68,7 +69,7 @@ def _keywords(text: str) -> tuple[str, ...]:
             continue
         if not any(c.isalnum() for c in t.text):
             continue
-        word = t.text if t.pos_ in ("PROPN", "NUM") else t.lemma_
+        word = t.text if t.pos_ in ("PROPN", "NUM") or not lemmas else t.lemma_
         low = fold(word)
         if len(low) >= 2 or low.isdigit() or other:
             out.append(low)

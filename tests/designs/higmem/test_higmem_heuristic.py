@@ -62,6 +62,8 @@ def test_the_note_is_derived_from_the_turn_and_its_window(store, embedder) -> No
     assert "vet" in note.keywords and "biscuit" in note.keywords
     assert note.keywords.index("vet") < note.keywords.index("biscuit")  # new words first
     assert "ben" not in note.keywords  # speakers are not keywords
+    # as written, not lemmas: they are embedded with the turn ("adopted", not "adopt")
+    assert "adopted" in analyse(eps[0], []).keywords
     assert {"question", "dated"} <= set(note.tags)
     assert note.context.startswith("Ben on 08 May 2023, replying to Ana: “I adopted")
     assert note.dates == [{"phrase": "yesterday", "date": "2023-05-07", "unit": "day"}]

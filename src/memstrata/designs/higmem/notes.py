@@ -1,9 +1,10 @@
 """The turn layer, heuristic tier: a turn's metadata from its text and the window before it.
 
-* **Keywords**: the lemmas of the turn's content words (its image caption included; the
-  shared parse, :func:`memstrata.nlp.keywords`), those that are new against the window
-  first, names (:func:`memstrata.nlp.names`, any script) before other words, at most
-  ``MAX_KEYWORDS``.
+* **Keywords**: the turn's content words as written (its image caption included; the
+  shared parse, :func:`memstrata.nlp.keywords` with ``lemmas=False``), those that are
+  new against the window first, names (:func:`memstrata.nlp.names`, any script) before
+  other words, at most ``MAX_KEYWORDS``. As written, not lemmas: they are embedded with
+  the turn, and the embedder reads words as people write them.
   A reply repeats the words of what it answers; the new words are what the turn adds.
 * **Tags**: the turn's role, read off its form: ``question``, ``photo`` (an image is
   attached), ``plan`` (a future cue), ``dated`` (a date phrase resolved).
@@ -161,13 +162,15 @@ def turn_body(ep: Episode) -> str:
 
 
 def keywords(ep: Episode, window: Sequence[Episode]) -> list[str]:
-    """Keywords of the turn (:func:`memstrata.nlp.keywords`: lemmas of its content
-    words, its image caption's too), new-against-the-window and names first; the
+    """Keywords of the turn (:func:`memstrata.nlp.keywords`: its content words as
+    written, its image caption's too), new-against-the-window and names first; the
     speakers' names are no keywords."""
     caption = caption_of(ep.metadata) or ""
-    terms = nlp.keywords(ep.text) + (nlp.keywords(caption) if caption else [])
+    terms = nlp.keywords(ep.text, lemmas=False) + (
+        nlp.keywords(caption, lemmas=False) if caption else []
+    )
     speakers = {w for e in [*window, ep] if e.speaker for w in nlp.words(e.speaker)}
-    seen = {t for e in window for t in nlp.keywords(e.text)}
+    seen = {t for e in window for t in nlp.keywords(e.text, lemmas=False)}
     names = {w for n in nlp.names(ep.text) for w in nlp.words(n.text)}
     terms = [t for t in dict.fromkeys(terms) if t not in speakers]
     ranked = sorted(
