@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -390,3 +391,20 @@ def test_listwise_windows_carry_the_best_of_the_whole_union_to_the_top() -> None
     assert sorted(order) == sorted(ids)  # nothing lost or repeated
     assert order[:RERANK_STEP] == [str(v) for v in range(54, 54 - RERANK_STEP, -1)]
     assert max(calls) == RERANK_WINDOW and len(calls) == 5  # (55 - 20) / 10 + 1 windows
+
+
+def test_a_turn_not_built_yet_outranks_a_built_one_that_does_not_match(
+    store_at: Callable[[str], str], embedder
+) -> None:
+    """One turn built, a second added and not built: a search for the second finds it
+    first. The first turn's fact and entities, pointing away from the query, lent it
+    their ranks and hid the new turn."""
+    with Memory.open(
+        store_at("m"), embedder=embedder, recipe="mnemis", **{"build.mode": "manual"}
+    ) as m:
+        m.add("Maya booked flights to Lisbon.", id="m0")
+        m.build(recipe="mnemis")
+        m.add("Maya adopted a cat named Pepper.", id="m1")
+        result = m.search("Pepper the cat", recipe="mnemis", k=5)
+    assert result.pending == 1
+    assert [h.sources for h in result.hits if h.kind == "episode"][0] == ["m1"]

@@ -498,8 +498,12 @@ class _Search:
         return sorted(union, key=lambda i: -scores.get(i, 0.0))
 
     def _s1(self, index: RecordIndex, terms: list[str], qvec: np.ndarray) -> list[str]:
+        """Entities or facts by cosine and BM25. A record pointing away from the query
+        (cosine at most 0) and sharing no word with it is no match: in a small graph it
+        would still fill the candidates and lift its episodes over a better one that is
+        not built yet."""
         p = self.params
-        dense = [i for i, _ in index.dense(qvec, p.candidates)]
+        dense = [i for i, cos in index.dense(qvec, p.candidates) if cos > 0]
         bm25 = [i for i, _ in index.bm25(terms, p.candidates)]
         scores = rrf([dense, bm25], k=p.rrf_k)
         return sorted(scores, key=lambda i: -scores[i])
