@@ -115,3 +115,32 @@ def test_a_question_with_no_change_in_its_hits_keeps_the_relevance_order(
     for r in memory.recipes():
         hits = memory.search("What class does Mira take?", recipe=r["name"], k=10).hits
         assert rank(hits, "m2") <= 1, (r["name"], [h.sources for h in hits])
+
+
+LIFTS = [  # amounts said without a clause: the last one repeats none of the question's words
+    ("l1", "Lena", "Guess who deadlifted 70 kg this morning!", "2023-08-12T09:00"),
+    ("a1", "Ayşe", "70! You are getting strong. I only do Pilates.", "2023-08-12T09:01"),
+    ("l2", "Lena", "85 kg deadlift yesterday! My coach screamed.", "2024-04-07T10:00"),
+    ("a2", "Ayşe", "From 70 last summer! You're becoming a machine.", "2024-04-07T10:01"),
+    ("l3", "Lena", "Final lift of the year: 95 kg. I'm done for 2024.", "2024-12-08T11:00"),
+    ("a3", "Ayşe", "That's a hundred next year, then.", "2024-12-08T11:01"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("recipe", ["default", "rag"])
+def test_amounts_said_without_a_verb_are_a_succession_of_the_amount_asked_for(
+    store_at: Callable[[str], str], embedder: Embedder, recipe: str
+) -> None:
+    """The speaker's amounts in the unit of one that says the question's word ("85 kg
+    deadlift") follow each other, so "now" puts the latest first and the extract leads
+    with it; "first" the earliest."""
+    with Memory.open(store_at("m"), embedder=embedder, namespace="c", **MANUAL) as m:
+        m.add_many([{"id": i, "speaker": s, "text": t, "occurred_at": a} for i, s, t, a in LIFTS])
+        now = m.search("What is Lena's deadlift personal best now?", recipe=recipe, k=6).hits
+        assert rank(now, "l3") < rank(now, "l2") < len(now)
+        assert rank(now, "l3") < rank(now, "l1") < len(now)
+        first = m.search("What was Lena's first deadlift?", recipe=recipe, k=6).hits
+        assert rank(first, "l1") < min(rank(first, "l2"), rank(first, "l3"))
+        answer = m.ask("What is Lena's deadlift personal best now?", recipe=recipe)
+        assert answer.text.startswith("95 kg; before that 85 kg.")
+        assert answer.sources[0] == "l3"

@@ -49,9 +49,11 @@ from memstrata.knowledge.present import (
     asked_pairs,
     lead,
     read,
+    read_amounts,
     recorded,
     succession_of,
 )
+from memstrata.knowledge.quantities import amount_lead, amount_pairs, asked_amounts
 from memstrata.knowledge.slots import changes
 from memstrata.models import Episode, Hit
 from memstrata.nlp import is_latin, match_terms
@@ -190,16 +192,19 @@ def _in_succession(
             quotes, order = [*quotes, more[i]], [*order, len(quotes)]
     stated = read(ctx.store, namespace, turns)
     found = changes(stated)
-    mine = answering(stated, focus(question, ctx.store.speakers(namespace)))
+    about = focus(question, ctx.store.speakers(namespace))
+    mine = answering(stated, about)
+    runs = asked_amounts(about, read_amounts(ctx.store, namespace, turns))
     known = set(pairs) | {(c.old.source, c.new.source) for c in found}
-    known |= set(asked_pairs(wants, mine))
-    value = asked_lead(wants, mine)
+    known |= set(asked_pairs(wants, mine)) | set(amount_pairs(wants, runs))
+    value = asked_lead(wants, mine) or amount_lead(wants, runs)
     if value is not None:  # the turn stating the value asked for leads
         turns = [value[1], *(t for t in turns if t != value[1])]
     ranked = succession_of(wants, known, turns)
     if not ranked and value is not None:
         ranked = [value[1]]
-    values = {s.source: s.value.casefold() for s in mine}
+    values = {a.source: a.value.casefold() for run in runs for a in run}
+    values |= {s.source: s.value.casefold() for s in mine}
 
     def fits(q: Quote) -> bool:  # the sentence that states the value, when it is known
         return q.episode.id not in values or values[q.episode.id] in q.sentence.casefold()

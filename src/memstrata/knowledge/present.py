@@ -34,9 +34,10 @@ from datetime import UTC, datetime
 
 from memstrata.knowledge import statements as reader
 from memstrata.knowledge.asking import Asked, Focus, asked, focus
+from memstrata.knowledge.quantities import Amount, amount_pairs, amounts, asked_amounts
 from memstrata.knowledge.slots import Change, changes
 from memstrata.knowledge.statements import Statement, statements
-from memstrata.models import Derived, Hit, load_kinds
+from memstrata.models import Derived, Episode, Hit, load_kinds
 from memstrata.store.base import Store
 
 #: distinct source turns among which a question about time decides the order
@@ -180,11 +181,7 @@ def read(store: Store, namespace: str, turns: Sequence[str]) -> list[Statement]:
     in a two-person conversation "you" is the other speaker."""
     people = store.speakers(namespace)
     said = []
-    episodes = sorted(
-        store.get_episodes(namespace, list(turns)),
-        key=lambda e: (e.occurred_at.timestamp() if e.occurred_at else float("inf"), e.seq),
-    )
-    for ep in episodes:
+    for ep in _in_order(store, namespace, turns):
         other = [p for p in people if p != ep.speaker] if len(people) == 2 else []
         said += statements(
             ep.text,
@@ -194,6 +191,23 @@ def read(store: Store, namespace: str, turns: Sequence[str]) -> list[Statement]:
             addressee=other[0] if other else None,
         )
     return said
+
+
+def _in_order(store: Store, namespace: str, turns: Sequence[str]) -> list[Episode]:
+    return sorted(
+        store.get_episodes(namespace, list(turns)),
+        key=lambda e: (e.occurred_at.timestamp() if e.occurred_at else float("inf"), e.seq),
+    )
+
+
+def read_amounts(store: Store, namespace: str, turns: Sequence[str]) -> list[Amount]:
+    """The amounts ``turns`` state (:mod:`memstrata.knowledge.quantities`), in
+    conversation order."""
+    out = []
+    for ep in _in_order(store, namespace, turns):
+        at = ep.occurred_at.timestamp() if ep.occurred_at else None
+        out += amounts(ep.text, source=ep.id, speaker=ep.speaker, at=at)
+    return out
 
 
 def stated_changes(store: Store, namespace: str, turns: Sequence[str]) -> list[Change]:
@@ -331,8 +345,9 @@ def order_results(
     results: list[list[Hit]],
 ) -> list[list[Hit]]:
     """Each query's hits in the order its question about time wants (:func:`order`), the
-    successions read from the records, from the hits' own turns, and among the turns
-    stating the value the question asks for (:func:`answering`, :func:`asked_pairs`)."""
+    successions read from the records, from the hits' own turns, among the turns
+    stating the value the question asks for (:func:`answering`, :func:`asked_pairs`),
+    and among the amounts it asks for (:func:`~memstrata.knowledge.quantities.asked_amounts`)."""
     out = []
     for query, hits in zip(queries, results, strict=True):
         wants = asked(query) if len(hits) > 1 else None
@@ -341,9 +356,13 @@ def order_results(
             continue
         turns = list(dict.fromkeys(s for h in hits[: window_end(hits)] for s in h.sources))
         said = read(store, namespace, turns)
-        asks = answering(said, focus(query, store.speakers(namespace)))
+        about = focus(query, store.speakers(namespace))
+        asks = answering(said, about)
         pairs = set(recorded(store, namespace)) | set(asked_pairs(wants, asks))
         pairs |= {(c.old.source, c.new.source) for c in changes(said)}
+        pairs |= set(
+            amount_pairs(wants, asked_amounts(about, read_amounts(store, namespace, turns)))
+        )
         out.append(order(hits, wants, pairs))
     return out
 

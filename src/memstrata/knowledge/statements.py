@@ -258,7 +258,7 @@ class _Reader:
     def quantity(self, c: Clause, obj: Token) -> str:
         """A quantity without a period ("deadlifted 70 kg"): the predicate and the unit.
         One with a period is a rate, read by :meth:`rates` whatever the verb."""
-        if _period(obj):
+        if period(obj):
             return ""
         unit = fold(obj.lemma_) if not _DIGIT.search(obj.text) else ""
         return " ".join(p for p in (c.predicate, unit) if p)
@@ -273,12 +273,12 @@ class _Reader:
             if not t.like_num:
                 continue
             m = t.head if t.dep_ in ("nummod", "compound", "quantmod") else t
-            period = _period(m)
-            if not period or not self._first_person(m):
+            every = period(m)
+            if not every or not self._first_person(m):
                 continue
             # the unit is the word the number counts, whatever its tag ("Kč" may be read
             # as an interjection); a date or a time is no rate
-            named = m.i != t.i and fold(m.lemma_) != period and m.pos_ != "VERB"
+            named = m.i != t.i and fold(m.lemma_) != every and m.pos_ != "VERB"
             unit = "money" if m.ent_type_ == "MONEY" else fold(m.lemma_) if named else ""
             if not unit:
                 continue
@@ -286,7 +286,7 @@ class _Reader:
             at |= {c.i for c in m.children if c.dep_ in ("nummod", "quantmod")}
             at |= {c.i for c in (*m.children, *t.children) if c.pos_ == "SYM"}  # "£"
             value = self.doc[min(at) : max(at) + 1].text
-            self.add(name_key(self.speaker), f"{unit} per {period}", value)
+            self.add(name_key(self.speaker), f"{unit} per {every}", value)
 
     def _first_person(self, t: Token) -> bool:
         """Whether the clause ``t`` belongs to has "I" or "we" (or "my", "our") as its
@@ -416,7 +416,7 @@ def _phrase(t: Token) -> str:
     return " ".join(x.text for x in [*left, t])
 
 
-def _period(m: Token) -> str:
+def period(m: Token) -> str:
     """The period of a rate ("a week", "per month", "every day") attached to ``m``, its
     head or its head's other dependents; "" when none."""
     v = m
