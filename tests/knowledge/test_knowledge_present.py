@@ -166,3 +166,47 @@ def test_the_value_asked_for_heads_the_answer() -> None:
         said("k1", "harbour", slot="live near"),
     ]
     assert asked_lead("now", home) == ("Bristol.", "k1")
+
+
+def test_where_the_speaker_is_answers_where_they_live_after_the_home_slot() -> None:
+    asks = focus("Which city does Kwame live in now?", ["Kwame", "Lena"])
+    here = [said("k1", "Utrecht", slot="be in", state=True), said("k3", "Zürich", slot="be in")]
+    assert [s.source for s in answering(here, asks)] == ["k1", "k3"]
+    assert asked_lead("now", answering(here, asks)) == (
+        "Zürich, since March 2024; before that Utrecht.",
+        "k3",
+    )
+    home = [*here, said("k2", "Leeds", slot="live in", state=True)]
+    assert asked_lead("now", answering(home, asks)) == ("Leeds.", "k2")
+    # "be in" answers no other question
+    assert answering(here, focus("What does Kwame play?", ["Kwame"])) == []
+
+
+def test_a_slots_word_named_by_a_longer_one_of_the_question() -> None:
+    """ "monthly" names the rate slot "dkk per month"; "per" and the prepositions
+    name nothing."""
+    pay = [
+        said("k1", "38,000 DKK", slot="dkk per month"),
+        said("k4", "46,500 DKK", slot="dkk per month"),
+    ]
+    asks = focus("What is Kwame's monthly salary now?", ["Kwame"])
+    assert [s.source for s in answering(pay, asks)] == ["k1", "k4"]
+    assert answering(pay, focus("What does Kwame do per week?", ["Kwame"])) == []
+
+
+def test_the_value_switched_to_takes_the_slot_of_the_one_it_ended() -> None:
+    """ "I've switched from Japanese to Korean" after "I'm learning Japanese": Korean is
+    what Kwame learns now, Japanese no longer."""
+    stated = [
+        said("k1", "Japanese", slot="learn"),
+        said("k3", "Japanese", slot="", negated=True),
+        said("k3", "Korean", slot="switch to"),
+    ]
+    asks = focus("Which language is Kwame learning now?", ["Kwame"])
+    mine = answering(stated, asks)
+    assert [(s.source, s.slot, s.value) for s in mine] == [("k3", "learn", "Korean")]
+    assert asked_lead("now", mine) == ("Korean.", "k3")
+    # moving to something in a turn that ends nothing moves nothing
+    assert answering(
+        [said("k1", "Japanese", slot="learn"), said("k3", "Korean", slot="switch to")], asks
+    ) == [said("k1", "Japanese", slot="learn")]

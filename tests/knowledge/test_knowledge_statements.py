@@ -84,3 +84,17 @@ def test_contractions_with_typographic_apostrophes() -> None:
     assert said("Here’s a photo, what a plane isn’t it?? That’s the best. I’ll talk to you!") == (
         said("Here's a photo, what a plane isn't it?? That's the best. I'll talk to you!")
     )
+
+
+def test_a_riddle_and_a_role_on_a_possessed_noun_are_the_speakers() -> None:
+    """ "Guess who's ..." tells of the speaker; "my first day as X at Y" states the job
+    and the employer, as a role said of nobody in particular ("life as ...") does not."""
+    assert ("jonas", "job", "project architect", False) in said(
+        "Guess who's a project architect now."
+    )
+    first_day = said("Monday was my first day as a paralegal at Ege Lojistik.")
+    assert {("jonas", "job", "paralegal", False), ("jonas", EMPLOYER, "Ege Lojistik", False)} <= (
+        first_day
+    )
+    assert not said("Welcome to life as an associate at Aksoy & Partners.")
+    assert not said("Was your first day as a paralegal at Ege Lojistik good?")

@@ -15,6 +15,7 @@ the tense comes from the parse's verb tags.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -123,6 +124,21 @@ def focus(question: str, people: tuple[str, ...] | list[str] = ()) -> Focus:
     }
     said = frozenset(fold(t.text) for t in doc)
     return Focus(frozenset(s for s in subjects if s), frozenset(words - TIME - _DATING), said)
+
+
+#: letters a word needs to match another it begins, or that begins it
+STEM = 4
+
+
+def says(words: Iterable[str], asked: Iterable[str]) -> bool:
+    """Whether ``words`` (folded words or lemmas) say one of the question's ``asked``:
+    the same word, or a word of :data:`STEM` letters or more beginning the other ("month"
+    and "monthly"; the small model's lemma of "deadlifted" is "deadlifte")."""
+    mine, theirs = set(words), set(asked)
+    if mine & theirs:
+        return True
+    long = [w for w in theirs if len(w) >= STEM]
+    return any(u.startswith(w) or w.startswith(u) for u in mine if len(u) >= STEM for w in long)
 
 
 def timeless(question: str) -> str:

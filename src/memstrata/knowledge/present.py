@@ -33,7 +33,7 @@ from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 
 from memstrata.knowledge import statements as reader
-from memstrata.knowledge.asking import Asked, Focus, asked, focus
+from memstrata.knowledge.asking import Asked, Focus, asked, focus, says
 from memstrata.knowledge.quantities import Amount, amount_pairs, amounts, asked_amounts
 from memstrata.knowledge.slots import Change, changes
 from memstrata.knowledge.statements import Statement, statements
@@ -233,7 +233,7 @@ def answering(said: Iterable[Statement], asks: Focus) -> list[Statement]:
     """The statements that answer a question asking ``asks``: by one of its subjects, in
     a slot its words name ("Where does Zoë work?": Zoë's ``work at``; "What instrument
     does Jonas play?": Jonas's ``play``), not negated."""
-    said = list(said)
+    said = _carried(list(said))
     out = []
     for n, s in enumerate(said):
         if s.negated or s.subject not in asks.subjects:
@@ -243,13 +243,43 @@ def answering(said: Iterable[Statement], asks: Focus) -> list[Statement]:
         words = s.slot.split()
         if s.slot in _SLOT_VERBS:
             named = bool(_SLOT_VERBS[s.slot] & asks.words)
+        elif s.slot == reader.HERE:
+            # where the speaker says they are answers where they live when nothing
+            # better does (asked_lead prefers the home slot)
+            named = bool(_SLOT_VERBS[reader.HOME] & asks.words)
         else:
             # the slot's own words, and its preposition among the question's: "What car
-            # does she drive?" asks nothing "drive to" states
+            # does she drive?" asks nothing "drive to" states; "monthly" names "month"
             tied = [w for w in words[1:] if w in _PREPOSITIONS]
-            named = bool(set(words) & asks.words) and set(tied) <= asks.said
+            content = [w for w in words if w not in _PREPOSITIONS and w != "per"]
+            named = says(content, asks.words) and set(tied) <= asks.said
         if named:
             out.append(s)
+    return out
+
+
+def _carried(said: list[Statement]) -> list[Statement]:
+    """ "I've switched from Japanese to Korean": the value a turn moves *to*, in the same
+    turn as the end of a value the subject held in a slot, is stated in that slot."""
+    out = list(said)
+    for n, s in enumerate(said):
+        words = s.slot.split()
+        if s.negated or len(words) != 2 or words[1] != "to":
+            continue
+        for e in said:
+            if e.source != s.source or e.subject != s.subject or e.slot != reader.ENDED:
+                continue
+            held = [
+                o
+                for o in said[:n]
+                if o.subject == s.subject
+                and o.source != s.source
+                and o.slot not in (reader.ENDED, s.slot)
+                and reader.name_key(o.value) == reader.name_key(e.value)
+            ]
+            if held:
+                o = held[-1]
+                out[n] = Statement(s.subject, o.slot, s.value, s.source, s.at, state=o.state)
     return out
 
 
@@ -294,9 +324,13 @@ def asked_lead(wants: Asked, said: Sequence[Statement]) -> tuple[str, str] | Non
     slots: dict[tuple[str, str], list[Statement]] = defaultdict(list)
     for s in said:
         slots[(s.subject, s.slot)].append(s)
-    # one subject's one slot: a state's slot before an action's object ("live in" before
-    # "live near"), then the one most turns state
-    chosen = max(slots.values(), key=lambda g: (g[0].state, len({s.source for s in g})))
+    # one subject's one slot: any before where the speaker says they are, a state's slot
+    # before an action's object ("live in" before "live near"), then the one most turns
+    # state
+    chosen = max(
+        slots.values(),
+        key=lambda g: (g[0].slot != reader.HERE, g[0].state, len({s.source for s in g})),
+    )
     runs: list[list[Statement]] = []  # consecutive statements of one value
     for s in chosen:
         if runs and reader.name_key(runs[-1][0].value) == reader.name_key(s.value):

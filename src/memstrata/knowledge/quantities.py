@@ -28,6 +28,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from memstrata.knowledge.asking import says
 from memstrata.knowledge.statements import period
 from memstrata.nlp import analyse, fold, name_key
 
@@ -47,8 +48,6 @@ _DIGIT = re.compile(r"\d")
 _NOT_AMOUNT = frozenset({"DATE", "TIME", "PERCENT", "ORDINAL"})
 #: parts of speech of a number's head that count nothing
 _NOT_UNIT = frozenset({"VERB", "AUX", "ADP", "PUNCT", "DET", "PRON", "NUM", "CCONJ", "SCONJ"})
-#: letters a word needs to match another it begins (or that begins it)
-_STEM = 4
 #: a turn longer than this states no amounts here (see statements.LONGEST)
 LONGEST = 20_000
 
@@ -134,18 +133,9 @@ def asked_amounts(asks: Focus, stated: Iterable[Amount]) -> list[list[Amount]]:
     out = []
     for seq in by.values():
         turns = list({a.source: a for a in seq}.values())
-        if len(turns) > 1 and any(_says(a.words, asks.words) for a in turns):
+        if len(turns) > 1 and any(says(a.words, asks.words) for a in turns):
             out.append(turns)
     return out
-
-
-def _says(words: frozenset[str], asked: frozenset[str]) -> bool:
-    """Whether a turn's words say one of the question's: the same word or lemma, or one
-    beginning with the other (the small model's lemma of "deadlifted" is "deadlifte")."""
-    if words & asked:
-        return True
-    long = [w for w in asked if len(w) >= _STEM]
-    return any(u.startswith(w) or w.startswith(u) for u in words if len(u) >= _STEM for w in long)
 
 
 def amount_pairs(wants: Asked, runs: Sequence[Sequence[Amount]]) -> list[tuple[str, str]]:

@@ -136,9 +136,9 @@ def statements(
     if len(text) > LONGEST:
         return []
     found = clauses(text, speaker, addressee)
-    if not found:
-        return []
     (doc,) = analyse([text])
+    if not doc.has_annotation("DEP"):
+        return []  # no parse: the multilingual tokenizer's text
     reader = _Reader(doc, source, at, speaker, addressee)
     for c in found:
         reader.clause(c)
@@ -348,6 +348,8 @@ class _Reader:
                 if owner and not t.head.sent.text.rstrip().endswith("?"):
                     self.add(owner, HAS, _phrase(t.head), state=False)
         for t in self.doc:
+            if t.dep_ == "prep" and t.lower_ == "as" and t.head.pos_ == "NOUN":
+                self.role(t)
             if t.dep_ != "prep" or t.lower_ not in ("at", "in", "for"):
                 continue
             noun = t.head
@@ -377,6 +379,19 @@ class _Reader:
                     and (o.ent_type_ in _PLACE or o.pos_ == "PROPN")
                 ):
                     self.add(owner, HERE if here else HOME, name)
+
+    def role(self, as_: Token) -> None:
+        """ "My first day as in-house counsel at Ege Lojistik": a role at an organisation,
+        on a noun the speaker owns, is the speaker's job and employer."""
+        owner = self.owner(as_.head)
+        if not owner or as_.sent.text.rstrip().endswith("?"):
+            return
+        for role in (x for x in as_.children if x.dep_ == "pobj" and x.pos_ == "NOUN"):
+            for at in (p for p in role.children if p.dep_ == "prep" and p.lower_ in ("at", "for")):
+                for o in (x for x in at.children if x.dep_ == "pobj"):
+                    if name := _name(o):
+                        self.add(owner, JOB, _phrase(role))
+                        self.add(owner, EMPLOYER, name)
 
     def owner(self, noun: Token) -> str:
         if noun.lower_ == "here" and self.speaker:

@@ -16,7 +16,8 @@ complement is another verb ("want to move": that verb's clause says it).
 * **subject / object**: the phrase as written (determiners off; "the viola" is
   ``viola``), pronouns resolved: "I", "me", "my" are the turn's speaker, "you" the
   person addressed, when the caller knows them ("my new boss" is ``Jonas's new boss``,
-  its ``owner`` Jonas); any other pronoun stays as written (``she``, ``it``, ``we``).
+  its ``owner`` Jonas), and so is the "who" of "guess who's ..."; any other pronoun
+  stays as written (``she``, ``it``, ``we``).
 * **negated**: a negation on the verb or the verb it depends on ("not", "n't",
   "never", "no longer").
 * **tense**: ``future`` (will, shall, going to), ``past`` (a past form, "used to"),
@@ -252,7 +253,7 @@ class _Resolver:
         ("Bank of America"); determiners and a trailing possessive off."""
         span = (t.idx, t.idx + len(t.text))
         if t.pos_ == "PRON":
-            name = self.person(t.text)
+            name = self.person(t.text) or (self.speaker if _guess_who(t) else None)
             return (name or t.text, span, fold(name or t.text), "")
         keep = {t.i: t}
         stack = [c for c in t.children if c.i < t.i and c.dep_ in _PHRASE_DEPS]
@@ -281,6 +282,15 @@ class _Resolver:
         head = fold(t.text) if t.pos_ == "PROPN" else fold(t.lemma_)
         span = (toks[0].idx, toks[-1].idx + len(toks[-1].text))
         return _join(toks, words), span, head, owner
+
+
+def _guess_who(t: Token) -> bool:
+    """ "Guess who's a project architect now": the speaker, who tells it as a riddle (the
+    subject of a clause under an imperative "guess" without a subject of its own)."""
+    if fold(t.text) != "who" or t.dep_ not in _SUBJECT or t.head.dep_ != "ccomp":
+        return False
+    guess = t.head.head
+    return fold(guess.lemma_) == "guess" and not any(c.dep_ in _SUBJECT for c in guess.children)
 
 
 def _join(keep: list[Token], words: list[str]) -> str:
