@@ -98,3 +98,12 @@ def test_a_riddle_and_a_role_on_a_possessed_noun_are_the_speakers() -> None:
     )
     assert not said("Welcome to life as an associate at Aksoy & Partners.")
     assert not said("Was your first day as a paralegal at Ege Lojistik good?")
+
+
+def test_a_dwelling_found_in_a_place_and_a_condition() -> None:
+    """The parse may hang the place on the verb ("found [a flat] [in Frederiksbjerg]"):
+    still the home. A present condition states nothing; a past "when" does."""
+    assert ("jonas", HOME, "Frederiksbjerg", False) in said("We found a flat in Frederiksbjerg.")
+    assert not said("If I move to Cardiff, I'll tell you.")
+    assert not said("When I can play more than three notes without squeaking.")
+    assert ("jonas", HOME, "Cardiff", False) in said("When I moved to Cardiff, I cried.")

@@ -5,10 +5,11 @@ the person addressed.
 A statement is a clause whose subject is a person (the speaker, the addressee, "we" as
 the speaker's household, or a name) and whose object is a value, stated as holding: in
 the present or perfect, or in any past form of a verb that *begins* a state ("moved",
-"joined", "bought"). Questions, futures and plans state nothing, with two exceptions: a
-question about a place asked of the addressee ("how's Cardiff treating you?") says
-where the addressee is, and a "still" question presupposes its state ("why do you still
-drive to Henkel?"). A light verb ("do", "get", "make", ...) names no relation.
+"joined", "bought"). Questions, futures, plans and conditions ("if I move to Leeds")
+state nothing, with two exceptions: a question about a place asked of the addressee
+("how's Cardiff treating you?") says where the addressee is, and a "still" question
+presupposes its state ("why do you still drive to Henkel?"). A light verb ("do", "get",
+"make", ...) names no relation.
 
 The slot is the predicate's lemma path ("play", "drive", "learn"), normalised where
 English has several verbs for one relation, by a closed table of lemma classes (not of
@@ -96,6 +97,8 @@ _LIGHT = frozenset("do get make take go have give put keep".split())
 _ENDS = frozenset(
     {"quit", "leave", "sell", "stop", "drop", "end", "give up", "resign from", "switch from"}
 )
+#: words that make a present clause a condition, not a statement
+_CONDITIONS = frozenset({"if", "unless", "when", "whenever", "once"})
 #: adjectives that date a thing rather than name its kind ("my new car" is a car)
 _TIMELY = frozenset("new old current former previous present latest last next".split())
 _PERIODS = frozenset({"day", "week", "month", "year", "hour", "night"})
@@ -203,6 +206,10 @@ class _Reader:
             who = name_key(self.speaker) if mine else ""
         if not who or obj is None or verb is None or c.tense == "future":
             return
+        if c.tense == "present" and any(
+            x.dep_ in ("mark", "advmod") and fold(x.text) in _CONDITIONS for x in verb.children
+        ):
+            return  # "if I move to Cardiff", "when I can play more than three notes"
         if obj.pos_ == "PRON" and fold(c.object) not in self.people:
             return
         lemma = c.predicate.split()
@@ -236,6 +243,11 @@ class _Reader:
             return EMPLOYER
         if len(words) == 3 and words[1] in _DWELLING and prep in ("in", "at") and place:
             return HOME  # "found a flat in Leeds"
+        if len(words) == 2 and prep in ("in", "at") and place and head in _BEGINS:
+            # the parse may hang the place on the verb: "found [a flat] [in Leeds]"
+            verb = obj.head.head
+            if any(d.dep_ == "dobj" and fold(d.lemma_) in _DWELLING for d in verb.children):
+                return HOME
         if len(words) == 3 and words[1] in _WORKPLACE | {"as"} and prep in ("at", "with", "for"):
             return EMPLOYER if obj.pos_ == "PROPN" or obj.ent_type_ == "ORG" else ""
         if words[0] == "be" and len(words) == 3 and prep in ("at", "for"):
