@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memstrata.knowledge.asking import focus
+from memstrata.knowledge.asking import asks_amount, focus
 from memstrata.knowledge.quantities import amount_lead, amount_pairs, amounts, asked_amounts
 
 
@@ -15,12 +15,13 @@ from memstrata.knowledge.quantities import amount_lead, amount_pairs, amounts, a
         ("Final lift of the year: 95 kg. I'm done for 2024.", [("kg", "95 kg")]),
         ("Great Manchester Run again — 47:35! Under 50 at last!", [("duration", "47:35")]),
         ("52 minutes 10 for the 10k.", [("duration", "52 minutes 10")]),
-        ("My landlord just raised mine to 24,000 lira.", [("lira", "24,000 lira")]),
+        ("My landlord just raised mine to 24,000 lira.", [("money", "24,000 lira")]),
         ("My rent is £950 now.", [("money", "£950")]),
-        # a clock time, a date, a rate, a number without a unit: no amounts
+        # a clock time, a date, a number without a unit: no amounts; a rate has its unit
         ("It's 4 am and the baby is awake.", []),
         ("We meet at 10:30 tomorrow.", []),
-        ("I ride 80 km a week.", []),
+        ("I ride 80 km a week.", [("km per week", "80 km")]),
+        ("Is 1,150 euros a month insane?", [("money", "1,150 euros")]),
         ("She was born on 21 February 2024.", []),
         ("Under 50 at last!", []),
         ("Zoë zahlt 2.250 Franken.", [("franken", "2.250 Franken")]),
@@ -75,3 +76,20 @@ def test_the_same_value_again_is_a_succession_only_for_now() -> None:
     runs = asked_amounts(focus("What is Lena's deadlift now?", ["Lena"]), stated)
     assert amount_pairs("now", runs) == [("x", "y")]
     assert amount_pairs("past", runs) == []
+
+
+@pytest.mark.parametrize(
+    ("question", "amount"),
+    [
+        ("How much rent does Ayşe pay now?", True),
+        ("How long is the user's commute now?", True),
+        ("What is Lena's deadlift personal best now?", True),
+        ("What is the user's monthly salary now?", True),
+        ("What car does the user drive now?", False),
+        ("What did the user do before joining Prazdroj?", False),
+        ("How does Lena get to work now?", False),
+        ("Where does Zoë live?", False),
+    ],
+)
+def test_which_questions_ask_for_an_amount(question: str, amount: bool) -> None:
+    assert asks_amount(question) is amount

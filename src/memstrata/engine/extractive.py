@@ -41,7 +41,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from memstrata.engine.contracts import NOT_IN_MEMORY, Answer, Context
-from memstrata.knowledge.asking import Asked, focus, time_words, timeless
+from memstrata.knowledge.asking import Asked, asks_amount, focus, time_words, timeless
 from memstrata.knowledge.asking import asked as asked_of_time
 from memstrata.knowledge.present import (
     answering,
@@ -194,7 +194,8 @@ def _in_succession(
     found = changes(stated)
     about = focus(question, ctx.store.speakers(namespace))
     mine = answering(stated, about)
-    runs = asked_amounts(about, read_amounts(ctx.store, namespace, turns))
+    amounts = read_amounts(ctx.store, namespace, turns) if asks_amount(question) else []
+    runs = asked_amounts(about, amounts)
     known = set(pairs) | {(c.old.source, c.new.source) for c in found}
     known |= set(asked_pairs(wants, mine)) | set(amount_pairs(wants, runs))
     value = asked_lead(wants, mine) or amount_lead(wants, runs)

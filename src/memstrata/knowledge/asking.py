@@ -126,6 +126,25 @@ def focus(question: str, people: tuple[str, ...] | list[str] = ()) -> Focus:
     return Focus(frozenset(s for s in subjects if s), frozenset(words - TIME - _DATING), said)
 
 
+#: what "how" asks of an amount ("how much", "how long", ...)
+_HOW = frozenset("much many long far old often big fast heavy tall high".split())
+
+
+def asks_amount(question: str) -> bool:
+    """Whether ``question`` asks for an amount or an attribute's value: "How much ...",
+    "How long ...", or "What is X's ...?" (a copula: the answer is what the thing is, "95
+    kg"), not "What car does she drive?" (a thing) nor "What did she do?" (an event)."""
+    (doc,) = parse([question])
+    toks = [t for t in doc if not t.is_punct]
+    if len(toks) < 2:
+        return False
+    first, second = fold(toks[0].text), toks[1]
+    if first == "how":
+        return fold(second.lemma_) in _HOW
+    root = next((t for t in doc if t.dep_ == "ROOT"), None)
+    return first == "what" and root is not None and root.lemma_ == "be"
+
+
 #: letters a word needs to match another it begins, or that begins it
 STEM = 4
 

@@ -33,7 +33,7 @@ from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 
 from memstrata.knowledge import statements as reader
-from memstrata.knowledge.asking import Asked, Focus, asked, focus, says
+from memstrata.knowledge.asking import Asked, Focus, asked, asks_amount, focus, says
 from memstrata.knowledge.quantities import Amount, amount_pairs, amounts, asked_amounts
 from memstrata.knowledge.slots import Change, changes
 from memstrata.knowledge.statements import Statement, statements
@@ -394,9 +394,9 @@ def order_results(
         asks = answering(said, about)
         pairs = set(recorded(store, namespace)) | set(asked_pairs(wants, asks))
         pairs |= {(c.old.source, c.new.source) for c in changes(said)}
-        pairs |= set(
-            amount_pairs(wants, asked_amounts(about, read_amounts(store, namespace, turns)))
-        )
+        if asks_amount(query):
+            runs = asked_amounts(about, read_amounts(store, namespace, turns))
+            pairs |= set(amount_pairs(wants, runs))
         out.append(order(hits, wants, pairs))
     return out
 

@@ -7,12 +7,15 @@ so it reads none of these; yet a question about the amount ("What is Lena's dead
 personal best now?") needs them in order.
 
 An amount here is a number written in digits with its unit: the noun it counts ("95
-kg", "24,000 lira"), money (an amount the parse labels money, or beside a currency
-sign), or a duration (a time unit, or minutes and seconds written "47:35"). A number
-without a unit, a date, a clock time and a rate are no amounts here ("4 am", "in 2024",
-"80 km a week": rates are statements).
+kg", "24,000 lira"), money (an amount the parse labels money, one beside a currency sign
+or naming a currency: money is one unit, whatever the currency), or a duration (a time
+unit, or minutes and seconds written "47:35"). A rate is an amount in a unit of its own
+("80 km a week": ``km per week``), except money: a rent is said with "a month" or
+without it. A number
+without a unit, a date and a clock time are no amounts ("4 am", "in 2024").
 
-A question asks for an amount of a subject when the subject's own turns among the hits
+A question asks for an amount (:func:`~memstrata.knowledge.asking.asks_amount`: "how
+much", "what is X's ...") of a subject when the subject's own turns among the hits
 state an amount whose turn also says one of the question's words (the *anchor*: "deadlift"
 in "85 kg deadlift"). Every turn of that speaker stating an amount of the anchor's unit
 is then a statement of the same value at its time, whether or not it repeats the word
@@ -39,6 +42,14 @@ if TYPE_CHECKING:
 
 #: the units of time a duration is counted in (lemmas)
 TIME_UNITS = frozenset("second sec minute min hour hr h".split())
+#: names and codes of currencies the parse does not always label as money ("1,150
+#: euros", "24,000 lira"): money is one unit, whatever the currency, as in a rate
+CURRENCIES = frozenset(
+    "euro eur dollar usd buck pound gbp quid franc chf lira try krone kroner krona kronor "
+    "dkk sek nok złoty zloty pln koruna czk kč forint huf yen jpy yuan cny rmb renminbi "
+    "won krw rupee inr peso real brl rand zar ruble rouble rub hryvnia uah leu lev "
+    "shekel ils dirham aed riyal baht thb ringgit rupiah dinar naira cedi shilling".split()
+)
 #: words after a number that make it a clock time, not an amount
 _CLOCK = frozenset({"am", "pm", "a.m.", "p.m.", "o'clock", "oclock"})
 #: minutes and seconds ("47:35", "1:02:10")
@@ -104,14 +115,23 @@ def _amount(t: Token) -> tuple[str, str] | None:
     if t.dep_ not in ("nummod", "quantmod", "compound") or t.head.pos_ in _NOT_UNIT:
         return None
     m = t.head
-    if period(m):
-        return None  # a rate: a statement (statements.Reader.rates)
     unit = fold(m.lemma_)
-    if unit in TIME_UNITS:
-        return "duration", _span(t, m)
-    if t.ent_type_ in _NOT_AMOUNT or m.ent_type_ in _NOT_AMOUNT or unit in _CLOCK:
+    if unit in CURRENCIES or fold(m.text) in CURRENCIES:
+        unit = "money"
+    elif unit in TIME_UNITS:
+        unit = "duration"
+    if unit not in ("money", "duration") and (
+        t.ent_type_ in _NOT_AMOUNT or m.ent_type_ in _NOT_AMOUNT or unit in _CLOCK
+    ):
         return None
-    return unit, _span(t, m)
+    return (unit if unit == "money" else _per(unit, m)), _span(t, m)
+
+
+def _per(unit: str, m: Token) -> str:
+    """A rate's unit is its own: "150 km a week" is ``km per week``, not ``km`` (the car's
+    290,000 km is no value of it)."""
+    every = period(m)
+    return f"{unit} per {every}" if every else unit
 
 
 def _span(t: Token, m: Token) -> str:
