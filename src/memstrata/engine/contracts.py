@@ -248,6 +248,11 @@ class Answer(BaseModel):
     )
     usage: dict[str, int] = Field(default_factory=dict)
     hits: list[Hit] = Field(default_factory=list, description="what the answer was given")
+    fallback: str | None = Field(
+        default=None,
+        description="the recipe's answer stage failed and another made this answer: why "
+        "(a benchmark counts these apart rather than scoring them as the recipe's)",
+    )
 
     @model_validator(mode="after")
     def _one_abstention(self) -> Answer:

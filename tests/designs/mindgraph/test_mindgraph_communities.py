@@ -52,9 +52,21 @@ def test_large_clusters_are_split_to_at_most_ten(shape: str) -> None:
     assert partition(g) == parts
 
 
-def test_nodes_without_edges_are_their_own_subgraph() -> None:
+def test_nodes_without_edges_share_subgraphs_of_at_most_ten() -> None:
+    """23 loose nodes beside a triangle: three subgraphs of them (10, 10, 3), not 23, so
+    23 report calls become 3."""
+    g = ConceptGraph()
+    for nid in ("n0_0", "n0_1", "n0_2"):
+        g.nodes[nid] = Node(nid, "claim", f"fact {nid}")
+    g.edges = [Edge("n0_0", "n0_1", "r"), Edge("n0_1", "n0_2", "r"), Edge("n0_0", "n0_2", "r")]
+    for i in range(23):
+        g.nodes[f"z{i:02d}"] = Node(f"z{i:02d}", "entity", f"Z{i}")
+    parts = partition(g)
+    assert sorted(len(p) for p in parts) == [3, 3, 10, 10]
+    assert ["n0_0", "n0_1", "n0_2"] in parts  # the triangle keeps its own
+    assert sorted(n for p in parts for n in p) == sorted(g.nodes)
     g = ConceptGraph(nodes={"a": Node("a", "entity", "A"), "b": Node("b", "entity", "B")})
-    assert partition(g) == [["a"], ["b"]]
+    assert partition(g) == [["a", "b"]]
     assert partition(ConceptGraph()) == []
 
 

@@ -247,3 +247,21 @@ def test_ask_runs_the_papers_tool_loop_over_the_graph_of_the_turns_found(
     assert "mind graph below" in first[-1].content and f'"{nid}"' in first[-1].content
     looked = backend.requests[1].messages[-1].content
     assert "Pepper" in looked  # the window lookup_source returned
+
+
+def test_a_failed_tool_loop_answers_from_the_hits_and_says_so(tmp_path: Path, embedder) -> None:
+    """The loop's replies never parse: the grounded answer stands in, and the answer
+    carries why, so a benchmark does not score it as the paper's method."""
+    from memstrata.designs.mindgraph.memory_answer import MindGraphMemoryAnswerer
+
+    question = "What is the name of Tomas's dog?"
+    with Memory.open(tmp_path / "m.db", embedder=embedder, recipe="mindgraph") as m:
+        m.add_many(sample())
+        hits = m.search(question, k=5, max_tokens=None).hits
+        grounded = json.dumps({"answer": "Pepper", "sources": []})
+        backend = ScriptedBackend(["not json", "still not json", grounded])
+        ctx = Context(m.store, embedder, LLMClient(backend, max_retries=1), "llm")
+        answer = asyncio.run(MindGraphMemoryAnswerer().answer(ctx, "default", question, hits))
+    assert answer.fallback is not None and answer.fallback.startswith("mindgraph tool loop:")
+    assert answer.text == "Pepper"
+    assert len(backend.requests) == 3  # two loop attempts, then the grounded call

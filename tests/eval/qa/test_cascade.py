@@ -35,6 +35,15 @@ from memstrata.llm.scripted import ScriptedBackend
         ("Lisbon", "Lisbonne", None),  # containment is on word boundaries
         ("dogs, cats, parrots and fish", "dogs", None),  # key-phrase F1 0.4
         ("", "anything", None),
+        # a denied mention states nothing; the negation reaches within its clause only
+        ("Lisbon", "Not Lisbon, Porto.", None),
+        ("Lisbon", "She never moved to Lisbon.", None),
+        ("Lisbon", "It isn't Lisbon.", None),
+        ("Lisbon", "No, it was Lisbon.", "containment"),
+        ("Lisbon", "Not Porto: Lisbon.", "containment"),
+        ("Lisbon", "Not Porto but Lisbon.", None),  # too near to tell; the judge decides
+        ("not vegan", "She is not vegan.", "containment"),
+        ("Lisbon", "She did not like Porto, so she moved to Lisbon.", "containment"),
     ],
 )
 def test_the_cascade_rules(gold: str, predicted: str, rule: str | None) -> None:

@@ -6,7 +6,9 @@ community larger than that is partitioned again on its own subgraph, and one Lei
 cannot split (a clique, a star) is cut into pieces of at most 10 in order of degree. So
 every subgraph has at most 10 nodes and the same graph always gives the same subgraphs.
 (``leidenalg``'s own ``max_comm_size`` is passed too, but it does not bound the final
-communities by itself.) Nodes without edges form one-node subgraphs.
+communities by itself.) Nodes without edges share subgraphs of at most 10, in id
+order, rather than one each: every subgraph costs a report (an LLM call on the llm
+tier), and a loose node has nothing to be summarised with.
 
 **Reports**, one per subgraph: title, impact rating (0-10), summary and findings. On the
 llm tier one call each (:func:`prompts.report`); on the heuristic tier extractive: the
@@ -53,7 +55,13 @@ def partition(
     index = {nid: i for i, nid in enumerate(ids)}
     pairs = {tuple(sorted((index[e.source], index[e.target]))) for e in graph.edges}
     g = ig.Graph(n=len(ids), edges=sorted(pairs))
-    parts = _split(g, list(range(len(ids))), max_size, seed)
+    linked = sorted({i for pair in pairs for i in pair})
+    parts = _split(g, linked, max_size, seed) if linked else []
+    # nodes without edges share subgraphs of at most max_size, in id order: one report
+    # each would be an LLM call per loose node, and such a node has no neighbours to
+    # summarise with anyway
+    lone = sorted(set(range(len(ids))) - set(linked))
+    parts += [lone[i : i + max_size] for i in range(0, len(lone), max_size)]
     named = [sorted(ids[i] for i in part) for part in parts]
     return sorted(named, key=lambda p: (-len(p), p[0]))
 

@@ -11,7 +11,7 @@ just before or after); ``subgraph_summary`` reads the
 Leiden subgraphs of this graph, reported and cached as the reader mode's are. The answer
 cites the turns the model looked up and the nodes it cited (the search's episodes when it
 did neither). Without an LLM, and when the loop fails, the ``grounded`` answerer
-answers from the same hits.
+answers from the same hits; after a failed loop the answer says so (``Answer.fallback``).
 """
 
 from __future__ import annotations
@@ -146,9 +146,11 @@ class MindGraphMemoryAnswerer(Answerer[MemoryAnswerParams]):
                 max_tokens=p.max_tokens,
                 window=context_tokens(llm.backend),
             )
-        except LLMError as exc:  # the hits stand: the grounded answer from them
+        except LLMError as exc:  # the hits stand: the grounded answer from them, said so
             logger.warning("the mindgraph tool loop failed, answering from the hits: %s", exc)
-            return await GroundedAnswerer().answer(ctx, namespace, question, hits, about)
+            answer = await GroundedAnswerer().answer(ctx, namespace, question, hits, about)
+            why = f"mindgraph tool loop: {type(exc).__name__}: {exc}"[:300]
+            return answer.model_copy(update={"fallback": why})
         looked = [self._turn(read, w.start) for w in out.windows]
         cited = [s.episode for n in out.details.get("cited_nodes", []) for s in read.spans[n]]
         sources = list(dict.fromkeys([e for e in looked if e] + cited))

@@ -257,7 +257,7 @@ must answer the question below find their way in the graph.
 
 Output only a JSON object:
 {{"title": "a short name for the community", "summary": "an executive summary in two or
-three sentences", "rating": <impact for the question, 0 to 10>, "findings": ["at most 10
+three sentences", "rating": <impact for the question, 0 to 10>, "findings": ["5 to 10
 findings, each one sentence grounded in the nodes"]}}"""
 
 

@@ -267,6 +267,8 @@ class Runner:
         spent = [self._cost(recipe, ns, "answer", before, t0)]
         prompt_tokens = answer.usage.get("prompt_tokens", 0)
         shown = prompt_tokens if answer.usage.get("calls") else context_tokens
+        if answer.fallback is not None:
+            row["answer_fallback"] = answer.fallback
         row.update(
             answer=answer.text,
             abstained=answer.abstained,

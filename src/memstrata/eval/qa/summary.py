@@ -47,6 +47,7 @@ def _group(rows: list[dict[str, Any]]) -> dict[str, Any]:
         if ratios:
             out["compaction_ratio"] = round(mean(ratios), 5)
         out["answer_errors"] = sum(1 for r in rows if "answer_error" in r)
+        out["answer_fallbacks"] = sum(1 for r in rows if "answer_fallback" in r)
     judged: dict[str, list[float]] = defaultdict(list)
     for r in rows:
         for name, v in (r.get("judge") or {}).items():
