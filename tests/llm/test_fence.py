@@ -142,7 +142,12 @@ class Args:
 def renderings(fn: Callable[..., Any]) -> Iterator[tuple[list[Message], list[str]]]:
     """One rendering per combination of the function's ``Literal`` parameters."""
     hints = typing.get_type_hints(fn)
-    params = [p for p in inspect.signature(fn).parameters if p in hints]
+    # a number with a default is the code's own setting (a token budget): it keeps it
+    params = [
+        p
+        for p, par in inspect.signature(fn).parameters.items()
+        if p in hints and not (hints[p] is int and par.default is not inspect.Parameter.empty)
+    ]
     literals = {p: typing.get_args(hints[p]) for p in params}
     literals = {p: v for p, v in literals.items() if typing.get_origin(hints[p]) is typing.Literal}
     for combo in itertools.product(*literals.values()):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import lru_cache
 
 from tokenizers import Tokenizer
@@ -50,7 +51,7 @@ def fit_to_budget(hits: list[Hit], max_tokens: int | None) -> tuple[list[Hit], s
     for hit, line, cost in zip(hits, rendered, costs, strict=True):
         if max_tokens is not None and used + cost > max_tokens:
             if not kept:  # one hit always fits, cut to the budget, so a context is never empty
-                line = _truncate(line, max_tokens)
+                line = truncate_tokens(line, max_tokens)
                 kept.append(hit)
                 lines.append(line)
                 used = count_tokens(line)
@@ -61,7 +62,7 @@ def fit_to_budget(hits: list[Hit], max_tokens: int | None) -> tuple[list[Hit], s
     return kept, "\n".join(lines), used
 
 
-def _truncate(text: str, max_tokens: int) -> str:
+def truncate_tokens(text: str, max_tokens: int) -> str:
     """Cut ``text`` so that it plus the ellipsis stays within ``max_tokens``."""
     enc = _tokenizer().encode(text[: _char_cap(max_tokens)], add_special_tokens=False)
     if len(enc.ids) <= max_tokens:
@@ -70,6 +71,21 @@ def _truncate(text: str, max_tokens: int) -> str:
         return "…"
     end = enc.offsets[max_tokens - 2][1]
     return text[:end] + "…"
+
+
+def shorten_longest(texts: Sequence[str], room: int) -> list[str]:
+    """``texts`` whole while their tokens total at most ``room``; else the longest are cut
+    to one common length, the largest that fits (each cut one ending in an ellipsis), and
+    the shorter stay whole: a prompt listing them loses the least of what it shows. Below
+    one token each nothing is left to cut, so a room that small is exceeded."""
+    sizes = [len(e.ids) for e in _tokenizer().encode_batch(list(texts), add_special_tokens=False)]
+    if not sizes or sum(sizes) <= room:
+        return list(texts)
+    lo, hi = 1, max(sizes)  # the largest cap whose capped sizes fit, at least 1
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if sum(min(s, mid) for s in sizes) <= room else (lo, mid - 1)
+    return [t if s <= lo else truncate_tokens(t, lo) for t, s in zip(texts, sizes, strict=True)]
 
 
 def _char_cap(max_tokens: int | None) -> int | None:

@@ -8,7 +8,8 @@ Where things are:
   :mod:`.base_graph_llm`: the llm tier's;
 * :mod:`.graph`: the graph held in memory; :mod:`.hierarchy`: the category layers;
 * :mod:`.global_selection`: System-2 Global Selection;
-* :mod:`.route`: the dual route and its fusion; :mod:`.prompts`: every prompt;
+* :mod:`.route`: the dual route and its fusion; :mod:`.rerank`: the llm tier's
+  listwise reranking; :mod:`.prompts`: every prompt;
 * :mod:`.recipe`: the ``mnemis`` recipe; :mod:`.show`: ``memstrata show``;
   :mod:`.view`: the explorer's views.
 """

@@ -57,6 +57,8 @@ class Selection:
     hubs: list[str] = field(default_factory=list)
     #: per episode, how many selected entities cite it (its System-2 support)
     support: dict[str, int] = field(default_factory=dict)
+    #: the llm tier's picks that named no node shown (invented or mangled ids)
+    unknown: int = 0
 
 
 def _expand(
@@ -176,6 +178,7 @@ async def select_llm(graph: Graph, query: str, selector: NodeSelector) -> Select
     taken: list[str] = []
     path: list[list[str]] = []
     entities: list[str] = []
+    unknown = 0
     while frontier:
         live = [n for n in frontier if n in graph.categories or n in graph.entities]
         if not live:
@@ -193,9 +196,11 @@ async def select_llm(graph: Graph, query: str, selector: NodeSelector) -> Select
             shown = {sid.casefold(): sid for sid, _, _ in chunk}
             for u, all_kids in reply:
                 known = shown.get(u.strip(" \"'`").casefold())
-                if known is not None:
-                    uid = short[known]
-                    picks[uid] = picks.get(uid, False) or all_kids
+                if known is None:
+                    unknown += 1
+                    continue
+                uid = short[known]
+                picks[uid] = picks.get(uid, False) or all_kids
         picked = list(picks.items())
         path.append([u for u, _ in picked])
         nxt: list[str] = []
@@ -214,6 +219,7 @@ async def select_llm(graph: Graph, query: str, selector: NodeSelector) -> Select
     sel = _expand(graph, list(dict.fromkeys(entities)), skip_hubs=False)
     sel.categories = taken
     sel.path = path
+    sel.unknown = unknown
     return sel
 
 

@@ -20,6 +20,7 @@ from memstrata.llm.base import LLMClient
 from memstrata.llm.fence import FENCE_NOTE, fence
 from memstrata.llm.schema import list_bounded, list_reply_tokens
 from memstrata.llm.types import Message
+from memstrata.retrieval.context import count_tokens, shorten_longest
 
 # answers ------------------------------------------------------------------------------
 
@@ -474,15 +475,32 @@ def select_nodes(query: str, nodes: Sequence[tuple[str, str, list[str]]]) -> Pro
     return _msgs(system, user), node_selection_model(len(nodes))
 
 
-def rerank(query: str, kind: str, candidates: Sequence[str]) -> Prompt:
-    # About 6,000 characters of candidates in all, so a window of 40 fits a 4k context.
-    cap = max(80, min(300, 6_000 // max(1, len(candidates))))
-    listed = _listed([f"{i}: {c[:cap]}" for i, c in enumerate(candidates)])
-    return _msgs(
+#: the rerank prompt's size in tokens as :func:`count_tokens` counts them: the bundled
+#: model's 4,096-token context less the reply (``MAX_TOKENS["mnemis.rerank"]``) and about
+#: 15% for counting MiniLM word pieces rather than the model's own tokens
+RERANK_PROMPT_TOKENS = 3_200
+
+
+def rerank(
+    query: str, kind: str, candidates: Sequence[str], budget: int = RERANK_PROMPT_TOKENS
+) -> Prompt:
+    """Candidates are shown whole while the prompt fits ``budget`` tokens; only a window
+    that would not fit has its longest candidates cut to one common length, the shorter
+    ones whole (:func:`shorten_longest`): a turn's answer may sit past any fixed cut."""
+    system = (
         f"Order the {kind} candidates by how much each helps answer the query, most "
-        'helpful first. Answer JSON: {"order": [indexes]}.',
-        f"Query: {query}\n<CANDIDATES>\n{listed}\n</CANDIDATES>",
-    ), Ranking
+        'helpful first. Answer JSON: {"order": [indexes]}.'
+    )
+    shown, room = list(candidates), sum(count_tokens(c) for c in candidates)
+    for _ in range(4):  # the fence's tag hashes the text: a cut moves it by a token or two
+        listed = _listed([f"{i}: {c}" for i, c in enumerate(shown)])
+        messages = _msgs(system, f"Query: {query}\n<CANDIDATES>\n{listed}\n</CANDIDATES>")
+        over = sum(count_tokens(m.content) for m in messages) - budget
+        if over <= 0:
+            break
+        room -= over
+        shown = shorten_longest(candidates, room)
+    return messages, Ranking
 
 
 async def ask(
@@ -571,12 +589,3 @@ def node_selector(llm: LLMClient) -> Any:
         return [(n.uuid, n.get_all_children) for n in answer.nodes]
 
     return select
-
-
-def llm_reranker(llm: LLMClient) -> Any:
-    async def rank(query: str, kind: str, texts: list[str]) -> list[int]:
-        answer = await ask(llm, rerank(query, kind, texts), "mnemis.rerank")
-        assert isinstance(answer, Ranking)
-        return answer.order
-
-    return rank

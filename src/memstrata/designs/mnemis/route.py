@@ -18,9 +18,13 @@
     neighbouring turns), and read in its session (each turn by the BM25 evidence of the
     turns around it).
   - ``llm`` tier: the LLM orders each kind's **whole union** (entities with the
-    categories System-2 walked through, facts, episodes), listwise in windows of
-    ``RERANK_WINDOW`` that slide from the union's end to its start by ``RERANK_STEP``
-    (so an item anywhere in the union can reach the top), then the budget is cut.
+    categories System-2 walked through, facts, episodes) as a listwise tournament
+    (:mod:`memstrata.designs.mnemis.rerank`) whose every slot of the budget is the
+    reranker's choice, then the budget is cut.
+
+An LLM failure never fails a search: a failed or unusable System-2 selection gives way to
+the heuristic one for that query, a failed rerank call leaves its window in the order it
+came in, and each is counted in :attr:`MnemisRoute.fallbacks`.
 
 Hits come out episodes first, then facts, then entities: the answer model reads the raw
 turns first, and ``Recall@K`` over distinct sources measures the episode ranking.
@@ -29,7 +33,9 @@ turns first, and ``Recall@K`` over distinct sources measures the episode ranking
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+import logging
+from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -45,10 +51,12 @@ from memstrata.designs.mnemis.global_selection import (
 )
 from memstrata.designs.mnemis.graph import SPEAKER_CATEGORY, Graph
 from memstrata.designs.mnemis.hierarchy import Hierarchy
-from memstrata.designs.mnemis.prompts import llm_reranker, node_selector
+from memstrata.designs.mnemis.prompts import node_selector
+from memstrata.designs.mnemis.rerank import Reranker, listwise, llm_reranker
 from memstrata.embed.base import Embedder
 from memstrata.embed.cache import embed_cached
 from memstrata.engine.contracts import Context, Route
+from memstrata.llm.types import LLMError
 from memstrata.models import Episode, Hit
 from memstrata.retrieval import documents
 from memstrata.retrieval.fusion import rrf
@@ -57,15 +65,7 @@ from memstrata.retrieval.system1 import DEFAULT_SYSTEM1, EpisodeRoute, System1Pa
 from memstrata.retrieval.text import content_terms
 from memstrata.store.base import SearchFilters, Store
 
-# LLM reranking: (query, kind, [candidate texts]) -> candidate indexes, best first.
-Reranker = Callable[[str, str, list[str]], Awaitable[list[int]]]
-
-
-#: the llm tier's listwise reranking: candidates shown per call, and how far the window
-#: moves toward the top between calls (half a window, so each call carries the best of
-#: the one before)
-RERANK_WINDOW = 20
-RERANK_STEP = 10
+logger = logging.getLogger("memstrata.mnemis")
 
 
 class MnemisParams(BaseModel):
@@ -175,7 +175,12 @@ class MnemisRoute(Route[MnemisParams]):
     def __init__(self, params: MnemisParams | None = None) -> None:
         super().__init__(params)
         self._indexes: dict[str, _Indexes] = {}
-        #: when a list, every search appends each query's :class:`EpisodeUnion` to it
+        #: LLM failures the searches fell back from since the route was made:
+        #: ``select_failed``, queries whose System-2 ran the heuristic selection;
+        #: ``rerank_failed``, rerank windows left in the order they came in. The failed
+        #: calls are in the LLM usage too, as failures of ``mnemis.select`` and
+        #: ``mnemis.rerank``.
+        self.fallbacks: Counter[str] = Counter()
 
     async def search(
         self,
@@ -275,7 +280,7 @@ class _Search:
         if not p.system2:
             sel = Selection()
         elif self.selector is not None:
-            sel = await select_llm(graph, query, self.selector)
+            sel = await self._select_llm(graph, hierarchy, query, qvec, terms)
         else:
             sel = select_heuristic(graph, hierarchy, qvec, p.selection, set(terms))
         s2_ent = _admit(graph, list(dict.fromkeys(sel.entities + sel.linked_entities)), admitted)
@@ -289,9 +294,15 @@ class _Search:
             cats = cats[: int(p.category_share * two_k)]
         else:
             ent_union = list(dict.fromkeys(s1_ent + s2_ent + cats))
-            ents = await self._rerank(query, "entity", ent_union, lambda e: entity_text(graph, e))
+            ents = await self._rerank(
+                query, "entity", ent_union, lambda e: entity_text(graph, e), two_k
+            )
             facts = await self._rerank(
-                query, "fact", list(dict.fromkeys(s1_fact + s2_fact)), lambda f: fact_text(graph, f)
+                query,
+                "fact",
+                list(dict.fromkeys(s1_fact + s2_fact)),
+                lambda f: fact_text(graph, f),
+                two_k,
             )
             cats = [e for e in ents[:two_k] if e in graph.categories]
             ents = [e for e in ents if e not in graph.categories]
@@ -335,7 +346,9 @@ class _Search:
                 by_id[e] = documents.episode_hit(episodes[e], 0.0)
         ranked_eps = [e for e in ranked_eps[:window] if e in by_id]
         if self.reranker is not None:
-            ranked_eps = await self._rerank(query, "episode", ranked_eps, lambda e: by_id[e].text)
+            ranked_eps = await self._rerank(
+                query, "episode", ranked_eps, lambda e: by_id[e].text, k
+            )
         s2_set = set(support)
         hits: list[Hit] = []
         for e in ranked_eps[:k]:
@@ -508,33 +521,41 @@ class _Search:
         scores = rrf([dense, bm25], k=p.rrf_k)
         return sorted(scores, key=lambda i: -scores[i])
 
+    async def _select_llm(
+        self, graph: Graph, hierarchy: Hierarchy, query: str, qvec: np.ndarray, terms: list[str]
+    ) -> Selection:
+        """System-2 by the LLM. When a call fails, or the model named only nodes it was not
+        shown and nothing was selected, this query takes the heuristic selection."""
+        assert self.selector is not None
+        try:
+            sel = await select_llm(graph, query, self.selector)
+            if sel.entities or not sel.unknown:
+                return sel
+            logger.warning("System-2 selection named no node shown; heuristic selection used")
+        except LLMError as exc:
+            logger.warning("System-2 selection failed; heuristic selection used: %s", exc)
+        self.route.fallbacks["select_failed"] += 1
+        return select_heuristic(graph, hierarchy, qvec, self.params.selection, set(terms))
+
     async def _rerank(
-        self, query: str, kind: str, ids: list[str], text: Callable[[str], str]
+        self, query: str, kind: str, ids: list[str], text: Callable[[str], str], budget: int
     ) -> list[str]:
-        assert self.reranker is not None
-        return await listwise(self.reranker, query, kind, ids, text)
+        """:func:`listwise` with each failed call (an LLM error, or a reply naming no
+        candidate) counted, its window left in the order it came in."""
+        reranker = self.reranker
+        assert reranker is not None
 
+        async def guarded(query: str, kind: str, texts: list[str]) -> list[int]:
+            try:
+                ranked = await reranker(query, kind, texts)
+            except LLMError as exc:
+                logger.warning("%s rerank call failed; its window keeps its order: %s", kind, exc)
+                ranked = []
+            if not any(0 <= i < len(texts) for i in ranked):
+                self.route.fallbacks["rerank_failed"] += 1
+            return ranked
 
-async def listwise(
-    reranker: Reranker, query: str, kind: str, ids: list[str], text: Callable[[str], str]
-) -> list[str]:
-    """The reranker's order of all of ``ids``: windows of ``RERANK_WINDOW``, from the end
-    of the list to its start, each overlapping the next by half, so the best item of any
-    window is carried forward to the top. Ids the reranker leaves out keep their place
-    after the ones it ordered, within their window."""
-    order = list(ids)
-    end = len(order)
-    while len(order) > 1:
-        start = max(0, end - RERANK_WINDOW)
-        window = order[start:end]
-        ranked = await reranker(query, kind, [text(i) for i in window])
-        seen = [window[i] for i in dict.fromkeys(ranked) if 0 <= i < len(window)]
-        rest = set(seen)
-        order[start:end] = seen + [i for i in window if i not in rest]
-        if start == 0:
-            break
-        end -= RERANK_STEP
-    return order
+        return await listwise(guarded, query, kind, ids, text, budget)
 
 
 def fact_text(graph: Graph, fid: str) -> str:
