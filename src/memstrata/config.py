@@ -16,7 +16,7 @@ import tomllib
 import types
 from difflib import get_close_matches
 from pathlib import Path
-from typing import Any, Literal, Union, get_args, get_origin
+from typing import TYPE_CHECKING, Any, Literal, Union, get_args, get_origin
 
 from pydantic import (
     BaseModel,
@@ -31,6 +31,9 @@ from pydantic import (
 from memstrata.engine.recipe import Recipe
 from memstrata.errors import ConfigError
 from memstrata.redact import redact_tree
+
+if TYPE_CHECKING:
+    from memstrata.llm.budgets import Budgets as LLMBudgets
 
 ENV_PREFIX = "MEMSTRATA_"
 
@@ -134,6 +137,43 @@ class LLMConfig(_Section):
     chaos: ChaosConfig | None = Field(
         default=None, description="kind 'chaos' only; default: every fault at rate 0.3"
     )
+    profile: str | None = Field(
+        default=None,
+        description="the budgets' profile (memstrata.llm.budgets): small (the bundled 135M "
+        "model's) or chat (a capable chat model's); default: chat for openai, small for gguf",
+    )
+    context_tokens: int | None = Field(
+        default=None,
+        description="the model's context window in tokens; default: the profile's "
+        "(small 4,096, chat 131,072); gguf: the context the model is loaded with",
+    )
+    max_output_tokens: int | None = Field(
+        default=None,
+        description="the most tokens the model writes in one reply; default: the "
+        "profile's (small 2,048, chat 16,384), at most half the context",
+    )
+    reasoning_effort: Literal["none", "low", "medium", "high"] | None = Field(
+        default=None,
+        description="openai: sent as the request's reasoning_effort (a reasoning model's "
+        "effort); default: not sent",
+    )
+
+    @model_validator(mode="after")
+    def _limits(self) -> LLMConfig:
+        """An unknown profile or a bad limit is refused when the configuration is read."""
+        self.budgets()
+        return self
+
+    def budgets(self) -> LLMBudgets:
+        """The :class:`~memstrata.llm.budgets.Budgets` this section asks for."""
+        from memstrata.llm.budgets import Budgets, default_profile
+
+        kind = (self.chaos or ChaosConfig()).inner if self.kind == "chaos" else self.kind
+        return Budgets.of(
+            self.profile or default_profile(kind),
+            context_tokens=self.context_tokens,
+            max_output_tokens=self.max_output_tokens,
+        )
 
 
 class Budgets(_Section):

@@ -52,6 +52,7 @@ def make_llm(config: Config, store: Store, namespace: str | None = None) -> LLMC
     cache = None if path is None else ResponseCache(path)
     return LLMClient(
         backend,
+        budgets=cfg.budgets(),
         cache=cache,
         usage=store,
         max_retries=cfg.max_retries,
@@ -86,9 +87,13 @@ def _backend_options(cfg: LLMConfig, kind: str) -> dict[str, Any]:
             "api_key": cfg.api_key.get_secret_value() if cfg.api_key else None,
             "timeout": cfg.timeout_s,
             "structured_format": cfg.structured,
+            # a server does not say its window: the configured one is the backend's
+            "context_tokens": cfg.budgets().context_tokens,
+            "reasoning_effort": cfg.reasoning_effort,
         }
     return {
         "model_path": cfg.model_path,
+        "n_ctx": cfg.budgets().context_tokens,
         "n_threads": cfg.threads,
         "weights": None if cfg.weights == "as-is" else cfg.weights,
     }

@@ -168,6 +168,40 @@ def test_config_masks_secrets(tmp_path: Path, subprocess_env: dict[str, str]) ->
     assert data["budgets"]["episodes"] == 7 and data["store"] == "x.db"
 
 
+def test_config_shows_the_budgets_of_the_configured_model(
+    tmp_path: Path, subprocess_env: dict[str, str]
+) -> None:
+    toml = tmp_path / "m.toml"
+    toml.write_text(
+        '[llm]\nkind = "openai"\nbase_url = "http://127.0.0.1:9/v1"\nmodel = "m"\n'
+        'reasoning_effort = "low"\n'
+    )
+    chat = json.loads(run(subprocess_env, "config", "--config", str(toml)).stdout)
+    assert chat["llm"]["reasoning_effort"] == "low"
+    budgets = chat["llm_budgets"]
+    assert (budgets["profile"], budgets["context_tokens"], budgets["max_output_tokens"]) == (
+        "chat",
+        131072,
+        16384,
+    )
+    assert budgets["stages"]["mnemis.facts"] == 8192 and budgets["bounds"]["mnemis.facts"] == 24
+    env = dict(
+        subprocess_env,
+        MEMSTRATA_LLM__KIND="gguf",
+        MEMSTRATA_LLM__MAX_TOKENS="200",  # the ceiling every stage then gets
+    )
+    small = json.loads(run(env, "config").stdout)["llm_budgets"]
+    assert small["profile"] == "small" and small["ceiling"] == 200
+    assert small["stages"]["mnemis.facts"] == 200 and small["stages"]["mnemis.entities"] == 120
+    assert small["bounds"]["mnemis.facts"] == 6
+    assert "llm_budgets" not in json.loads(run(subprocess_env, "config").stdout)  # no LLM
+    from memstrata.llm.budgets import markdown_table
+
+    assert run(subprocess_env, "config", "--profiles").stdout == markdown_table()
+    bad = run(dict(subprocess_env, MEMSTRATA_LLM__PROFILE="large"), "config", ok=False)
+    assert bad.returncode == 2 and "unknown llm.profile 'large'; valid: small, chat" in bad.stderr
+
+
 def test_usage_errors_are_clear(tmp_path: Path, subprocess_env: dict[str, str]) -> None:
     proc = run(subprocess_env, "search", "--db", str(tmp_path / "m.db"), ok=False)
     assert proc.returncode == 2 and "give either a QUERY or --queries" in proc.stderr

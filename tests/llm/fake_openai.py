@@ -27,7 +27,9 @@ from typing import Any
 class Reply:
     """One scripted answer. ``content`` is the assistant message; ``status`` >= 400
     answers an error body instead. ``drop`` closes the socket without a byte of reply,
-    ``partial`` after the headers and half the body; ``delay_s`` waits before answering."""
+    ``partial`` after the headers and half the body; ``delay_s`` waits before answering.
+    ``reasoning_tokens`` are reported as a reasoning model's are (and counted in the
+    completion tokens, as OpenAI counts them)."""
 
     content: str = ""
     status: int = 200
@@ -36,6 +38,7 @@ class Reply:
     drop: bool = False
     partial: bool = False
     finish_reason: str = "stop"
+    reasoning_tokens: int | None = None
 
 
 Step = str | Reply
@@ -108,12 +111,19 @@ class FakeOpenAI:
                     "finish_reason": reply.finish_reason,
                 }
             ],
-            "usage": {
-                "prompt_tokens": 7,
-                "completion_tokens": len(reply.content.split()),
-                "total_tokens": 7 + len(reply.content.split()),
-            },
+            "usage": self.usage(reply),
         }
+
+    def usage(self, reply: Reply) -> dict[str, Any]:
+        written = len(reply.content.split()) + (reply.reasoning_tokens or 0)
+        usage: dict[str, Any] = {
+            "prompt_tokens": 7,
+            "completion_tokens": written,
+            "total_tokens": 7 + written,
+        }
+        if reply.reasoning_tokens is not None:
+            usage["completion_tokens_details"] = {"reasoning_tokens": reply.reasoning_tokens}
+        return usage
 
 
 class _Handler(BaseHTTPRequestHandler):

@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from memstrata.llm.budgets import Budgets
 from memstrata.llm.fence import FENCE_NOTE, fence, neutralize, unfence
 from memstrata.llm.tools import (
     ToolCall,
@@ -130,6 +131,8 @@ class Args:
             return 1
         if tp is bool:
             return True
+        if tp is Budgets:  # the reply's bounds: a chat model's, the larger ones
+            return Budgets.of("chat")
         if origin is typing.Union or str(origin) == "<class 'types.UnionType'>":
             return self.value(next(a for a in args if a is not type(None)), param)
         if origin is tuple:

@@ -213,11 +213,15 @@ def test_client_records_outcomes_and_reasons() -> None:
     assert (summary["truncated"], summary["rejected"]) == (1, 0)
 
 
+#: the model's output limit (the small profile's): a reply cut there gets no more room
+LIMIT = 2048
+
+
 def test_a_cut_reply_with_nothing_usable_is_asked_again_to_be_shorter() -> None:
     backend = _CutBackend(['{"summary": "Ann moved to', '{"summary": "Ann moved. She'])
     usage = MemoryUsageSink()
     client = LLMClient(backend, usage=usage, backoff=0.0)
-    value = asyncio.run(client.structured(PROMPT, Summary, stage="sum"))
+    value = asyncio.run(client.structured(PROMPT, Summary, stage="sum", max_tokens=LIMIT))
     assert value.summary == "Ann moved."
     assert "cut off at the length limit" in backend.requests[1][-1].content
     (rec,) = usage.records
@@ -227,6 +231,6 @@ def test_a_cut_reply_with_nothing_usable_is_asked_again_to_be_shorter() -> None:
 def test_plain_text_cut_at_the_limit_is_counted() -> None:
     usage = MemoryUsageSink()
     client = LLMClient(_CutBackend(["Ann moved to Leeds and"]), usage=usage)
-    assert asyncio.run(client.text(PROMPT, stage="t")) == "Ann moved to Leeds and"
+    assert asyncio.run(client.text(PROMPT, stage="t", max_tokens=LIMIT)) == "Ann moved to Leeds and"
     (rec,) = usage.records
     assert rec.outcome == "repaired" and rec.dropped == {"cut_off": 1}

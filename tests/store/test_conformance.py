@@ -747,6 +747,7 @@ def llm_call(
     c: int = 5,
     ms: float = 100.0,
     dropped: dict[str, int] | None = None,
+    reasoning: int = 0,
 ) -> LLMCallRecord:
     return LLMCallRecord(
         stage=stage,
@@ -764,6 +765,7 @@ def llm_call(
         namespace=ns,
         outcome="failed" if not ok else "repaired" if dropped else "kept",
         dropped=dropped or {},
+        reasoning_tokens=reasoning,
     )
 
 
@@ -773,6 +775,9 @@ def test_llm_usage_per_stage(store: Store) -> None:
     store.record_llm_call(llm_call("extract", ns="b", cached=True, p=7, c=3, ms=0.5))
     store.record_llm_call(
         llm_call("summarise", ns="a", p=1, c=2, ms=3.0, dropped={"over_bound": 2, "wrong_type": 1})
+    )
+    store.record_llm_call(
+        llm_call("summarise", ns="a", p=1, c=40, dropped={"cut_off": 1}, reasoning=30)
     )
     store.record_llm_call(llm_call("answer", ns=None))
 
@@ -789,14 +794,19 @@ def test_llm_usage_per_stage(store: Store) -> None:
         "repaired": 0,
         "truncated": 0,
         "rejected": 0,
+        "cut_off": 0,
+        "reasoning_tokens": 0,
     }
     summarised = usage["summarise"]
-    assert (summarised["kept"], summarised["repaired"], summarised["failures"]) == (0, 1, 0)
-    assert (summarised["truncated"], summarised["rejected"]) == (2, 1)
+    assert (summarised["kept"], summarised["repaired"], summarised["failures"]) == (0, 2, 0)
+    assert (summarised["truncated"], summarised["rejected"]) == (3, 1)
+    # a reply kept cut at the limit, and a reasoning model's thought, counted apart
+    assert (summarised["cut_off"], summarised["reasoning_tokens"]) == (1, 30)
+    assert summarised["completion_tokens"] == 42
     a = store.llm_usage("a")
     assert set(a) == {"extract", "summarise"}
     assert a["extract"]["calls"] == 2 and a["extract"]["failures"] == 1
-    assert a["summarise"]["prompt_tokens"] == 1
+    assert a["summarise"]["prompt_tokens"] == 2
     assert store.llm_usage("zzz") == {}
 
 

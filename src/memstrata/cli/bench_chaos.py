@@ -78,6 +78,7 @@ def bench_chaos(
                         rate=rate,
                         faults=fault_list,
                         max_tokens=cfg.llm.max_tokens,
+                        budgets=cfg.llm.budgets() if inner == "config" else None,
                     )
                 )
                 row["seed"] = seed

@@ -217,7 +217,9 @@ def _print_reports(names: list[str], reports: list[dict[str, Any]]) -> None:
                 f"  {stage}: {plural(row['calls'], 'call')} ({row.get('kept', 0)} kept, "
                 f"{row.get('repaired', 0)} repaired, {row['failures']} failed; "
                 f"{plural(row.get('truncated', 0), 'item')} cut to a bound, "
-                f"{row.get('rejected', 0)} dropped), "
+                f"{row.get('rejected', 0)} dropped"
+                + (f", {row['cut_off']} cut off at the limit" if row.get("cut_off") else "")
+                + "), "
                 f"{plural(row['prompt_tokens'], 'prompt token')} ({per:.0f} per episode)"
             )
         for e in r["errors"][:5]:

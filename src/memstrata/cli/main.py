@@ -268,12 +268,16 @@ def stats(
             "failures": "failed",
             "truncated": "cut",
             "rejected": "dropped",
+            "cut_off": "cut off",
             "prompt_tokens": "in",
             "completion_tokens": "out",
+            "reasoning_tokens": "reasoning",
         }
         llm = Table(
             caption="cut: items cut to a bound; dropped: items that broke the schema; "
-            "in / out: prompt / completion tokens (cached calls: --json)"
+            "cut off: replies kept although the token limit stopped them (after asking "
+            "with more room); in / out: prompt / completion tokens, of which reasoning "
+            "(cached calls: --json)"
         )
         llm.add_column("stage", no_wrap=True)
         for title in columns.values():
@@ -423,12 +427,29 @@ def recipes(
 @app.command("config")
 def showload_config(
     config: ConfigOpt = None,
+    profiles: Annotated[
+        bool,
+        typer.Option(
+            "--profiles",
+            help="Print the budgets of every profile per stage (a markdown table) instead.",
+        ),
+    ] = False,
 ) -> None:
     """Print the effective configuration (defaults < file < MEMSTRATA_* < flags), secrets
-    masked."""
+    masked; with an LLM, also the budgets in effect for it (``llm_budgets``: the profile,
+    the model's limits, each stage's completion budget under the ``llm.max_tokens``
+    ceiling, and the reply bounds; derived from ``[llm]``, not a key to set)."""
+    if profiles:
+        from memstrata.llm.budgets import markdown_table
+
+        sys.stdout.write(markdown_table())
+        return
     with errors():
         cfg = load_config(config)
-    sys.stdout.write(json.dumps(cfg.masked(), indent=2) + "\n")
+    shown = cfg.masked()
+    if cfg.llm.kind != "none":
+        shown["llm_budgets"] = cfg.llm.budgets().table(cfg.llm.max_tokens)
+    sys.stdout.write(json.dumps(shown, indent=2) + "\n")
 
 
 # The other commands register themselves on ``app`` when imported.

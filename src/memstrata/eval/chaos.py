@@ -21,6 +21,7 @@ from typing import Any
 from memstrata.config import Config
 from memstrata.embed.base import Embedder
 from memstrata.llm import LLMBackend, LLMClient
+from memstrata.llm.budgets import Budgets
 from memstrata.llm.chaos import ChaosBackend
 from memstrata.memory import AsyncMemory
 from memstrata.models import Derived
@@ -43,8 +44,10 @@ async def run_design(
     rate: float = 0.5,
     faults: Sequence[str] | None = None,
     max_tokens: int | None = None,
+    budgets: Budgets | None = None,
 ) -> dict[str, Any]:
-    """One design through the chaos backend; the figures as a dict (see the module)."""
+    """One design through the chaos backend; the figures as a dict (see the module).
+    ``budgets``: the configured model's (default: those of ``inner``'s kind)."""
     chaos = ChaosBackend(inner, seed=seed, rate=rate, faults=faults, timeout_s=0.01)
     # Small batches, so that a design that folds a whole batch into one call (MindGraph)
     # makes several calls.
@@ -52,7 +55,9 @@ async def run_design(
     config = Config.load(recipe=recipe, namespace=NAMESPACE, **small)
     memory = await AsyncMemory.open(path, config=config, embedder=embedder)
     try:
-        memory.llm = LLMClient(chaos, usage=memory.store, backoff=0.0, max_tokens=max_tokens)
+        memory.llm = LLMClient(
+            chaos, usage=memory.store, backoff=0.0, max_tokens=max_tokens, budgets=budgets
+        )
         await memory.add_many(list(turns))
         reports = await memory.build(tier="llm")
         after_chaos = await _episodes(memory, recipe)

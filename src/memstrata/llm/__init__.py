@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from memstrata.llm.base import LLMBackend, LLMClient, request_hash
+from memstrata.llm.budgets import Budgets
 from memstrata.llm.cache import ResponseCache
 from memstrata.llm.chaos import FAULTS, ChaosBackend
 from memstrata.llm.gguf import GGUFBackend, find_smollm2_gguf
@@ -75,6 +76,7 @@ def make_backend(kind: str, **options: Any) -> LLMBackend:
 
 __all__ = [
     "BACKEND_KINDS",
+    "Budgets",
     "FAULTS",
     "ChaosBackend",
     "Completion",

@@ -21,6 +21,7 @@ from pydantic import BaseModel
 
 from memstrata.llm._aio import LoopLocal
 from memstrata.llm.breaker import Breaker
+from memstrata.llm.budgets import Budgets
 from memstrata.llm.cache import ResponseCache, prompt_terms
 from memstrata.llm.salvage import Salvage
 from memstrata.llm.schema import bounded_json_schema, parse_structured
@@ -97,6 +98,9 @@ def request_hash(
         "max_tokens": max_tokens,
         "temperature": temperature,
     }
+    effort = getattr(backend, "reasoning_effort", None)
+    if effort:  # only when sent, so that the keys of earlier replies still match
+        payload["reasoning_effort"] = effort
     canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
@@ -108,20 +112,23 @@ class _Tally:
         self.attempts = 0
         self.prompt_tokens = 0
         self.completion_tokens = 0
+        self.reasoning_tokens = 0
         self.model: str | None = None
         self.cached = False
         self.salvage = Salvage()
         self.reasked = 0  # replies with nothing usable, asked again
+        self.grown = False  # a reply the limit cut, asked again with more room
 
     def add(self, completion: Completion) -> None:
         self.prompt_tokens += completion.prompt_tokens
         self.completion_tokens += completion.completion_tokens
+        self.reasoning_tokens += completion.reasoning_tokens
         self.model = completion.model or self.model
 
     def outcome(self, error: BaseException | None) -> Outcome:
         if error is not None:
             return "failed"
-        return "repaired" if self.reasked or self.salvage.repaired else "kept"
+        return "repaired" if self.reasked or self.grown or self.salvage.repaired else "kept"
 
     def usage(self) -> dict[str, Any]:
         return {
@@ -138,6 +145,9 @@ class LLMClient:
     failures, 429, 5xx), ``backoff`` seconds apart and doubling (waited with ``sleep``).
     After ``breaker_failures`` calls in a row that could not reach the server the client
     stops sending for ``breaker_cooldown_s`` (:mod:`memstrata.llm.breaker`, on ``clock``).
+    A reply the token limit stopped is asked again once with twice the room, within the
+    model's output limit (``budgets``, :mod:`memstrata.llm.budgets`; and ``max_tokens``);
+    one cut again is kept, counted ``cut_off``, never taken for whole.
     A reply that breaks its schema is repaired item by item
     (:mod:`memstrata.llm.salvage`); one with nothing usable is asked again
     ``output_retries`` times (never more than ``max_retries``: a client with no retries
@@ -158,6 +168,7 @@ class LLMClient:
         backoff: float = 0.5,
         output_retries: int = 1,
         max_tokens: int | None = None,
+        budgets: Budgets | None = None,
         breaker_failures: int = 3,
         breaker_cooldown_s: float = 30.0,
         clock: Callable[[], float] = time.monotonic,
@@ -177,6 +188,8 @@ class LLMClient:
         self.output_retries = output_retries
         #: a ceiling on every call's completion budget (a slow model, a cost limit)
         self.max_tokens = max_tokens
+        #: the model's budgets per stage and its limits; designs ask them for theirs
+        self.budgets = budgets or Budgets.for_backend(backend)
         self._semaphore = LoopLocal(lambda: asyncio.Semaphore(concurrency))
         #: shared with the scoped copies: one server, one count of calls that missed it
         self.breaker = Breaker(breaker_failures, breaker_cooldown_s, clock)
@@ -209,7 +222,9 @@ class LLMClient:
         could not, the design's own way, counting what it drops in the ``Salvage`` it is
         given (and raising ``LLMOutputError`` if it cannot either): a model that answers
         "nothing to replace" in words has answered."""
-        schema = bounded_json_schema(response_model)
+        schema = bounded_json_schema(
+            response_model, max_items=self.budgets.bound("schema.array_items")
+        )
         tally = _Tally()
 
         def parse(text: str) -> T:
@@ -400,6 +415,7 @@ class LLMClient:
         conversation = list(messages)
         last_error: LLMError | None = None
         backend_errors = 0
+        room = max_tokens
         while True:
             if isinstance(last_error, LLMBackendError):
                 await self._sleep(min(self.backoff * 2 ** (backend_errors - 1), 8.0))
@@ -409,9 +425,7 @@ class LLMClient:
                     raise last_error
             tally.attempts += 1
             try:
-                completion = await self._complete(
-                    conversation, schema, max_tokens, temperature, complete
-                )
+                completion = await self._complete(conversation, schema, room, temperature, complete)
             except LLMBackendError as exc:
                 last_error = exc
                 backend_errors += 1
@@ -426,6 +440,13 @@ class LLMClient:
             self.breaker.reached()
             tally.add(completion)
             cut = completion.finish_reason == "length"
+            more = self._more_room(room, completion) if cut and not tally.grown else room
+            if more > room:  # not the whole reply: the same question with more room
+                logger.info(
+                    "attempt %d: cut off at %d tokens; asking with %d", tally.attempts, room, more
+                )
+                room, tally.grown = more, True
+                continue
             try:
                 value = parse(completion.text)
             except LLMOutputError as exc:
@@ -449,14 +470,26 @@ class LLMClient:
                     ),
                 ]
                 continue
-            if cut and schema is None:
-                tally.salvage.reasons["cut_off"] += 1  # plain text: the caller gets it as is
+            if cut and not tally.salvage.reasons["cut_off"]:
+                tally.salvage.reasons["cut_off"] += 1  # cut at the limit: kept, and said so
             return completion.text, value
         assert isinstance(last_error, LLMOutputError)
         raise LLMOutputError(
             f"invalid output after {tally.attempts} attempts: {last_error}",
             raw_text=last_error.raw_text,
         ) from last_error
+
+    def _more_room(self, room: int, completion: Completion) -> int:
+        """Twice ``room``, within the model's output limit, the client's ceiling and what
+        the context leaves beside the prompt (``room`` when none is left). Once, and
+        twice the room: a model that rambles to any budget (the bundled 135M one does)
+        costs at most three times its budget, and the prompt is sent at most twice."""
+        limit = self.budgets.max_output_tokens
+        if self.max_tokens is not None:
+            limit = min(limit, self.max_tokens)
+        if completion.prompt_tokens:
+            limit = min(limit, self.budgets.context_tokens - completion.prompt_tokens)
+        return max(room, min(2 * room, limit))
 
     async def _complete(
         self,
@@ -516,6 +549,7 @@ class LLMClient:
                 namespace=self.namespace,
                 outcome=tally.outcome(error),
                 dropped=dict(tally.salvage.reasons),
+                reasoning_tokens=tally.reasoning_tokens,
             )
         )
 

@@ -55,8 +55,15 @@ class OpenAICompatibleBackend:
         transport: httpx.AsyncBaseTransport | None = None,
         structured_format: StructuredFormat = "auto",
         retry_after_cap: float = 5.0,
+        context_tokens: int | None = None,
+        reasoning_effort: str | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
+        #: the model's context window, as configured (a server does not say it)
+        self.context_tokens = context_tokens
+        #: sent as ``reasoning_effort`` with every request when set (none, low, medium,
+        #: high); a reasoning model spends that much thought before it replies
+        self.reasoning_effort = reasoning_effort
         #: longest wait a 429 or 503's ``Retry-After`` buys before the error is raised
         self.retry_after_cap = retry_after_cap
         self.model = model
@@ -96,6 +103,7 @@ class OpenAICompatibleBackend:
             "max_tokens": max_tokens,
             "temperature": temperature,
             "stream": False,
+            **self._effort(),
         }
         if json_schema is not None and self.structured_format != "none":
             payload["response_format"] = _response_format(json_schema, self._format)
@@ -112,14 +120,7 @@ class OpenAICompatibleBackend:
             payload["response_format"] = _response_format(json_schema, self._format)
             response = await self._post(payload)
         data, message = self._message(response)
-        usage = data.get("usage") or {}
-        return Completion(
-            text=message.get("content") or "",
-            prompt_tokens=int(usage.get("prompt_tokens") or 0),
-            completion_tokens=int(usage.get("completion_tokens") or 0),
-            model=str(data.get("model") or self.model),
-            finish_reason=_finish_reason(data),
-        )
+        return _completion(data, message.get("content") or "", self.model)
 
     async def complete_tools(
         self,
@@ -141,6 +142,7 @@ class OpenAICompatibleBackend:
             "max_tokens": max_tokens,
             "temperature": temperature,
             "stream": False,
+            **self._effort(),
         }
         response = await self._post(payload)
         if response.status_code in (400, 422, 500) and "tool" in response.text.lower():
@@ -150,14 +152,11 @@ class OpenAICompatibleBackend:
                 status=response.status_code,
             )
         data, message = self._message(response)
-        usage = data.get("usage") or {}
-        return Completion(
-            text=native_text(message.get("content") or "", message.get("tool_calls") or []),
-            prompt_tokens=int(usage.get("prompt_tokens") or 0),
-            completion_tokens=int(usage.get("completion_tokens") or 0),
-            model=str(data.get("model") or self.model),
-            finish_reason=_finish_reason(data),
-        )
+        text = native_text(message.get("content") or "", message.get("tool_calls") or [])
+        return _completion(data, text, self.model)
+
+    def _effort(self) -> dict[str, str]:
+        return {"reasoning_effort": self.reasoning_effort} if self.reasoning_effort else {}
 
     def _message(self, response: httpx.Response) -> tuple[dict[str, Any], dict[str, Any]]:
         """The answer's JSON and its first choice's message, or a clear backend error."""
@@ -236,6 +235,23 @@ def _schema_name(schema: dict[str, Any]) -> str:
     """OpenAI requires ``^[a-zA-Z0-9_-]{1,64}$``; derive it from the schema title."""
     name = re.sub(r"[^a-zA-Z0-9_-]", "_", str(schema.get("title") or "response"))
     return name[:64] or "response"
+
+
+def _completion(data: dict[str, Any], text: str, model: str) -> Completion:
+    """The reply with its token counts; the reasoning tokens a server reports
+    (``usage.completion_tokens_details.reasoning_tokens``, part of the completion
+    tokens) are kept apart, so that a reasoning model's thought is seen in the accounts."""
+    usage = data.get("usage") or {}
+    details = usage.get("completion_tokens_details") or {}
+    reasoning = details.get("reasoning_tokens") if isinstance(details, dict) else None
+    return Completion(
+        text=text,
+        prompt_tokens=int(usage.get("prompt_tokens") or 0),
+        completion_tokens=int(usage.get("completion_tokens") or 0),
+        model=str(data.get("model") or model),
+        finish_reason=_finish_reason(data),
+        reasoning_tokens=int(reasoning or 0),
+    )
 
 
 def _finish_reason(data: dict[str, Any]) -> str | None:

@@ -12,9 +12,10 @@ import copy
 import functools
 import json
 import re
-from collections.abc import Iterable, Iterator
-from typing import Any, TypeVar, cast
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Annotated, Any, TypeVar, cast, get_args
 
+import annotated_types
 from pydantic import BaseModel, Field, ValidationError, create_model
 
 from memstrata.llm.salvage import Salvage, Unusable, salvage
@@ -38,6 +39,44 @@ def list_bounded(model: type[T], field: str, bound: int) -> type[T]:
     a prompt that shows ``bound`` things to pick from, or allows that many, gets a schema
     that says so, and a grammar-constrained model closes the list there."""
     return cast(type[T], _list_bounded(model, field, bound))
+
+
+def resized(model: type[T], bounds: Mapping[str, int]) -> type[T]:
+    """``model`` with other ``max_length`` bounds: ``{"facts": 24}`` bounds its field
+    ``facts``, ``{"facts.fact": 400}`` the field ``fact`` of that list's items. The
+    class keeps its name and is a subclass, so code that names or checks it still does;
+    a bound that does not change anything returns ``model`` itself. The budgets of a
+    capable model (:mod:`memstrata.llm.budgets`) allow longer replies this way."""
+    return cast(type[T], _resized(model, tuple(sorted(bounds.items()))))
+
+
+@functools.cache
+def _resized(model: type[BaseModel], bounds: tuple[tuple[str, int], ...]) -> type[BaseModel]:
+    fields: dict[str, Any] = {}
+    for name, info in model.model_fields.items():
+        inner = tuple((k.split(".", 1)[1], b) for k, b in bounds if k.startswith(name + "."))
+        annotation = info.annotation
+        if inner:
+            (item,) = get_args(annotation)
+            sized = _resized(item, inner)
+            annotation = annotation if sized is item else list[sized]  # type: ignore[valid-type]
+        own = dict(bounds).get(name, _max_length(info))
+        if annotation is not info.annotation or own != _max_length(info):
+            kept = [m for m in info.metadata if not isinstance(m, annotated_types.MaxLen)]
+            typed = Annotated[(annotation, *kept)] if kept else annotation
+            default = (
+                {"default_factory": info.default_factory}
+                if info.default_factory is not None
+                else {"default": info.default}
+            )
+            fields[name] = (typed, Field(max_length=own, description=info.description, **default))
+    if not fields:
+        return model
+    return create_model(model.__name__, __base__=model, **fields)
+
+
+def _max_length(info: Any) -> int | None:
+    return next((m.max_length for m in info.metadata if hasattr(m, "max_length")), None)
 
 
 def list_reply_tokens(entries: Iterable[Any], base: int) -> int:

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from memstrata.llm.tools import Tool, ToolRound, native_text, openai_messages
 from memstrata.llm.types import Completion, Message
 
-ScriptStep = str | dict[str, Any] | BaseException | Callable[[list[Message]], str]
+ScriptStep = str | dict[str, Any] | Completion | BaseException | Callable[[list[Message]], str]
 
 
 @dataclass(frozen=True)
@@ -28,7 +28,8 @@ class ScriptExhaustedError(RuntimeError):
 
 
 class ScriptedBackend:
-    """Returns scripted responses in order: ``str`` as is, ``dict`` as JSON, exceptions
+    """Returns scripted responses in order: ``str`` as is, ``dict`` as JSON, a
+    ``Completion`` as it is (a reply cut at the limit, with reasoning tokens), exceptions
     raised, callables called with the messages. Tokens are whitespace words, so
     accounting is non-zero and predictable."""
 
@@ -78,7 +79,7 @@ class ScriptedBackend:
         if not isinstance(message, dict):
             message = {"content": done.text}
         text = native_text(str(message.get("content") or ""), message.get("tool_calls") or [])
-        return Completion(text, done.prompt_tokens, done.completion_tokens, done.model)
+        return replace(done, text=text)
 
     async def complete(
         self,
@@ -98,6 +99,8 @@ class ScriptedBackend:
         self._next += 1
         if isinstance(step, BaseException):
             raise step
+        if isinstance(step, Completion):
+            return step
         if isinstance(step, dict):
             text = json.dumps(step)
         elif isinstance(step, str):

@@ -39,6 +39,8 @@ class Completion:
     model: str
     #: why generation stopped, as the backend says it ("stop", "length"); None if unknown
     finish_reason: str | None = None
+    #: of ``completion_tokens``, those a reasoning model spent thinking (when reported)
+    reasoning_tokens: int = 0
 
 
 class LLMCallRecord(BaseModel):
@@ -57,10 +59,18 @@ class LLMCallRecord(BaseModel):
     request_hash: str
     created_at: datetime
     namespace: str | None
-    #: "kept" (valid as sent), "repaired" (items cut or dropped, or asked again) or "failed"
+    #: "kept" (valid as sent), "repaired" (items cut or dropped, or asked again, with more
+    #: room when the token limit cut it) or "failed"
     outcome: Outcome = "kept"
     #: items cut to a bound or dropped, by reason (see :mod:`memstrata.llm.salvage`)
     dropped: dict[str, int] = Field(default_factory=dict)
+    #: of ``completion_tokens``, those the server reports as a reasoning model's thought
+    reasoning_tokens: int = 0
+
+    @property
+    def cut_off(self) -> int:
+        """Replies kept although the token limit cut them (after asking with more room)."""
+        return self.dropped.get("cut_off", 0)
 
     @property
     def truncated(self) -> int:
@@ -92,7 +102,8 @@ class MemoryUsageSink:
             self.records.append(record)
 
     def summary(self) -> dict[str, dict[str, Any]]:
-        """Per-stage totals: calls, failures, cached, tokens and latency (total and mean ms)."""
+        """Per-stage totals: calls, failures, cached, tokens (reasoning apart), latency
+        (total and mean ms), outcomes, and items cut, dropped and cut off."""
         out: dict[str, dict[str, Any]] = {}
         with self._lock:
             records = list(self.records)
@@ -111,6 +122,8 @@ class MemoryUsageSink:
                     "repaired": 0,
                     "truncated": 0,
                     "rejected": 0,
+                    "cut_off": 0,
+                    "reasoning_tokens": 0,
                 },
             )
             s["calls"] += 1
@@ -124,6 +137,8 @@ class MemoryUsageSink:
             s["repaired"] += rec.outcome == "repaired"
             s["truncated"] += rec.truncated
             s["rejected"] += rec.rejected
+            s["cut_off"] += rec.cut_off
+            s["reasoning_tokens"] += rec.reasoning_tokens
         for s in out.values():
             s["mean_latency_ms"] = s["latency_ms"] / s["calls"]
         return out

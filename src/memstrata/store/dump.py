@@ -122,6 +122,7 @@ class CallRow:
     truncated: int
     rejected: int
     dropped: str | None
+    reasoning_tokens: int = 0
 
 
 @dataclass(slots=True)

@@ -38,7 +38,8 @@ from memstrata.store.sqlite_common import _chunks, _count_speakers, _fts
 
 CALL_COLS = (
     "namespace, stage, backend, model, prompt_tokens, completion_tokens, latency_ms, cached, "
-    "ok, error, attempts, request_hash, created_at, outcome, truncated, rejected, dropped"
+    "ok, error, attempts, request_hash, created_at, outcome, truncated, rejected, dropped, "
+    "reasoning_tokens"
 )
 KEY_COLS = "hash, prefix, namespaces, scope, label, created_at, revoked_at, public_id, opened_at"
 
@@ -273,7 +274,7 @@ class Transfer:
                 [(cur.lastrowid, key_of(key, m)) for m in job.members],
             )
         conn.executemany(
-            f"INSERT INTO llm_calls({CALL_COLS}) VALUES ({','.join('?' * 17)})",
+            f"INSERT INTO llm_calls({CALL_COLS}) VALUES ({','.join('?' * 18)})",
             [values(c) for c in dump.calls],
         )
 
@@ -308,7 +309,7 @@ class Transfer:
                 ).fetchone():
                     continue
                 conn.execute(
-                    f"INSERT INTO llm_calls({CALL_COLS}) VALUES ({','.join('?' * 17)})",
+                    f"INSERT INTO llm_calls({CALL_COLS}) VALUES ({','.join('?' * 18)})",
                     values(c),
                 )
                 calls += 1

@@ -25,8 +25,8 @@ class LLMAccounting:
             conn.execute(
                 "INSERT INTO llm_calls(namespace, stage, backend, model, prompt_tokens, "
                 "completion_tokens, latency_ms, cached, ok, error, attempts, request_hash, "
-                "created_at, outcome, truncated, rejected, dropped) "
-                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                "created_at, outcome, truncated, rejected, dropped, reasoning_tokens) "
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (
                     record.namespace,
                     record.stage,
@@ -45,6 +45,7 @@ class LLMAccounting:
                     record.truncated,
                     record.rejected,
                     json.dumps(record.dropped, sort_keys=True) if record.dropped else None,
+                    record.reasoning_tokens,
                 ),
             )
 
@@ -54,7 +55,8 @@ class LLMAccounting:
             rows = self._conn.execute(
                 "SELECT stage, COUNT(*), SUM(1-ok), SUM(cached), SUM(prompt_tokens), "
                 "SUM(completion_tokens), SUM(latency_ms), SUM(outcome='kept'), "
-                "SUM(outcome='repaired'), SUM(truncated), SUM(rejected) "
+                "SUM(outcome='repaired'), SUM(truncated), SUM(rejected), "
+                "SUM(COALESCE(json_extract(dropped, '$.cut_off'), 0)), SUM(reasoning_tokens) "
                 f"FROM llm_calls {where} GROUP BY stage",
                 args,
             ).fetchall()
@@ -70,6 +72,8 @@ class LLMAccounting:
                 "repaired": r[8],
                 "truncated": r[9],
                 "rejected": r[10],
+                "cut_off": r[11],
+                "reasoning_tokens": r[12],
             }
             for r in rows
         }

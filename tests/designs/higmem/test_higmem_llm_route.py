@@ -457,3 +457,39 @@ def test_prediction_reads_each_events_fact_sheet_naming_the_shown_turns(store, e
     params = GuidedParams(k_turn=1, sheet_lines=0)
     asyncio.run(GuidedRoute(params).search(llm_ctx(store, embedder, backend), NS, [QUESTION], 10))
     assert "Facts:" not in seen[0]
+
+
+def test_every_call_asks_with_the_models_budget(embedder) -> None:  # type: ignore[no-untyped-def]
+    """Construction and retrieval ask with the budgets of the model: the bundled one's
+    for the small profile, larger ones for a chat model (those that list what was shown
+    add room for every item on top)."""
+    from memstrata.designs.higmem.prompts import STAGES
+    from memstrata.engine.contracts import Context
+    from memstrata.llm import LLMClient
+    from memstrata.llm.budgets import Budgets
+    from memstrata.store import SQLiteStore
+
+    rules = {
+        "analysis": analysis_reply,
+        "affiliation": one_event,
+        "refresh": sheet,
+        "keywords": lambda m: {"keywords": ["Evan", "car"]},
+        "predict": lambda m: {"ids": []},
+        "filter": lambda m: {"ids": []},
+    }
+    sent: dict[str, dict[str, int]] = {}
+    for profile in ("small", "chat"):
+        store = SQLiteStore(":memory:")
+        eps = add_turns(store, TURNS, embedder)
+        budgets = Budgets.of(profile)
+        backend = ByFamily(rules)
+        ctx = Context(store, embedder, LLMClient(backend, max_retries=0, budgets=budgets), "llm")
+        assert not asyncio.run(HiGMemBuilder().update(ctx, NS, eps)).failed
+        asyncio.run(GuidedRoute(GuidedParams(k_turn=1)).search(ctx, NS, [QUESTION], 10))
+        sent[profile] = {family(r.messages): r.max_tokens for r in backend.requests}
+        for name in ("analysis", "affiliation", "refresh", "keywords"):
+            assert sent[profile][name] == budgets.tokens(STAGES[name]), (profile, name)
+        for name in ("predict", "filter"):
+            assert sent[profile][name] > budgets.tokens(STAGES[name]), (profile, name)
+    assert sent["small"]["analysis"] == 300 and sent["chat"]["analysis"] == 1024
+    assert all(sent["chat"][name] > sent["small"][name] for name in sent["small"])

@@ -16,7 +16,7 @@ from memstrata.engine.contracts import Context
 from memstrata.llm import LLMClient
 from memstrata.llm.fence import unfence
 from memstrata.llm.scripted import ScriptedBackend
-from memstrata.llm.types import Message
+from memstrata.llm.types import Completion, MemoryUsageSink, Message
 from memstrata.store import SQLiteStore
 
 # θ = 0 at every depth: every insertion descends as deep as the tree goes.
@@ -107,17 +107,36 @@ def test_a_failure_in_a_batch_keeps_the_others(embedder) -> None:
     assert STAGE == "memtree.aggregate"
 
 
-def test_a_long_summary_is_kept_whole_and_a_cut_one_at_a_sentence_end() -> None:
-    from memstrata.designs.memtree.prompts import MAX_TOKENS, llm_aggregate
+def test_a_long_summary_is_kept_whole_and_a_cut_one_is_asked_again_with_more_room() -> None:
+    """A reply the token limit stopped is never stored as if whole: it is asked again
+    with twice the room, and the whole reply is stored. Cut again at the model's output
+    limit (the small profile's 2,048), it is kept at its last sentence end and counted
+    ``cut_off`` in the stage's stats."""
+    from memstrata.designs.memtree.prompts import llm_aggregate
 
     long = " ".join(f"Sentence {i} of a deep node's summary about Lisbon." for i in range(60))
     assert len(long) > 3000  # the paper's deep nodes run near 800 tokens
-    cut = '{"summary": "Maya presents in Lisbon. She flies in May and her slides are du'
-    backend = ScriptedBackend([{"summary": long}, cut])
-    llm = LLMClient(backend, max_retries=0)
+    text = '{"summary": "Maya presents in Lisbon. She flies in May and her slides are du'
+    cut = Completion(text, 10, 1024, "scripted", finish_reason="length")
+    whole = "Maya presents in Lisbon. She flies in May and her slides are due on Friday."
+    usage = MemoryUsageSink()
+    backend = ScriptedBackend([{"summary": long}, cut, {"summary": whole}, cut, cut])
+    llm = LLMClient(backend, max_retries=0, usage=usage)
+    assert llm.budgets.profile == "small" and llm.budgets.max_output_tokens == 2048
+
     assert asyncio.run(llm_aggregate(llm, "old", "new", 3)) == long
-    assert backend.requests[0].max_tokens == MAX_TOKENS >= 800
+    assert backend.requests[0].max_tokens == llm.budgets.tokens(STAGE) == 1024 >= 800
+
+    assert asyncio.run(llm_aggregate(llm, "old", "new", 3)) == whole
+    assert [r.max_tokens for r in backend.requests[1:]] == [1024, 2048]
+    again = usage.records[1]
+    assert again.attempts == 2 and again.outcome == "repaired" and again.cut_off == 0
+
     assert asyncio.run(llm_aggregate(llm, "old", "new", 3)) == "Maya presents in Lisbon."
+    assert [r.max_tokens for r in backend.requests[3:]] == [1024, 2048]  # 2048: the limit
+    kept = usage.records[2]
+    assert kept.attempts == 2 and kept.outcome == "repaired" and kept.dropped == {"cut_off": 1}
+    assert usage.summary()[STAGE]["cut_off"] == 1 and backend.remaining == 0
 
 
 def test_the_answer_is_the_papers_prompt_over_the_hits(tmp_path, embedder) -> None:  # type: ignore[no-untyped-def]
@@ -141,3 +160,29 @@ def test_the_answer_is_the_papers_prompt_over_the_hits(tmp_path, embedder) -> No
     assert empty.abstained and empty.sources == []
     said = asyncio.run(MemTreeAnswerer().answer(ctx, NS, "Where is the conference?", hits))
     assert said.text == "In Lisbon." and said.sources == got.sources
+
+
+def test_a_chat_model_gets_its_own_budgets(embedder) -> None:  # type: ignore[no-untyped-def]
+    """The aggregate and the answer ask with the model's budgets: the bundled model's
+    (1,024 and 200 tokens) or a chat model's (4,096 and 1,024), the summary's guard with
+    them; an answer budget set in the recipe wins."""
+    from memstrata.designs.memtree.answer import MemTreeAnswerer, MemTreeAnswerParams
+    from memstrata.designs.memtree.prompts import ANSWER_STAGE, llm_aggregate
+    from memstrata.llm.budgets import Budgets
+    from memstrata.llm.salvage import shorten
+    from memstrata.retrieval.documents import episode_hit
+
+    store = SQLiteStore(":memory:")
+    hits = [episode_hit(ep, 1.0) for ep in add_episodes(store, TEXTS[:1])]
+    long = "Maya flies to Lisbon in May. " * 350  # 10,150 characters
+    chat = Budgets.of("chat")
+    for budgets, aggregate, answered, kept in ((None, 1024, 200, 8000), (chat, 4096, 1024, None)):
+        backend = ScriptedBackend([{"summary": long}, {"answer": "A."}, {"answer": "A."}])
+        llm = LLMClient(backend, max_retries=0, budgets=budgets)
+        summary = asyncio.run(llm_aggregate(llm, "old", "new", 1))
+        assert summary == (long if kept is None else shorten(long, kept)).strip()
+        ctx = Context(store, embedder, llm, "llm")
+        asyncio.run(MemTreeAnswerer().answer(ctx, NS, "Where?", hits))
+        asyncio.run(MemTreeAnswerer(MemTreeAnswerParams(max_tokens=64)).answer(ctx, NS, "?", hits))
+        assert [r.max_tokens for r in backend.requests] == [aggregate, answered, 64]
+        assert llm.budgets.tokens(ANSWER_STAGE) == answered

@@ -220,15 +220,19 @@ def test_cli_read_json_shape(tmp_path: Path) -> None:
 
 def test_the_build_chunk_follows_the_models_context_window(store, embedder) -> None:
     """8,192 tokens (the paper's) unless the model states a smaller window: then half of
-    what the build reply leaves, never more than asked."""
+    what the build reply leaves, never more than asked. A 1,024-token window gives the
+    model an output limit of 512 (half its window), so the build reply's budget is 512."""
     backend = ScriptedBackend([build_reply] * 100, context_tokens=4096)
     ctx, _, _ = llm_ctx(store, embedder, backend)
     assert MindGraphReader(ReaderParams()).chunk_tokens(ctx) == (4096 - 2048) // 2
     assert MindGraphReader(ReaderParams(chunk_tokens=40)).chunk_tokens(ctx) == 40
     unknown, _, _ = llm_ctx(store, embedder, ScriptedBackend([build_reply] * 100))
     assert MindGraphReader(ReaderParams()).chunk_tokens(unknown) == 8192
-    tiny = ScriptedBackend([], context_tokens=1024)
-    assert MindGraphReader(ReaderParams()).chunk_tokens(llm_ctx(store, embedder, tiny)[0]) == 64
+    tiny, _, _ = llm_ctx(store, embedder, ScriptedBackend([], context_tokens=1024))
+    assert tiny.llm is not None and tiny.llm.budgets.tokens("mindgraph.build") == 512
+    assert MindGraphReader(ReaderParams()).chunk_tokens(tiny) == (1024 - 512) // 2
+    crowded = MindGraphReader(ReaderParams(build_max_tokens=1000))
+    assert crowded.chunk_tokens(tiny) == 64  # the floor, when the reply leaves nearly nothing
 
 
 def test_the_graph_state_shown_fits_the_models_context_window(

@@ -544,3 +544,23 @@ def test_a_reply_of_only_too_long_triplets_is_none_and_keeps_the_episode(store, 
                 fallback=lambda text, repairs: _all_too_long(text, repairs),
             )
         )
+
+
+@pytest.mark.parametrize(("profile", "memorize", "qa"), [("small", 768, 400), ("chat", 2048, 2048)])
+def test_each_call_asks_with_the_models_budget(store, embedder, profile, memorize, qa) -> None:
+    """Extraction, replacement and QA ask with the model's budgets (a chat model's are
+    the paper's num_predict, 2,048); a budget set in the recipe wins."""
+    from memstrata.llm.budgets import Budgets
+
+    backend = ScriptedBackend([_responder("[]", "json")] * 6 + [{"answer": "Acme"}] * 2)
+    llm = LLMClient(backend, max_retries=0, budgets=Budgets.of(profile))
+    add_episodes(store, {"e1": EP1, "e2": EP2})
+    ctx = Context(store, embedder, llm, tier="llm")
+    eps = store.get_episodes(NS, ["e1", "e2"])
+    assert asyncio.run(PersonalAIBuilder(MemorizeParams()).update(ctx, NS, eps)).failed == {}
+    built = [r.max_tokens for r in backend.requests]
+    assert len(built) == 6 and set(built) == {memorize}  # theses, triplets, replacements
+    asyncio.run(PersonalAIAnswerer().answer(ctx, NS, "Where does Maya work?", _hits()))
+    asked = PersonalAIAnswerer(QAParams(max_tokens=100))
+    asyncio.run(asked.answer(ctx, NS, "Where does Maya work?", _hits()))
+    assert [r.max_tokens for r in backend.requests[6:]] == [qa, 100]

@@ -101,7 +101,7 @@ class HiGMemAnswerer(Answerer[HiGMemAnswerParams]):
             messages,
             model,
             stage=prompts.STAGES["answer"],
-            max_tokens=prompts.MAX_TOKENS["answer"],
+            max_tokens=llm.budgets.tokens(prompts.STAGES["answer"]),
             fallback=in_words(prompts.FinalAnswer),
         )
         assert isinstance(reply, prompts.FinalAnswer)

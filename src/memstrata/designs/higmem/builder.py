@@ -225,7 +225,7 @@ class HiGMemBuilder(Builder[HiGMemParams]):
             messages,
             model,
             stage=prompts.STAGES["analysis"],
-            max_tokens=prompts.MAX_TOKENS["analysis"],
+            max_tokens=llm.budgets.tokens(prompts.STAGES["analysis"]),
         )
         assert isinstance(reply, prompts.TurnAnalysis)
         dates = [
@@ -280,7 +280,7 @@ class HiGMemBuilder(Builder[HiGMemParams]):
             messages,
             model,
             stage=prompts.STAGES["affiliation"],
-            max_tokens=prompts.MAX_TOKENS["affiliation"],
+            max_tokens=llm.budgets.tokens(prompts.STAGES["affiliation"]),
         )
         assert isinstance(reply, prompts.Affiliation)
         picked = [s.strip().upper() for s in reply.events]
@@ -306,7 +306,7 @@ class HiGMemBuilder(Builder[HiGMemParams]):
             messages,
             model,
             stage=prompts.STAGES["refresh"],
-            max_tokens=prompts.MAX_TOKENS["refresh"],
+            max_tokens=llm.budgets.tokens(prompts.STAGES["refresh"]),
         )
         assert isinstance(reply, prompts.EventSheet)
         if not reply.summary.strip():

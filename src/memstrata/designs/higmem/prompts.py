@@ -10,8 +10,9 @@ Six prompt families, each a function returning ``(messages, reply model)``:
 * answering: :func:`final_answer`, category-aware (temporal, adversarial, short phrase).
 
 Items are shown with short ids (``T3``, ``E2``) that a small model copies reliably; the
-caller maps them back. Completion budgets are in ``MAX_TOKENS``; lists and strings in
-the reply models are bounded so a grammar-constrained model closes its JSON.
+caller maps them back. Completion budgets per stage are the model's
+(:mod:`memstrata.llm.budgets`); lists and strings in the reply models are bounded so a
+grammar-constrained model closes its JSON.
 """
 
 from __future__ import annotations
@@ -36,15 +37,6 @@ STAGES = {
     "predict": "higmem.event_prediction",
     "filter": "higmem.filter",
     "answer": "higmem.answer",
-}
-MAX_TOKENS = {
-    "analysis": 300,
-    "affiliation": 60,
-    "refresh": 400,
-    "keywords": 60,
-    "predict": 120,
-    "filter": 120,
-    "answer": 80,
 }
 
 Short = Annotated[str, Field(max_length=60)]

@@ -365,7 +365,10 @@ class GuidedRoute(Route[GuidedParams]):
                     blocks.append((self._sheet(lay.events[eid], sid_of), shown))
             calls = _pack(blocks, p.predict_chars)
             preds = await asyncio.gather(
-                *(_ask(llm, prompts.event_prediction(query, c), "predict", _room(c)) for c in calls)
+                *(
+                    _ask(llm, prompts.event_prediction(query, c), "predict", _room(llm, c))
+                    for c in calls
+                )
             )
             for pred in preds:
                 for sid in getattr(pred, "ids", []):
@@ -385,7 +388,7 @@ class GuidedRoute(Route[GuidedParams]):
         pool = list(cands.values())[: p.max_candidates]
         ids = {f"T{i}": c for i, c in enumerate(pool, start=1)}
         shown = [(sid, self._with_dates(lay, c.ep)[: p.shown_chars]) for sid, c in ids.items()]
-        room = list_reply_tokens(list(ids), prompts.MAX_TOKENS["filter"])
+        room = list_reply_tokens(list(ids), llm.budgets.tokens(prompts.STAGES["filter"]))
         kept = await _ask(llm, prompts.evidence_filter(query, shown), "filter", room)
         if not isinstance(kept, prompts.Selection):  # the filter failed: candidates in order
             chosen = pool[:k]
@@ -518,20 +521,19 @@ def _admitted(
     return eps
 
 
-def _room(blocks: list[Block]) -> int:
+def _room(llm: LLMClient, blocks: list[Block]) -> int:
     """The prediction's completion budget: room to name every turn shown."""
-    return list_reply_tokens(
-        [sid for _, shown in blocks for sid, _ in shown], prompts.MAX_TOKENS["predict"]
-    )
+    base = llm.budgets.tokens(prompts.STAGES["predict"])
+    return list_reply_tokens([sid for _, shown in blocks for sid, _ in shown], base)
 
 
 async def _ask(
     llm: LLMClient, prompt: tuple, step: str, max_tokens: int | None = None
 ) -> BaseModel | None:
-    """One retrieval-stage call with the step's completion budget (or ``max_tokens``);
-    None when it failed (the step then falls back)."""
+    """One retrieval-stage call with the step's completion budget for the model (or
+    ``max_tokens``); None when it failed (the step then falls back)."""
     messages, model = prompt
-    budget = prompts.MAX_TOKENS[step] if max_tokens is None else max_tokens
+    budget = llm.budgets.tokens(prompts.STAGES[step]) if max_tokens is None else max_tokens
     try:
         return await llm.structured(messages, model, stage=prompts.STAGES[step], max_tokens=budget)
     except (asyncio.CancelledError, KeyboardInterrupt):

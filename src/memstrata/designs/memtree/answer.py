@@ -26,7 +26,11 @@ class MemTreeAnswerParams(BaseModel):
     max_chars: int = Field(
         default=4000, ge=100, description="characters of each result (deep summaries are long)"
     )
-    max_tokens: int = Field(default=200, ge=16, description="completion budget of the answer")
+    max_tokens: int | None = Field(
+        default=None,
+        ge=16,
+        description="completion budget of the answer; default: the model's (memtree.answer)",
+    )
 
 
 class MemTreeAnswerer(Answerer[MemTreeAnswerParams]):
@@ -53,7 +57,7 @@ class MemTreeAnswerer(Answerer[MemTreeAnswerParams]):
             messages,
             model,
             stage=prompts.ANSWER_STAGE,
-            max_tokens=p.max_tokens,
+            max_tokens=p.max_tokens or llm.budgets.tokens(prompts.ANSWER_STAGE),
             fallback=in_words(prompts.ShortAnswer),
         )
         assert isinstance(reply, prompts.ShortAnswer)

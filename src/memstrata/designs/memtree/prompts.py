@@ -12,18 +12,22 @@ from pydantic import BaseModel, Field
 
 from memstrata.llm.base import LLMClient
 from memstrata.llm.fence import fence, noted
+from memstrata.llm.schema import resized
 from memstrata.llm.types import Message
 
+#: the aggregate's stage. Its completion budget is the model's
+#: (:mod:`memstrata.llm.budgets`): the paper gives none, but reports deep nodes near 800
+#: tokens (A.3.6), so even the small profile's 1,024 leaves room for them. A reply the
+#: limit cuts is asked again with twice the room; one cut again keeps its whole
+#: sentences (the client's salvage), never a sentence's first half, and is counted
+#: ``cut_off``.
 STAGE = "memtree.aggregate"
-#: completion budget of one aggregate. The paper gives none, but reports deep nodes near
-#: 800 tokens (A.3.6), so the budget leaves room for them; a reply the limit still cuts
-#: keeps its whole sentences (the client's salvage), never a sentence's first half.
-MAX_TOKENS = 1024
 
 
 class Summary(BaseModel):
-    # A guard against a runaway reply, above what MAX_TOKENS can carry (about 4 to 5
-    # characters a token); the completion budget is the real bound.
+    # A guard against a runaway reply, above what the small profile's budget can carry
+    # (about 4 to 5 characters a token); a capable model's is larger
+    # (``memtree.summary_chars``). The completion budget is the real bound.
     summary: str = Field(max_length=8000)
 
 
@@ -58,7 +62,10 @@ def aggregate(current: str, new: str, n: int) -> Prompt:
 async def llm_aggregate(llm: LLMClient, current: str, new: str, n: int) -> str:
     """One aggregate call; raises the client's error when the model fails."""
     messages, model = aggregate(current, new, n)
-    answer = await llm.structured(messages, model, stage=STAGE, max_tokens=MAX_TOKENS)
+    model = resized(model, {"summary": llm.budgets.bound("memtree.summary_chars")})
+    answer = await llm.structured(
+        messages, model, stage=STAGE, max_tokens=llm.budgets.tokens(STAGE)
+    )
     assert isinstance(answer, Summary)
     text = answer.summary.strip()
     if not text:

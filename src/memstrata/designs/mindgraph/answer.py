@@ -231,14 +231,16 @@ async def tool_loop(
     *,
     size: int = 1000,
     max_rounds: int = MAX_ROUNDS,
-    max_tokens: int = 1024,
+    max_tokens: int | None = None,
     window: int | None = None,
 ) -> Outcome:
     """The llm tier's answer stage. With ``window`` (the model's context, when it states
     one) the conversation is kept inside it: D.2 shows the nodes that best match the
     question in half of the room the reply and the instructions leave, every tool result
     is cut to ``size`` characters, and the rounds stop (the final answer asked) before
-    their results would pass the window."""
+    their results would pass the window. ``max_tokens`` is each round's completion
+    budget (default: the model's, :mod:`memstrata.llm.budgets`)."""
+    max_tokens = max_tokens or llm.budgets.tokens(prompts.ANSWER_STAGE)
     schema = bounded_json_schema(prompts.FinalAnswer)
     state, rounds = graph.state_json(), max_rounds
     if window is not None:

@@ -72,13 +72,16 @@ async def build_llm(
     first_index: int = 0,
     total: int | None = None,
     require_span: bool = False,
-    max_tokens: int = 2048,
+    max_tokens: int | None = None,
     state_nodes: int | None = None,
     window: int | None = None,
     errors: list[str] | None = None,
 ) -> tuple[ConceptGraph, int]:
     """Fold ``chunks`` (spans of ``text``) into ``graph``; returns it and failed chunks
-    (whose errors go to ``errors`` when given)."""
+    (whose errors go to ``errors`` when given). ``max_tokens`` is each call's completion
+    budget, and the reply's bounds are the model's (default: its budgets,
+    :mod:`memstrata.llm.budgets`)."""
+    max_tokens = max_tokens or llm.budgets.tokens(prompts.BUILD_STAGE)
     graph = graph if graph is not None else ConceptGraph()
     total = total or len(chunks)
     failed = 0
@@ -88,12 +91,12 @@ async def build_llm(
         if not graph.nodes:
             state = EMPTY
         elif state_nodes is None and window is not None:
-            bare, _ = prompts.build(question, EMPTY, chunk, *at)
+            bare, _ = prompts.build(question, EMPTY, chunk, *at, budgets=llm.budgets)
             room = window - max_tokens - prompt_tokens(bare) - MARGIN
             state = fitted_state(graph, room)
         else:
             state = graph.state_json(state_nodes)
-        messages, model = prompts.build(question, state, chunk, *at)
+        messages, model = prompts.build(question, state, chunk, *at, budgets=llm.budgets)
         repairs = Salvage()
         try:
             reply = await llm.structured(

@@ -57,7 +57,11 @@ class MindGraphParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     state_nodes: int = Field(default=40, ge=0, description="llm: stored nodes shown per call")
-    max_tokens: int = Field(default=2048, ge=64, description="llm: completion per call")
+    max_tokens: int | None = Field(
+        default=None,
+        ge=64,
+        description="llm: completion per call; default: the model's (mindgraph.build)",
+    )
 
 
 def rid(*parts: str) -> str:

@@ -161,7 +161,10 @@ async def llm_reports(
     async def one(i: int, members: list[str]) -> Subgraph:
         messages, model = prompts.report(question, render_subgraph(graph, members))
         try:
-            rep = await llm.structured(messages, model, stage=prompts.REPORT_STAGE, max_tokens=700)
+            budget = llm.budgets.tokens(prompts.REPORT_STAGE)
+            rep = await llm.structured(
+                messages, model, stage=prompts.REPORT_STAGE, max_tokens=budget
+            )
         except LLMError:
             return fallback[i]
         assert isinstance(rep, prompts.Report)

@@ -44,7 +44,11 @@ class MemoryAnswerParams(BaseModel):
     max_episodes: int = Field(default=10, ge=1, description="the hits' turns read")
     window_chars: int = Field(default=1000, ge=100, description="lookup_source window")
     max_rounds: int = Field(default=MAX_ROUNDS, ge=1, description="tool rounds at most")
-    max_tokens: int = Field(default=1024, ge=64, description="completion budget per round")
+    max_tokens: int | None = Field(
+        default=None,
+        ge=64,
+        description="completion budget per round; default: the model's (mindgraph.answer)",
+    )
 
 
 @dataclass

@@ -11,7 +11,9 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from memstrata.llm.budgets import Budgets
 from memstrata.llm.fence import FENCE_NOTE, fence
+from memstrata.llm.schema import resized
 from memstrata.llm.tools import Tool
 from memstrata.llm.types import Message
 
@@ -81,13 +83,23 @@ class Operation(BaseModel):
 
 
 class Operations(BaseModel):
+    """The paper bounds neither the operations nor their strings; the bounds here are the
+    small profile's, and ``build`` gives the model's (:mod:`memstrata.llm.budgets`)."""
+
     operations: list[Operation] = Field(default_factory=list, max_length=40)
 
 
 def build(
-    question: str, graph_state: str, block_text: str, block_idx: int, total_blocks: int
+    question: str,
+    graph_state: str,
+    block_text: str,
+    block_idx: int,
+    total_blocks: int,
+    *,
+    budgets: Budgets | None = None,
 ) -> Prompt:
-    """D.1: ``graph_state`` is the graph's JSON, or ``(empty)`` for the first block."""
+    """D.1: ``graph_state`` is the graph's JSON, or ``(empty)`` for the first block;
+    the reply's bounds are ``budgets``' (None: the small profile's)."""
     text = _BUILD.format(
         question=question,
         graph_state=fence(graph_state),
@@ -95,7 +107,13 @@ def build(
         total_blocks=total_blocks,
         block_text=fence(block_text),
     )
-    return _user(text), Operations
+    if budgets is None:
+        return _user(text), Operations
+    quote = budgets.bound("mindgraph.quote_chars")
+    bounds = {"operations.content": quote, "operations.src": quote}
+    return _user(text), resized(
+        Operations, {"operations": budgets.bound("mindgraph.operations"), **bounds}
+    )
 
 
 # D.2 ---------------------------------------------------------------------------------------

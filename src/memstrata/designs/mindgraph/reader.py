@@ -30,6 +30,7 @@ from memstrata.designs.mindgraph.build import build_llm, most_that_fit
 from memstrata.designs.mindgraph.communities import ReportCache
 from memstrata.designs.mindgraph.graph import BUILDER, ConceptGraph, Edge, Node
 from memstrata.designs.mindgraph.heuristic import VERSION, Sentence, parse, question_graph
+from memstrata.designs.mindgraph.prompts import BUILD_STAGE
 from memstrata.designs.mindgraph.records import ConceptEdge, ConceptNode
 from memstrata.embed.cache import embed_cached
 from memstrata.engine.contracts import Context, Reader, Reading
@@ -81,14 +82,22 @@ class ReaderParams(BaseModel):
         "this share of the document (None: always max_claims; the share may pass 1, as "
         "the prompt of a short document is longer than the document)",
     )
-    build_max_tokens: int = Field(default=2048, ge=64, description="completion per build call")
+    build_max_tokens: int | None = Field(
+        default=None,
+        ge=64,
+        description="completion per build call; default: the model's (mindgraph.build)",
+    )
     state_nodes: int | None = Field(
         default=None,
         ge=0,
         description="build: latest nodes shown (None: the whole graph, or as many of the "
         "latest as fit when the model states its context window)",
     )
-    answer_max_tokens: int = Field(default=1024, ge=64, description="completion per round")
+    answer_max_tokens: int | None = Field(
+        default=None,
+        ge=64,
+        description="completion per round; default: the model's (mindgraph.answer)",
+    )
 
 
 def _rid(*parts: str) -> str:
@@ -213,13 +222,14 @@ class MindGraphReader(Reader[ReaderParams]):
         """The build's chunk size: ``chunk_tokens`` (the paper's 8,192), cut to what the
         model's context window holds when the model states one. A build prompt holds
         the instructions, the graph so far and the chunk, and the reply needs
-        ``build_max_tokens``: the chunk gets half of what the reply leaves (the bundled
-        GGUF model's 4,096 tokens give chunks of 1,024)."""
+        ``build_max_tokens`` (the model's build budget): the chunk gets half of what the
+        reply leaves (the bundled GGUF model's 4,096 tokens give chunks of 1,024)."""
         p = self.params
         window = context_tokens(ctx.llm.backend) if ctx.llm is not None else None
-        if window is None:
+        if window is None or ctx.llm is None:
             return p.chunk_tokens
-        return min(p.chunk_tokens, max(MIN_CHUNK, (window - p.build_max_tokens) // 2))
+        reply = p.build_max_tokens or ctx.llm.budgets.tokens(BUILD_STAGE)
+        return min(p.chunk_tokens, max(MIN_CHUNK, (window - reply) // 2))
 
     def _chunks(self, ctx: Context, document: Episode) -> list[tuple[int, int]]:
         size = self.chunk_tokens(ctx)

@@ -81,6 +81,8 @@ class LLMBaseGraph:
     ) -> None:
         self.graph = graph
         self.llm = llm
+        #: the model's schema bounds (a capable model's replies hold more facts)
+        self.budgets = llm.budgets
         self.params = params or BaseGraphParams()
         self.recent: deque[str] = deque(maxlen=recent)
         self.candidates = candidates
@@ -102,12 +104,14 @@ class LLMBaseGraph:
         current = _line(ep)
         recent = list(self.recent)
         found = await prompts.ask(
-            self.llm, prompts.extract_entities(current, recent), "mnemis.entities"
+            self.llm, prompts.extract_entities(current, recent, self.budgets), "mnemis.entities"
         )
         assert isinstance(found, prompts.EntityNames)
         names = [n.strip() for n in found.names if n.strip()]
         missed = await prompts.ask(
-            self.llm, prompts.reflect_entities(current, recent, names), "mnemis.entities_reflect"
+            self.llm,
+            prompts.reflect_entities(current, recent, names, self.budgets),
+            "mnemis.entities_reflect",
         )
         assert isinstance(missed, prompts.EntityNames)
         names += [n.strip() for n in missed.names if n.strip()]
@@ -144,7 +148,9 @@ class LLMBaseGraph:
                 asks.append((name, [(j, g.entities[e].name) for j, e in enumerate(ids)]))
         decided: dict[str, str] = {}
         if asks:
-            answer = await prompts.ask(self.llm, prompts.dedupe_entities(asks), "mnemis.dedupe")
+            answer = await prompts.ask(
+                self.llm, prompts.dedupe_entities(asks, self.budgets), "mnemis.dedupe"
+            )
             assert isinstance(answer, prompts.Duplicates)
             for r in answer.resolutions:
                 options = cand_ids.get(r.name) or []
@@ -179,7 +185,9 @@ class LLMBaseGraph:
             return
         listed = [(n, g.entities[e].summary) for n, e in ids.items()]
         answer = await prompts.ask(
-            self.llm, prompts.entity_attributes(current, recent, listed), "mnemis.attributes"
+            self.llm,
+            prompts.entity_attributes(current, recent, listed, self.budgets),
+            "mnemis.attributes",
         )
         assert isinstance(answer, prompts.Attributes)
         for a in answer.entities:
@@ -203,12 +211,14 @@ class LLMBaseGraph:
         names = list(ids)
         when = ep.occurred_at.isoformat() if ep.occurred_at else "an unknown time"
         first = await prompts.ask(
-            self.llm, prompts.extract_facts(current, recent, names, when), "mnemis.facts"
+            self.llm,
+            prompts.extract_facts(current, recent, names, when, self.budgets),
+            "mnemis.facts",
         )
         assert isinstance(first, prompts.Facts)
         more = await prompts.ask(
             self.llm,
-            prompts.reflect_facts(current, names, [f.fact for f in first.facts]),
+            prompts.reflect_facts(current, names, [f.fact for f in first.facts], self.budgets),
             "mnemis.facts_reflect",
         )
         assert isinstance(more, prompts.Facts)
@@ -239,7 +249,9 @@ class LLMBaseGraph:
         if existing:
             answer = await prompts.ask(
                 self.llm,
-                prompts.resolve_facts([f.fact for f in new], [g.facts[e].fact for e in existing]),
+                prompts.resolve_facts(
+                    [f.fact for f in new], [g.facts[e].fact for e in existing], self.budgets
+                ),
                 "mnemis.facts_resolve",
             )
             assert isinstance(answer, prompts.FactResolutions)

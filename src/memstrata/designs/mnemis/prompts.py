@@ -11,12 +11,14 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from functools import lru_cache
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar, get_args
 
 from pydantic import BaseModel, Field, create_model
 
+from memstrata.designs.mnemis.sizing import sized
 from memstrata.errors import MemstrataError
 from memstrata.llm.base import LLMClient
+from memstrata.llm.budgets import Budgets
 from memstrata.llm.fence import FENCE_NOTE, fence
 from memstrata.llm.schema import list_bounded, list_reply_tokens
 from memstrata.llm.types import Message
@@ -33,7 +35,8 @@ Descriptor = Annotated[
 ]
 
 # Tight bounds keep a small local model from rambling: the grammar closes each list at
-# its bound, and a reply cut at ``MAX_TOKENS`` is closed and parsed, not thrown away.
+# its bound. The bounds declared here are the small profile's; a capable model's are
+# larger (:mod:`memstrata.designs.mnemis.sizing`). The tag bounds are the paper's.
 
 
 class EntityNames(BaseModel):
@@ -134,28 +137,7 @@ _NAME_FIELDS = {
     "EntityAttributes": ("name",),
     "ExtractedFact": ("source", "target"),
 }
-_NESTED: dict[str, type[BaseModel]] = {
-    "resolutions": Duplicate,
-    "entities": EntityAttributes,
-    "facts": ExtractedFact,
-}
-
-# Completion budget per stage, in tokens (what a full answer within the bounds above
-# needs in practice; the paper gives none).
-MAX_TOKENS: dict[str, int] = {
-    "mnemis.entities": 120,
-    "mnemis.entities_reflect": 80,
-    "mnemis.dedupe": 160,
-    "mnemis.attributes": 360,
-    "mnemis.facts": 240,
-    "mnemis.facts_reflect": 120,
-    "mnemis.facts_resolve": 160,
-    "mnemis.hierarchy": 720,
-    "mnemis.describe": 480,
-    "mnemis.select": 320,
-    "mnemis.rerank": 200,
-}
-
+_NESTED = ("resolutions", "entities", "facts")
 
 Prompt = tuple[list[Message], type[BaseModel]]
 
@@ -184,8 +166,8 @@ def _naming(model: type[BaseModel], names: tuple[str, ...], cap: int | None) -> 
     for field, info in model.model_fields.items():
         if field in _NAME_FIELDS.get(model.__name__, ()):
             fields[field] = (choice, ...)
-        elif field in _NESTED:
-            item: Any = _naming(_NESTED[field], names, None)
+        elif field in _NESTED:  # the items as sized, their names narrowed
+            item: Any = _naming(get_args(info.annotation)[0], names, None)
             bounds = [b for b in (_max_items(info), cap) if b is not None]
             bound = min(bounds) if bounds else None
             fields[field] = (list[item], Field(default_factory=list, max_length=bound))
@@ -221,7 +203,7 @@ def _episodes(current: str, recent: Sequence[str]) -> str:
 # base graph ---------------------------------------------------------------------------
 
 
-def extract_entities(current: str, recent: Sequence[str]) -> Prompt:
+def extract_entities(current: str, recent: Sequence[str], budgets: Budgets | None = None) -> Prompt:
     return _msgs(
         "You extract entity names from a conversation. An entity is a concrete person, "
         "organization, place, object, event or well-defined concept. Identify the "
@@ -230,18 +212,22 @@ def extract_entities(current: str, recent: Sequence[str]) -> Prompt:
         "she, it, there, that trip). The speaker counts as an entity. Answer JSON: "
         '{"names": [...]}.',
         _episodes(current, recent),
-    ), EntityNames
+    ), sized(EntityNames, budgets)
 
 
-def reflect_entities(current: str, recent: Sequence[str], found: Sequence[str]) -> Prompt:
+def reflect_entities(
+    current: str, recent: Sequence[str], found: Sequence[str], budgets: Budgets | None = None
+) -> Prompt:
     return _msgs(
         "You check an entity extraction. List entity names in the current episode that "
         'the extraction missed; an empty list if none. Answer JSON: {"names": [...]}.',
         f"{_episodes(current, recent)}\n<EXTRACTED>\n{_listed(found, ', ')}\n</EXTRACTED>",
-    ), EntityNames
+    ), sized(EntityNames, budgets)
 
 
-def dedupe_entities(new: Sequence[tuple[str, list[tuple[int, str]]]]) -> Prompt:
+def dedupe_entities(
+    new: Sequence[tuple[str, list[tuple[int, str]]]], budgets: Budgets | None = None
+) -> Prompt:
     lines = []
     for name, cands in new:
         options = "; ".join(f"{i}: {c}" for i, c in cands)
@@ -252,11 +238,14 @@ def dedupe_entities(new: Sequence[tuple[str, list[tuple[int, str]]]]) -> Prompt:
         'or form is usually the same entity. Answer JSON: {"resolutions": '
         '[{"name": ..., "duplicate_of": index}]}.',
         _listed(lines),
-    ), naming(Duplicates, [n for n, _ in new], one_each=True)
+    ), naming(sized(Duplicates, budgets), [n for n, _ in new], one_each=True)
 
 
 def entity_attributes(
-    current: str, recent: Sequence[str], entities: Sequence[tuple[str, str]]
+    current: str,
+    recent: Sequence[str],
+    entities: Sequence[tuple[str, str]],
+    budgets: Budgets | None = None,
 ) -> Prompt:
     listed = [f"- {n}: {s or '(no summary yet)'}" for n, s in entities]
     return _msgs(
@@ -265,10 +254,16 @@ def entity_attributes(
         "list of up to 5 descriptors of at most 3 words giving its type or role. Answer "
         'JSON: {"entities": [{"name": ..., "summary": ..., "tag": [...]}]}.',
         f"{_episodes(current, recent)}\n<ENTITIES>\n{_listed(listed)}\n</ENTITIES>",
-    ), naming(Attributes, [n for n, _ in entities], one_each=True)
+    ), naming(sized(Attributes, budgets), [n for n, _ in entities], one_each=True)
 
 
-def extract_facts(current: str, recent: Sequence[str], names: Sequence[str], when: str) -> Prompt:
+def extract_facts(
+    current: str,
+    recent: Sequence[str],
+    names: Sequence[str],
+    when: str,
+    budgets: Budgets | None = None,
+) -> Prompt:
     return _msgs(
         "You extract facts: verifiable statements of a relationship, action or state "
         "between two of the given entities, from the current episode. Give each fact's "
@@ -278,20 +273,24 @@ def extract_facts(current: str, recent: Sequence[str], names: Sequence[str], whe
         '{"facts": [{"source": ..., "target": ..., "relation": ..., "fact": ..., '
         '"valid_at": null, "invalid_at": null}]}.',
         f"{_episodes(current, recent)}\n<ENTITIES>\n{_listed(names, ', ')}\n</ENTITIES>",
-    ), naming(Facts, names)
+    ), naming(sized(Facts, budgets), names)
 
 
-def reflect_facts(current: str, names: Sequence[str], found: Sequence[str]) -> Prompt:
+def reflect_facts(
+    current: str, names: Sequence[str], found: Sequence[str], budgets: Budgets | None = None
+) -> Prompt:
     return _msgs(
         "You check a fact extraction. List facts between the given entities that the "
         "current episode states but the extraction missed, in the same format; an empty "
         'list if none. Answer JSON: {"facts": [...]}.',
         f"<CURRENT EPISODE>\n{fence(current)}\n</CURRENT EPISODE>\n<ENTITIES>\n"
         f"{_listed(names, ', ')}\n</ENTITIES>\n<EXTRACTED>\n{_listed(found)}\n</EXTRACTED>",
-    ), naming(Facts, names)
+    ), naming(sized(Facts, budgets), names)
 
 
-def resolve_facts(new: Sequence[str], existing: Sequence[str]) -> Prompt:
+def resolve_facts(
+    new: Sequence[str], existing: Sequence[str], budgets: Budgets | None = None
+) -> Prompt:
     return _msgs(
         "You compare new facts with existing ones about the same entities. For each new "
         "fact (by index) list the existing facts it duplicates (same meaning) and the "
@@ -301,7 +300,7 @@ def resolve_facts(new: Sequence[str], existing: Sequence[str]) -> Prompt:
         f"<NEW FACTS>\n{_listed([f'{i}: {f}' for i, f in enumerate(new)])}\n</NEW FACTS>\n"
         f"<EXISTING FACTS>\n{_listed([f'{i}: {f}' for i, f in enumerate(existing)])}\n"
         "</EXISTING FACTS>",
-    ), FactResolutions
+    ), sized(FactResolutions, budgets)
 
 
 # hierarchy (appendix D) ---------------------------------------------------------------
@@ -506,10 +505,10 @@ def rerank(
 async def ask(
     llm: LLMClient, prompt: Prompt, stage: str, max_tokens: int | None = None
 ) -> BaseModel:
-    """Send one prompt with its stage's completion budget (or ``max_tokens``); returns
-    the validated answer."""
+    """Send one prompt with its stage's completion budget for the model (or
+    ``max_tokens``); returns the validated answer."""
     messages, model = prompt
-    budget = MAX_TOKENS[stage] if max_tokens is None else max_tokens
+    budget = llm.budgets.tokens(stage) if max_tokens is None else max_tokens
     return await llm.structured(messages, model, stage=stage, max_tokens=budget)
 
 
@@ -583,7 +582,7 @@ def node_selector(llm: LLMClient) -> Any:
     async def select(query: str, nodes: list[tuple[str, str, list[str]]]) -> list[tuple[str, bool]]:
         # the model may pick every node shown: the reply has room for all of them
         picks = [{"name": n, "uuid": u, "get_all_children": False} for u, n, _ in nodes]
-        budget = list_reply_tokens(picks, MAX_TOKENS["mnemis.select"])
+        budget = list_reply_tokens(picks, llm.budgets.tokens("mnemis.select"))
         answer = await ask(llm, select_nodes(query, nodes), "mnemis.select", budget)
         assert isinstance(answer, NodeSelection)
         return [(n.uuid, n.get_all_children) for n in answer.nodes]

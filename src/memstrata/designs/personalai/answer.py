@@ -39,7 +39,9 @@ class QAParams(BaseModel):
     max_items: int = Field(default=30, ge=1, description="contexts shown to the model")
     max_chars: int = Field(default=500, ge=50, description="characters of each context")
     output: Output = "json"
-    max_tokens: int = Field(default=400, ge=32)
+    #: the reply's completion budget, chain of thought and answer; default: the model's
+    #: (``personalai.qa``, :mod:`memstrata.llm.budgets`)
+    max_tokens: int | None = Field(default=None, ge=32)
 
 
 def contexts(hits: list[Hit], p: QAParams) -> list[Hit]:
@@ -67,7 +69,8 @@ class PersonalAIAnswerer(Answerer[QAParams]):
         llm = ctx.llm.scoped(namespace=namespace, usage=tally)
         prompt = qa(question, [h.text[: p.max_chars] for h in shown], p.output)
         try:
-            reply = await ask(llm, prompt, QAAnswer, p.output, STAGE, p.max_tokens)
+            budget = p.max_tokens or llm.budgets.tokens(STAGE)
+            reply = await ask(llm, prompt, QAAnswer, p.output, STAGE, budget)
         except LLMOutputError as exc:
             logger.warning("unusable QA reply, answering from the contexts: %s", exc)
             answer = await asyncio.to_thread(self._extractive, ctx, namespace, question, shown)

@@ -58,7 +58,9 @@ class MemorizeParams(BaseModel):
     bfs_depth: int = Field(default=1, ge=1, le=3)
     #: existing items shown to one replacement prompt at most (closest to the new first)
     max_existing: int = Field(default=30, ge=1)
-    max_tokens: int = Field(default=768, ge=64)
+    #: each call's completion budget; default: the model's (``personalai.memorize``,
+    #: :mod:`memstrata.llm.budgets`)
+    max_tokens: int | None = Field(default=None, ge=64)
 
 
 # Two names joined by "and" / "&" (each of one to three words), as name runs read them.
@@ -179,6 +181,10 @@ class Memorizer:
         return [Mention(left, m.start, m.start + len(left)), Mention(right, at, at + len(right))]
 
     # llm tier ---------------------------------------------------------------------------
+    def budget(self, llm: LLMClient) -> int:
+        """Each call's completion budget: ``max_tokens``, else the model's."""
+        return self.params.max_tokens or llm.budgets.tokens(STAGE + "memorize")
+
     async def llm(self, ep: Episode, llm: LLMClient) -> None:
         """Appendix A extraction, then the outdated-knowledge step. A bad extraction
         answer raises before anything is added, so a failed episode leaves the graph as it
@@ -186,8 +192,9 @@ class Memorizer:
         ``stage_errors`` (rerunning the episode adds nothing twice: records are keyed by
         their text and spans are not repeated)."""
         p = self.params
+        budget = self.budget(llm)
         theses = await ask(
-            llm, extract_theses(ep.text, p.output), Theses, p.output, STAGE + "theses", p.max_tokens
+            llm, extract_theses(ep.text, p.output), Theses, p.output, STAGE + "theses", budget
         )
         triplets = await ask(
             llm,
@@ -195,7 +202,7 @@ class Memorizer:
             Triplets,
             p.output,
             STAGE + "triplets",
-            p.max_tokens,
+            budget,
         )
         before = set(self.graph.objects)
         whole = Span(episode=ep.id, start=0, end=len(ep.text))
@@ -315,7 +322,7 @@ class Memorizer:
         prompt = make([label(r) for r in old], [label(r) for r in new], p.output)
         stage = STAGE + f"replace_{what}"
         try:
-            answer = await ask(llm, prompt, Replacements, p.output, stage, p.max_tokens)
+            answer = await ask(llm, prompt, Replacements, p.output, stage, self.budget(llm))
         except LLMError as exc:
             self.stage_errors.append(f"{stage}: {type(exc).__name__}: {exc}")
             return

@@ -376,8 +376,8 @@ class PostgresStore(
             conn.execute(
                 "INSERT INTO llm_calls(namespace, stage, backend, model, prompt_tokens, "
                 "completion_tokens, latency_ms, cached, ok, error, attempts, request_hash, "
-                "created_at, outcome, truncated, rejected, dropped) "
-                "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)",
+                "created_at, outcome, truncated, rejected, dropped, reasoning_tokens) "
+                "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)",
                 (
                     record.namespace,
                     record.stage,
@@ -396,6 +396,7 @@ class PostgresStore(
                     record.truncated,
                     record.rejected,
                     json.dumps(record.dropped, sort_keys=True) if record.dropped else None,
+                    record.reasoning_tokens,
                 ),
             )
 
@@ -404,7 +405,8 @@ class PostgresStore(
         rows = self._all(
             "SELECT stage, count(*), sum(1-ok), sum(cached), sum(prompt_tokens), "
             "sum(completion_tokens), sum(latency_ms), sum((outcome='kept')::int), "
-            "sum((outcome='repaired')::int), sum(truncated), sum(rejected) "
+            "sum((outcome='repaired')::int), sum(truncated), sum(rejected), "
+            "sum(coalesce((dropped::json->>'cut_off')::int, 0)), sum(reasoning_tokens) "
             f"FROM llm_calls {where} GROUP BY stage",
             args,
         )
@@ -418,7 +420,16 @@ class PostgresStore(
                 {
                     k: int(v)
                     for k, v in zip(
-                        ("kept", "repaired", "truncated", "rejected"), r[7:], strict=True
+                        (
+                            "kept",
+                            "repaired",
+                            "truncated",
+                            "rejected",
+                            "cut_off",
+                            "reasoning_tokens",
+                        ),
+                        r[7:],
+                        strict=True,
                     )
                 }
             )

@@ -35,7 +35,7 @@ from memstrata.store.postgres.common import Base, count_speakers, masked
 from memstrata.store.postgres.tokenize import tokenize
 from memstrata.store.sqlite_transfer import CALL_COLS, KEY_COLS
 
-_CALL_MARKS = ",".join(["%s"] * 17)
+_CALL_MARKS = ",".join(["%s"] * 18)
 
 
 class Transfer(Base):
