@@ -74,6 +74,7 @@ def test_speaker_counts_are_filled_from_a_store_written_before_them(tmp_path: Pa
     store.close()
     conn = sqlite3.connect(path)  # back to schema v8: no counts
     conn.execute("DROP TABLE speaker_counts")
+    conn.execute("ALTER TABLE llm_calls DROP COLUMN reasoning_tokens")  # v14's
     conn.execute("UPDATE memstrata_meta SET value='8' WHERE key='schema_version'")
     conn.commit()
     conn.close()
@@ -101,6 +102,7 @@ def test_vectors_move_to_a_rowid_table_and_pack_their_pages(tmp_path: Path) -> N
     conn.executescript(
         "DROP TABLE embeddings; CREATE TABLE embeddings (model TEXT NOT NULL, hash BLOB "
         "NOT NULL, vec BLOB NOT NULL, PRIMARY KEY (model, hash)) WITHOUT ROWID;"
+        "ALTER TABLE llm_calls DROP COLUMN reasoning_tokens;"  # v14's
         "UPDATE memstrata_meta SET value='9' WHERE key='schema_version';"
     )
     conn.close()
