@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from memstrata.knowledge.asking import says
-from memstrata.knowledge.statements import period
+from memstrata.knowledge.statements import LONGEST, period
 from memstrata.nlp import analyse, fold, name_key
 
 if TYPE_CHECKING:
@@ -59,8 +59,6 @@ _DIGIT = re.compile(r"\d")
 _NOT_AMOUNT = frozenset({"DATE", "TIME", "PERCENT", "ORDINAL"})
 #: parts of speech of a number's head that count nothing
 _NOT_UNIT = frozenset({"VERB", "AUX", "ADP", "PUNCT", "DET", "PRON", "NUM", "CCONJ", "SCONJ"})
-#: a turn longer than this states no amounts here (see statements.LONGEST)
-LONGEST = 20_000
 
 
 @dataclass(frozen=True)
