@@ -18,6 +18,7 @@ from memstrata.engine.answer import GroundedAnswerer, GroundedParams
 from memstrata.engine.prompts import NO_ANSWER
 from memstrata.errors import InvalidInputError, NamespaceNotFoundError
 from memstrata.llm import LLMClient, LLMError, LLMOutputError, ScriptedBackend
+from memstrata.llm.budgets import Budgets
 from memstrata.llm.types import MemoryUsageSink
 from memstrata.models import Hit
 from memstrata.retrieval.text import sentences
@@ -57,9 +58,10 @@ def _answer(
     params: GroundedParams | None = None,
     usage: Any = None,
     max_retries: int = 2,
+    budgets: Budgets | None = None,
 ) -> tuple[Answer, ScriptedBackend]:
     backend = ScriptedBackend(script)
-    client = LLMClient(backend, usage=usage, max_retries=max_retries)
+    client = LLMClient(backend, usage=usage, max_retries=max_retries, budgets=budgets)
     ctx = Context(memory.store, memory.embedder, llm=client, tier="llm")
     answerer = GroundedAnswerer(params)
     answer = asyncio.run(answerer.answer(ctx, NS, QUESTION, hits))
@@ -98,8 +100,24 @@ def test_prompt_shows_each_hit_with_its_sources_and_the_question(
     assert positions == sorted(positions) and positions[-1] < user.index("Question:")
     assert request.json_schema is not None
     assert set(request.json_schema["properties"]) == {"answer", "sources"}
-    assert request.max_tokens == GroundedParams().max_tokens
+    assert request.max_tokens == Budgets.of("small").tokens("answer.grounded") == 200
     assert answer.hits == [*hits, extra]
+
+
+def test_a_chat_model_reads_whole_hits_and_gets_room_to_answer(
+    memory: Memory, hits: list[Hit]
+) -> None:
+    """The small profile shows 600 characters of a hit; a chat model reads 4,000."""
+    long = Hit(kind="episode", id="x", text="A" * 3000 + " TAIL", score=1.0, sources=["x"])
+    reply = [{"answer": "Biscuit", "sources": ["t3"]}]
+    small, small_backend = _answer(memory, [long, *hits], reply)
+    chat, chat_backend = _answer(memory, [long, *hits], reply, budgets=Budgets.of("chat"))
+    assert small.text == chat.text == "Biscuit"
+    (asked_small,) = small_backend.requests
+    (asked_chat,) = chat_backend.requests
+    assert "TAIL" not in asked_small.messages[1].content
+    assert "TAIL" in asked_chat.messages[1].content
+    assert (asked_small.max_tokens, asked_chat.max_tokens) == (200, 1024)
 
 
 def test_only_shown_hits_and_their_text_budget_reach_the_prompt(

@@ -45,6 +45,10 @@ BUNDLED = {
     "mindgraph.report": 700,
     "memtree.aggregate": 1024,
     "memtree.answer": 200,
+    # the engine's own stages, before their budgets moved here
+    "answer.grounded": 200,  # GroundedParams.max_tokens
+    "fusion.rerank": 200,  # the engine's rerank call
+    "judge": 160,  # eval.qa.judge
 }
 
 

@@ -34,7 +34,11 @@ class GroundedParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     max_items: int = Field(default=20, ge=1, description="hits shown to the model")
-    max_chars: int = Field(default=600, ge=50, description="characters of each hit shown")
+    max_chars: int | None = Field(
+        default=None,
+        ge=50,
+        description="characters of each hit shown; default: the model's (answer.hit_chars)",
+    )
     sentences: int = Field(default=2, ge=1, description="extractive: sentences returned")
     min_support: float = Field(
         default=MIN_SUPPORT, description="extractive: abstain below this support"
@@ -44,7 +48,11 @@ class GroundedParams(BaseModel):
         description="extractive: abstain when another speaker's sentence supports a "
         "question naming someone better than theirs, by more than this",
     )
-    max_tokens: int = Field(default=200, ge=16, description="completion budget of the reply")
+    max_tokens: int | None = Field(
+        default=None,
+        ge=16,
+        description="completion budget of the reply; default: the model's (answer.grounded)",
+    )
 
 
 class GroundedAnswerer(Answerer[GroundedParams]):
@@ -65,16 +73,17 @@ class GroundedAnswerer(Answerer[GroundedParams]):
         if not hits:  # nothing to ground an answer in: no call, the same as extractive
             return Answer(question=question, text=NOT_IN_MEMORY, abstained=True)
         shown = hits[: p.max_items]
-        context = [(", ".join(h.sources[:5]), h.text[: p.max_chars]) for h in shown]
-        messages, model = grounded_answer(question, context)
         tally = MemoryUsageSink()
         llm = ctx.llm.scoped(namespace=namespace, usage=tally)
+        chars = p.max_chars or llm.budgets.bound("answer.hit_chars")
+        context = [(", ".join(h.sources[:5]), h.text[:chars]) for h in shown]
+        messages, model = grounded_answer(question, context)
         try:
             reply = await llm.structured(
                 messages,
                 model,
                 stage="answer.grounded",
-                max_tokens=p.max_tokens,
+                max_tokens=p.max_tokens or llm.budgets.tokens("answer.grounded"),
                 fallback=_in_words({s for h in shown for s in h.sources}),
             )
         finally:

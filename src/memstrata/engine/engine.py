@@ -527,7 +527,8 @@ class Engine(Upkeep):
 def _reorder(llm: LLMClient) -> Callable[[str, str, list[str]], Any]:
     async def reorder(query: str, kind: str, texts: list[str]) -> list[int]:
         messages, model = rerank_prompt(query, kind, texts)
-        reply = await llm.structured(messages, model, stage="fusion.rerank", max_tokens=200)
+        budget = llm.budgets.tokens("fusion.rerank")
+        reply = await llm.structured(messages, model, stage="fusion.rerank", max_tokens=budget)
         assert isinstance(reply, Ranking)
         return reply.order
 

@@ -87,6 +87,9 @@ STAGES: dict[str, Entry] = {
     "mindgraph.report": Entry(700, 2048),
     "memtree.aggregate": Entry(1024, 4096, "ours; the paper reports deep nodes near 800 tokens"),
     "memtree.answer": Entry(200, 1024),
+    "answer.grounded": Entry(200, 1024, "ours: an answer and the ids it cites"),
+    "fusion.rerank": Entry(200, 1024, "ours: the order of the candidates shown"),
+    "judge": Entry(160, 1024, "ours: a verdict with one sentence of reasoning"),
 }
 
 #: schema bounds (items of a list, characters of a string) that are not a paper's; the
@@ -101,6 +104,9 @@ BOUNDS: dict[str, Entry] = {
     "mindgraph.operations": Entry(40, 200, "ours (the paper sets none): D.1 operations a chunk"),
     "mindgraph.quote_chars": Entry(300, 1000, "ours: a node's content and its src quote"),
     "memtree.summary_chars": Entry(8000, 32_000, "ours: a guard above what the budget carries"),
+    "answer.hit_chars": Entry(
+        600, 4000, "ours: characters of each hit the grounded answer shows (20 hits)"
+    ),
     "schema.array_items": Entry(
         64, 1000, "ours: any list of a schema sent; chat: llama.cpp's grammar limit"
     ),

@@ -65,7 +65,9 @@ async def judge(
         return 1.0, None
     messages, model = PROMPTS[name](question, gold, predicted)
     try:
-        reply = await llm.structured(messages, model, stage=f"judge.{name}", max_tokens=160)
+        reply = await llm.structured(
+            messages, model, stage=f"judge.{name}", max_tokens=llm.budgets.tokens("judge")
+        )
     except LLMError as exc:
         return None, f"{type(exc).__name__}: {exc}"[:300]
     return verdict(reply), None
