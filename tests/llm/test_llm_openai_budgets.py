@@ -9,6 +9,7 @@ import asyncio
 import json
 from typing import Any
 
+import pytest
 from fake_openai import FakeOpenAI, Reply
 from pydantic import BaseModel, Field
 
@@ -17,6 +18,7 @@ from memstrata.factory import make_llm
 from memstrata.llm import LLMClient, MemoryUsageSink, Message, OpenAICompatibleBackend
 from memstrata.llm.base import request_hash
 from memstrata.llm.tools import Tool, ToolRound
+from memstrata.llm.types import LLMError
 from memstrata.store import SQLiteStore
 
 PROMPT = [Message(role="user", content="Who moved where?")]
@@ -114,3 +116,43 @@ def test_the_effort_is_part_of_the_cache_key() -> None:
     high = OpenAICompatibleBackend("http://127.0.0.1:9/v1", "m", reasoning_effort="high")
     keys = {request_hash(b, PROMPT, None, 64, 0.0) for b in (plain, high)}
     assert len(keys) == 2
+
+
+# OpenAI's answer to a reasoning model asked with the older name of the limit
+REFUSED = (
+    "Unsupported parameter: 'max_tokens' is not supported with this model. "
+    "Use 'max_completion_tokens' instead."
+)
+
+
+def test_a_server_that_refuses_max_tokens_gets_max_completion_tokens_from_then_on() -> None:
+    def script(request: dict[str, Any]) -> Reply | str:
+        return Reply(REFUSED, status=400) if "max_tokens" in request else MOVED
+
+    server = FakeOpenAI(script)
+    with server as url:
+        backend = OpenAICompatibleBackend(url, "m")
+
+        async def run() -> list[Facts]:
+            async with backend:
+                client = LLMClient(backend)
+                return [
+                    await client.structured(PROMPT, Facts, stage="s", max_tokens=n)
+                    for n in (240, 300)
+                ]
+
+        first, second = asyncio.run(run())
+    assert first.facts == second.facts == ["Maya moved to Lisbon.", "Ben stayed in Porto."]
+    refused, *sent = server.requests
+    assert refused["max_tokens"] == 240 and "max_completion_tokens" not in refused
+    assert [r.get("max_completion_tokens") for r in sent] == [240, 300]
+    assert all("max_tokens" not in r for r in sent)  # asked once, then kept to
+
+
+def test_another_bad_request_is_not_sent_again() -> None:
+    server = FakeOpenAI([Reply("Unsupported parameter: 'temperature'.", status=400)])
+    with server as url:
+        client = LLMClient(OpenAICompatibleBackend(url, "m"))
+        with pytest.raises(LLMError, match="temperature"):
+            facts(client)
+    assert len(server.requests) == 1

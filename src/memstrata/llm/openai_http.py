@@ -72,6 +72,9 @@ class OpenAICompatibleBackend:
         self._format: StructuredFormat = (
             "json_object" if structured_format == "json_object" else "json_schema"
         )
+        #: the request's name for the completion limit: ``max_tokens``, until a server
+        #: asks for ``max_completion_tokens`` (OpenAI's reasoning models refuse the other)
+        self._limit_key = "max_tokens"
         self._api_key = api_key
         self._transport = transport
         # httpx pools are tied to the loop that opened them; one client per loop.
@@ -100,7 +103,7 @@ class OpenAICompatibleBackend:
         payload: dict[str, Any] = {
             "model": self.model,
             "messages": [m.model_dump() for m in messages],
-            "max_tokens": max_tokens,
+            self._limit_key: max_tokens,
             "temperature": temperature,
             "stream": False,
             **self._effort(),
@@ -139,7 +142,7 @@ class OpenAICompatibleBackend:
             "messages": openai_messages(messages, rounds),
             "tools": [t.openai() for t in tools],
             "tool_choice": "auto" if allow_tools else "none",
-            "max_tokens": max_tokens,
+            self._limit_key: max_tokens,
             "temperature": temperature,
             "stream": False,
             **self._effort(),
@@ -178,6 +181,23 @@ class OpenAICompatibleBackend:
             ) from exc
 
     async def _post(self, payload: dict[str, Any]) -> httpx.Response:
+        """One request, sent again once with ``max_completion_tokens`` in place of
+        ``max_tokens`` when the server refuses the latter and names the former (OpenAI's
+        reasoning models do); the backend keeps to that name from then on."""
+        response = await self._post_once(payload)
+        if (
+            response.status_code == 400
+            and "max_tokens" in payload
+            and "max_completion_tokens" in response.text
+        ):
+            logger.info("%s takes max_completion_tokens, not max_tokens", self)
+            self._limit_key = "max_completion_tokens"
+            payload = dict(payload)
+            payload["max_completion_tokens"] = payload.pop("max_tokens")
+            response = await self._post_once(payload)
+        return response
+
+    async def _post_once(self, payload: dict[str, Any]) -> httpx.Response:
         """One POST; transport failures (a timeout, a refused or dropped connection) become
         retryable errors. A 429 or 503 that names a ``Retry-After`` is waited out here, up
         to ``retry_after_cap``, because the client's own backoff knows nothing of it."""
