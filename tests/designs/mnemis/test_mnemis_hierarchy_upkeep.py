@@ -13,7 +13,7 @@ import pytest
 
 from memstrata.config import Config
 from memstrata.designs.mnemis.checks import hierarchy_problems
-from memstrata.designs.mnemis.graph import Graph
+from memstrata.designs.mnemis.graph import PAPER_BUILDER, Graph
 from memstrata.designs.mnemis.hierarchy import Hierarchy, HierarchyParams
 from memstrata.designs.mnemis.prompts import category_describer
 from memstrata.designs.mnemis.records import Category
@@ -127,6 +127,14 @@ def _answer(messages) -> str:  # type: ignore[no-untyped-def]
                 ]
             }
         )
+    if "hierarchical knowledge graph" in system:  # Global Selection: every node shown
+        nodes = re.findall(r'name: "([^"]*)", uuid: "([^"]*)"', user)
+        return json.dumps({"nodes": [{"name": n, "uuid": u} for n, u in nodes]})
+    if "Order the" in system:  # the reranker: the order shown
+        return json.dumps({"order": list(range(len(re.findall(r"^\d+: ", user, re.M))))})
+    if "You answer questions from a memory" in system:
+        ids = re.findall(r"^\[([^\],]+)", user, flags=re.M)
+        return json.dumps({"answer": "Fruit", "sources": ids[:1]})
     raise AssertionError(f"unexpected prompt: {system[:80]}")
 
 
@@ -222,3 +230,35 @@ def test_the_heuristic_tier_leaves_no_mark_behind(tmp_path: Path, embedder) -> N
 
 def _visit(i: int, place: str) -> dict:
     return {"id": f"v{i}", "text": f"Last year Maya visited {place} with Tomas.", "speaker": "Maya"}
+
+
+def test_the_paper_recipe_builds_rebuilds_and_answers_on_the_llm_tier(
+    tmp_path: Path, embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``mnemis-paper``: the hierarchy prompt in the paper's words; a later turn's entity
+    makes the builder rebuild the hierarchy with it (no placement, no describing
+    prompt); the search and the answer go through the model."""
+    backend = _scripted_model(monkeypatch)
+    with Memory.open(tmp_path / "m.db", embedder=embedder, llm={"kind": "gguf"}) as m:
+        m.add_many([_turn(i, t) for i, t in enumerate(["apple", "pear", "plum", "cherry"])])
+        (first,) = m.build(recipe="mnemis-paper", tier="llm")
+        assert first.details["hierarchy"] == "built"
+        grouped = backend_calls(backend, "semantic categorization")
+        assert grouped and backend_calls(backend, '- "University and Courses"') == grouped
+        m.add_many([_turn(4, "apricot")])
+        (second,) = m.build(recipe="mnemis-paper", tier="llm")
+        assert second.details["hierarchy"] == "rebuilt"
+        assert backend_calls(backend, "semantic categorization") > grouped
+        assert backend_calls(backend, "descriptions of categories") == 0
+        graph = Graph.load(m.store, embedder, "default", PAPER_BUILDER)
+        [fruit] = [c for c in graph.layer(1) if c.name == "Fruit"]
+        assert {graph.name_of(k) for k in fruit.child_ids} == FRUIT
+        assert not Graph.load(m.store, embedder, "default").entities  # mnemis's: none
+        answer = m.ask("Which fruit does Maya like?", recipe="mnemis-paper", k=25)
+        selected = backend_calls(backend, "- Likely has sub-nodes that may be helpful.")
+        reranked = backend_calls(backend, "Order the")
+    assert answer.text == "Fruit" and answer.sources
+    # a prompt per layer walked; one rerank call per union, episodes' and entities'
+    # (the scripted model extracts no fact)
+    assert selected >= 2 and reranked == 2
+    assert hierarchy_problems(graph) == []

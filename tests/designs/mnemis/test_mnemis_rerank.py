@@ -14,12 +14,13 @@ from pathlib import Path
 import pytest
 
 from memstrata.config import Config
-from memstrata.designs.mnemis.graph import Graph
-from memstrata.designs.mnemis.prompts import RERANK_PROMPT_TOKENS, rerank
+from memstrata.designs.mnemis.graph import BUILDER, PAPER_BUILDER, Graph
+from memstrata.designs.mnemis.prompts import RERANK_PROMPT_TOKENS, rerank, rerank_prompt_tokens
 from memstrata.designs.mnemis.records import Category
 from memstrata.designs.mnemis.rerank import RERANK_WINDOW, listwise
 from memstrata.designs.mnemis.route import MnemisRoute
 from memstrata.llm import LLMClient
+from memstrata.llm.budgets import Budgets
 from memstrata.llm.scripted import ScriptedBackend
 from memstrata.llm.types import Message
 from memstrata.memory import Memory
@@ -144,21 +145,22 @@ REPAIRS = [f"Zorblat repaired the red bicycle of neighbour {i}" for i in range(4
 SCORE = {t: 100 + i for i, t in enumerate(REPAIRS)} | {t: i for i, t in enumerate(GARDEN)}
 
 
-def _probe(path: Path, embedder) -> None:
+def _probe(path: Path, embedder, builder: str = BUILDER) -> None:
     """Ten turns and a graph: 60 facts on Maya's garden, which System-1 finds, and 40 on
     Zorblat's repairs, which only System-2 reaches (category Mechanics, entity
-    Zorblat)."""
+    Zorblat). A second layer: Outdoors over Gardening, Crafts over Mechanics."""
     with Memory.open(path, embedder=embedder, **{"build.mode": "manual"}) as m:
         for i in range(5):
             m.add(f"Maya talked about her garden, day {i}.", id=f"t{i}", speaker="Maya")
         for i in range(5, 10):
             m.add(f"Zorblat fixed bicycles all day {i}.", id=f"t{i}", speaker="Zorblat")
-        graph = Graph(m.store, embedder, "default")
+        graph = Graph(m.store, embedder, "default", builder)
+        cited = {"Maya": "t0", "Garden": "t1", "Zorblat": "t5", "Bicycle": "t6"}
         ent = {
             name: graph.add_entity(
                 Entity(namespace="default", name=name, sources=[Span(episode=ep, start=0, end=1)])
             ).id
-            for name, ep in (("Maya", "t0"), ("Garden", "t1"), ("Zorblat", "t5"), ("Bicycle", "t6"))
+            for name, ep in cited.items()
         }
         for texts, (subj, obj), first in (
             (GARDEN, ("Maya", "Garden"), 0),
@@ -179,11 +181,25 @@ def _probe(path: Path, embedder) -> None:
             ("Gardening", ["Maya", "Garden"]),
             ("Mechanics", ["Zorblat", "Bicycle"]),
         ):
+            spans = [Span(episode=cited[k], start=0, end=1) for k in kids]
             cat = Category(
-                namespace="default", name=name, layer=1, child_ids=[ent[k] for k in kids]
+                namespace="default",
+                name=name,
+                layer=1,
+                child_ids=[ent[k] for k in kids],
+                sources=spans,
             )
             graph.categories[cat.id] = cat
             graph.touch(cat)
+            top = Category(
+                namespace="default",
+                name={"Gardening": "Outdoors", "Mechanics": "Crafts"}[name],
+                layer=2,
+                child_ids=[cat.id],
+                sources=spans,
+            )
+            graph.categories[top.id] = top
+            graph.touch(top)
         graph.flush()
 
 
@@ -191,9 +207,10 @@ Answer = Callable[[list[Message]], str]
 
 
 def _select(messages: list[Message]) -> str:
-    """Global Selection: Mechanics at the top layer, Zorblat below it."""
+    """Global Selection: Crafts at the top layer, Mechanics below it, then Zorblat."""
     nodes = re.findall(r'name: "([^"]*)", uuid: "([^"]*)"', messages[1].content)
-    picked = [{"name": n, "uuid": u} for n, u in nodes if n in ("Mechanics", "Zorblat")]
+    wanted = ("Crafts", "Mechanics", "Zorblat")
+    picked = [{"name": n, "uuid": u} for n, u in nodes if n in wanted]
     return json.dumps({"nodes": picked})
 
 
@@ -223,7 +240,9 @@ class _LLM:
         return self.rank(messages)
 
 
-def _search(path: Path, embedder, monkeypatch: pytest.MonkeyPatch, llm: _LLM):
+def _search(
+    path: Path, embedder, monkeypatch: pytest.MonkeyPatch, llm: _LLM, recipe: str = "mnemis"
+):
     def scripted(config: Config, store: Store, namespace: str | None = None) -> LLMClient:
         return LLMClient(ScriptedBackend([llm] * 500), usage=store, namespace=namespace)
 
@@ -232,8 +251,8 @@ def _search(path: Path, embedder, monkeypatch: pytest.MonkeyPatch, llm: _LLM):
         path, embedder=embedder, llm={"kind": "gguf"}, **{"build.mode": "manual"}
     ) as m:
         # k = 50: 10 per share, so 10 episodes, 2k = 20 facts and 20 entities
-        result = m.search(QUERY, recipe="mnemis", k=50, max_tokens=None)
-        route = next(r for r in m.engine.routes("mnemis") if isinstance(r, MnemisRoute))
+        result = m.search(QUERY, recipe=recipe, k=50, max_tokens=None)
+        route = next(r for r in m.engine.routes(recipe) if isinstance(r, MnemisRoute))
         usage = m.stats()["llm"]
     return result, dict(route.fallbacks), usage
 
@@ -245,21 +264,77 @@ def probe(tmp_path: Path, embedder) -> Path:
     return path
 
 
+@pytest.mark.parametrize("recipe", ["mnemis", "mnemis-paper"])
 def test_probe_with_a_perfect_reranker_fills_the_2k_budget_with_system2(
-    probe: Path, embedder, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, embedder, monkeypatch: pytest.MonkeyPatch, recipe: str
 ) -> None:
     """Sliding windows fixed the top 10 only: the other 10 of the 2k = 20 facts were
-    System-1's, in the order the union met them (10 of 20). Now all 20 are System-2's."""
+    System-1's, in the order the union met them (10 of 20). Now all 20 are System-2's,
+    in the fused recipe and in the paper's (whose System-1 brings its top 2k facts)."""
+    builder = PAPER_BUILDER if recipe == "mnemis-paper" else BUILDER
+    _probe(tmp_path / "probe.db", embedder, builder)
     llm = _LLM()
-    result, fallbacks, _ = _search(probe, embedder, monkeypatch, llm)
+    result, fallbacks, _ = _search(tmp_path / "probe.db", embedder, monkeypatch, llm, recipe)
     facts = [h for h in result.hits if h.kind == "fact"]
     shown = {t for w in llm.windows["fact"] for t in w}
-    # the union: System-2's 40 and what System-1 found of the garden's 60
-    assert set(REPAIRS) <= shown <= set(REPAIRS) | set(GARDEN) and len(shown) >= 90
+    # the union: System-2's 40 and what System-1 found of the garden's 60 (the
+    # paper's System-1: its top 2k = 20)
+    assert set(REPAIRS) <= shown <= set(REPAIRS) | set(GARDEN)
+    assert len(shown) == 60 if recipe == "mnemis-paper" else len(shown) >= 90
     assert len(facts) == 20
     assert sum(h.routes == ["system2"] for h in facts) == 20
     assert [h.text for h in facts] == REPAIRS[::-1][:20]  # the reranker's own top 20
     assert not fallbacks
+
+
+@pytest.mark.parametrize(("recipe", "layers"), [("mnemis", {1}), ("mnemis-paper", {1, 2})])
+def test_the_paper_recipe_brings_the_categories_of_every_walked_layer(
+    tmp_path: Path, embedder, monkeypatch: pytest.MonkeyPatch, recipe: str, layers: set[int]
+) -> None:
+    """Global Selection walked Crafts (layer 2) and Mechanics (layer 1): the fused recipe
+    keeps the lowest layer, the paper's every one, as entity hits whose sources are
+    their entities' turns."""
+    builder = PAPER_BUILDER if recipe == "mnemis-paper" else BUILDER
+    _probe(tmp_path / "probe.db", embedder, builder)
+    llm = _LLM()
+    result, _, _ = _search(tmp_path / "probe.db", embedder, monkeypatch, llm, recipe)
+    cats = [h for h in result.hits if h.metadata.get("category")]
+    assert {h.metadata["layer"] for h in cats} == layers
+    assert {h.text.split("] ")[1].split(":")[0] for h in cats} == (
+        {"Mechanics", "Crafts"} if recipe == "mnemis-paper" else {"Mechanics"}
+    )
+    assert all(h.kind == "entity" and set(h.sources) == {"t5", "t6"} for h in cats)
+    # the reranker read them among the entities
+    shown = {t for w in llm.windows["entity"] for t in w}
+    assert any(t.startswith("Crafts") for t in shown) == (recipe == "mnemis-paper")
+
+
+def test_the_paper_recipe_sends_the_paper_selection_prompt(
+    tmp_path: Path, embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _probe(tmp_path / "probe.db", embedder, PAPER_BUILDER)
+    sent: list[str] = []
+
+    def select(messages: list[Message]) -> str:
+        sent.append(messages[0].content)
+        return _select(messages)
+
+    _search(tmp_path / "probe.db", embedder, monkeypatch, _LLM(select=select), "mnemis-paper")
+    assert len(sent) == 3  # one prompt per layer walked: Crafts, Mechanics, Zorblat
+    assert all("- Likely has sub-nodes that may be helpful." in s for s in sent)
+
+
+def test_the_rerank_prompt_follows_the_model_context() -> None:
+    """The bundled model's 3,200 tokens of 4,096; a 128K-context model reads a window of
+    long candidates whole where the bundled model's budget cuts them."""
+    assert rerank_prompt_tokens(Budgets.of("small")) == RERANK_PROMPT_TOKENS
+    chat = rerank_prompt_tokens(Budgets.of("chat"))
+    assert chat == RERANK_PROMPT_TOKENS * 131_072 // 4_096
+    long = [" ".join(f"w{j}x{i}" for i in range(400)) for j in range(20)]
+    small_prompt, _ = rerank("q", "episode", long)
+    chat_prompt, _ = rerank("q", "episode", long, chat)
+    assert all(t in chat_prompt[1].content for t in long)
+    assert not any(t in small_prompt[1].content for t in long)
 
 
 def _raise(messages: list[Message]) -> str:

@@ -10,13 +10,14 @@ Where things are:
 * :mod:`.global_selection`: System-2 Global Selection;
 * :mod:`.route`: the dual route and its fusion; :mod:`.rerank`: the llm tier's
   listwise reranking; :mod:`.prompts`: every prompt;
-* :mod:`.recipe`: the ``mnemis`` recipe; :mod:`.show`: ``memstrata show``;
+* :mod:`.recipe`: the ``mnemis`` recipes (``mnemis-paper``, the paper's pipeline);
+  :mod:`.show`: ``memstrata show``;
   :mod:`.view`: the explorer's views.
 """
 
 from __future__ import annotations
 
-from memstrata.designs.mnemis.builder import MnemisBuilder
+from memstrata.designs.mnemis.builder import MnemisBuilder, MnemisPaperBuilder
 from memstrata.designs.mnemis.recipe import RECIPES
 from memstrata.designs.mnemis.records import Category
 from memstrata.designs.mnemis.route import MnemisRoute
@@ -26,7 +27,7 @@ from memstrata.engine.contracts import Design
 
 design = Design(
     name="mnemis",
-    builders=[MnemisBuilder],
+    builders=[MnemisBuilder, MnemisPaperBuilder],
     routes=[MnemisRoute],
     recipes=RECIPES,
     show=show,

@@ -8,19 +8,24 @@ promoted too many nodes alone, and otherwise the categories whose children chang
 described again by the model); a namespace without one gets a full
 hierarchy build in :meth:`MnemisBuilder.finish`, once the drain has folded in every
 pending episode (so a first import builds the hierarchy over all of it at once).
+
+:class:`MnemisPaperBuilder` (``mnemis-paper``) keeps records of its own: the paper's
+hierarchy rules only (no stop at a small layer), the appendix D prompt as the paper
+gives it, and the hierarchy rebuilt after each build that added entities (section 2.2:
+"we periodically rebuild") instead of placed into incrementally.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from memstrata.designs.mnemis.base_graph import BaseGraphParams, HeuristicBaseGraph
 from memstrata.designs.mnemis.checks import hierarchy_problems
-from memstrata.designs.mnemis.graph import BUILDER, Graph
+from memstrata.designs.mnemis.graph import BUILDER, PAPER_BUILDER, Graph
 from memstrata.designs.mnemis.hierarchy import Hierarchy, HierarchyParams
 from memstrata.designs.mnemis.prompts import category_describer, category_grouper
 from memstrata.designs.mnemis.repair import repair_graph
@@ -39,16 +44,17 @@ class GraphCache:
     """One loaded :class:`Graph` and :class:`Hierarchy` per namespace, reloaded when some
     other writer changed the namespace's records."""
 
-    def __init__(self, store: Store, embedder: Embedder) -> None:
+    def __init__(self, store: Store, embedder: Embedder, builder: str = BUILDER) -> None:
         self.store = store
         self.embedder = embedder
+        self.builder = builder
         self._graphs: dict[str, tuple[Graph, Hierarchy]] = {}
 
     def get(self, namespace: str, params: HierarchyParams | None = None) -> tuple[Graph, Hierarchy]:
         cached = self._graphs.get(namespace)
         if cached is not None and cached[0].is_current():
             return cached
-        graph = Graph.load(self.store, self.embedder, namespace)
+        graph = Graph.load(self.store, self.embedder, namespace, self.builder)
         entry = (graph, Hierarchy(graph, params))
         self._graphs[namespace] = entry
         return entry
@@ -63,9 +69,11 @@ def plain_text(ep: Episode) -> str:
     return documents.embed_text(ep.text, None, ep.metadata)
 
 
-def graph_cache(ctx: Context) -> GraphCache:
-    """The process-wide graph cache the builder and the route share."""
-    return ctx.state("mnemis.graphs", lambda: GraphCache(ctx.store, ctx.embedder))
+def graph_cache(ctx: Context, builder: str = BUILDER) -> GraphCache:
+    """The process-wide graph cache of one builder's records, which the builder and the
+    route share."""
+    key = "mnemis.graphs" if builder == BUILDER else f"mnemis.graphs.{builder}"
+    return ctx.state(key, lambda: GraphCache(ctx.store, ctx.embedder, builder))
 
 
 class MnemisBuildParams(BaseModel):
@@ -73,6 +81,20 @@ class MnemisBuildParams(BaseModel):
 
     base: BaseGraphParams = Field(default_factory=BaseGraphParams)
     hierarchy: HierarchyParams = Field(default_factory=HierarchyParams)
+    #: the appendix D prompt as ``prompts.categorize`` writes it (``ours``) or as the
+    #: paper gives it (``paper``)
+    prompts: Literal["ours", "paper"] = "ours"
+    #: new entities placed into the hierarchy (``place``, ours) or the hierarchy rebuilt
+    #: after a build that added any (``rebuild``, the paper's periodic rebuild)
+    upkeep: Literal["place", "rebuild"] = "place"
+
+
+class MnemisPaperBuildParams(MnemisBuildParams):
+    """The paper's values: no stop at a small layer, its prompt, its rebuild."""
+
+    hierarchy: HierarchyParams = Field(default_factory=lambda: HierarchyParams(top_width=0))
+    prompts: Literal["ours", "paper"] = "paper"
+    upkeep: Literal["place", "rebuild"] = "rebuild"
 
 
 class MnemisBuilder(Builder[MnemisBuildParams]):
@@ -84,7 +106,7 @@ class MnemisBuilder(Builder[MnemisBuildParams]):
     stage_prefix = "mnemis."
 
     async def update(self, ctx: Context, namespace: str, episodes: Sequence[Episode]) -> StepResult:
-        cache = graph_cache(ctx)
+        cache = graph_cache(ctx, self.name)
         graph, hierarchy = await asyncio.to_thread(cache.get, namespace, self.params.hierarchy)
         try:
             base = self._base(ctx, graph)
@@ -97,13 +119,15 @@ class MnemisBuilder(Builder[MnemisBuildParams]):
             await asyncio.to_thread(
                 ensure_embedded, ctx.store, ctx.embedder, [plain_text(ep) for ep in batch]
             )
-            if graph.categories:
+            if graph.categories and self.params.upkeep == "rebuild":
+                pass  # rebuilt in finish(), over every entity the drain added
+            elif graph.categories:
                 await asyncio.to_thread(hierarchy.place, created)
-                ctx.shared[f"mnemis.hierarchy.{namespace}"] = "incremental"
+                ctx.shared[f"{self.name}.hierarchy.{namespace}"] = "incremental"
                 if ctx.tier == "llm" and hierarchy.degraded():
                     # The paper's periodic rebuild, run when placement has degraded it.
                     await hierarchy.rebuild(self._grouper(ctx))
-                    ctx.shared[f"mnemis.hierarchy.{namespace}"] = "rebuilt"
+                    ctx.shared[f"{self.name}.hierarchy.{namespace}"] = "rebuilt"
                 elif ctx.tier == "llm" and ctx.llm is not None:
                     # Categories whose children changed are described again.
                     await hierarchy.redescribe(category_describer(ctx.llm))
@@ -118,33 +142,38 @@ class MnemisBuilder(Builder[MnemisBuildParams]):
         return StepResult(failed=failed)
 
     async def finish(self, ctx: Context, namespace: str) -> None:
-        cache = graph_cache(ctx)
+        cache = graph_cache(ctx, self.name)
         graph, hierarchy = await asyncio.to_thread(cache.get, namespace, self.params.hierarchy)
-        if graph.categories or not graph.entities:
+        if not graph.entities:
+            return
+        again = bool(graph.categories)
+        if again and not (self.params.upkeep == "rebuild" and unplaced(graph)):
             return
         try:
             await hierarchy.rebuild(self._grouper(ctx))
             await asyncio.to_thread(graph.flush)
-            ctx.shared[f"mnemis.hierarchy.{namespace}"] = "built"
+            ctx.shared[f"{self.name}.hierarchy.{namespace}"] = "rebuilt" if again else "built"
         except BaseException:
             cache.forget(namespace)
             raise
 
     async def rebuild(self, ctx: Context, namespace: str) -> None:
         await super().rebuild(ctx, namespace)
-        graph_cache(ctx).forget(namespace)
-        ctx.shared.pop(f"mnemis.base.{namespace}", None)
+        graph_cache(ctx, self.name).forget(namespace)
+        ctx.shared.pop(f"{self.name}.base.{namespace}", None)
 
     async def repair(self, ctx: Context, namespace: str, work: Repairs) -> None:
         """Entities, facts and categories re-derived without the removed text
         (:mod:`memstrata.designs.mnemis.repair`)."""
-        cache = graph_cache(ctx)
+        cache = graph_cache(ctx, self.name)
         cache.forget(namespace)
-        ctx.shared.pop(f"mnemis.base.{namespace}", None)  # the llm tier's recent turns
+        ctx.shared.pop(f"{self.name}.base.{namespace}", None)  # the llm tier's recent turns
         graph, hierarchy = await asyncio.to_thread(cache.get, namespace, self.params.hierarchy)
         try:
             await asyncio.to_thread(repair_graph, graph, hierarchy, work, self.params.base)
-            if ctx.tier == "llm" and ctx.llm is not None:
+            if self.params.upkeep == "rebuild" and graph.categories:
+                await hierarchy.rebuild(self._grouper(ctx))
+            elif ctx.tier == "llm" and ctx.llm is not None:
                 # categories that lost a member are described again from the ones left
                 await hierarchy.redescribe(category_describer(ctx.llm))
             else:
@@ -155,12 +184,12 @@ class MnemisBuilder(Builder[MnemisBuildParams]):
 
     async def describe(self, ctx: Context, namespace: str) -> dict[str, Any]:
         graph, hier = await asyncio.to_thread(
-            graph_cache(ctx).get, namespace, self.params.hierarchy
+            graph_cache(ctx, self.name).get, namespace, self.params.hierarchy
         )
         top = graph.top_layer()
         return {
             # what the last drain did to the hierarchy: built, incremental or unchanged
-            "hierarchy": ctx.shared.pop(f"mnemis.hierarchy.{namespace}", "unchanged"),
+            "hierarchy": ctx.shared.pop(f"{self.name}.hierarchy.{namespace}", "unchanged"),
             "entities": len(graph.entities),
             "facts": len(graph.facts),
             "categories": len(graph.categories),
@@ -169,13 +198,15 @@ class MnemisBuilder(Builder[MnemisBuildParams]):
         }
 
     async def check(self, ctx: Context, namespace: str) -> list[str]:
-        graph, _ = await asyncio.to_thread(graph_cache(ctx).get, namespace, self.params.hierarchy)
+        graph, _ = await asyncio.to_thread(
+            graph_cache(ctx, self.name).get, namespace, self.params.hierarchy
+        )
         return hierarchy_problems(graph, self.params.hierarchy.n, self.params.hierarchy.max_layers)
 
     def _base(self, ctx: Context, graph: Graph) -> Any:
         """The tier's base-graph builder, kept per namespace while its graph is loaded, so
         the llm tier's window of recent episodes carries over from one batch to the next."""
-        key = f"mnemis.base.{graph.namespace}"
+        key = f"{self.name}.base.{graph.namespace}"
         held = ctx.shared.get(key)
         if held is not None and held.graph is graph and held.tier == ctx.tier:
             return held
@@ -196,4 +227,19 @@ class MnemisBuilder(Builder[MnemisBuildParams]):
     def _grouper(self, ctx: Context) -> Any:
         if ctx.tier != "llm" or ctx.llm is None:
             return None
-        return category_grouper(ctx.llm)
+        return category_grouper(ctx.llm, paper=self.params.prompts == "paper")
+
+
+class MnemisPaperBuilder(MnemisBuilder):
+    """The builder of ``mnemis-paper``: the same base graph and hierarchy code with the
+    paper's values (:class:`MnemisPaperBuildParams`), its records apart from
+    ``mnemis``'s, as a hierarchy built by other rules is another structure."""
+
+    name = PAPER_BUILDER
+    Params = MnemisPaperBuildParams
+
+
+def unplaced(graph: Graph) -> bool:
+    """Whether some entity sits in no layer-1 category (the hierarchy predates it)."""
+    placed = {k for c in graph.layer(1) for k in c.child_ids}
+    return any(e not in placed for e in graph.entities)

@@ -21,8 +21,10 @@ from memstrata.models import Derived, Entity, Fact, Span
 from memstrata.retrieval.text import content_terms
 from memstrata.store.base import Store
 
-#: the builder that owns the records this design reads and writes
+#: the builder that owns the records the ``mnemis`` recipes read and write
 BUILDER = "mnemis"
+#: the builder of ``mnemis-paper``: the paper's hierarchy rules, so records of its own
+PAPER_BUILDER = "mnemis-paper"
 SPEAKER_CATEGORY = "Speaker"
 
 
@@ -33,10 +35,14 @@ def fact_key(text: str) -> str:
 class Graph:
     """Base graph plus hierarchy of one namespace, with change tracking."""
 
-    def __init__(self, store: Store, embedder: Embedder, namespace: str) -> None:
+    def __init__(
+        self, store: Store, embedder: Embedder, namespace: str, builder: str = BUILDER
+    ) -> None:
         self.store = store
         self.embedder = embedder
         self.namespace = namespace
+        #: the builder owning the records: two builders keep two graphs apart
+        self.builder = builder
         self.entities: dict[str, Entity] = {}
         self.facts: dict[str, Fact] = {}
         self.categories: dict[str, Category] = {}
@@ -64,16 +70,18 @@ class Graph:
 
     # loading ----------------------------------------------------------------------------
     @classmethod
-    def load(cls, store: Store, embedder: Embedder, namespace: str) -> Graph:
-        g = cls(store, embedder, namespace)
+    def load(
+        cls, store: Store, embedder: Embedder, namespace: str, builder: str = BUILDER
+    ) -> Graph:
+        g = cls(store, embedder, namespace, builder)
         g.stamp = store.records_stamp(namespace)
-        for rec in store.get_records(namespace, "entity", builder=BUILDER):
+        for rec in store.get_records(namespace, "entity", builder=g.builder):
             assert isinstance(rec, Entity)
             g._index_entity(rec)
-        for rec in store.get_records(namespace, "fact", builder=BUILDER):
+        for rec in store.get_records(namespace, "fact", builder=g.builder):
             assert isinstance(rec, Fact)
             g._index_fact(rec)
-        for rec in store.get_records(namespace, "category", builder=BUILDER):
+        for rec in store.get_records(namespace, "category", builder=g.builder):
             assert isinstance(rec, Category)
             g.categories[rec.id] = rec
         return g
@@ -225,7 +233,9 @@ class Graph:
                 put.append(rec)
         # Children before the categories that link to them.
         put.sort(key=lambda r: r.layer if isinstance(r, Category) else 0)
-        self.store.write_records(self.namespace, put, sorted(self._deleted), built, owner=BUILDER)
+        self.store.write_records(
+            self.namespace, put, sorted(self._deleted), built, owner=self.builder
+        )
         self._dirty.clear()
         self._deleted.clear()
         self.stamp = self.store.records_stamp(self.namespace)

@@ -7,8 +7,9 @@ Rules the builder keeps, whatever the tier:
 * **compression ratio** ``n``: a category has at least ``n`` children, or exactly one
   (a node *promoted alone* because nothing is close enough to it);
 * **node-count reduction** from layer 2: a layer with more nodes than the one below is
-  not kept and ends the build; so does ``max_layers``, or a layer already as small as
-  ``top_width`` (a single screen for Global Selection);
+  not kept and ends the build; so does ``max_layers``. Ours, not the paper's: a layer
+  already as small as ``top_width`` (a single screen for Global Selection) ends it too;
+  ``top_width = 0`` (the ``mnemis-paper`` builder) leaves the paper's two rules alone;
 * speakers (the user, first-person nodes) sit in one category called ``Speaker``, the
   one category exempt from ``n`` (two people talking make a category of two).
 
@@ -69,6 +70,7 @@ LLMDescriber = Callable[
 class HierarchyParams:
     n: int = 3
     max_layers: int = 4
+    #: a layer of this many nodes or fewer ends the build (ours); 0: no such rule
     top_width: int = 12
     group_size: int = 6
     margin: float = 0.04
@@ -151,7 +153,7 @@ class Hierarchy:
             prev = made
             speaker_node = made[-1].id if kids else None
             below = [c.id for c in made if c.id != speaker_node]
-            if len(made) <= self.p.top_width:
+            if self.p.top_width and len(made) <= self.p.top_width:
                 break
         for cat in self.g.categories.values():  # the grouping just described every one
             cat.children_changed = False

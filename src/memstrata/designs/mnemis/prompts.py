@@ -1,9 +1,12 @@
 """Mnemis prompts: base graph extraction (section 2.1), the hierarchy prompt and the
 Global Selection prompt (appendix D), and a listwise reranker for fusion.
 
-The two appendix D prompts follow the paper's instructions point by point, shortened
-where a small local model needs it. The base graph prompts are written for memstrata
-from the steps section 2.1 describes. Each prompt function returns ``(messages, model)``.
+The two appendix D prompts come in two wordings: ours, which follows the paper's
+instructions point by point, shortened where a small local model needs it, and the
+paper's own text (``paper=True``, the ``mnemis-paper`` recipe), changed only where
+``tests/designs/mnemis/test_mnemis_paper_prompts.py`` lists a reason. The base graph
+prompts are written for memstrata from the steps section 2.1 describes (the paper
+releases none). Each prompt function returns ``(messages, model)``.
 """
 
 from __future__ import annotations
@@ -352,6 +355,77 @@ Your task is to:
 
 5. The node name "user" and any first-person references ("I", "me") MUST be categorized into one category called "Speaker"."""
 
+#: appendix D's ``sys_prompt`` as the paper gives it, its output format the one change: an
+#: object with each category's description and tag (section 2.2: a category has an
+#: entity's fields, and no other released prompt writes them)
+_CATEGORY_SYSTEM_PAPER = """You are an AI assistant specialized in semantic categorization of nodes.
+# INSTRUCTIONS:
+
+You are given a list of node names, each prefixed with an index, each followed with a brief description of the name (e.g., 1. dog: [domestic animal]).
+Your task is to:
+
+1. Group the nodes into semantically meaningful categories based on shared attributes, considering both inherent characteristics of the node names and the DESCRIPTIONS of the nodes, NOT relying solely on the DESCRIPTIONS.
+    All EXISTING CATEGORIES are provided for you.
+    - If a node's attribute matches an existing category, it should be added under that category.
+    - If a node name has attributes that do not match any existing category, create a new category and add it.
+    - The category name MUST NOT include the word "and" as a connector.
+    Examples of INVALID categories:
+    - "Food and Drinks"
+    - "University and Courses"
+    Examples of VALID categories:
+    - "Food"
+    - "Drinks"
+    - "University"
+    - "Courses"
+
+2. Output each category as a dictionary entry where the key is the category name and the value is a list of node indexes (integers). Only refer to nodes by their indexes. Do not repeat node names.
+    Output format:
+    {"categories": [{"category": "xx", "description": "...", "tag": ["..."], "indexes": [0, 1, 2, 4]}, {"category": "xxx", "description": "...", "tag": ["..."], "indexes": [2, 3, 4]}]}
+    The description is one short sentence saying what the members share.
+    The tag is a list of descriptors (each descriptor maximum 3 words, maximum 5 descriptors) that concisely captures the nature or type of the node.
+    Tag example:
+    - Entity name: "Son"
+    - Tag: ["Family member", "Happy kid", "Anime lover"]
+
+3. A node CAN be assigned to MULTIPLE categories at the same time.
+    Key points for multi-category classification:
+    - Each item can be assigned to multiple categories based on shared attributes.
+    - When multiple categories are formed for an item, select the minimal subset of features that are common across the grouped items.
+    Examples for different hierarchy levels:
+    Layer 1 (specific entities):
+    - "Microsoft Research Asia" and "Microsoft Research Shanghai" share the same parent organization (Microsoft) and a similar research focus (AI). They are grouped under:
+      - "Microsoft Research Labs"
+      - "AI-focused Research Labs"
+    - "Microsoft Research Asia" belongs to both "Microsoft Research Labs" and "NLP-focused Labs".
+    Layer 2 (category nodes from Layer 1):
+    - "Microsoft Research Labs" belongs to:
+      - "Tech Company Labs"
+      - "AI Research Organizations"
+    - "University AI Labs" belongs to:
+      - "Academic Institutions"
+      - "AI Research Organizations"
+
+    Layer 3 (higher-level abstractions):
+    - "Tech Company Labs" belongs to:
+      - "Commercial Organizations"
+      - "Research Institutions"
+
+    - "Academic Institutions" belongs to:
+      - "Educational Organizations"
+      - "Research Institutions"
+
+    Layer 4 (top-level concepts):
+    - "Research Institutions" belongs to:
+      - "Knowledge Organizations"
+
+    - "Commercial Organizations" belongs to:
+      - "Economic Entities"
+
+4. There must be NO leftover or ungrouped nodes. Single-member categories are allowed if necessary.
+
+5. The node name "user" and any first-person references ("I", "me") MUST be categorized into one category called "Speaker".
+"""
+
 _GUIDANCE = """<GUIDANCE ON CATEGORY GRANULARITY>
 You are performing hierarchical semantic clustering from specific to abstract.
 
@@ -399,9 +473,12 @@ def categorize(
     nodes: Sequence[tuple[str, str]],
     existing: Sequence[tuple[str, str]],
     prev_example: str = "",
+    paper: bool = False,
 ) -> Prompt:
     """Appendix D's ``extract_category_nodes``: ``nodes`` and ``existing`` categories are
-    (name, description); ``prev_example`` shows a few categories of the layer below."""
+    (name, description); ``prev_example`` shows a few categories of the layer below.
+    ``paper``: the system prompt in the paper's words (the user prompt is the paper's in
+    both)."""
     content = _listed([f"{i}. {n}: [{d}]" for i, (n, d) in enumerate(nodes)])
     known = _listed([f"- {n}: {d}" if d else f"- {n}" for n, d in existing])
     example = fence(prev_example) if prev_example else "(none: this is the first layer)"
@@ -420,7 +497,7 @@ def categorize(
         "categorization and meaningful hierarchical relationships.\n"
         "DO NOT INCLUDE ANY INVALID CATEGORIES."
     )
-    return _msgs(_CATEGORY_SYSTEM, user), CategoryGroups
+    return _msgs(_CATEGORY_SYSTEM_PAPER if paper else _CATEGORY_SYSTEM, user), CategoryGroups
 
 
 _DESCRIBE_SYSTEM = """You keep the descriptions of categories in a knowledge-graph hierarchy current.
@@ -456,8 +533,37 @@ def describe_categories(categories: Sequence[tuple[str, str, Sequence[tuple[str,
 MEMBERS_SHOWN = 20
 
 
-def select_nodes(query: str, nodes: Sequence[tuple[str, str, list[str]]]) -> Prompt:
+#: appendix D's ``NODE_SELECTION_PROMPT_TEMPLATE`` as the paper gives it, up to its
+#: user query; the answer line stands where the appendix's listing skips lines
+_SELECT_SYSTEM_PAPER = """You are analyzing a hierarchical knowledge graph to help answer a user query.
+
+Select all nodes that could help answer the query. A node is helpful if it:
+
+- Directly relates to the query;
+- Covers a clearly relevant topic, concept, or category;
+- Provides useful background or context;
+- Contains user-specific information (e.g. interests, goals, constraints);
+- Likely has sub-nodes that may be helpful.
+
+Do not be overly strict: include nodes that might provide context or personalization, even if they seem partially redundant.
+
+For each selected node:
+- "name" is the node's name.
+- "uuid" is the node's unique identifier.
+- "get_all_children" is an boolean value. Set true only if you're confident all its sub-nodes are helpful.
+
+Answer JSON: {"nodes": [{"name": ..., "uuid": ..., "get_all_children": <boolean>}]}"""
+
+
+def select_nodes(
+    query: str, nodes: Sequence[tuple[str, str, list[str]]], paper: bool = False
+) -> Prompt:
+    """Global Selection over ``nodes`` (uuid, name, tags). ``paper``: appendix D's
+    template in the paper's words; otherwise ours, the same points shortened."""
     info = _listed([f'- name: "{n}", uuid: "{u}", tags: {t}' for u, n, t in nodes])
+    if paper:
+        user = f'---\nUser Query:\n"{query}"\n\nAvailable Nodes:\n{info}'
+        return _msgs(_SELECT_SYSTEM_PAPER, user), node_selection_model(len(nodes))
     system = (
         "You are analyzing a hierarchical knowledge graph to help answer a user query.\n"
         "Select all nodes that could help answer the query. A node is helpful if it: "
@@ -478,6 +584,15 @@ def select_nodes(query: str, nodes: Sequence[tuple[str, str, list[str]]]) -> Pro
 #: model's 4,096-token context less the reply (``MAX_TOKENS["mnemis.rerank"]``) and about
 #: 15% for counting MiniLM word pieces rather than the model's own tokens
 RERANK_PROMPT_TOKENS = 3_200
+#: the context that size was measured for
+_RERANK_MEASURED_CONTEXT = 4_096
+
+
+def rerank_prompt_tokens(budgets: Budgets) -> int:
+    """The rerank prompt's size for the configured model: the bundled model's share of
+    its context (:data:`RERANK_PROMPT_TOKENS` of 4,096), of the model's context window,
+    so a capable model reads every candidate of a window whole."""
+    return RERANK_PROMPT_TOKENS * budgets.context_tokens // _RERANK_MEASURED_CONTEXT
 
 
 def rerank(
@@ -515,9 +630,10 @@ async def ask(
 # adapters the builders and routes call -----------------------------------------------
 
 
-def category_grouper(llm: LLMClient, chunk: int = 20) -> Any:
-    """Hierarchy grouping through :func:`categorize`, ``chunk`` nodes per call. Returns
-    the groups and, per category name, the description and tags the model wrote."""
+def category_grouper(llm: LLMClient, chunk: int = 20, paper: bool = False) -> Any:
+    """Hierarchy grouping through :func:`categorize` (``paper``: in the paper's words),
+    ``chunk`` nodes per call. Returns the groups and, per category name, the
+    description and tags the model wrote."""
 
     async def group(
         layer: int,
@@ -530,7 +646,7 @@ def category_grouper(llm: LLMClient, chunk: int = 20) -> Any:
         known = list(existing)
         for start in range(0, len(nodes), chunk):
             part = nodes[start : start + chunk]
-            prompt = categorize(layer, part, known, prev_example)
+            prompt = categorize(layer, part, known, prev_example, paper)
             answer = await ask(llm, prompt, "mnemis.hierarchy")
             assert isinstance(answer, CategoryGroups)
             for g in answer.categories:
@@ -578,12 +694,14 @@ def category_describer(llm: LLMClient, chunk: int = 8) -> Any:
     return describe
 
 
-def node_selector(llm: LLMClient) -> Any:
+def node_selector(llm: LLMClient, paper: bool = False) -> Any:
+    """Global Selection through :func:`select_nodes` (``paper``: in the paper's words)."""
+
     async def select(query: str, nodes: list[tuple[str, str, list[str]]]) -> list[tuple[str, bool]]:
         # the model may pick every node shown: the reply has room for all of them
         picks = [{"name": n, "uuid": u, "get_all_children": False} for u, n, _ in nodes]
         budget = list_reply_tokens(picks, llm.budgets.tokens("mnemis.select"))
-        answer = await ask(llm, select_nodes(query, nodes), "mnemis.select", budget)
+        answer = await ask(llm, select_nodes(query, nodes, paper), "mnemis.select", budget)
         assert isinstance(answer, NodeSelection)
         return [(n.uuid, n.get_all_children) for n in answer.nodes]
 

@@ -24,7 +24,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from memstrata.designs.mnemis.prompts import Ranking, ask, rerank
+from memstrata.designs.mnemis.prompts import Ranking, ask, rerank, rerank_prompt_tokens
 from memstrata.llm.base import LLMClient
 
 # LLM reranking: (query, kind, [candidate texts]) -> candidate indexes, best first.
@@ -37,8 +37,12 @@ RERANK_FAN = RERANK_WINDOW // 2
 
 
 def llm_reranker(llm: LLMClient) -> Any:
+    """Windows ordered by :func:`prompts.rerank`, candidates whole up to the prompt size
+    the model's context allows (:func:`prompts.rerank_prompt_tokens`)."""
+    room = rerank_prompt_tokens(llm.budgets)
+
     async def rank(query: str, kind: str, texts: list[str]) -> list[int]:
-        answer = await ask(llm, rerank(query, kind, texts), "mnemis.rerank")
+        answer = await ask(llm, rerank(query, kind, texts, room), "mnemis.rerank")
         assert isinstance(answer, Ranking)
         return answer.order
 

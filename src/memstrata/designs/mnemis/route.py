@@ -22,6 +22,14 @@
     (:mod:`memstrata.designs.mnemis.rerank`) whose every slot of the budget is the
     reranker's choice, then the budget is cut.
 
+``pipeline = "paper"`` (the ``mnemis-paper`` recipe) is section 2.3 and nothing else:
+System-1 is plain dense and BM25 search fused by RRF, cut to ``k`` episodes and ``2k``
+entities and facts; the union per kind is System-1's cut plus everything System-2
+reached, the categories it selected at *every* layer it walked among the entities; each
+union is reranked whole (``llm`` tier: the tournament; ``heuristic`` tier: the stand-in's
+one score, for episodes too) and cut to the budgets. None of our episode rankings (the
+facts', the entities', in context, in session) take part.
+
 An LLM failure never fails a search: a failed or unusable System-2 selection gives way to
 the heuristic one for that query, a failed rerank call leaves its window in the order it
 came in, and each is counted in :attr:`MnemisRoute.fallbacks`.
@@ -37,6 +45,7 @@ import logging
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
@@ -110,9 +119,15 @@ class MnemisParams(BaseModel):
     session_weight: float = 0.3
     session_window: int = 10
     system2: bool = True
-    #: at most this share of the entity budget goes to selected categories
+    #: at most this share of the entity budget goes to selected categories (the
+    #: heuristic tier; the llm tier's reranker places them among the entities)
     category_share: float = 0.2
     selection: SelectionParams = Field(default_factory=SelectionParams)
+    #: whose records to read: ``mnemis``'s or ``mnemis-paper``'s builder
+    builder: str = BUILDER
+    #: ``fused``: ours (the module's docstring); ``paper``: section 2.3 alone, with
+    #: appendix D's selection prompt in the paper's words
+    pipeline: Literal["fused", "paper"] = "fused"
 
 
 def entity_text(graph: Graph, eid: str) -> str:
@@ -193,12 +208,14 @@ class MnemisRoute(Route[MnemisParams]):
         selector = reranker = None
         if ctx.tier == "llm" and ctx.llm is not None:
             llm = ctx.llm.scoped(namespace=namespace)
-            selector, reranker = node_selector(llm), llm_reranker(llm)
+            paper = self.params.pipeline == "paper"
+            selector, reranker = node_selector(llm, paper=paper), llm_reranker(llm)
         run = _Search(self, ctx, selector, reranker)
         return await run.search(namespace, queries, k, filters)
 
     def index(self, store: Store, embedder: Embedder, graph: Graph) -> _Indexes:
-        cached = self._indexes.get(graph.namespace)
+        key = graph.namespace if graph.builder == BUILDER else f"{graph.builder}:{graph.namespace}"
+        cached = self._indexes.get(key)
         if cached is not None and cached.stamp == graph.stamp:
             return cached
         eids = list(graph.entities)
@@ -216,7 +233,7 @@ class MnemisRoute(Route[MnemisParams]):
             RecordIndex(fids, ftexts, vecs[len(eids) : nf]),
             RecordIndex(cids, ctexts, vecs[nf:]),
         )
-        self._indexes[graph.namespace] = idx
+        self._indexes[key] = idx
         return idx
 
 
@@ -234,7 +251,7 @@ class _Search:
         self.params = route.params
         self.store = ctx.store
         self.embedder = ctx.embedder
-        self.cache = graph_cache(ctx)
+        self.cache = graph_cache(ctx, route.params.builder)
         self.episodes = EpisodeRoute(ctx.store, ctx.embedder, route.params.system1)
         self.selector = selector
         self.reranker = reranker
@@ -248,8 +265,10 @@ class _Search:
     ) -> list[list[Hit]]:
         p = self.params
         qvecs = await asyncio.to_thread(self.embedder.embed, queries)
+        # the paper's System-1 brings its top k episodes; ours a wider pool to fuse
+        pool = k if p.pipeline == "paper" else max(k, p.candidates)
         ep_lists = await asyncio.to_thread(
-            self.episodes.search, namespace, queries, max(k, p.candidates), filters, qvecs
+            self.episodes.search, namespace, queries, pool, filters, qvecs
         )
         graph, hierarchy = await asyncio.to_thread(self.cache.get, namespace)
         if not graph.entities:
@@ -257,8 +276,9 @@ class _Search:
         idx = await asyncio.to_thread(self.route.index, self.store, self.embedder, graph)
         admitted = await asyncio.to_thread(self._admitted, namespace, filters)
         out = []
+        one = self._paper if p.pipeline == "paper" else self._one
         for query, qvec, s1_eps in zip(queries, qvecs, ep_lists, strict=True):
-            out.append(await self._one(graph, hierarchy, idx, query, qvec, s1_eps, k, admitted))
+            out.append(await one(graph, hierarchy, idx, query, qvec, s1_eps, k, admitted))
         return out
 
     async def _one(
@@ -277,12 +297,7 @@ class _Search:
         two_k = 2 * k
         s1_ent = _admit(graph, self._s1(idx.entities, terms, qvec), admitted)
         s1_fact = _admit(graph, self._s1(idx.facts, terms, qvec), admitted)
-        if not p.system2:
-            sel = Selection()
-        elif self.selector is not None:
-            sel = await self._select_llm(graph, hierarchy, query, qvec, terms)
-        else:
-            sel = select_heuristic(graph, hierarchy, qvec, p.selection, set(terms))
+        sel = await self._selection(graph, hierarchy, query, qvec, terms)
         s2_ent = _admit(graph, list(dict.fromkeys(sel.entities + sel.linked_entities)), admitted)
         s2_fact = _admit(graph, [f for f in sel.facts if f in idx.facts.row], admitted)
         cats = self._categories(graph, idx, qvec, sel, admitted)
@@ -360,57 +375,102 @@ class _Search:
                 | ({"system2"} if e in s2_set else set())
             )
             hits.append(h)
-        fact_cos = idx.facts.similarity(qvec, facts[:two_k])
-        ent_cos = idx.entities.similarity(qvec, ents[:two_k])
-        s1_fact_set, s2_fact_set = set(s1_fact), set(s2_fact)
-        for f in facts[:two_k]:
-            fact = graph.facts[f]
-            hits.append(
-                Hit(
-                    kind="fact",
-                    id=f,
-                    text=fact_text(graph, f),
-                    score=round(fact_cos.get(f, 0.0), 6),
-                    sources=graph.episode_ids(f),
-                    spans=list(fact.sources),
-                    routes=_routes(f, s1_fact_set, s2_fact_set),
-                    metadata={
-                        "valid_at": fact.valid_at.isoformat() if fact.valid_at else None,
-                        "invalid_at": fact.invalid_at.isoformat() if fact.invalid_at else None,
-                    },
-                )
-            )
-        s1_ent_set, s2_ent_set = set(s1_ent), set(s2_ent)
+        hits += _fact_hits(graph, idx, qvec, facts[:two_k], s1_fact, s2_fact)
         # Selected categories (section 2.3: "Entities (Categories)") share the entity
         # budget; they inform the answer model and never rank episodes.
-        for c in cats:
-            cat = graph.categories[c]
-            hits.append(
-                Hit(
-                    kind="entity",
-                    id=c,
-                    text=f"[category, layer {cat.layer}] {entity_text(graph, c)}",
-                    score=0.0,
-                    sources=list(dict.fromkeys(sp.episode for sp in cat.sources))[:5],
-                    routes=["system2"],
-                    metadata={"category": True, "layer": cat.layer, "tags": cat.tags},
-                )
-            )
-        for e in ents[: two_k - len(cats)]:
-            ent = graph.entities[e]
-            cited = graph.episode_ids(e)
-            hits.append(
-                Hit(
-                    kind="entity",
-                    id=e,
-                    text=entity_text(graph, e),
-                    score=round(ent_cos.get(e, 0.0), 6),
-                    sources=cited[:5],
-                    routes=_routes(e, s1_ent_set, s2_ent_set),
-                    metadata={"tags": ent.tags, "episodes": len(cited)},
-                )
-            )
+        hits += _entity_hits(graph, idx, qvec, cats + ents[: two_k - len(cats)], s1_ent, s2_ent)
         return hits
+
+    async def _paper(
+        self,
+        graph: Graph,
+        hierarchy: Hierarchy,
+        idx: _Indexes,
+        query: str,
+        qvec: np.ndarray,
+        s1_eps: list[Hit],
+        k: int,
+        admitted: set[str] | None,
+    ) -> list[Hit]:
+        """Section 2.3 alone: System-1's top ``k`` episodes and top ``2k`` entities and
+        facts, each kind's union with what System-2 reached (its categories at every
+        layer it walked among the entities), reranked whole, then cut to the budgets."""
+        p = self.params
+        terms = content_terms(query)
+        two_k = 2 * k
+        s1_ent = _admit(graph, self._s1(idx.entities, terms, qvec, plain=True), admitted)
+        s1_fact = _admit(graph, self._s1(idx.facts, terms, qvec, plain=True), admitted)
+        s1_ent, s1_fact = s1_ent[:two_k], s1_fact[:two_k]
+        s1_ids = [h.id for h in s1_eps[:k]]
+        sel = await self._selection(graph, hierarchy, query, qvec, terms)
+        s2_ent = _admit(graph, list(dict.fromkeys(sel.entities + sel.linked_entities)), admitted)
+        s2_fact = _admit(graph, [f for f in sel.facts if f in idx.facts.row], admitted)
+        cats = [
+            c
+            for c in dict.fromkeys(sel.categories)
+            if c in graph.categories
+            and (
+                admitted is None
+                or any(sp.episode in admitted for sp in graph.categories[c].sources)
+            )
+        ]
+        # System-2's episodes: every one its entities cite, unordered (its support order)
+        s2_eps = [e for e in sel.support if admitted is None or e in admitted]
+        wanted = list(dict.fromkeys(s1_ids + s2_eps))
+        episodes = {ep.id: ep for ep in self.store.get_episodes(graph.namespace, wanted)}
+        ep_union = [e for e in wanted if e in episodes]
+        by_id = {h.id: h for h in s1_eps}
+        for e in ep_union:
+            if e not in by_id:
+                by_id[e] = documents.episode_hit(episodes[e], 0.0)
+        fact_union = list(dict.fromkeys(s1_fact + s2_fact))
+        if self.reranker is not None:
+            eps = await self._rerank(query, "episode", ep_union, lambda e: by_id[e].text, k)
+            facts = await self._rerank(
+                query, "fact", fact_union, lambda f: fact_text(graph, f), two_k
+            )
+            ents = await self._rerank(
+                query,
+                "entity",
+                list(dict.fromkeys(s1_ent + s2_ent + cats)),
+                lambda e: entity_text(graph, e),
+                two_k,
+            )
+        else:
+            texts = [plain_text(episodes[e]) for e in ep_union]
+            vecs = embed_cached(self.store, self.embedder, texts)
+            ep_index = RecordIndex(ep_union, texts, vecs)
+            eps = self._rerank_union(ep_index, terms, qvec, s1_ids, s2_eps)
+            facts = self._rerank_union(idx.facts, terms, qvec, s1_fact, s2_fact)
+            # categories are scored apart (another index): their share of the budget
+            # first, most similar first, as in the fused recipe
+            sims = idx.categories.similarity(qvec, cats)
+            top = sorted(cats, key=lambda c: -sims.get(c, -1.0))[: int(p.category_share * two_k)]
+            ents = top + self._rerank_union(idx.entities, terms, qvec, s1_ent, s2_ent)
+        s1_set, s2_set = set(s1_ids), set(s2_eps)
+        hits: list[Hit] = []
+        for rank, e in enumerate(eps[:k], start=1):
+            h = by_id[e].model_copy()
+            h.score = round(1.0 / rank, 6)  # the reranker's order is the score
+            h.routes = sorted(
+                set(h.routes)
+                | ({"system1"} if e in s1_set else set())
+                | ({"system2"} if e in s2_set else set())
+            )
+            hits.append(h)
+        hits += _fact_hits(graph, idx, qvec, facts[:two_k], s1_fact, s2_fact)
+        hits += _entity_hits(graph, idx, qvec, ents[:two_k], s1_ent, s2_ent)
+        return hits
+
+    async def _selection(
+        self, graph: Graph, hierarchy: Hierarchy, query: str, qvec: np.ndarray, terms: list[str]
+    ) -> Selection:
+        """System-2 on the tier's terms: the LLM's, else the heuristic one; none when off."""
+        if not self.params.system2:
+            return Selection()
+        if self.selector is not None:
+            return await self._select_llm(graph, hierarchy, query, qvec, terms)
+        return select_heuristic(graph, hierarchy, qvec, self.params.selection, set(terms))
 
     def _categories(
         self,
@@ -510,13 +570,15 @@ class _Search:
             scores[i] *= 1 + self.params.agreement
         return sorted(union, key=lambda i: -scores.get(i, 0.0))
 
-    def _s1(self, index: RecordIndex, terms: list[str], qvec: np.ndarray) -> list[str]:
+    def _s1(
+        self, index: RecordIndex, terms: list[str], qvec: np.ndarray, plain: bool = False
+    ) -> list[str]:
         """Entities or facts by cosine and BM25. A record pointing away from the query
         (cosine at most 0) and sharing no word with it is no match: in a small graph it
         would still fill the candidates and lift its episodes over a better one that is
-        not built yet."""
+        not built yet. ``plain``: no such rule (the paper's System-1)."""
         p = self.params
-        dense = [i for i, cos in index.dense(qvec, p.candidates) if cos > 0]
+        dense = [i for i, cos in index.dense(qvec, p.candidates) if plain or cos > 0]
         bm25 = [i for i, _ in index.bm25(terms, p.candidates)]
         scores = rrf([dense, bm25], k=p.rrf_k)
         return sorted(scores, key=lambda i: -scores[i])
@@ -565,6 +627,72 @@ def fact_text(graph: Graph, fid: str) -> str:
     if fact.valid_at is not None:
         return f"{fact.fact} (valid {fact.valid_at.date().isoformat()} to {until})"
     return f"{fact.fact} (valid until {until})" if fact.invalid_at else fact.fact
+
+
+def _fact_hits(
+    graph: Graph, idx: _Indexes, qvec: np.ndarray, ids: list[str], s1: list[str], s2: list[str]
+) -> list[Hit]:
+    """Fact hits with their validity windows, in the order given."""
+    cos = idx.facts.similarity(qvec, ids)
+    s1_set, s2_set = set(s1), set(s2)
+    hits = []
+    for f in ids:
+        fact = graph.facts[f]
+        hits.append(
+            Hit(
+                kind="fact",
+                id=f,
+                text=fact_text(graph, f),
+                score=round(cos.get(f, 0.0), 6),
+                sources=graph.episode_ids(f),
+                spans=list(fact.sources),
+                routes=_routes(f, s1_set, s2_set),
+                metadata={
+                    "valid_at": fact.valid_at.isoformat() if fact.valid_at else None,
+                    "invalid_at": fact.invalid_at.isoformat() if fact.invalid_at else None,
+                },
+            )
+        )
+    return hits
+
+
+def _entity_hits(
+    graph: Graph, idx: _Indexes, qvec: np.ndarray, ids: list[str], s1: list[str], s2: list[str]
+) -> list[Hit]:
+    """Entity hits in the order given; a category is an entity hit marked
+    ``metadata.category``, its sources its entities' episodes."""
+    cos = idx.entities.similarity(qvec, [i for i in ids if i in graph.entities])
+    s1_set, s2_set = set(s1), set(s2)
+    hits = []
+    for e in ids:
+        cat = graph.categories.get(e)
+        if cat is not None:
+            hits.append(
+                Hit(
+                    kind="entity",
+                    id=e,
+                    text=f"[category, layer {cat.layer}] {entity_text(graph, e)}",
+                    score=0.0,
+                    sources=list(dict.fromkeys(sp.episode for sp in cat.sources))[:5],
+                    routes=["system2"],
+                    metadata={"category": True, "layer": cat.layer, "tags": cat.tags},
+                )
+            )
+            continue
+        ent = graph.entities[e]
+        cited = graph.episode_ids(e)
+        hits.append(
+            Hit(
+                kind="entity",
+                id=e,
+                text=entity_text(graph, e),
+                score=round(cos.get(e, 0.0), 6),
+                sources=cited[:5],
+                routes=_routes(e, s1_set, s2_set),
+                metadata={"tags": ent.tags, "episodes": len(cited)},
+            )
+        )
+    return hits
 
 
 def _routes(rid: str, s1: set[str], s2: set[str]) -> list[str]:
