@@ -159,14 +159,15 @@ def _in_words(model: type[M]) -> Callable[[str, Salvage], M] | None:
 
 def _entities_lines(text: str) -> dict[str, object]:
     text = re.sub(r"^\[?key entit\w*\]?:?", "", text.strip(), flags=re.IGNORECASE)
-    parts = [p.strip(" .\"'") for p in re.split(r"[;,\n]", text)]
+    parts = [p.strip(" .\"'") for p in re.split(r"[|;,\n]", text)]  # Table 9: "a | b"
     parts = [p for p in parts if p]
     if not parts:
         raise ValueError("no entities")
     return {"entities": parts}
 
 
-_ANSWER_TAG = re.compile(r"\[answer\]\s*:", re.IGNORECASE)
+# Table 10's examples tag theirs "[Example Answer]:", which a model may copy
+_ANSWER_TAG = re.compile(r"\[(?:example\s+)?answer\]\s*:", re.IGNORECASE)
 
 
 def _qa_lines(text: str) -> dict[str, object]:
