@@ -2,8 +2,10 @@
 abstention (the model's ``<NotEnoughtInfo>``, read as ``abstained``: the answer then
 says :data:`~memstrata.engine.contracts.NOT_IN_MEMORY`, as every design's does).
 
-The contexts are the hits' texts in order, triplets and theses before episodes (the
-paper conditions on triplets; episodes are the episodic "triplets"). Without an LLM the
+The contexts are the hits' texts, triplets and theses before episodes in the fused
+recipes (the paper conditions on triplets; episodes are the episodic "triplets"); in
+``personalai-paper`` the hits as they come, which are the triplets filter's items in its
+order, each whole, in Table 10's own words (``prompts = "paper"``). Without an LLM the
 answer is the engine's extract of the contexts' episodes (``extractive``), abstaining
 when their support is weak.
 

@@ -10,6 +10,10 @@ route's ``output`` parameter:
 * ``json``: the same instructions asking for a JSON object of the model's schema, for
   grammar-constrained models (the local GGUF backend).
 
+Those are our wording (the fused recipes). ``style = "paper"`` renders Tables 5 and 7-10
+in the paper's own words and line formats instead (``personalai-paper``); the text is at
+the end of this module.
+
 :mod:`~memstrata.designs.personalai.replies` reads either format whatever was asked, so a
 model that answers in the other one is not lost.
 """
@@ -462,10 +466,10 @@ def qa(
     """Table 10: answer from the filtered triplets, or the NotEnoughInfo abstention, with
     the table's three examples (an answer, too little in the contexts, no contexts)."""
     if style == "paper":
-        shown = fence("\n".join(f"- {c}" for c in contexts)) if contexts else PAPER_EMPTY
+        listed = fence("\n".join(f"- {c}" for c in contexts)) if contexts else PAPER_EMPTY
         user = (
             "Generate [Answer] for the [Question] based on provided [Contexts]. "
-            f"[Question]: {question} [Contexts]: {shown}\n[Chain of thoughts]:"
+            f"[Question]: {question} [Contexts]: {listed}\n[Chain of thoughts]:"
         )
         return [
             Message(role="system", content=noted(_PAPER_T10_SYSTEM)),

@@ -10,7 +10,9 @@
    **triplets filter** keeps the ``top_n`` items most similar to the question.
 4. Hits: episodes (each item's episode, or the episodes its triplet or thesis rests on,
    in the filter's order), theses and triplets, each with its sources and the path that
-   found it (``Hit.routes``, shown by ``--explain``; ``Hit.metadata["path"]``).
+   found it (``Hit.routes``, shown by ``--explain``; ``Hit.metadata["path"]``). With
+   ``hits = "items"`` (``personalai-paper``), the filter's items themselves in its
+   order, nothing added.
 
 The QA generator (appendix C) is the design's answerer, :mod:`.answer`.
 """
