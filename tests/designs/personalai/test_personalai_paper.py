@@ -201,7 +201,14 @@ def test_the_papers_answer_lines_are_read() -> None:
 
     said = parse("Nothing about pets. [Example Answer]: < NotEnoughtInfo >", QAAnswer)
     assert said.abstained
-    from memstrata.designs.personalai.prompts import KeyEntities
+    from memstrata.designs.personalai.prompts import KeyEntities, Theses
 
     got = parse("Kayla | opinion | video | Xiaomi 10Pro", KeyEntities)
     assert got.entities == ["Kayla", "opinion", "video", "Xiaomi 10Pro"]
+    # theses on one line, as Table 5's examples write them
+    one_line = "\"Maya works at Acme, ['Maya', 'Acme']\", \"Acme is a studio ['Acme', 'studio'].\""
+    theses = parse(one_line, Theses).theses
+    assert [(t.thesis, t.nodes) for t in theses] == [
+        ("Maya works at Acme", ["Maya", "Acme"]),
+        ("Acme is a studio", ["Acme", "studio"]),
+    ]

@@ -49,7 +49,8 @@ def parse(text: str, model: type[M]) -> M:
 def _theses_lines(text: str) -> dict[str, object]:
     items = []
     for line in re.split(r"\n|(?<=\])\s*[;,]?\s*(?=\S)", text):
-        line = line.strip().strip('"').strip("-* ").strip()
+        # Table 5's examples list theses on one line: "a, ['x']", "b ['y']."
+        line = line.strip(' \t,;"').strip("-* ").strip()
         m = re.match(r"(.+?),?\s*(\[[^\[\]]*\])\s*[.\"']*$", line)
         if not m:
             continue
