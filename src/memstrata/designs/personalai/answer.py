@@ -2,8 +2,10 @@
 abstention (the model's ``<NotEnoughtInfo>``, read as ``abstained``: the answer then
 says :data:`~memstrata.engine.contracts.NOT_IN_MEMORY`, as every design's does).
 
-The contexts are the hits' texts in order, triplets and theses before episodes (the
-paper conditions on triplets; episodes are the episodic "triplets"). Without an LLM the
+The contexts are the hits' texts, triplets and theses before episodes in the fused
+recipes (the paper conditions on triplets; episodes are the episodic "triplets"); in
+``personalai-paper`` the hits as they come, which are the triplets filter's items in its
+order, each whole, in Table 10's own words (``prompts = "paper"``). Without an LLM the
 answer is the engine's extract of the contexts' episodes (``extractive``), abstaining
 when their support is weak.
 
@@ -17,10 +19,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from memstrata.designs.personalai.prompts import Output, QAAnswer, qa
+from memstrata.designs.personalai.prompts import Output, QAAnswer, Style, qa
 from memstrata.designs.personalai.replies import ask
 from memstrata.engine.answer import usage_of
 from memstrata.engine.contracts import NOT_IN_MEMORY, Answer, Answerer, Context, QuestionInfo
@@ -36,17 +39,32 @@ logger = logging.getLogger("memstrata.personalai")
 class QAParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    max_items: int = Field(default=30, ge=1, description="contexts shown to the model")
-    max_chars: int = Field(default=500, ge=50, description="characters of each context")
+    #: contexts shown to the model; None: every hit
+    max_items: int | None = Field(default=30, ge=1)
+    #: characters of each context; None: whole
+    max_chars: int | None = Field(default=500, ge=50)
     output: Output = "json"
     #: the reply's completion budget, chain of thought and answer; default: the model's
     #: (``personalai.qa``, :mod:`memstrata.llm.budgets`)
     max_tokens: int | None = Field(default=None, ge=32)
+    #: the prompt's wording: ours, or Table 10's text (which needs ``output = "lines"``)
+    prompts: Style = "ours"
+    #: the contexts' order: triplets and theses before episodes (ours), or the hits'
+    #: own order (the filter's, in ``personalai-paper``)
+    order: Literal["triplets_first", "hits"] = "triplets_first"
+
+    @model_validator(mode="after")
+    def _paper_lines(self) -> QAParams:
+        if self.prompts == "paper" and self.output != "lines":
+            raise ValueError('Table 10 asks for its line format: output = "lines"')
+        return self
 
 
 def contexts(hits: list[Hit], p: QAParams) -> list[Hit]:
-    first = [h for h in hits if h.kind != "episode"]
-    return (first + [h for h in hits if h.kind == "episode"])[: p.max_items]
+    if p.order == "triplets_first":
+        first = [h for h in hits if h.kind != "episode"]
+        hits = first + [h for h in hits if h.kind == "episode"]
+    return hits[: p.max_items]
 
 
 class PersonalAIAnswerer(Answerer[QAParams]):
@@ -67,7 +85,7 @@ class PersonalAIAnswerer(Answerer[QAParams]):
             return await asyncio.to_thread(self._extractive, ctx, namespace, question, shown)
         tally = MemoryUsageSink()
         llm = ctx.llm.scoped(namespace=namespace, usage=tally)
-        prompt = qa(question, [h.text[: p.max_chars] for h in shown], p.output)
+        prompt = qa(question, [h.text[: p.max_chars] for h in shown], p.output, p.prompts)
         try:
             budget = p.max_tokens or llm.budgets.tokens(STAGE)
             reply = await ask(llm, prompt, QAAnswer, p.output, STAGE, budget)
@@ -90,5 +108,10 @@ class PersonalAIAnswerer(Answerer[QAParams]):
         """The engine's honest extract of the contexts' episodes (it abstains when the
         evidence is weak)."""
         return extract_answer(
-            ctx, namespace, question, shown, max_items=self.params.max_items, max_sentences=2
+            ctx,
+            namespace,
+            question,
+            shown,
+            max_items=self.params.max_items or len(shown),
+            max_sentences=2,
         )

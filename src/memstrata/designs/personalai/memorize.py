@@ -23,13 +23,14 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from memstrata.designs.personalai.extract import Mention, extract
 from memstrata.designs.personalai.graph import OBJECT, PAGraph, name_key, reply_key, text_key
 from memstrata.designs.personalai.prompts import (
     Output,
     Replacements,
+    Style,
     Theses,
     Triplets,
     extract_theses,
@@ -61,6 +62,16 @@ class MemorizeParams(BaseModel):
     #: each call's completion budget; default: the model's (``personalai.memorize``,
     #: :mod:`memstrata.llm.budgets`)
     max_tokens: int | None = Field(default=None, ge=64)
+    #: the prompts' wording: ours, or the paper's text of Tables 5, 7 and 8 (Table 6's
+    #: is cut off in the paper, so the triplet prompt stays ours); the paper's asks for
+    #: its line formats, so it needs ``output = "lines"``
+    prompts: Style = "ours"
+
+    @model_validator(mode="after")
+    def _paper_lines(self) -> MemorizeParams:
+        if self.prompts == "paper" and self.output != "lines":
+            raise ValueError('the paper\'s prompts ask for its line formats: output = "lines"')
+        return self
 
 
 # Two names joined by "and" / "&" (each of one to three words), as name runs read them.
@@ -194,7 +205,12 @@ class Memorizer:
         p = self.params
         budget = self.budget(llm)
         theses = await ask(
-            llm, extract_theses(ep.text, p.output), Theses, p.output, STAGE + "theses", budget
+            llm,
+            extract_theses(ep.text, p.output, p.prompts),
+            Theses,
+            p.output,
+            STAGE + "theses",
+            budget,
         )
         triplets = await ask(
             llm,
@@ -319,7 +335,7 @@ class Memorizer:
         old_by = {reply_key(label(r)): r for r in old}
         new_by = {reply_key(label(r)): r for r in new}
         make = replace_theses if what == "theses" else replace_triplets
-        prompt = make([label(r) for r in old], [label(r) for r in new], p.output)
+        prompt = make([label(r) for r in old], [label(r) for r in new], p.output, p.prompts)
         stage = STAGE + f"replace_{what}"
         try:
             answer = await ask(llm, prompt, Replacements, p.output, stage, self.budget(llm))

@@ -49,7 +49,8 @@ def parse(text: str, model: type[M]) -> M:
 def _theses_lines(text: str) -> dict[str, object]:
     items = []
     for line in re.split(r"\n|(?<=\])\s*[;,]?\s*(?=\S)", text):
-        line = line.strip().strip('"').strip("-* ").strip()
+        # Table 5's examples list theses on one line: "a, ['x']", "b ['y']."
+        line = line.strip(' \t,;"').strip("-* ").strip()
         m = re.match(r"(.+?),?\s*(\[[^\[\]]*\])\s*[.\"']*$", line)
         if not m:
             continue
@@ -159,14 +160,15 @@ def _in_words(model: type[M]) -> Callable[[str, Salvage], M] | None:
 
 def _entities_lines(text: str) -> dict[str, object]:
     text = re.sub(r"^\[?key entit\w*\]?:?", "", text.strip(), flags=re.IGNORECASE)
-    parts = [p.strip(" .\"'") for p in re.split(r"[;,\n]", text)]
+    parts = [p.strip(" .\"'") for p in re.split(r"[|;,\n]", text)]  # Table 9: "a | b"
     parts = [p for p in parts if p]
     if not parts:
         raise ValueError("no entities")
     return {"entities": parts}
 
 
-_ANSWER_TAG = re.compile(r"\[answer\]\s*:", re.IGNORECASE)
+# Table 10's examples tag theirs "[Example Answer]:", which a model may copy
+_ANSWER_TAG = re.compile(r"\[(?:example\s+)?answer\]\s*:", re.IGNORECASE)
 
 
 def _qa_lines(text: str) -> dict[str, object]:

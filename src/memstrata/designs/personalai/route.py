@@ -10,7 +10,9 @@
    **triplets filter** keeps the ``top_n`` items most similar to the question.
 4. Hits: episodes (each item's episode, or the episodes its triplet or thesis rests on,
    in the filter's order), theses and triplets, each with its sources and the path that
-   found it (``Hit.routes``, shown by ``--explain``; ``Hit.metadata["path"]``).
+   found it (``Hit.routes``, shown by ``--explain``; ``Hit.metadata["path"]``). With
+   ``hits = "items"`` (``personalai-paper``), the filter's items themselves in its
+   order, nothing added.
 
 The QA generator (appendix C) is the design's answerer, :mod:`.answer`.
 """
@@ -19,17 +21,17 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from memstrata.designs.personalai.astar import AStarParams, astar
 from memstrata.designs.personalai.beam import BeamParams, beam
 from memstrata.designs.personalai.builder import BUILDER, graph_cache
 from memstrata.designs.personalai.extract import name_mentions
 from memstrata.designs.personalai.graph import PAGraph, Topology
-from memstrata.designs.personalai.prompts import KeyEntities, Output, key_entities
+from memstrata.designs.personalai.prompts import KeyEntities, Output, Style, key_entities
 from memstrata.designs.personalai.replies import ask
 from memstrata.designs.personalai.retrieve import (
     ComparatorParams,
@@ -70,6 +72,26 @@ class PersonalAIParams(BaseModel):
     top_n: int = Field(default=40, ge=1)
     #: format of the llm tier's entity-parser answer
     output: Output = "json"
+    #: the entity parser's wording: ours, or Table 9's text (which needs ``output =
+    #: "lines"``: it asks for "a | b | c")
+    prompts: Style = "ours"
+    #: keep only the model's entities that the question names (:func:`named_in`); the
+    #: paper takes the parser's entities as they come
+    check_entities: bool = True
+    #: the entity parser's completion budget; None: the model's budget of the query
+    #: pipeline (``personalai.qa``, :mod:`memstrata.llm.budgets`)
+    entity_tokens: int | None = Field(default=200, ge=16)
+    #: what the hits are: ``episodes_first``, the episodes the kept items rest on, then
+    #: the theses and triplets (ours); ``items``, the filtered items themselves in the
+    #: filter's order, an episodic item as its episode (section 3: the QA generator
+    #: reads the filtered triplets)
+    hits: Literal["episodes_first", "items"] = "episodes_first"
+
+    @model_validator(mode="after")
+    def _paper_lines(self) -> PersonalAIParams:
+        if self.prompts == "paper" and self.output != "lines":
+            raise ValueError('Table 9 asks for its line format: output = "lines"')
+        return self
 
 
 def named_in(question: str, entities: list[str]) -> list[str]:
@@ -139,18 +161,21 @@ class PersonalAIRoute(Route[PersonalAIParams]):
         names nothing the question names (:func:`named_in`)."""
         if llm is None:
             return heuristic_entities(question)
+        p = self.params
         try:
             answer = await ask(
                 llm,
-                key_entities(question, self.params.output),
+                key_entities(question, p.output, p.prompts),
                 KeyEntities,
-                self.params.output,
+                p.output,
                 STAGE,
-                200,
+                p.entity_tokens or llm.budgets.tokens("personalai.qa"),
             )
         except LLMError:
             return heuristic_entities(question)
-        found = named_in(question, [e.strip() for e in answer.entities if e.strip()])
+        found = [e.strip() for e in answer.entities if e.strip()]
+        if p.check_entities:
+            found = named_in(question, found)
         return found or heuristic_entities(question)
 
     def runs(self) -> list[Callable[[Query], list[Item]]]:
@@ -185,6 +210,8 @@ class PersonalAIRoute(Route[PersonalAIParams]):
         k: int,
     ) -> list[Hit]:
         _, kept = self.retrieve(graph, topo, question, qvec, entities)
+        if self.params.hits == "items":
+            return self.items(graph, kept[:k], entities)
         wc = self.params.watercircles
         episodes: dict[str, tuple[float, list[str], list[Span]]] = {}
         hits: list[Hit] = []
@@ -225,6 +252,42 @@ class PersonalAIRoute(Route[PersonalAIParams]):
                 h.text = prune(h.text, entities)
             ep_hits.append(h)
         return ep_hits + hits
+
+    def items(
+        self, graph: PAGraph, kept: list[tuple[Item, float]], entities: list[str]
+    ) -> list[Hit]:
+        """The filtered items as hits, in the filter's order: a triplet as a fact, a
+        thesis as a thesis, an episodic item as its episode; nothing added."""
+        wc = self.params.watercircles
+        ids = [item.rid for item, _ in kept if item.kind == "episodic"]
+        found = {e.id: e for e in graph.store.get_episodes(graph.namespace, ids)}
+        hits: list[Hit] = []
+        for item, sim in kept:
+            how = path_text(graph, item)
+            pruned = item.via == "watercircles" and wc.do_text_pruning
+            if item.kind == "episodic":
+                if item.rid in found:
+                    h = documents.episode_hit(found[item.rid], sim, routes=[how])
+                    h.metadata = {**h.metadata, "path": item.path, "retriever": item.via}
+                    if pruned:
+                        h.text = prune(h.text, entities)
+                    hits.append(h)
+                continue
+            rec: Any = graph.triplets[item.rid] if item.kind == "simple" else graph.theses[item.rid]
+            text = item_text(graph, item)
+            hits.append(
+                Hit(
+                    kind="fact" if item.kind == "simple" else "thesis",
+                    id=item.rid,
+                    text=prune(text, entities) if pruned and item.kind == "hyper" else text,
+                    score=round(sim, 6),
+                    sources=list(dict.fromkeys(s.episode for s in rec.sources)),
+                    spans=list(rec.sources),
+                    routes=[how],
+                    metadata={"path": item.path, "retriever": item.via},
+                )
+            )
+        return hits
 
     @staticmethod
     def _filtered(
