@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import re
 from datetime import UTC, datetime
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -41,6 +42,22 @@ _TEMPORAL = re.compile(
 )
 
 
+#: tokens of the answer prompt that are not evidence (instructions, question, reply)
+ANSWER_ROOM = 1000
+
+
+def _within(lines: list[str], tokens: int) -> list[str]:
+    """The evidence lines, in order, that fit ``tokens`` of the model's context (three
+    characters a token, as the route counts): a whole turn or none of it."""
+    out, used = [], 0
+    for line in lines:
+        used += len(line) + 1
+        if used > max(tokens, 0) * 3:
+            break
+        out.append(line)
+    return out
+
+
 def question_kind(question: str) -> prompts.QuestionKind:
     return "temporal" if _TEMPORAL.search(question) else "short"
 
@@ -48,10 +65,19 @@ def question_kind(question: str) -> prompts.QuestionKind:
 class HiGMemAnswerParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    max_items: int = Field(
-        default=30, ge=1, description="evidence turns shown to the model (the filter reads 30)"
+    max_items: int | None = Field(
+        default=30,
+        ge=1,
+        description="evidence turns shown to the model (the filter reads 30; None: the "
+        "whole evidence set, as far as the model's context holds it)",
     )
-    max_chars: int = Field(default=400, ge=50, description="characters of each turn shown")
+    max_chars: int | None = Field(
+        default=400, ge=50, description="characters of each turn shown (None: whole turns)"
+    )
+    prompts: Literal["ours", "paper"] = Field(
+        default="ours",
+        description="llm: our answer prompt (with an abstain option), or appendix C's",
+    )
 
 
 class HiGMemAnswerer(Answerer[HiGMemAnswerParams]):
@@ -90,11 +116,15 @@ class HiGMemAnswerer(Answerer[HiGMemAnswerParams]):
         shown = [h for h in hits if h.kind == "episode"][: self.params.max_items]
         if ctx.llm is None:
             if kind != "temporal" or not shown:
-                grounded = GroundedAnswerer(GroundedParams(max_items=self.params.max_items))
+                grounded = GroundedAnswerer(GroundedParams(max_items=max(1, len(shown))))
                 return await grounded.answer(ctx, namespace, question, shown)
             return await asyncio.to_thread(self._dated, ctx, namespace, question, shown)
         lines = await asyncio.to_thread(self._lines, ctx, namespace, shown)
-        messages, model = prompts.final_answer(question, lines, kind, candidate)
+        if self.params.prompts == "paper":
+            lines = _within(lines, ctx.llm.budgets.context_tokens - ANSWER_ROOM)
+            messages, model = prompts.paper_final_answer(question, lines, kind, candidate)
+        else:
+            messages, model = prompts.final_answer(question, lines, kind, candidate)
         tally = MemoryUsageSink()
         llm = ctx.llm.scoped(namespace=namespace, usage=tally)
         reply = await llm.structured(
@@ -137,9 +167,10 @@ class HiGMemAnswerer(Answerer[HiGMemAnswerParams]):
         out = []
         for rank in sorted(range(len(hits)), key=when):
             h = hits[rank]
-            note = lay.notes.get(h.id)
+            note = lay.notes.get(h.id) if self.params.prompts == "ours" else None
             extra = "; ".join(f"{d['phrase']} = {d['date']}" for d in note.dates) if note else ""
-            out.append(h.text[: self.params.max_chars] + (f" ({extra})" if extra else ""))
+            text = h.text if self.params.max_chars is None else h.text[: self.params.max_chars]
+            out.append(text + (f" ({extra})" if extra else ""))
         return out
 
     def _dated(self, ctx: Context, namespace: str, question: str, hits: list[Hit]) -> Answer:
@@ -147,7 +178,7 @@ class HiGMemAnswerer(Answerer[HiGMemAnswerParams]):
         or its abstention), headed by the date that turn is about: its resolved date
         phrase, else the turn's own date."""
         quoted = extract_answer(
-            ctx, namespace, question, hits, max_items=self.params.max_items, max_sentences=1
+            ctx, namespace, question, hits, max_items=max(1, len(hits)), max_sentences=1
         )
         if quoted.abstained or not quoted.sources:
             return quoted

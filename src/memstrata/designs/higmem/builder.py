@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -69,6 +69,11 @@ class HiGMemParams(BaseModel):
     max_join: int = Field(default=2, ge=1, description="events a turn joins at most")
     backchannel_terms: int = Field(
         default=3, ge=0, description="heuristic: fewer content terms join the previous event"
+    )
+    prompts: Literal["ours", "paper"] = Field(
+        default="ours",
+        description="llm: our prompts, or the paper's (appendix C's analysis and "
+        "affiliation, section 3.1's refresh; a new event is summarised by the refresh)",
     )
 
 
@@ -199,6 +204,9 @@ class HiGMemBuilder(Builder[HiGMemParams]):
                 before = set(lay.events)
                 self._new_event(lay, ep, note, fact)
                 saved.update({e: None for e in set(lay.events) - before})
+                if self.params.prompts == "paper":  # |E| = 1 < τ: a full refresh
+                    (new,) = set(lay.events) - before
+                    await self._sheet_llm(llm, lay, lay.events[new], [ep], "")
             for eid in joins:
                 event = lay.events[eid]
                 if len(event.turn_ids) < self.params.tau:
@@ -220,19 +228,23 @@ class HiGMemBuilder(Builder[HiGMemParams]):
     async def _analyse_llm(
         self, llm: LLMClient, ep: Episode, window: list[Episode]
     ) -> tuple[TurnNote, EventFact]:
-        messages, model = prompts.turn_analysis([stamp(w) for w in window], stamp(ep))
+        paper = self.params.prompts == "paper"
+        ask = prompts.paper_turn_analysis if paper else prompts.turn_analysis
+        messages, model = ask([stamp(w) for w in window], stamp(ep))
         reply = await llm.structured(
             messages,
             model,
             stage=prompts.STAGES["analysis"],
             max_tokens=llm.budgets.tokens(prompts.STAGES["analysis"]),
         )
-        assert isinstance(reply, prompts.TurnAnalysis)
+        assert isinstance(reply, prompts.TurnAnalysis | prompts.PaperTurnAnalysis)
         dates = [
             {"phrase": d.phrase.strip(), "date": day}
-            for d in reply.dates
+            for d in getattr(reply, "dates", [])
             if d.phrase.strip() and (day := calendar_date(d.date)) is not None
         ]
+        said = getattr(reply, "timestamp", "").strip()
+        when = ep.occurred_at.isoformat() if ep.occurred_at else (said or None)
         shown = {f"W{i}": w.id for i, w in enumerate(window, start=1)}
         note = TurnNote(
             namespace=ep.namespace,
@@ -240,7 +252,7 @@ class HiGMemBuilder(Builder[HiGMemParams]):
             keywords=[k.strip() for k in reply.keywords if k.strip()],
             tags=[t.strip() for t in reply.tags if t.strip()],
             context=reply.context.strip(),
-            timestamp=ep.occurred_at.isoformat() if ep.occurred_at else None,
+            timestamp=when,
             dates=dates,
             profile=_profile_keys(reply.profile),
             links_to=list(
@@ -249,7 +261,7 @@ class HiGMemBuilder(Builder[HiGMemParams]):
             sources=[Span(episode=ep.id, start=0, end=len(ep.text))],
         )
         base = ev_rules.fact_of(ep, note)
-        text = reply.fact.strip()
+        text = getattr(reply, "fact", "").strip()
         fact = EventFact(text=text, when=base.when, turns=[ep.id]) if text else base
         return note, fact
 
@@ -275,7 +287,10 @@ class HiGMemBuilder(Builder[HiGMemParams]):
             latest = "; ".join(f.text for f in event.facts[-2:])
             shown.append((sid, f"{event.summary} | latest: {latest}"[:400], eid in recent))
         turn = stamp(ep) + (f" (keywords: {', '.join(note.keywords)})" if note.keywords else "")
-        messages, model = prompts.affiliation(turn, shown, self.params.max_join)
+        if self.params.prompts == "paper":
+            messages, model = prompts.paper_affiliation(turn, shown)
+        else:
+            messages, model = prompts.affiliation(turn, shown, self.params.max_join)
         reply = await llm.structured(
             messages,
             model,
@@ -299,9 +314,10 @@ class HiGMemBuilder(Builder[HiGMemParams]):
         """The event's summary and fact sheet from ``summary`` and ``turns`` (the refresh
         prompt; a repair passes no summary, so nothing removed is carried forward)."""
         short = {f"T{i}": t for i, t in enumerate(turns, start=1)}
-        messages, model = prompts.event_refresh(
-            summary, [(sid, stamp(t)) for sid, t in short.items()]
+        ask = (
+            prompts.paper_event_refresh if self.params.prompts == "paper" else prompts.event_refresh
         )
+        messages, model = ask(summary, [(sid, stamp(t)) for sid, t in short.items()])
         reply = await llm.structured(
             messages,
             model,
