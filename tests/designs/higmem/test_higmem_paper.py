@@ -11,11 +11,17 @@ from pathlib import Path
 from higmem_helpers import NS, ByFamily, add_turns, llm_ctx
 
 from memstrata import Memory
-from memstrata.designs.higmem.answer import HiGMemAnswerer, HiGMemAnswerParams
-from memstrata.designs.higmem.builder import HiGMemBuilder, HiGMemParams, layer_cache
+from memstrata.designs.higmem.answer import HiGMemAnswerer, HiGMemAnswerParams, PaperAnswerer
+from memstrata.designs.higmem.builder import (
+    HiGMemBuilder,
+    HiGMemPaperBuilder,
+    HiGMemParams,
+    layer_cache,
+)
+from memstrata.designs.higmem.layer import PAPER_BUILDER
 from memstrata.designs.higmem.prompts import NOT_MENTIONED, PAPER_ANALYSIS
 from memstrata.designs.higmem.recipe import PAPER_ANSWER, PAPER_BUILD, PAPER_ROUTE
-from memstrata.designs.higmem.route import GuidedParams, GuidedRoute
+from memstrata.designs.higmem.route import GuidedParams, PaperRoute
 from memstrata.llm.fence import unfence
 
 LONG = (
@@ -69,7 +75,7 @@ def paper_built(store, embedder):  # type: ignore[no-untyped-def]
     eps = add_turns(store, TURNS, embedder)
     backend = ByFamily({"analysis": paper_analysis, "affiliation": same_session, "refresh": sheet})
     ctx = llm_ctx(store, embedder, backend)
-    builder = HiGMemBuilder(HiGMemParams(**PAPER_BUILD))
+    builder = HiGMemPaperBuilder(HiGMemParams(**PAPER_BUILD))
     assert not asyncio.run(builder.update(ctx, NS, eps)).failed
     return eps, backend, ctx
 
@@ -80,7 +86,7 @@ def test_the_paper_build_sends_the_papers_prompts_and_refreshes_a_new_event(
     eps, backend, ctx = paper_built(store, embedder)
     assert all(PAPER_ANALYSIS in m[0].content for m in backend.asked["analysis"])
     assert len(backend.asked["analysis"]) == len(eps)
-    lay = layer_cache(ctx).get(NS)
+    lay = layer_cache(ctx).get(PAPER_BUILDER, NS)
     assert len(lay.events) == 2  # one per session
     # every turn after the first of its session joins (a refresh each, |E| < τ), and each
     # new event is refreshed too: 5 refreshes in all, where the fused build makes 3
@@ -114,6 +120,8 @@ class Recording:
         return self.inner.embed(texts)
 
 
+# The comparisons below run both settings over the same paper-built records (the route
+# ``higmem-paper`` reads them): the settings are the difference under test.
 def retrieval(picks):  # type: ignore[no-untyped-def]
     return ByFamily(
         {
@@ -130,7 +138,7 @@ def test_q_kw_alone_is_the_embedding_query(store, embedder) -> None:
         seen = Recording(embedder)
         backend = retrieval(lambda m: {"ids": ["T1"]})
         ctx = llm_ctx(store, seen, backend)
-        asyncio.run(GuidedRoute(GuidedParams(**params)).search(ctx, NS, [QUESTION], 10))
+        asyncio.run(PaperRoute(GuidedParams(**params)).search(ctx, NS, [QUESTION], 10))
         assert "Evan Prius car" in seen.texts or question_embedded
         assert any(QUESTION in t for t in seen.texts) == question_embedded
 
@@ -140,7 +148,7 @@ def test_turns_are_shown_whole_to_prediction_and_filter(store, embedder) -> None
     for params, whole in ((PAPER_ROUTE, True), ({}, False)):
         backend = retrieval(lambda m: {"ids": ["T1"]})
         ctx = llm_ctx(store, embedder, backend)
-        asyncio.run(GuidedRoute(GuidedParams(**params)).search(ctx, NS, [QUESTION], 10))
+        asyncio.run(PaperRoute(GuidedParams(**params)).search(ctx, NS, [QUESTION], 10))
         for step in ("predict", "filter"):
             shown = unfence(backend.asked[step][0][-1].content)
             assert ("pearl white" in shown) == whole, (step, params)
@@ -157,7 +165,7 @@ def test_a_filter_over_the_models_context_goes_in_further_prompts(store, embedde
     backend = retrieval(first)
     backend.context_tokens = 900  # room for about one long turn a prompt
     ctx = llm_ctx(store, embedder, backend)
-    (hits,) = asyncio.run(GuidedRoute(GuidedParams(**PAPER_ROUTE)).search(ctx, NS, [QUESTION], 10))
+    (hits,) = asyncio.run(PaperRoute(GuidedParams(**PAPER_ROUTE)).search(ctx, NS, [QUESTION], 10))
     parts = len(backend.asked["filter"])
     assert parts >= 2
     shown = [unfence(m[-1].content).split("Candidates:\n", 1)[1] for m in backend.asked["filter"]]
@@ -177,7 +185,7 @@ def test_the_paper_candidates_are_t_semantic_and_t_pred_only(store, embedder) ->
         )
         ctx = llm_ctx(store, embedder, backend)
         p = GuidedParams(**{**params, "k_turn": 1, "k_event": 0})
-        asyncio.run(GuidedRoute(p).search(ctx, NS, ["Is Denver lovely in the spring?"], 10))
+        asyncio.run(PaperRoute(p).search(ctx, NS, ["Is Denver lovely in the spring?"], 10))
         shown = unfence(backend.asked["filter"][0][-1].content).split("Candidates:\n", 1)[1]
         # T_semantic holds "Denver is lovely"; it links to the sister's turn before it
         assert ("sister is moving" in shown) == linked, params
@@ -188,8 +196,8 @@ def test_the_paper_answer_prompt_has_no_abstain_option_and_whole_turns(store, em
     backend = retrieval(lambda m: {"ids": ["T1"]})
     backend.rules["answer"] = lambda m: {"answer": "a Prius"}
     ctx = llm_ctx(store, embedder, backend)
-    (hits,) = asyncio.run(GuidedRoute(GuidedParams(**PAPER_ROUTE)).search(ctx, NS, [QUESTION], 10))
-    paper = HiGMemAnswerer(HiGMemAnswerParams(**PAPER_ANSWER))
+    (hits,) = asyncio.run(PaperRoute(GuidedParams(**PAPER_ROUTE)).search(ctx, NS, [QUESTION], 10))
+    paper = PaperAnswerer(HiGMemAnswerParams(**PAPER_ANSWER))
     ans = asyncio.run(paper.answer(ctx, NS, QUESTION, hits))
     assert ans.text == "a Prius" and not ans.abstained
     system, user = (m.content for m in backend.asked["answer"][-1])

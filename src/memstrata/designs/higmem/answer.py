@@ -22,12 +22,13 @@ from __future__ import annotations
 import asyncio
 import re
 from datetime import UTC, datetime
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from memstrata.designs.higmem import prompts
 from memstrata.designs.higmem.builder import layer_cache
+from memstrata.designs.higmem.layer import BUILDER, PAPER_BUILDER
 from memstrata.engine.answer import GroundedAnswerer, GroundedParams
 from memstrata.engine.contracts import NOT_IN_MEMORY, Answer, Answerer, Context, QuestionInfo
 from memstrata.engine.extractive import extract_answer
@@ -83,6 +84,8 @@ class HiGMemAnswerParams(BaseModel):
 class HiGMemAnswerer(Answerer[HiGMemAnswerParams]):
     name = "higmem"
     Params = HiGMemAnswerParams
+    #: the builder whose turn notes (resolved dates) the answer reads
+    builder: ClassVar[str] = BUILDER
 
     async def answer(
         self,
@@ -154,7 +157,7 @@ class HiGMemAnswerer(Answerer[HiGMemAnswerParams]):
     def _lines(self, ctx: Context, namespace: str, hits: list[Hit]) -> list[str]:
         """The evidence in time order (by the turns' stored times; undated turns after
         them, in rank order), each turn with its resolved date phrases."""
-        lay = layer_cache(ctx).get(namespace)
+        lay = layer_cache(ctx).get(self.builder, namespace)
         episodes = {ep.id: ep for ep in ctx.store.get_episodes(namespace, [h.id for h in hits])}
 
         def when(rank: int) -> tuple[bool, datetime, int]:
@@ -183,10 +186,18 @@ class HiGMemAnswerer(Answerer[HiGMemAnswerParams]):
         if quoted.abstained or not quoted.sources:
             return quoted
         turn = quoted.sources[0]
-        note = layer_cache(ctx).get(namespace).notes.get(turn)
+        note = layer_cache(ctx).get(self.builder, namespace).notes.get(turn)
         if note is not None and note.dates:
             date = f"{note.dates[0]['date']} ({note.dates[0]['phrase']})"
         else:
             (ep,) = ctx.store.get_episodes(namespace, [turn])
             date = ep.occurred_at.date().isoformat() if ep.occurred_at else "unknown date"
         return quoted.model_copy(update={"text": f"{date}: {quoted.text}"})
+
+
+class PaperAnswerer(HiGMemAnswerer):
+    """The same answer stage over the turn notes of the builder ``higmem-paper``; the
+    ``higmem-paper`` recipe sets appendix C's prompt (:data:`~.recipe.PAPER_ANSWER`)."""
+
+    name = "higmem-paper"
+    builder = PAPER_BUILDER

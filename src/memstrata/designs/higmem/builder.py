@@ -23,7 +23,13 @@ from pydantic import BaseModel, ConfigDict, Field
 from memstrata import nlp
 from memstrata.designs.higmem import events as ev_rules
 from memstrata.designs.higmem import prompts
-from memstrata.designs.higmem.layer import BUILDER, LayerCache, Layers, layer_problems
+from memstrata.designs.higmem.layer import (
+    BUILDER,
+    PAPER_BUILDER,
+    LayerCache,
+    Layers,
+    layer_problems,
+)
 from memstrata.designs.higmem.notes import analyse, calendar_date, note_text, turn_body
 from memstrata.designs.higmem.records import Event, EventFact, TurnNote, profile_key
 from memstrata.engine.contracts import Builder, Context, StepResult
@@ -37,7 +43,8 @@ from memstrata.store.base import Repairs
 
 
 def layer_cache(ctx: Context) -> LayerCache:
-    """The process-wide layers the builder, the route and ``show`` share."""
+    """The process-wide layers the builders, the routes, the answerers and ``show``
+    share, per (builder, namespace)."""
     return ctx.state("higmem.layers", lambda: LayerCache(ctx.store, ctx.embedder))
 
 
@@ -99,7 +106,7 @@ class HiGMemBuilder(Builder[HiGMemParams]):
 
     async def update(self, ctx: Context, namespace: str, episodes: Sequence[Episode]) -> StepResult:
         cache = layer_cache(ctx)
-        lay = await asyncio.to_thread(cache.get, namespace)
+        lay = await asyncio.to_thread(cache.get, self.name, namespace)
         batch = list(episodes)
         try:
             windows = await asyncio.to_thread(self._windows, ctx, batch)
@@ -117,9 +124,9 @@ class HiGMemBuilder(Builder[HiGMemParams]):
                 failed = {}
                 await asyncio.to_thread(self._heuristic, lay, batch, windows)
             keys = [ep.key for ep in batch if ep.id not in failed]
-            await asyncio.to_thread(lay.flush, (self.name, keys))
+            await asyncio.to_thread(lay.flush, keys)
         except BaseException:
-            cache.forget(namespace)  # the in-memory layers hold unwritten changes
+            cache.forget(self.name, namespace)  # the in-memory layers hold unwritten changes
             raise
         return StepResult(failed=failed)
 
@@ -348,13 +355,13 @@ class HiGMemBuilder(Builder[HiGMemParams]):
         again from the turns they link (with no summary carried forward); an event left
         with no turn goes."""
         cache = layer_cache(ctx)
-        cache.forget(namespace)
-        lay = await asyncio.to_thread(cache.get, namespace)
+        cache.forget(self.name, namespace)
+        lay = await asyncio.to_thread(cache.get, self.name, namespace)
         try:
             await self._repair(ctx, lay, work)
             await asyncio.to_thread(lay.flush)
         finally:
-            cache.forget(namespace)
+            cache.forget(self.name, namespace)
 
     async def _repair(self, ctx: Context, lay: Layers, work: Repairs) -> None:
         llm = ctx.llm if ctx.tier == "llm" else None
@@ -398,15 +405,24 @@ class HiGMemBuilder(Builder[HiGMemParams]):
     # reports ----------------------------------------------------------------------------
     async def rebuild(self, ctx: Context, namespace: str) -> None:
         await super().rebuild(ctx, namespace)
-        layer_cache(ctx).forget(namespace)
+        layer_cache(ctx).forget(self.name, namespace)
 
     async def describe(self, ctx: Context, namespace: str) -> dict[str, Any]:
-        lay = await asyncio.to_thread(layer_cache(ctx).get, namespace)
+        lay = await asyncio.to_thread(layer_cache(ctx).get, self.name, namespace)
         return layer_stats(lay)
 
     async def check(self, ctx: Context, namespace: str) -> list[str]:
-        lay = await asyncio.to_thread(layer_cache(ctx).get, namespace)
+        lay = await asyncio.to_thread(layer_cache(ctx).get, self.name, namespace)
         return layer_problems(lay)
+
+
+class HiGMemPaperBuilder(HiGMemBuilder):
+    """The same steps under the builder ``higmem-paper``: the records it writes and reads
+    are its own, apart from ``higmem``'s, so both recipes can hold their structures in
+    one namespace. The ``higmem-paper`` recipe sets the paper's settings
+    (:data:`~.recipe.PAPER_BUILD`)."""
+
+    name = PAPER_BUILDER
 
 
 def layer_stats(lay: Layers) -> dict[str, Any]:

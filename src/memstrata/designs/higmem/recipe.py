@@ -1,7 +1,9 @@
 """HiGMem's recipes: ``higmem``, ours (the paper's pipeline fused with our own retrieval
 refinements); ``higmem-turns``, the ablation without the event layer (the same turns and
 builder; retrieval uses no event as anchor, as in table 5); and ``higmem-paper``, the
-paper's pipeline and nothing else (docs/higmem.md, "higmem-paper against the paper")."""
+paper's pipeline and nothing else (docs/higmem.md, "higmem-paper against the paper"),
+with a builder, a route and an answerer of its own name: its notes and events are its own,
+so it and ``higmem`` can both be built in one namespace."""
 
 from __future__ import annotations
 
@@ -65,10 +67,10 @@ RECIPES = [
         description="HiGMem, the paper's pipeline: appendix C's prompts, q_kw retrieving "
         "turns by cosine and events, event-local prediction, the filter over whole turns, "
         "appendix C's answer prompt.",
-        builders=[BuilderSpec(name="higmem", params=PAPER_BUILD)],
-        routes=[RouteSpec(name="higmem", params=PAPER_ROUTE)],
+        builders=[BuilderSpec(name="higmem-paper", params=PAPER_BUILD)],
+        routes=[RouteSpec(name="higmem-paper", params=PAPER_ROUTE)],
         fusion=EVIDENCE_SET,
-        answerer=AnswererSpec(name="higmem", params=PAPER_ANSWER),
+        answerer=AnswererSpec(name="higmem-paper", params=PAPER_ANSWER),
     ),
     Recipe(
         name="higmem-turns",

@@ -21,15 +21,15 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 from datetime import UTC
-from typing import Literal
+from typing import ClassVar, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from memstrata import nlp
 from memstrata.designs.higmem import prompts
-from memstrata.designs.higmem.builder import BUILDER, layer_cache, stamp
-from memstrata.designs.higmem.layer import Layers, unit
+from memstrata.designs.higmem.builder import layer_cache, stamp
+from memstrata.designs.higmem.layer import BUILDER, PAPER_BUILDER, Layers, unit
 from memstrata.designs.higmem.notes import note_text, turn_body
 from memstrata.designs.higmem.records import Event, TurnNote
 from memstrata.embed.cache import embed_cached
@@ -195,6 +195,8 @@ class GuidedRoute(Route[GuidedParams]):
     name = "higmem"
     surfaces_unbuilt = True  # System-1 ranks every stored episode
     Params = GuidedParams
+    #: the builder whose notes and events the route reads
+    builder: ClassVar[str] = BUILDER
     needs = (BUILDER,)
 
     async def search(
@@ -205,7 +207,7 @@ class GuidedRoute(Route[GuidedParams]):
         k: int,
         filters: SearchFilters | None = None,
     ) -> list[list[Hit]]:
-        lay = await asyncio.to_thread(layer_cache(ctx).get, namespace)
+        lay = await asyncio.to_thread(layer_cache(ctx).get, self.builder, namespace)
         if ctx.llm is None:
             return await asyncio.to_thread(
                 self._heuristic, ctx, lay, namespace, queries, k, filters
@@ -525,6 +527,15 @@ class GuidedRoute(Route[GuidedParams]):
             hit.metadata["events"] = list(c.events)
             out.append(hit)
         return out
+
+
+class PaperRoute(GuidedRoute):
+    """The same route over the notes and events of the builder ``higmem-paper``; the
+    ``higmem-paper`` recipe sets the paper's retrieval (:data:`~.recipe.PAPER_ROUTE`)."""
+
+    name = "higmem-paper"
+    builder = PAPER_BUILDER
+    needs = (PAPER_BUILDER,)
 
 
 class _Scorer:
