@@ -63,7 +63,7 @@ def quoting(monkeypatch: pytest.MonkeyPatch, secret: str) -> Iterator[Quoting]:
         yield backend
 
 
-@pytest.mark.parametrize("recipe", ["mindgraph", "higmem", "personalai"])
+@pytest.mark.parametrize("recipe", ["mindgraph", "higmem", "higmem-paper", "personalai"])
 def test_a_design_built_by_a_model_keeps_nothing_of_a_deleted_turn(
     store_at: Callable[[str], str],
     tmp_path: Path,

@@ -33,6 +33,7 @@ ABSTAINS: dict[str, list[Any]] = {
     "grounded": [{"answer": "NO_ANSWER", "sources": ["t2"]}],
     "personalai-qa": [{"chain_of_thoughts": "No dog is named.", "answer": "<NotEnoughtInfo>"}],
     "higmem": [{"answer": "Not mentioned in the conversation"}],
+    "higmem-paper": [{"answer": "Not mentioned in the conversation"}],
     "memtree": [{"answer": ""}],
     "mindgraph": [
         json.dumps({"tool": "final", "arguments": {"answer": "unknown", "cited_nodes": []}})

@@ -63,9 +63,22 @@ FAMILY = {
 }
 
 
+# the same families as the paper words them (higmem-paper)
+PAPER_FAMILY = {
+    "analysis": "This prompt is used when a new dialogue turn",
+    "affiliation": "This prompt determines whether a newly added turn",
+    "refresh": "This layer includes a short summary",
+    "keywords": "generate query keyword",
+    "predict": "event-local selection step",
+    "filter": "This prompt family is used during question answering",
+    "answer": ", the model is ",
+}
+
+
 def family(messages: list[Message]) -> str:
     system = messages[0].content
-    return next(name for name, marker in FAMILY.items() if marker in system)
+    markers = [*FAMILY.items(), *PAPER_FAMILY.items()]
+    return next(name for name, marker in markers if marker in system)
 
 
 Rule = Callable[[list[Message]], dict | str]

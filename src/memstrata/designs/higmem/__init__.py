@@ -11,24 +11,28 @@ Where things are:
 * :mod:`.route`: section 3.3, both tiers; :mod:`.answer`: the final QA stage;
 * :mod:`.recipe`: ``higmem``, ``higmem-paper`` and ``higmem-turns``;
   :mod:`.show`: ``memstrata show``; :mod:`.view`: the explorer.
+
+``higmem`` and ``higmem-paper`` each have a builder, a route and an answerer of that
+name: the paper's pipeline keeps its notes and events apart from ours, so one namespace
+can hold both.
 """
 
 from __future__ import annotations
 
-from memstrata.designs.higmem.answer import HiGMemAnswerer
-from memstrata.designs.higmem.builder import HiGMemBuilder
+from memstrata.designs.higmem.answer import HiGMemAnswerer, PaperAnswerer
+from memstrata.designs.higmem.builder import HiGMemBuilder, HiGMemPaperBuilder
 from memstrata.designs.higmem.recipe import RECIPES
 from memstrata.designs.higmem.records import Event, TurnNote
-from memstrata.designs.higmem.route import GuidedRoute
+from memstrata.designs.higmem.route import GuidedRoute, PaperRoute
 from memstrata.designs.higmem.show import show
 from memstrata.designs.higmem.view import VIEWS
 from memstrata.engine.contracts import Design
 
 design = Design(
     name="higmem",
-    builders=[HiGMemBuilder],
-    routes=[GuidedRoute],
-    answerers=[HiGMemAnswerer],
+    builders=[HiGMemBuilder, HiGMemPaperBuilder],
+    routes=[GuidedRoute, PaperRoute],
+    answerers=[HiGMemAnswerer, PaperAnswerer],
     recipes=RECIPES,
     show=show,
     views=VIEWS,

@@ -16,14 +16,20 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from memstrata import nlp
 from memstrata.designs.higmem import events as ev_rules
 from memstrata.designs.higmem import prompts
-from memstrata.designs.higmem.layer import BUILDER, LayerCache, Layers, layer_problems
+from memstrata.designs.higmem.layer import (
+    BUILDER,
+    PAPER_BUILDER,
+    LayerCache,
+    Layers,
+    layer_problems,
+)
 from memstrata.designs.higmem.notes import analyse, calendar_date, note_text, turn_body
 from memstrata.designs.higmem.records import Event, EventFact, TurnNote, profile_key
 from memstrata.engine.contracts import Builder, Context, StepResult
@@ -37,7 +43,8 @@ from memstrata.store.base import Repairs
 
 
 def layer_cache(ctx: Context) -> LayerCache:
-    """The process-wide layers the builder, the route and ``show`` share."""
+    """The process-wide layers the builders, the routes, the answerers and ``show``
+    share, per (builder, namespace)."""
     return ctx.state("higmem.layers", lambda: LayerCache(ctx.store, ctx.embedder))
 
 
@@ -70,6 +77,11 @@ class HiGMemParams(BaseModel):
     backchannel_terms: int = Field(
         default=3, ge=0, description="heuristic: fewer content terms join the previous event"
     )
+    prompts: Literal["ours", "paper"] = Field(
+        default="ours",
+        description="llm: our prompts, or the paper's (appendix C's analysis and "
+        "affiliation, section 3.1's refresh; a new event is summarised by the refresh)",
+    )
 
 
 def _profile_keys(keys: Sequence[str]) -> list[str]:
@@ -94,7 +106,7 @@ class HiGMemBuilder(Builder[HiGMemParams]):
 
     async def update(self, ctx: Context, namespace: str, episodes: Sequence[Episode]) -> StepResult:
         cache = layer_cache(ctx)
-        lay = await asyncio.to_thread(cache.get, namespace)
+        lay = await asyncio.to_thread(cache.get, self.name, namespace)
         batch = list(episodes)
         try:
             windows = await asyncio.to_thread(self._windows, ctx, batch)
@@ -112,9 +124,9 @@ class HiGMemBuilder(Builder[HiGMemParams]):
                 failed = {}
                 await asyncio.to_thread(self._heuristic, lay, batch, windows)
             keys = [ep.key for ep in batch if ep.id not in failed]
-            await asyncio.to_thread(lay.flush, (self.name, keys))
+            await asyncio.to_thread(lay.flush, keys)
         except BaseException:
-            cache.forget(namespace)  # the in-memory layers hold unwritten changes
+            cache.forget(self.name, namespace)  # the in-memory layers hold unwritten changes
             raise
         return StepResult(failed=failed)
 
@@ -199,6 +211,9 @@ class HiGMemBuilder(Builder[HiGMemParams]):
                 before = set(lay.events)
                 self._new_event(lay, ep, note, fact)
                 saved.update({e: None for e in set(lay.events) - before})
+                if self.params.prompts == "paper":  # |E| = 1 < τ: a full refresh
+                    (new,) = set(lay.events) - before
+                    await self._sheet_llm(llm, lay, lay.events[new], [ep], "")
             for eid in joins:
                 event = lay.events[eid]
                 if len(event.turn_ids) < self.params.tau:
@@ -220,19 +235,23 @@ class HiGMemBuilder(Builder[HiGMemParams]):
     async def _analyse_llm(
         self, llm: LLMClient, ep: Episode, window: list[Episode]
     ) -> tuple[TurnNote, EventFact]:
-        messages, model = prompts.turn_analysis([stamp(w) for w in window], stamp(ep))
+        paper = self.params.prompts == "paper"
+        ask = prompts.paper_turn_analysis if paper else prompts.turn_analysis
+        messages, model = ask([stamp(w) for w in window], stamp(ep))
         reply = await llm.structured(
             messages,
             model,
             stage=prompts.STAGES["analysis"],
             max_tokens=llm.budgets.tokens(prompts.STAGES["analysis"]),
         )
-        assert isinstance(reply, prompts.TurnAnalysis)
+        assert isinstance(reply, prompts.TurnAnalysis | prompts.PaperTurnAnalysis)
         dates = [
             {"phrase": d.phrase.strip(), "date": day}
-            for d in reply.dates
+            for d in getattr(reply, "dates", [])
             if d.phrase.strip() and (day := calendar_date(d.date)) is not None
         ]
+        said = getattr(reply, "timestamp", "").strip()
+        when = ep.occurred_at.isoformat() if ep.occurred_at else (said or None)
         shown = {f"W{i}": w.id for i, w in enumerate(window, start=1)}
         note = TurnNote(
             namespace=ep.namespace,
@@ -240,7 +259,7 @@ class HiGMemBuilder(Builder[HiGMemParams]):
             keywords=[k.strip() for k in reply.keywords if k.strip()],
             tags=[t.strip() for t in reply.tags if t.strip()],
             context=reply.context.strip(),
-            timestamp=ep.occurred_at.isoformat() if ep.occurred_at else None,
+            timestamp=when,
             dates=dates,
             profile=_profile_keys(reply.profile),
             links_to=list(
@@ -249,7 +268,7 @@ class HiGMemBuilder(Builder[HiGMemParams]):
             sources=[Span(episode=ep.id, start=0, end=len(ep.text))],
         )
         base = ev_rules.fact_of(ep, note)
-        text = reply.fact.strip()
+        text = getattr(reply, "fact", "").strip()
         fact = EventFact(text=text, when=base.when, turns=[ep.id]) if text else base
         return note, fact
 
@@ -275,7 +294,10 @@ class HiGMemBuilder(Builder[HiGMemParams]):
             latest = "; ".join(f.text for f in event.facts[-2:])
             shown.append((sid, f"{event.summary} | latest: {latest}"[:400], eid in recent))
         turn = stamp(ep) + (f" (keywords: {', '.join(note.keywords)})" if note.keywords else "")
-        messages, model = prompts.affiliation(turn, shown, self.params.max_join)
+        if self.params.prompts == "paper":
+            messages, model = prompts.paper_affiliation(turn, shown)
+        else:
+            messages, model = prompts.affiliation(turn, shown, self.params.max_join)
         reply = await llm.structured(
             messages,
             model,
@@ -299,9 +321,10 @@ class HiGMemBuilder(Builder[HiGMemParams]):
         """The event's summary and fact sheet from ``summary`` and ``turns`` (the refresh
         prompt; a repair passes no summary, so nothing removed is carried forward)."""
         short = {f"T{i}": t for i, t in enumerate(turns, start=1)}
-        messages, model = prompts.event_refresh(
-            summary, [(sid, stamp(t)) for sid, t in short.items()]
+        ask = (
+            prompts.paper_event_refresh if self.params.prompts == "paper" else prompts.event_refresh
         )
+        messages, model = ask(summary, [(sid, stamp(t)) for sid, t in short.items()])
         reply = await llm.structured(
             messages,
             model,
@@ -332,13 +355,13 @@ class HiGMemBuilder(Builder[HiGMemParams]):
         again from the turns they link (with no summary carried forward); an event left
         with no turn goes."""
         cache = layer_cache(ctx)
-        cache.forget(namespace)
-        lay = await asyncio.to_thread(cache.get, namespace)
+        cache.forget(self.name, namespace)
+        lay = await asyncio.to_thread(cache.get, self.name, namespace)
         try:
             await self._repair(ctx, lay, work)
             await asyncio.to_thread(lay.flush)
         finally:
-            cache.forget(namespace)
+            cache.forget(self.name, namespace)
 
     async def _repair(self, ctx: Context, lay: Layers, work: Repairs) -> None:
         llm = ctx.llm if ctx.tier == "llm" else None
@@ -382,15 +405,24 @@ class HiGMemBuilder(Builder[HiGMemParams]):
     # reports ----------------------------------------------------------------------------
     async def rebuild(self, ctx: Context, namespace: str) -> None:
         await super().rebuild(ctx, namespace)
-        layer_cache(ctx).forget(namespace)
+        layer_cache(ctx).forget(self.name, namespace)
 
     async def describe(self, ctx: Context, namespace: str) -> dict[str, Any]:
-        lay = await asyncio.to_thread(layer_cache(ctx).get, namespace)
+        lay = await asyncio.to_thread(layer_cache(ctx).get, self.name, namespace)
         return layer_stats(lay)
 
     async def check(self, ctx: Context, namespace: str) -> list[str]:
-        lay = await asyncio.to_thread(layer_cache(ctx).get, namespace)
+        lay = await asyncio.to_thread(layer_cache(ctx).get, self.name, namespace)
         return layer_problems(lay)
+
+
+class HiGMemPaperBuilder(HiGMemBuilder):
+    """The same steps under the builder ``higmem-paper``: the records it writes and reads
+    are its own, apart from ``higmem``'s, so both recipes can hold their structures in
+    one namespace. The ``higmem-paper`` recipe sets the paper's settings
+    (:data:`~.recipe.PAPER_BUILD`)."""
+
+    name = PAPER_BUILDER
 
 
 def layer_stats(lay: Layers) -> dict[str, Any]:

@@ -5,6 +5,10 @@ are ``Event.turn_ids`` intersected with its provenance (``sources``), so a delet
 updated turn drops out of the event the moment the store removes its span; the turn's
 way up (which events it belongs to) is derived from the same links when the layer loads.
 Changes are tracked and written with the builder's done marks in one transaction.
+
+Two builders write these kinds: ``higmem`` (ours) and ``higmem-paper`` (the paper's
+pipeline). Each owns its own notes and events, so a namespace may hold both at once:
+layers are loaded, cached and written per (builder, namespace).
 """
 
 from __future__ import annotations
@@ -25,8 +29,10 @@ from memstrata.retrieval.text import stems
 from memstrata.store.base import Store
 
 Vec = NDArray[np.float32]
-#: the builder that owns the records this design reads and writes
+#: the builders whose records this design reads and writes: ours and the paper's
 BUILDER = "higmem"
+PAPER_BUILDER = "higmem-paper"
+BUILDERS = (BUILDER, PAPER_BUILDER)
 
 
 def unit(rows: Vec) -> Vec:
@@ -35,12 +41,16 @@ def unit(rows: Vec) -> Vec:
 
 
 class Layers:
-    """Turn notes by turn id, events by id, links both ways, unit vectors of both."""
+    """One builder's turn notes by turn id, events by id, links both ways, unit vectors
+    of both."""
 
-    def __init__(self, store: Store, embedder: Embedder, namespace: str) -> None:
+    def __init__(
+        self, store: Store, embedder: Embedder, namespace: str, builder: str = BUILDER
+    ) -> None:
         self.store = store
         self.embedder = embedder
         self.namespace = namespace
+        self.builder = builder
         self.notes: dict[str, TurnNote] = {}
         self.events: dict[str, Event] = {}
         self.event_vecs: dict[str, Vec] = {}
@@ -54,13 +64,16 @@ class Layers:
         self._backlinks: dict[str, list[str]] | None = None
 
     @classmethod
-    def load(cls, store: Store, embedder: Embedder, namespace: str) -> Layers:
-        lay = cls(store, embedder, namespace)
+    def load(
+        cls, store: Store, embedder: Embedder, namespace: str, builder: str = BUILDER
+    ) -> Layers:
+        """The records ``builder`` owns in the namespace."""
+        lay = cls(store, embedder, namespace, builder)
         lay.stamp = store.records_stamp(namespace)
-        for rec in store.get_records(namespace, "turn_note", builder=BUILDER):
+        for rec in store.get_records(namespace, "turn_note", builder=builder):
             assert isinstance(rec, TurnNote)
             lay.notes[rec.turn_id] = rec
-        for rec in store.get_records(namespace, "event", builder=BUILDER):
+        for rec in store.get_records(namespace, "event", builder=builder):
             assert isinstance(rec, Event)
             linked = {s.episode for s in rec.sources}
             rec.turn_ids = [t for t in rec.turn_ids if t in linked]
@@ -194,12 +207,14 @@ class Layers:
         if not self.events_of[turn]:
             del self.events_of[turn]
 
-    def flush(self, built: tuple[str, list[int]] | None = None) -> None:
-        """Write changed notes and events, and the builder's done marks, in one go."""
+    def flush(self, done: Sequence[int] | None = None) -> None:
+        """Write changed notes and events, and the builder's done marks on the episode
+        keys ``done``, in one go."""
         recs: dict[str, Derived] = {n.id: n for n in self.notes.values()}
         recs.update(self.events)
         put = [recs[i] for i in sorted(self._dirty) if i in recs]
-        self.store.write_records(self.namespace, put, sorted(self._gone), built, owner=BUILDER)
+        built = (self.builder, list(done)) if done is not None else None
+        self.store.write_records(self.namespace, put, sorted(self._gone), built, owner=self.builder)
         self._dirty.clear()
         self._gone.clear()
         self._profiles = self._backlinks = None
@@ -234,21 +249,21 @@ def layer_problems(lay: Layers) -> list[str]:
 
 
 class LayerCache:
-    """One loaded :class:`Layers` per namespace, reloaded when another writer changed the
-    namespace's records (``Store.records_stamp``)."""
+    """One loaded :class:`Layers` per (builder, namespace), reloaded when another writer
+    changed the namespace's records (``Store.records_stamp``)."""
 
     def __init__(self, store: Store, embedder: Embedder) -> None:
         self.store = store
         self.embedder = embedder
-        self._held: dict[str, Layers] = {}
+        self._held: dict[tuple[str, str], Layers] = {}
 
-    def get(self, namespace: str) -> Layers:
-        held = self._held.get(namespace)
+    def get(self, builder: str, namespace: str) -> Layers:
+        held = self._held.get((builder, namespace))
         if held is not None and held.is_current():
             return held
-        lay = Layers.load(self.store, self.embedder, namespace)
-        self._held[namespace] = lay
+        lay = Layers.load(self.store, self.embedder, namespace, builder)
+        self._held[(builder, namespace)] = lay
         return lay
 
-    def forget(self, namespace: str) -> None:
-        self._held.pop(namespace, None)
+    def forget(self, builder: str, namespace: str) -> None:
+        self._held.pop((builder, namespace), None)

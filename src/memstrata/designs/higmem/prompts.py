@@ -284,3 +284,166 @@ def final_answer(
     listed = fence("\n".join(evidence)) if evidence else "(no turns retrieved)"
     user = f"Turns:\n{listed}\n\nQuestion: {question}"
     return _msgs(system, user), (FinalAnswer)
+
+
+# The paper's prompts (``higmem-paper``) ------------------------------------------------
+# Appendix C gives each prompt family as a summary of its role, input and output (the
+# full templates are not in the paper); sections 3.1-3.3 and appendix A name the two
+# calls it does not summarise. Each prompt below is those sentences verbatim (italics and
+# formulas as plain text), then the reply's JSON (the paper names its contents, not its
+# fields) and the inputs. tests/designs/higmem/test_higmem_paper_prompts.py diffs them
+# against the paper; the differences are listed and counted in docs/higmem.md.
+
+PAPER_ANALYSIS = (
+    "This prompt is used when a new dialogue turn is written into memory. Its input "
+    "consists of a short sliding window of recent dialogue turns together with the "
+    "current turn, including speaker, timestamp, and text. The model is asked to analyze "
+    "the current turn semantically. The output is a structured JSON object containing "
+    "metadata (e.g., keywords, context, timestamp and tags), profile-retrieval keys, and "
+    "direct links. This prompt supports the turn layer by converting raw dialogue into a "
+    "structured memory unit that can later participate in retrieval and event construction."
+)
+PAPER_AFFILIATION = (
+    "This prompt determines whether a newly added turn should attach to one or more "
+    "existing events or start a new event. Its input includes the new turn and a small set "
+    "of top candidate events retrieved by similarity, together with optional recent event "
+    "context. The model is asked to compare the new turn against these candidate events "
+    "and output a structured affiliation decision, including selected event IDs or "
+    "`NEW_EVENT`. This prompt is the main mechanism that builds the event layer online and "
+    "groups related turns into higher-level memories rather than leaving the memory as a "
+    "flat set of turns."
+)
+PAPER_REFRESH = (
+    "This layer includes a short summary and a structured fact sheet. The fact sheet "
+    "orchestrates the timeline and specific Event nodes by maintaining explicit index links "
+    "to the corresponding Turn nodes in the bottom layer. We fully refresh both the summary "
+    "and fact sheet."
+)
+PAPER_KEYWORDS = (
+    "The system first analyzes Q to generate query keyword q_kw: q_kw = LLM(Q). "
+    "Reason: LLM analyzes the full query, identifying retrieval goals: find a thing "
+    "('car') related to an entity ('Evan')."
+)
+PAPER_PREDICTION = (
+    "The LLM evaluates constituent Turn nodes T_E which are linked to each Event node E in "
+    "E_semantic, performing reasoning to select specific Turn nodes capable of answering "
+    "the query. Before this final filtering step, HiGMem also performs an event-local "
+    "selection step that asks the model which turns inside a retrieved event are most "
+    "likely to contain the answer."
+)
+PAPER_FILTER = (
+    "This prompt family is used during question answering to reduce a broad candidate "
+    "pool into the final evidence turns shown to the answer-generation model. Its input "
+    "includes the user question and candidate memory items gathered from vector "
+    "retrieval, event-based prediction, and optional link expansion. The model is asked to "
+    "judge which candidate items are useful for answering the question, with special "
+    "attention to subject matching, topical relevance, and temporal constraints. The "
+    "output is a JSON object containing the IDs of candidate items judged relevant."
+)
+PAPER_ANSWER: dict[str, str] = {
+    "temporal": "For temporal questions, the model is instructed to infer an approximate "
+    "date from the dialogue timeline and answer briefly.",
+    "adversarial": "For adversarial questions, the model is constrained to choose between "
+    f"the candidate answer and '{NOT_MENTIONED}'.",
+    "short": "For the remaining categories, the model is instructed to answer with a short "
+    "phrase and to use exact words from the retrieved context whenever possible.",
+}
+
+
+class PaperTurnAnalysis(BaseModel):
+    """Appendix C's analysis output: metadata (keywords, context, timestamp, tags),
+    profile-retrieval keys and direct links; no date phrases and no fact (ours)."""
+
+    keywords: list[Short] = Field(default_factory=list, max_length=8)
+    context: Annotated[str, Field(max_length=400)] = ""
+    timestamp: Annotated[str, Field(max_length=40)] = ""
+    tags: list[Annotated[str, Field(max_length=30)]] = Field(default_factory=list, max_length=5)
+    profile: list[Short] = Field(default_factory=list, max_length=4)
+    links: list[Id] = Field(default_factory=list)
+
+
+def paper_turn_analysis(window: Sequence[str], turn: str) -> Prompt:
+    """Appendix C's turn analysis; ``window`` as :func:`turn_analysis` takes it."""
+    system = (
+        f"{PAPER_ANALYSIS}\n"
+        'Reply JSON: {"keywords": [...], "context": "...", "timestamp": "...", '
+        '"tags": [...], "profile": ["Person: attribute"], "links": ["W1"]}'
+    )
+    shown = [f"W{i} {w}" for i, w in enumerate(window, start=1)]
+    earlier = fence("\n".join(shown)) if shown else "(none)"
+    user = f"Recent turns:\n{earlier}\n\nCurrent turn:\n{fence(turn)}"
+    return _msgs(system, user), list_bounded(PaperTurnAnalysis, "links", len(window))
+
+
+def paper_affiliation(turn: str, candidates: Sequence[tuple[str, str, bool]]) -> Prompt:
+    """Appendix C's affiliation: any subset of the candidates (E* ⊆ E_cand, Eq. 4) or
+    ``NEW_EVENT``; ``candidates`` as :func:`affiliation` takes them."""
+    system = (
+        f'{PAPER_AFFILIATION}\nReply JSON: {{"events": ["E1", ...]}} or '
+        f'{{"events": ["{NEW_EVENT}"]}}'
+    )
+    listed = "\n".join(
+        f"{cid}{' (recent)' if recent else ''}: {text}" for cid, text, recent in candidates
+    )
+    user = f"Candidate events:\n{fence(listed)}\n\nNew turn:\n{fence(turn)}"
+    return _msgs(system, user), affiliation_model(max(1, len(candidates)))
+
+
+def paper_event_refresh(summary: str, turns: Sequence[tuple[str, str]]) -> Prompt:
+    """Section 3.2's full refresh (|E| < τ) of an event's summary and fact sheet, worded
+    from section 3.1's event layer (appendix C has no summary of it)."""
+    system = (
+        f"{PAPER_REFRESH}\n"
+        'Reply JSON: {"summary": "...", "facts": [{"when": "YYYY-MM-DD", "fact": "...", '
+        '"turns": ["T1"]}]}'
+    )
+    listed = "\n".join(f"{tid} {text}" for tid, text in turns)
+    current = fence(summary) if summary else "(new event)"
+    user = f"Current summary: {current}\n\nTurns:\n{fence(listed)}"
+    return _msgs(system, user), EventSheet
+
+
+def paper_query_keywords(question: str) -> Prompt:
+    """Section 3.3's q_kw = LLM(Q), with appendix A's reasoning step (its figure 2)."""
+    system = f'{PAPER_KEYWORDS}\nReply JSON: {{"keywords": [...]}}'
+    return [
+        Message(role="system", content=system),
+        Message(role="user", content=f"Q: {question}"),
+    ], QueryKeywords
+
+
+def paper_event_prediction(
+    question: str, events: Sequence[tuple[str, Sequence[tuple[str, str]]]]
+) -> Prompt:
+    """Eq. 6's Predict(T_E | Q, E), worded from section 3.3 and appendix C; ``events``
+    as :func:`event_prediction` takes them."""
+    system = f'{PAPER_PREDICTION}\nReply JSON: {{"ids": ["T1", ...]}}'
+    blocks = []
+    for i, (summary, turns) in enumerate(events, start=1):
+        listed = "\n".join(f"  {tid} {text}" for tid, text in turns)
+        blocks.append(f"Event {i}: {summary}\n{listed}")
+    user = f"Question: {question}\n\n" + fence("\n\n".join(blocks))
+    return _msgs(system, user), selection_model(sum(len(turns) for _, turns in events))
+
+
+def paper_evidence_filter(question: str, candidates: Sequence[tuple[str, str]]) -> Prompt:
+    """Appendix C's retrieval-stage filter (Eq. 8); ``candidates`` as
+    :func:`evidence_filter` takes them."""
+    system = f'{PAPER_FILTER}\nReply JSON: {{"ids": ["T1", ...]}}'
+    listed = "\n".join(f"{tid} {text}" for tid, text in candidates)
+    user = f"Question: {question}\n\nCandidates:\n{fence(listed)}"
+    return _msgs(system, user), selection_model(len(candidates))
+
+
+def paper_final_answer(
+    question: str, evidence: Sequence[str], kind: QuestionKind, candidate: str | None = None
+) -> Prompt:
+    """Appendix C's category-specific final QA, without an abstain option the appendix
+    does not give: only the adversarial variant names "Not mentioned in the
+    conversation"."""
+    system = f'{PAPER_ANSWER[kind]}\nReply JSON: {{"answer": "..."}}'
+    listed = fence("\n".join(evidence)) if evidence else "(none)"
+    user = f"Context:\n{listed}\n\nQuestion: {question}"
+    if kind == "adversarial":
+        user += f"\n\nCandidate answer: {candidate}"
+    return _msgs(system, user), FinalAnswer

@@ -21,15 +21,15 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 from datetime import UTC
-from typing import Literal
+from typing import ClassVar, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from memstrata import nlp
 from memstrata.designs.higmem import prompts
-from memstrata.designs.higmem.builder import BUILDER, layer_cache, stamp
-from memstrata.designs.higmem.layer import Layers, unit
+from memstrata.designs.higmem.builder import layer_cache, stamp
+from memstrata.designs.higmem.layer import BUILDER, PAPER_BUILDER, Layers, unit
 from memstrata.designs.higmem.notes import note_text, turn_body
 from memstrata.designs.higmem.records import Event, TurnNote
 from memstrata.embed.cache import embed_cached
@@ -79,19 +79,40 @@ class GuidedParams(BaseModel):
         default=6000,
         ge=500,
         description="llm: characters of events per prediction prompt; more events, or a "
-        "longer event, go in further prompts",
+        "longer event, go in further prompts (prompt_budget 'fixed')",
     )
-    max_candidates: int = Field(default=30, ge=1, description="llm: candidates the filter reads")
+    prompt_budget: Literal["fixed", "model"] = Field(
+        default="fixed",
+        description="llm: 'fixed': predict_chars per prediction prompt and one filter "
+        "prompt; 'model': both sized to the model's context window, a longer prediction "
+        "or filter going in further prompts",
+    )
+    max_candidates: int | None = Field(
+        default=30, ge=1, description="llm: candidates the filter reads (None: all of T_cand)"
+    )
     k_profile: int = Field(
         default=5, ge=0, description="llm: turns found by their profile keys (0: none)"
     )
     link_expansion: bool = Field(
         default=True, description="llm: add the turns each candidate links to or is linked from"
     )
-    sheet_lines: int = Field(
-        default=8, ge=0, description="llm: fact-sheet lines shown with an event's summary"
+    sheet_lines: int | None = Field(
+        default=8,
+        ge=0,
+        description="llm: fact-sheet lines shown with an event's summary (None: the whole sheet)",
     )
-    shown_chars: int = Field(default=240, ge=40, description="llm: characters of a turn shown")
+    shown_chars: int | None = Field(
+        default=240, ge=40, description="llm: characters of a turn shown (None: whole turns)"
+    )
+    query: Literal["question+keywords", "keywords"] = Field(
+        default="question+keywords",
+        description="the embedding query of T_semantic and E_semantic: the question with "
+        "its keywords, or q_kw alone (section 3.3; heuristic: the question's content terms)",
+    )
+    prompts: Literal["ours", "paper"] = Field(
+        default="ours",
+        description="llm: our keywords, prediction and filter prompts, or the paper's",
+    )
     # System-1's links (link_boost) are off here: on BEAM dev they cost this route's
     # Recall@10 more than 0.005 (docs/benchmarks.md, "Links between the steps").
     system1: System1Params = Field(
@@ -174,6 +195,8 @@ class GuidedRoute(Route[GuidedParams]):
     name = "higmem"
     surfaces_unbuilt = True  # System-1 ranks every stored episode
     Params = GuidedParams
+    #: the builder whose notes and events the route reads
+    builder: ClassVar[str] = BUILDER
     needs = (BUILDER,)
 
     async def search(
@@ -184,7 +207,7 @@ class GuidedRoute(Route[GuidedParams]):
         k: int,
         filters: SearchFilters | None = None,
     ) -> list[list[Hit]]:
-        lay = await asyncio.to_thread(layer_cache(ctx).get, namespace)
+        lay = await asyncio.to_thread(layer_cache(ctx).get, self.builder, namespace)
         if ctx.llm is None:
             return await asyncio.to_thread(
                 self._heuristic, ctx, lay, namespace, queries, k, filters
@@ -259,18 +282,22 @@ class GuidedRoute(Route[GuidedParams]):
         k: int,
         filters: SearchFilters | None,
     ) -> list[list[Hit]]:
-        semantic = self._semantic(ctx, lay, namespace, queries, filters)
+        texts = queries
+        if self.params.query == "keywords":  # q_kw: the question's content terms stand in
+            texts = [" ".join(content_terms(q)) or q for q in queries]
+        semantic = self._semantic(ctx, lay, namespace, texts, filters)
         qvecs = unit(ctx.embedder.embed(queries))
+        kvecs = qvecs if texts is queries else unit(ctx.embedder.embed(texts))
         people = ctx.store.speakers(namespace)
         speakers = {w for s in people for w in words(s)}
         out = []
-        for query, qvec, sem in zip(queries, qvecs, semantic, strict=True):
+        for query, qvec, kvec, sem in zip(queries, qvecs, kvecs, semantic, strict=True):
             content = content_terms(query)
             kept = [t for t in content if t not in speakers] or content
             terms = list(dict.fromkeys(stem(t) for t in kept))
             plan = plan_query(query, people, self.params.system1)
             cands = {ep.id: Candidate(ep, semantic=r) for r, (ep, _) in enumerate(sem, start=1)}
-            anchors = self._anchors(lay, qvec)
+            anchors = self._anchors(lay, kvec)
             linked = self._linked(ctx, lay, namespace, anchors, filters)
             pool = {**linked, **{c.ep.id: c.ep for c in cands.values()}}
             score = _Scorer(self, ctx, lay, qvec, terms, set(plan.speakers), plan.period)
@@ -332,9 +359,14 @@ class GuidedRoute(Route[GuidedParams]):
         filters: SearchFilters | None,
     ) -> list[Hit]:
         p = self.params
-        kw = await _ask(llm, prompts.query_keywords(query), "keywords")
+        paper = p.prompts == "paper"
+        ask_kw = prompts.paper_query_keywords if paper else prompts.query_keywords
+        kw = await _ask(llm, ask_kw(query), "keywords")
         words_ = [w.strip() for w in getattr(kw, "keywords", []) if w.strip()]
-        text = f"{query} {' '.join(words_)}".strip()
+        if p.query == "keywords":  # q_kw alone; the question when the model gave none
+            text = " ".join(words_) or query
+        else:
+            text = f"{query} {' '.join(words_)}".strip()
         sem = (await asyncio.to_thread(self._semantic, ctx, lay, namespace, [text], filters))[0]
         cands = {ep.id: Candidate(ep, semantic=r) for r, (ep, _) in enumerate(sem, start=1)}
         qvec = unit(await asyncio.to_thread(ctx.embedder.embed, [text]))[0]
@@ -360,15 +392,14 @@ class GuidedRoute(Route[GuidedParams]):
                     if t not in sid_of:
                         sid_of[t] = f"T{len(short) + 1}"
                         short[sid_of[t]] = t
-                    shown.append((sid_of[t], stamp(linked[t])[: p.shown_chars]))
+                    shown.append((sid_of[t], _cut(stamp(linked[t]), p.shown_chars)))
                 if shown:
                     blocks.append((self._sheet(lay.events[eid], sid_of), shown))
-            calls = _pack(blocks, p.predict_chars)
+            ask_pred = prompts.paper_event_prediction if paper else prompts.event_prediction
+            fixed = p.prompt_budget == "fixed"
+            calls = _pack(blocks, p.predict_chars if fixed else _chars(llm, "predict", query))
             preds = await asyncio.gather(
-                *(
-                    _ask(llm, prompts.event_prediction(query, c), "predict", _room(llm, c))
-                    for c in calls
-                )
+                *(_ask(llm, ask_pred(query, c), "predict", _room(llm, c)) for c in calls)
             )
             for pred in preds:
                 for sid in getattr(pred, "ids", []):
@@ -387,13 +418,32 @@ class GuidedRoute(Route[GuidedParams]):
             await asyncio.to_thread(self._expand, ctx, lay, namespace, cands, filters)
         pool = list(cands.values())[: p.max_candidates]
         ids = {f"T{i}": c for i, c in enumerate(pool, start=1)}
-        shown = [(sid, self._with_dates(lay, c.ep)[: p.shown_chars]) for sid, c in ids.items()]
-        room = list_reply_tokens(list(ids), llm.budgets.tokens(prompts.STAGES["filter"]))
-        kept = await _ask(llm, prompts.evidence_filter(query, shown), "filter", room)
-        if not isinstance(kept, prompts.Selection):  # the filter failed: candidates in order
+        shown = [
+            (sid, _cut(stamp(c.ep) if paper else self._with_dates(lay, c.ep), p.shown_chars))
+            for sid, c in ids.items()
+        ]
+        ask_filter = prompts.paper_evidence_filter if paper else prompts.evidence_filter
+        whole = p.prompt_budget == "fixed"  # one filter prompt
+        parts = _split(shown, None if whole else _chars(llm, "filter", query))
+        kept = await asyncio.gather(
+            *(
+                _ask(
+                    llm,
+                    ask_filter(query, part),
+                    "filter",
+                    list_reply_tokens(
+                        [sid for sid, _ in part], llm.budgets.tokens(prompts.STAGES["filter"])
+                    ),
+                )
+                for part in parts
+            )
+        )
+        answered = [r for r in kept if isinstance(r, prompts.Selection)]
+        if not answered:  # the filter failed: candidates in order
             chosen = pool[:k]
         else:  # the filter's set, whatever its size (Eq. 8): k does not cut it
-            picked = [ids[s.strip().upper()] for s in kept.ids if s.strip().upper() in ids]
+            said = [s.strip().upper() for r in answered for s in r.ids]
+            picked = [ids[s] for s in said if s in ids]
             chosen = list({id(c): c for c in picked}.values()) or pool[:1]
         for rank, c in enumerate(chosen):
             c.score = 1.0 / (rank + 1)
@@ -403,10 +453,13 @@ class GuidedRoute(Route[GuidedParams]):
         """An event as prediction reads it: its summary, then its fact sheet's latest
         lines, each naming the shown turns it comes from."""
         lines = []
-        for f in event.facts[-self.params.sheet_lines :] if self.params.sheet_lines else []:
+        n = self.params.sheet_lines
+        whole = n is None
+        for f in event.facts if whole else event.facts[-n:] if n else []:
             refs = ", ".join(sid_of[t] for t in f.turns if t in sid_of)
             when = f"{f.when}: " if f.when else ""
-            lines.append(f"- {when}{f.text[:160]}" + (f" ({refs})" if refs else ""))
+            text = f.text if whole else f.text[:160]
+            lines.append(f"- {when}{text}" + (f" ({refs})" if refs else ""))
         return event.summary + ("\nFacts:\n" + "\n".join(lines) if lines else "")
 
     def _profiled(
@@ -476,6 +529,15 @@ class GuidedRoute(Route[GuidedParams]):
         return out
 
 
+class PaperRoute(GuidedRoute):
+    """The same route over the notes and events of the builder ``higmem-paper``; the
+    ``higmem-paper`` recipe sets the paper's retrieval (:data:`~.recipe.PAPER_ROUTE`)."""
+
+    name = "higmem-paper"
+    builder = PAPER_BUILDER
+    needs = (PAPER_BUILDER,)
+
+
 class _Scorer:
     """The heuristic query-to-turn score, memoised per turn for one query: cosine, plus
     the IDF-weighted share of the query's stemmed terms the turn holds, plus
@@ -519,6 +581,47 @@ def _admitted(
     if filters is not None and not filters.is_empty():
         eps = {i: e for i, e in eps.items() if filters.admits(e)}
     return eps
+
+
+#: characters per token when a prompt's room is counted in characters: English text runs
+#: about four per token; three leaves a margin for names, dates and ids
+CHARS_PER_TOKEN = 3
+#: tokens a retrieval prompt's instructions, fences and ids take besides the items shown
+PROMPT_TOKENS = 600
+#: the least room an item list gets, however small the model (one turn at least fits)
+MIN_PROMPT_CHARS = 1000
+
+
+def _chars(llm: LLMClient, step: str, query: str) -> int:
+    """Characters of shown items one ``step`` prompt carries with ``prompt_budget``
+    "model": what the model's context window leaves after the reply's room, the
+    instructions and the question, at :data:`CHARS_PER_TOKEN`; the rest goes in further
+    prompts."""
+    budgets = llm.budgets
+    room = budgets.context_tokens - budgets.tokens(prompts.STAGES[step]) - PROMPT_TOKENS
+    return max(MIN_PROMPT_CHARS, room * CHARS_PER_TOKEN - len(query))
+
+
+def _cut(text: str, chars: int | None) -> str:
+    """A turn as a prompt shows it: whole, or its first ``chars`` characters."""
+    return text if chars is None else text[:chars]
+
+
+def _split(items: list[tuple[str, str]], budget: int | None) -> list[list[tuple[str, str]]]:
+    """Shown items into prompts of at most ``budget`` characters each, in order (one
+    prompt without a budget; an item longer than the budget goes alone)."""
+    if budget is None or not items:
+        return [items]
+    parts: list[list[tuple[str, str]]] = [[]]
+    size = 0
+    for sid, text in items:
+        weight = len(sid) + len(text) + 1
+        if parts[-1] and size + weight > budget:
+            parts.append([])
+            size = 0
+        parts[-1].append((sid, text))
+        size += weight
+    return parts
 
 
 def _room(llm: LLMClient, blocks: list[Block]) -> int:

@@ -1,12 +1,14 @@
 """``memstrata show NAME`` for HiGMem: an event (by id or id prefix) with its summary, fact
 sheet and linked turns, a turn (by episode id) with its note and its events, or a name
-or word (in any script, however typed) with the turns whose keywords hold it."""
+or word (in any script, however typed) with the turns whose keywords hold it; for each
+builder that holds records in the namespace (``higmem``, then ``higmem-paper``, whose
+nodes name it)."""
 
 from __future__ import annotations
 
 from memstrata import nlp
 from memstrata.designs.higmem.builder import layer_cache
-from memstrata.designs.higmem.layer import Layers
+from memstrata.designs.higmem.layer import BUILDER, BUILDERS, Layers
 from memstrata.engine.contracts import Context, ShowNode
 from memstrata.wording import plural
 
@@ -21,7 +23,19 @@ def _clip(text: str) -> str:
 
 
 def show(ctx: Context, namespace: str, name: str) -> list[ShowNode] | None:
-    lay = layer_cache(ctx).get(namespace)
+    out: list[ShowNode] = []
+    for builder in BUILDERS:
+        lay = layer_cache(ctx).get(builder, namespace)
+        if not lay.notes and not lay.events:
+            continue
+        found = _show(ctx, lay, namespace, name) or []
+        if builder != BUILDER:
+            found = [n.model_copy(update={"text": f"{builder}: {n.text}"}) for n in found]
+        out += found
+    return out or None
+
+
+def _show(ctx: Context, lay: Layers, namespace: str, name: str) -> list[ShowNode] | None:
     want = name.strip()
     if len(want) >= 6:
         found = [e for e in lay.events if e.startswith(want)]

@@ -1,23 +1,25 @@
-"""The explorer's view of HiGMem: each event with its summary and fact sheet, over the
-turns it links (with each turn's keywords)."""
+"""The explorer's views of HiGMem: each event with its summary and fact sheet, over the
+turns it links (with each turn's keywords); one view per builder (``higmem`` and
+``higmem-paper``), each over that builder's own records."""
 
 from __future__ import annotations
 
-from memstrata.designs.higmem.layer import BUILDER
+from memstrata.designs.higmem.layer import BUILDER, PAPER_BUILDER
 from memstrata.designs.higmem.records import Event, TurnNote
 from memstrata.engine.contracts import Context
 from memstrata.engine.views import DesignView, View, ViewNode, ViewQuery, short, tree
 
 
-def render(ctx: Context, namespace: str, query: ViewQuery) -> View:
+def nodes_of(ctx: Context, namespace: str, builder: str) -> list[ViewNode]:
+    """The events ``builder`` owns in the namespace, each over its turns."""
     records = ctx.store.get_records
     notes = {
         n.turn_id: n
-        for n in records(namespace, "turn_note", builder=BUILDER)
+        for n in records(namespace, "turn_note", builder=builder)
         if isinstance(n, TurnNote)
     }
     nodes: list[ViewNode] = []
-    for ev in records(namespace, "event", builder=BUILDER):
+    for ev in records(namespace, "event", builder=builder):
         if not isinstance(ev, Event):
             continue
         sheet = "\n".join(f"{f.when + ': ' if f.when else ''}{f.text}" for f in ev.facts)
@@ -47,15 +49,37 @@ def render(ctx: Context, namespace: str, query: ViewQuery) -> View:
                     details={"tags": ", ".join(note.tags) if note else ""},
                 )
             )
-    return tree(EVENTS, BUILDER, nodes, query)
+    return nodes
 
 
-EVENTS = DesignView(
-    name="higmem",
-    title="HiGMem events and their turns",
-    layout="tree",
-    builder=BUILDER,
-    render=render,
-    description="Events with their summaries and fact sheets, over the turns they link.",
+def events_view(name: str, title: str, builder: str, description: str) -> DesignView:
+    """The tree of ``builder``'s events and their turns."""
+
+    def render(ctx: Context, namespace: str, query: ViewQuery) -> View:
+        return tree(spec, "higmem", nodes_of(ctx, namespace, builder), query)
+
+    spec = DesignView(
+        name=name,
+        title=title,
+        layout="tree",
+        builder=builder,
+        render=render,
+        description=description,
+    )
+    return spec
+
+
+EVENTS = events_view(
+    "higmem",
+    "HiGMem events and their turns",
+    BUILDER,
+    "Events with their summaries and fact sheets, over the turns they link.",
 )
-VIEWS = [EVENTS]
+PAPER_EVENTS = events_view(
+    "higmem-paper",
+    "HiGMem events and their turns (the paper's pipeline)",
+    PAPER_BUILDER,
+    "The higmem-paper builder's events with their summaries and fact sheets, over the "
+    "turns they link.",
+)
+VIEWS = [EVENTS, PAPER_EVENTS]
