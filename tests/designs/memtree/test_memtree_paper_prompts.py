@@ -200,7 +200,10 @@ def test_our_fused_prompts_are_not_the_papers() -> None:
     finds undocumented differences in them, so it would in a paper prompt that kept them."""
     for case, ours in zip(
         CASES,
-        (lambda: prompts.aggregate(CURRENT, NEW, 3)[0], lambda: prompts.answer(QUESTION, RESULTS)[0]),
+        (
+            lambda: prompts.aggregate(CURRENT, NEW, 3)[0],
+            lambda: prompts.answer(QUESTION, RESULTS)[0],
+        ),
         strict=True,
     ):
         assert diff(Case(case.name, case.paper, ours)).undocumented

@@ -218,10 +218,7 @@ class MemTreeBuilder(Builder[MemTreeParams]):
                 for content, span in leaf_texts(ep, p.max_leaf_tokens, p.speaker_prefix):
                     ins = await asyncio.to_thread(plan, tree, content, span, p)
                     texts = await asyncio.gather(
-                        *(
-                            llm_aggregate(llm, c, content, n, paper=paper)
-                            for _, c, n in ins.targets
-                        )
+                        *(llm_aggregate(llm, c, content, n, paper=paper) for _, c, n in ins.targets)
                     )
                     await asyncio.to_thread(apply, tree, ins, texts)
             except (asyncio.CancelledError, KeyboardInterrupt):

@@ -82,9 +82,7 @@ class Tree:
 
     # loading ----------------------------------------------------------------------------
     @classmethod
-    def load(
-        cls, store: Store, embedder: Embedder, namespace: str, builder: str = BUILDER
-    ) -> Tree:
+    def load(cls, store: Store, embedder: Embedder, namespace: str, builder: str = BUILDER) -> Tree:
         t = cls(store, embedder, namespace, builder)
         t.stamp = store.records_stamp(namespace)
         recs = [
