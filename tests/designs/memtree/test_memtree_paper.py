@@ -83,7 +83,8 @@ def test_the_recipe_is_the_papers_pipeline_and_memtree_stays_ours() -> None:
     assert [b.name for b in paper.builders] == [PAPER_BUILDER]
     assert paper.builders[0].params == {"entries": "children", "prompt": "paper"}
     assert paper.routes[0].name == PAPER_BUILDER and paper.routes[0].params["bm25_weight"] == 0
-    assert paper.answerer.context_tokens == PAPER_CONTEXT_TOKENS == 8192
+    assert paper.answerer.params["context_tokens"] == PAPER_CONTEXT_TOKENS == 8192
+    assert paper.answerer.context_tokens == 2 * PAPER_CONTEXT_TOKENS  # the fill is the answerer's
     # memtree keeps today's settings: leaves, our prompts, BM25 fused, 10 x 4,000 chars
     assert [b.name for b in ours.builders] == [BUILDER] and ours.builders[0].params == {}
     assert MemTreeParams().entries == "leaves" and MemTreeParams().prompt == "ours"
@@ -278,8 +279,9 @@ def test_a_small_window_holds_what_fits(embedder) -> None:
 
 
 def test_ask_hands_the_paper_answerer_8192_tokens(tmp_path: Path, embedder) -> None:
-    """``ask`` fits the hits to the recipe answerer's own budget (8,192 tokens) rather
-    than the configured 2,000; ``memtree`` keeps the configured one."""
+    """``ask`` fits the hits to the recipe answerer's own budget (16,384 tokens, from
+    which the answerer fills its 8,192) rather than the configured 2,000; ``memtree``
+    keeps the configured one."""
     texts = [
         f"Maya talked in Lisbon, part {i}: "
         + " ".join(f"detail{i}x{j} of the talk." for j in range(120))

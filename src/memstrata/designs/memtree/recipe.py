@@ -66,7 +66,9 @@ RECIPES = [
                 "context_tokens": PAPER_CONTEXT_TOKENS,
                 "prompt": "paper",
             },
-            context_tokens=PAPER_CONTEXT_TOKENS,
+            # the hits an ask hands over, whole: room for the answerer's own fill of
+            # 8,192 tokens, so the result that crosses the limit reaches it and is cut
+            context_tokens=2 * PAPER_CONTEXT_TOKENS,
         ),
     ),
 ]
