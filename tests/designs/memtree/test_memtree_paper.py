@@ -225,7 +225,7 @@ def _long_hits(store: SQLiteStore, n: int, words: int) -> list:
 
 def _results(request) -> str:  # type: ignore[no-untyped-def]
     user = request.messages[-1].content
-    return unfence(user.split("[ Search Results ]\n", 1)[1].rsplit("\n\n[ Output ]", 1)[0])
+    return unfence(user.split("[ Search Results ]", 1)[1].rsplit("[ Output ]", 1)[0]).strip()
 
 
 def test_the_answer_reads_the_results_in_order_within_8192_tokens(embedder) -> None:
@@ -258,7 +258,9 @@ def test_the_answer_reads_the_results_in_order_within_8192_tokens(embedder) -> N
 
     ours = asyncio.run(MemTreeAnswerer().answer(ctx, NS, QUESTION_LISBON, hits))
     listed = _results(backend.requests[1]).split("\n\n")
-    assert ours.text == "In Lisbon." and listed == [h.text[:4000] for h in hits]
+    assert ours.text == "In Lisbon." and [t.strip() for t in listed] == [
+        h.text[:4000].strip() for h in hits
+    ]
 
 
 QUESTION_LISBON = "Where did Maya talk?"

@@ -67,20 +67,21 @@ def aggregate(current: str, new: str, n: int) -> Prompt:
     ], Summary
 
 
-#: appendix A.1.2 as printed; ``{n_children}`` is n = |C(v)| (section 3.1)
+#: appendix A.1.2 as printed, one paragraph a line with a blank line between, as the
+#: appendix lays it out; ``{n_children}`` is n = |C(v)| (section 3.1)
 PAPER_AGGREGATE = (
     "You will receive two pieces of information: New Information is detailed, and "
     "Existing Information is a summary from {n_children} previous entries. Your task is to "
     "merge these into a single, cohesive summary that highlights the most important "
-    "insights.\n"
-    "- Focus on the key points from both inputs.\n"
-    "- Ensure the final summary combines the insights from both pieces of information.\n"
+    "insights.\n\n"
+    "- Focus on the key points from both inputs.\n\n"
+    "- Ensure the final summary combines the insights from both pieces of information.\n\n"
     "- If the number of previous entries in Existing Information is accumulating (more "
     "than 2), focus on summarizing more concisely, only capturing the overarching theme, "
-    "and getting more abstract in your summary.\n"
+    "and getting more abstract in your summary.\n\n"
     "Output the summary directly.\n\n"
-    "[New Information]\n{new_content}\n\n"
-    "[Existing Information (from {n_children} previous entries)]\n{current_content}\n\n"
+    "[New Information]\n\n{new_content}\n\n"
+    "[Existing Information (from {n_children} previous entries)]\n\n{current_content}\n\n"
     "[ Output Summary ]"
 )
 
@@ -150,12 +151,12 @@ def answer(question: str, results: list[str]) -> Prompt:
     return [Message(role="user", content=noted(user))], ShortAnswer
 
 
-#: appendix A.2.2 as printed
+#: appendix A.2.2 as printed (laid out as :data:`PAPER_AGGREGATE`)
 PAPER_ANSWER = (
     "Write a high-quality short answer for the given question using only the provided "
     "search results (some of which might be irrelevant).\n\n"
-    "[ Question ]\n{query}\n\n"
-    "[ Search Results ]\n{retrieved_content}\n\n"
+    "[ Question ]\n\n{query}\n\n"
+    "[ Search Results ]\n\n{retrieved_content}\n\n"
     "[ Output ]"
 )
 
