@@ -299,7 +299,12 @@ class AsyncMemory(EpisodeWriter, EpisodeReader, Building):
         adaptive: bool = False,
     ) -> Answer:
         """Search, then answer from the hits with the recipe's answerer: the answer cites
-        episode ids, or abstains when the hits do not hold it. Takes search's options."""
+        episode ids, or abstains when the hits do not hold it. Takes search's options;
+        the recipe's answerer may set its own context budget (``context_tokens``), which
+        stands in for the configured one."""
+        if max_tokens == -1:
+            own = self.engine.recipe(recipe or self.config.recipe).answerer.context_tokens
+            max_tokens = -1 if own is None else own
         result = await self.search(
             question,
             namespace=namespace,

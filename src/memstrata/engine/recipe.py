@@ -41,6 +41,12 @@ class RouteSpec(_Spec):
 class AnswererSpec(_Spec):
     name: str = "grounded"
     params: dict[str, Any] = Field(default_factory=dict)
+    context_tokens: int | None = Field(
+        default=None,
+        ge=1,
+        description="the token budget of the hits an ask hands the answerer, in place of "
+        "the configured budgets.max_tokens (a paper's context length); None: the configured",
+    )
 
 
 class FusionSpec(_Spec):

@@ -9,7 +9,9 @@ least 1). Reaching a leaf expands it: a new inner node takes its place, with the
 leaf and the new one as children. When no child passes, the new leaf is attached under
 the current node. Every ancestor of the new leaf (the structural root excepted) then gets
 Aggregate(c_v, c_new | n) and a new embedding; on the llm tier these calls are issued
-together (``asyncio.gather``).
+together (``asyncio.gather``). ``n`` counts the leaves beneath the node (``memtree``) or
+its children, n = |C(v)| as section 3.1 writes it (``memtree-paper``, whose builder keeps
+a tree of its own).
 
 A batch's new and changed nodes and its done marks are written in one transaction. An
 episode whose aggregate calls fail is undone in memory and reported failed.
@@ -20,14 +22,21 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from memstrata.designs.memtree.aggregate import extractive_aggregate
 from memstrata.designs.memtree.records import TreeNode
-from memstrata.designs.memtree.tree import BUILDER, Tree, TreeCache, Vec, tree_problems
+from memstrata.designs.memtree.tree import (
+    BUILDER,
+    PAPER_BUILDER,
+    Tree,
+    TreeCache,
+    Vec,
+    tree_problems,
+)
 from memstrata.engine.contracts import Builder, Context, StepResult
 from memstrata.errors import ConfigError
 from memstrata.models import Episode, Span
@@ -54,6 +63,23 @@ class MemTreeParams(BaseModel):
     speaker_prefix: bool = Field(
         default=True, description="a leaf's content starts with 'speaker: ' when known"
     )
+    entries: Literal["leaves", "children"] = Field(
+        default="leaves",
+        description="what the aggregate's n counts: the leaves beneath the node (ours) or "
+        "its children, n = |C(v)| (section 3.1)",
+    )
+    prompt: Literal["ours", "paper"] = Field(
+        default="ours",
+        description="llm tier: our aggregate prompt (JSON reply) or appendix A.1.2 as "
+        "printed (plain-text reply)",
+    )
+
+
+class MemTreePaperParams(MemTreeParams):
+    """The paper's settings: n = |C(v)| and the A.1.2 prompt as printed."""
+
+    entries: Literal["leaves", "children"] = "children"
+    prompt: Literal["ours", "paper"] = "paper"
 
 
 @dataclass
@@ -65,7 +91,7 @@ class Insertion:
     vec: Vec
     path: list[str]  # nodes descended into below the root
     expand: bool  # the last node of ``path`` is a leaf to expand
-    targets: list[tuple[str, str, int]]  # (node, its content, leaves beneath before)
+    targets: list[tuple[str, str, int]]  # (node, its content, its n before)
 
 
 def leaf_texts(ep: Episode, max_tokens: int, speaker_prefix: bool) -> list[tuple[str, Span]]:
@@ -96,8 +122,26 @@ def plan(tree: Tree, content: str, span: Span, p: MemTreeParams) -> Insertion:
         if tree.is_leaf(node):
             break
     expand = bool(path) and tree.is_leaf(path[-1])
-    targets = [(n, tree.nodes[n].content, tree.descendants(n)) for n in path]
+    targets = [(n, tree.nodes[n].content, entries(tree, n, p.entries)) for n in path]
     return Insertion(content, span, vec, path, expand, targets)
+
+
+def entries(tree: Tree, node_id: str, count: str) -> int:
+    """The n of a node about to aggregate, before the new leaf ("a summary from n
+    previous entries"): the leaves beneath it, or (``children``) |C(v)|. A leaf about to
+    be expanded becomes a parent of one child, itself moved down: n = 1 either way."""
+    if count == "leaves" or tree.is_leaf(node_id):
+        return tree.descendants(node_id)
+    return len(tree.children.get(node_id, []))
+
+
+def entries_after(ins: Insertion, count: str) -> list[int]:
+    """Each target's n once the new leaf is in (the heuristic budget's n): every
+    ancestor gains a leaf; only the new leaf's parent, the last target, gains a child."""
+    last = len(ins.targets) - 1
+    return [
+        n + 1 if count == "leaves" or i == last else n for i, (_, _, n) in enumerate(ins.targets)
+    ]
 
 
 def apply(tree: Tree, ins: Insertion, contents: Sequence[str]) -> str:
@@ -125,7 +169,7 @@ class MemTreeBuilder(Builder[MemTreeParams]):
 
     async def update(self, ctx: Context, namespace: str, episodes: Sequence[Episode]) -> StepResult:
         cache = tree_cache(ctx)
-        tree = await asyncio.to_thread(cache.get, namespace)
+        tree = await asyncio.to_thread(cache.get, namespace, self.name)
         batch = list(episodes)
         before = (tree.insertions, tree.aggregates)
         try:
@@ -140,7 +184,7 @@ class MemTreeBuilder(Builder[MemTreeParams]):
             keys = [ep.key for ep in batch if ep.id not in failed]
             await asyncio.to_thread(tree.flush, (self.name, keys))
         except BaseException:
-            cache.forget(namespace)  # the in-memory tree holds unwritten changes
+            cache.forget(namespace, self.name)  # the in-memory tree holds unwritten changes
             raise
         work = {
             "insertions": tree.insertions - before[0],
@@ -154,8 +198,8 @@ class MemTreeBuilder(Builder[MemTreeParams]):
             for content, span in leaf_texts(ep, p.max_leaf_tokens, p.speaker_prefix):
                 ins = plan(tree, content, span, p)
                 texts = [
-                    extractive_aggregate(c, content, n + 1, p.summary_sentences, tree.embed)
-                    for _, c, n in ins.targets
+                    extractive_aggregate(c, content, n, p.summary_sentences, tree.embed)
+                    for (_, c, _), n in zip(ins.targets, entries_after(ins, p.entries), strict=True)
                 ]
                 apply(tree, ins, texts)
         return {}
@@ -166,6 +210,7 @@ class MemTreeBuilder(Builder[MemTreeParams]):
         assert ctx.llm is not None
         llm = ctx.llm
         p = self.params
+        paper = p.prompt == "paper"
         failed: dict[str, str] = {}
         for ep in batch:
             tree.begin()
@@ -173,7 +218,7 @@ class MemTreeBuilder(Builder[MemTreeParams]):
                 for content, span in leaf_texts(ep, p.max_leaf_tokens, p.speaker_prefix):
                     ins = await asyncio.to_thread(plan, tree, content, span, p)
                     texts = await asyncio.gather(
-                        *(llm_aggregate(llm, c, content, n) for _, c, n in ins.targets)
+                        *(llm_aggregate(llm, c, content, n, paper=paper) for _, c, n in ins.targets)
                     )
                     await asyncio.to_thread(apply, tree, ins, texts)
             except (asyncio.CancelledError, KeyboardInterrupt):
@@ -187,7 +232,7 @@ class MemTreeBuilder(Builder[MemTreeParams]):
 
     async def rebuild(self, ctx: Context, namespace: str) -> None:
         await super().rebuild(ctx, namespace)
-        tree_cache(ctx).forget(namespace)
+        tree_cache(ctx).forget(namespace, self.name)
 
     async def repair(self, ctx: Context, namespace: str, work: Repairs) -> None:
         """A removed episode's leaves went with it (their one source); its text is still
@@ -214,12 +259,20 @@ class MemTreeBuilder(Builder[MemTreeParams]):
             )
             for nid in order:
                 texts = [tree.nodes[k].content for k in tree.children[nid]]
-                counts = [max(1, tree.descendants(k)) for k in tree.children[nid]]
+                # each child is one entry of |C(v)|, or as many as the leaves beneath it
+                counts = [
+                    1 if self.params.entries == "children" else max(1, tree.descendants(k))
+                    for k in tree.children[nid]
+                ]
                 if ctx.tier == "llm" and ctx.llm is not None and len(texts) > 1:
                     from memstrata.designs.memtree.prompts import llm_aggregate
 
                     text = await llm_aggregate(
-                        ctx.llm, "\n".join(texts[:-1]), texts[-1], sum(counts[:-1])
+                        ctx.llm,
+                        "\n".join(texts[:-1]),
+                        texts[-1],
+                        sum(counts[:-1]),
+                        paper=self.params.prompt == "paper",
                     )
                 else:
                     text = await asyncio.to_thread(self._fold, tree, texts, counts)
@@ -227,7 +280,7 @@ class MemTreeBuilder(Builder[MemTreeParams]):
             await asyncio.to_thread(tree.embed_nodes, order)
             await asyncio.to_thread(tree.flush)
         except BaseException:
-            cache.forget(namespace)
+            cache.forget(namespace, self.name)
             raise
 
     def _fold(self, tree: Tree, texts: list[str], counts: list[int]) -> str:
@@ -239,12 +292,21 @@ class MemTreeBuilder(Builder[MemTreeParams]):
         return acc
 
     async def describe(self, ctx: Context, namespace: str) -> dict[str, Any]:
-        tree = await asyncio.to_thread(tree_cache(ctx).get, namespace)
+        tree = await asyncio.to_thread(tree_cache(ctx).get, namespace, self.name)
         return tree_stats(tree)
 
     async def check(self, ctx: Context, namespace: str) -> list[str]:
-        tree = await asyncio.to_thread(tree_cache(ctx).get, namespace)
+        tree = await asyncio.to_thread(tree_cache(ctx).get, namespace, self.name)
         return tree_problems(tree)
+
+
+class MemTreePaperBuilder(MemTreeBuilder):
+    """The paper's builder (``memtree-paper``): n = |C(v)| and the A.1.2 prompt as
+    printed, in a tree of its own (its records are its own, so ``memtree`` and
+    ``memtree-paper`` can be built side by side in one namespace)."""
+
+    name = PAPER_BUILDER
+    Params = MemTreePaperParams
 
 
 def tree_stats(tree: Tree) -> dict[str, Any]:

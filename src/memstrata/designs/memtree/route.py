@@ -3,7 +3,8 @@
 * ``collapsed``: every node but the structural root is one set; nodes under
   ``theta_retrieve`` (cosine) dropped, the top ``k`` kept. The set is ranked by the
   query's cosine fused with a BM25 ranking of the nodes' text (:func:`fused`; ours, the
-  paper ranks by cosine alone, which ``bm25_weight = 0`` restores).
+  paper ranks by cosine alone, which ``bm25_weight = 0`` restores: the
+  ``memtree-paper`` route, :class:`MemTreePaperRoute`, over its builder's tree).
 * ``traversal`` (A.3.5, after RAPTOR's tree retriever): from the root, the ``beam``
   most similar children at each level, expanded level by level. Every level's picks
   are candidates, not re-ranked across levels. A search returns ``k`` hits in all, so
@@ -24,13 +25,13 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from typing import Literal
+from typing import ClassVar, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from memstrata.designs.memtree.builder import BUILDER, tree_cache
-from memstrata.designs.memtree.tree import Tree, unit
+from memstrata.designs.memtree.builder import tree_cache
+from memstrata.designs.memtree.tree import BUILDER, PAPER_BUILDER, Tree, unit
 from memstrata.engine.contracts import Context, Route
 from memstrata.models import Hit
 from memstrata.retrieval import documents
@@ -60,12 +61,22 @@ class MemTreeRouteParams(BaseModel):
     rrf_k: int = Field(default=60, ge=1, description="collapsed: the fusion's rank constant")
 
 
+class MemTreePaperRouteParams(MemTreeRouteParams):
+    """Section 3.2's collapsed search: cosine alone."""
+
+    bm25_weight: float = Field(
+        default=0.0, ge=0, description="0: the paper's cosine alone (see MemTreeRouteParams)"
+    )
+
+
 class MemTreeRoute(Route[MemTreeRouteParams]):
     """Cosine search over the tree's nodes; leaves as episodes, inner nodes as summaries."""
 
     name = "memtree"
     Params = MemTreeRouteParams
     needs = (BUILDER,)
+    #: the builder whose tree it searches
+    builder: ClassVar[str] = BUILDER
 
     async def search(
         self,
@@ -85,7 +96,7 @@ class MemTreeRoute(Route[MemTreeRouteParams]):
         k: int,
         filters: SearchFilters | None,
     ) -> list[list[Hit]]:
-        tree = tree_cache(ctx).get(namespace)
+        tree = tree_cache(ctx).get(namespace, self.builder)
         ids, rows = tree.matrix()
         if not ids or k < 1:
             return [[] for _ in queries]
@@ -165,6 +176,15 @@ class MemTreeRoute(Route[MemTreeRouteParams]):
             if len(hits) >= k:
                 break
         return hits
+
+
+class MemTreePaperRoute(MemTreeRoute):
+    """The ``memtree-paper`` builder's tree, searched by cosine alone by default."""
+
+    name = PAPER_BUILDER
+    Params = MemTreePaperRouteParams
+    needs = (PAPER_BUILDER,)
+    builder = PAPER_BUILDER
 
 
 def fused(

@@ -1,12 +1,13 @@
 """``memstrata show NAME`` for MemTree: the subtree under a node id, or under ``root``; or
 the leaves whose content holds a name or word (any script, however typed: its folded
-words, Chinese and Japanese by character bigrams)."""
+words, Chinese and Japanese by character bigrams). Each builder's tree is looked in
+(``memtree``, ``memtree-paper``); when both answer, each answer is headed by its tree."""
 
 from __future__ import annotations
 
 from memstrata import nlp
 from memstrata.designs.memtree.builder import tree_cache
-from memstrata.designs.memtree.tree import Tree
+from memstrata.designs.memtree.tree import BUILDER, PAPER_BUILDER, Tree
 from memstrata.engine.contracts import Context, ShowNode
 from memstrata.wording import plural
 
@@ -17,7 +18,18 @@ MOST = 20
 
 
 def show(ctx: Context, namespace: str, name: str) -> list[ShowNode] | None:
-    tree = tree_cache(ctx).get(namespace)
+    found = {
+        builder: got
+        for builder in (BUILDER, PAPER_BUILDER)
+        if (got := show_in(tree_cache(ctx).get(namespace, builder), name))
+    }
+    if len(found) > 1:
+        return [ShowNode(text=f"tree {b}", children=got) for b, got in found.items()]
+    return next(iter(found.values()), None)
+
+
+def show_in(tree: Tree, name: str) -> list[ShowNode] | None:
+    """What one tree holds under ``name``."""
     node_id = tree.root_id if name.strip().casefold() == "root" else name.strip()
     if node_id is None:
         return None

@@ -30,8 +30,10 @@ from memstrata.retrieval.record_index import RecordIndex
 from memstrata.store.base import Store
 from memstrata.store.fulltext import terms_of
 
-#: the builder that owns the records this design reads and writes
+#: the builder that owns the records of the ``memtree`` recipes
 BUILDER = "memtree"
+#: the builder of ``memtree-paper``: its own tree (its aggregates differ), its own records
+PAPER_BUILDER = "memtree-paper"
 
 Vec = NDArray[np.float32]
 _Saved = tuple[TreeNode | None, list[str] | None, Vec | None, int]
@@ -50,10 +52,14 @@ def threshold(depth: int, max_depth: int, theta0: float, rate: float) -> float:
 class Tree:
     """Nodes, children, unit vectors of the nodes' content, and what changed."""
 
-    def __init__(self, store: Store, embedder: Embedder, namespace: str) -> None:
+    def __init__(
+        self, store: Store, embedder: Embedder, namespace: str, builder: str = BUILDER
+    ) -> None:
         self.store = store
         self.embedder = embedder
         self.namespace = namespace
+        #: the builder that owns the tree's records
+        self.builder = builder
         self.nodes: dict[str, TreeNode] = {}
         self.children: dict[str, list[str]] = {}
         self.vecs: dict[str, Vec] = {}
@@ -76,12 +82,12 @@ class Tree:
 
     # loading ----------------------------------------------------------------------------
     @classmethod
-    def load(cls, store: Store, embedder: Embedder, namespace: str) -> Tree:
-        t = cls(store, embedder, namespace)
+    def load(cls, store: Store, embedder: Embedder, namespace: str, builder: str = BUILDER) -> Tree:
+        t = cls(store, embedder, namespace, builder)
         t.stamp = store.records_stamp(namespace)
         recs = [
             r
-            for r in store.get_records(namespace, "tree_node", builder=BUILDER)
+            for r in store.get_records(namespace, "tree_node", builder=builder)
             if isinstance(r, TreeNode)
         ]
         roots = sorted((r for r in recs if r.parent_id is None), key=lambda r: r.id)
@@ -353,7 +359,7 @@ class Tree:
         """Write every changed node and the builder's done marks in one transaction."""
         put: list[Derived] = [self.nodes[i] for i in sorted(self._dirty) if i in self.nodes]
         put.sort(key=lambda n: n.depth if isinstance(n, TreeNode) else 0)
-        self.store.write_records(self.namespace, put, sorted(self._dead), built, owner=BUILDER)
+        self.store.write_records(self.namespace, put, sorted(self._dead), built, owner=self.builder)
         self._dirty.clear()
         self._dead.clear()
         self.stamp = self.store.records_stamp(self.namespace)
@@ -401,21 +407,23 @@ def tree_problems(tree: Tree) -> list[str]:
 
 
 class TreeCache:
-    """One loaded :class:`Tree` per namespace, reloaded when some other writer changed
-    the namespace's records (``Store.records_stamp``)."""
+    """One loaded :class:`Tree` per (builder, namespace), reloaded when some other writer
+    changed the namespace's records (``Store.records_stamp``). Each builder owns a tree of
+    its own: ``memtree`` and ``memtree-paper`` aggregate differently, so they never share
+    nodes."""
 
     def __init__(self, store: Store, embedder: Embedder) -> None:
         self.store = store
         self.embedder = embedder
-        self._trees: dict[str, Tree] = {}
+        self._trees: dict[tuple[str, str], Tree] = {}
 
-    def get(self, namespace: str) -> Tree:
-        held = self._trees.get(namespace)
+    def get(self, namespace: str, builder: str = BUILDER) -> Tree:
+        held = self._trees.get((builder, namespace))
         if held is not None and held.is_current():
             return held
-        tree = Tree.load(self.store, self.embedder, namespace)
-        self._trees[namespace] = tree
+        tree = Tree.load(self.store, self.embedder, namespace, builder)
+        self._trees[(builder, namespace)] = tree
         return tree
 
-    def forget(self, namespace: str) -> None:
-        self._trees.pop(namespace, None)
+    def forget(self, namespace: str, builder: str = BUILDER) -> None:
+        self._trees.pop((builder, namespace), None)

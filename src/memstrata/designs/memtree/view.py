@@ -1,17 +1,20 @@
-"""The explorer's view of MemTree: the tree by depth, each node with its summary."""
+"""The explorer's views of MemTree: each builder's tree by depth, each node with its
+summary (``memtree``; ``memtree-paper``, listed where that tree was built)."""
 
 from __future__ import annotations
 
+from functools import partial
+
 from memstrata.designs.memtree.records import TreeNode
-from memstrata.designs.memtree.tree import BUILDER
+from memstrata.designs.memtree.tree import BUILDER, PAPER_BUILDER
 from memstrata.engine.contracts import Context
 from memstrata.engine.views import DesignView, View, ViewNode, ViewQuery, short, tree
 
 
-def render(ctx: Context, namespace: str, query: ViewQuery) -> View:
+def render(ctx: Context, namespace: str, query: ViewQuery, builder: str = BUILDER) -> View:
     found = [
         n
-        for n in ctx.store.get_records(namespace, "tree_node", builder=BUILDER)
+        for n in ctx.store.get_records(namespace, "tree_node", builder=builder)
         if isinstance(n, TreeNode)
     ]
     parents = {n.parent_id for n in found}
@@ -29,7 +32,7 @@ def render(ctx: Context, namespace: str, query: ViewQuery) -> View:
         )
         for n in sorted(found, key=lambda n: n.depth)
     ]
-    return tree(TREE, BUILDER, nodes, query)
+    return tree(TREE if builder == BUILDER else PAPER_TREE, "memtree", nodes, query)
 
 
 TREE = DesignView(
@@ -40,4 +43,13 @@ TREE = DesignView(
     render=render,
     description="The tree from the root down; inner nodes hold aggregated summaries.",
 )
-VIEWS = [TREE]
+PAPER_TREE = DesignView(
+    name="memtree-paper",
+    title="MemTree (the paper's pipeline) by depth",
+    layout="tree",
+    builder=PAPER_BUILDER,
+    render=partial(render, builder=PAPER_BUILDER),
+    description="The memtree-paper tree from the root down (aggregates conditioned on "
+    "each node's children).",
+)
+VIEWS = [TREE, PAPER_TREE]

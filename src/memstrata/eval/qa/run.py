@@ -10,9 +10,9 @@ or cached:
   set and the search latency. A search's ``k`` counts every hit, and the kinds of a
   recipe share it (``FusionSpec.total``): ``mnemis`` is asked for 50 hits to get 10
   episodes, 20 facts and 20 entities, so each kind keeps its depth;
-* those hits fitted to the configured token budget are what the recipe's answerer gets
-  (``ask`` with the configured ``budgets``); the fitted context's tokens are the
-  answer-stage context tokens;
+* those hits fitted to the configured token budget (or the recipe answerer's own,
+  ``AnswererSpec.context_tokens``) are what the recipe's answerer gets (as ``ask``
+  fits them); the fitted context's tokens are the answer-stage context tokens;
 * the answer is scored (:mod:`.metrics_answer`) and judged (:mod:`.judge`).
 """
 
@@ -190,7 +190,9 @@ class Runner:
         )
         searched = self._cost(recipe, ns, "retrieval", before, t0)
         shares = [*shares, cost.share(searched, len(items))]
-        budget = self.memory.config.budgets.max_tokens
+        # the recipe's answerer may set its own context budget (a paper's context length)
+        answer_context = self.memory.engine.recipe(recipe).answerer.context_tokens
+        budget = self.memory.config.budgets.max_tokens if answer_context is None else answer_context
         for (q, key), ranked_result in zip(items, deep, strict=True):
             before, t0 = self._usage(ns), time.perf_counter()
             start = time.perf_counter()
