@@ -32,6 +32,7 @@ from memstrata.designs.higmem.builder import layer_cache, stamp
 from memstrata.designs.higmem.layer import BUILDER, PAPER_BUILDER, Layers, unit
 from memstrata.designs.higmem.notes import note_text, turn_body
 from memstrata.designs.higmem.records import Event, TurnNote
+from memstrata.designs.higmem.sizing import ask, chars, cut, pack, room, split
 from memstrata.embed.cache import embed_cached
 from memstrata.engine.contracts import Context, Route
 from memstrata.llm.base import LLMClient
@@ -127,42 +128,6 @@ class Candidate:
     events: list[str] = field(default_factory=list)  # events that predicted it
     via: list[str] = field(default_factory=list)  # "profile", "link <turn>"
     score: float = 0.0
-
-
-Block = tuple[str, list[tuple[str, str]]]  # (event summary and sheet, [(short id, turn)])
-
-
-def _pack(blocks: list[Block], budget: int) -> list[list[Block]]:
-    """Events into prediction prompts of about ``budget`` characters each, in order; an
-    event longer than the budget is cut into parts, each shown with its summary."""
-    calls: list[list[Block]] = []
-    current: list[Block] = []
-    size = 0
-    for summary, turns in blocks:
-        part: list[tuple[str, str]] = []
-        part_size = len(summary)
-        for sid, text in turns:
-            if part and part_size + len(text) > budget:
-                current, size = _place(calls, current, size, (summary, part), budget)
-                part, part_size = [], len(summary)
-            part.append((sid, text))
-            part_size += len(text)
-        if part:
-            current, size = _place(calls, current, size, (summary, part), budget)
-    if current:
-        calls.append(current)
-    return calls
-
-
-def _place(
-    calls: list[list[Block]], current: list[Block], size: int, block: Block, budget: int
-) -> tuple[list[Block], int]:
-    weight = len(block[0]) + sum(len(t) for _, t in block[1])
-    if current and size + weight > budget:
-        calls.append(current)
-        current, size = [], 0
-    current.append(block)
-    return current, size + weight
 
 
 def date_span(date: str) -> tuple[float, float] | None:
@@ -361,7 +326,7 @@ class GuidedRoute(Route[GuidedParams]):
         p = self.params
         paper = p.prompts == "paper"
         ask_kw = prompts.paper_query_keywords if paper else prompts.query_keywords
-        kw = await _ask(llm, ask_kw(query), "keywords")
+        kw = await ask(llm, ask_kw(query), "keywords")
         words_ = [w.strip() for w in getattr(kw, "keywords", []) if w.strip()]
         if p.query == "keywords":  # q_kw alone; the question when the model gave none
             text = " ".join(words_) or query
@@ -392,14 +357,14 @@ class GuidedRoute(Route[GuidedParams]):
                     if t not in sid_of:
                         sid_of[t] = f"T{len(short) + 1}"
                         short[sid_of[t]] = t
-                    shown.append((sid_of[t], _cut(stamp(linked[t]), p.shown_chars)))
+                    shown.append((sid_of[t], cut(stamp(linked[t]), p.shown_chars)))
                 if shown:
                     blocks.append((self._sheet(lay.events[eid], sid_of), shown))
             ask_pred = prompts.paper_event_prediction if paper else prompts.event_prediction
             fixed = p.prompt_budget == "fixed"
-            calls = _pack(blocks, p.predict_chars if fixed else _chars(llm, "predict", query))
+            calls = pack(blocks, p.predict_chars if fixed else chars(llm, "predict", query))
             preds = await asyncio.gather(
-                *(_ask(llm, ask_pred(query, c), "predict", _room(llm, c)) for c in calls)
+                *(ask(llm, ask_pred(query, c), "predict", room(llm, c)) for c in calls)
             )
             for pred in preds:
                 for sid in getattr(pred, "ids", []):
@@ -419,15 +384,15 @@ class GuidedRoute(Route[GuidedParams]):
         pool = list(cands.values())[: p.max_candidates]
         ids = {f"T{i}": c for i, c in enumerate(pool, start=1)}
         shown = [
-            (sid, _cut(stamp(c.ep) if paper else self._with_dates(lay, c.ep), p.shown_chars))
+            (sid, cut(stamp(c.ep) if paper else self._with_dates(lay, c.ep), p.shown_chars))
             for sid, c in ids.items()
         ]
         ask_filter = prompts.paper_evidence_filter if paper else prompts.evidence_filter
         whole = p.prompt_budget == "fixed"  # one filter prompt
-        parts = _split(shown, None if whole else _chars(llm, "filter", query))
+        parts = split(shown, None if whole else chars(llm, "filter", query))
         kept = await asyncio.gather(
             *(
-                _ask(
+                ask(
                     llm,
                     ask_filter(query, part),
                     "filter",
@@ -581,65 +546,3 @@ def _admitted(
     if filters is not None and not filters.is_empty():
         eps = {i: e for i, e in eps.items() if filters.admits(e)}
     return eps
-
-
-#: characters per token when a prompt's room is counted in characters: English text runs
-#: about four per token; three leaves a margin for names, dates and ids
-CHARS_PER_TOKEN = 3
-#: tokens a retrieval prompt's instructions, fences and ids take besides the items shown
-PROMPT_TOKENS = 600
-#: the least room an item list gets, however small the model (one turn at least fits)
-MIN_PROMPT_CHARS = 1000
-
-
-def _chars(llm: LLMClient, step: str, query: str) -> int:
-    """Characters of shown items one ``step`` prompt carries with ``prompt_budget``
-    "model": what the model's context window leaves after the reply's room, the
-    instructions and the question, at :data:`CHARS_PER_TOKEN`; the rest goes in further
-    prompts."""
-    budgets = llm.budgets
-    room = budgets.context_tokens - budgets.tokens(prompts.STAGES[step]) - PROMPT_TOKENS
-    return max(MIN_PROMPT_CHARS, room * CHARS_PER_TOKEN - len(query))
-
-
-def _cut(text: str, chars: int | None) -> str:
-    """A turn as a prompt shows it: whole, or its first ``chars`` characters."""
-    return text if chars is None else text[:chars]
-
-
-def _split(items: list[tuple[str, str]], budget: int | None) -> list[list[tuple[str, str]]]:
-    """Shown items into prompts of at most ``budget`` characters each, in order (one
-    prompt without a budget; an item longer than the budget goes alone)."""
-    if budget is None or not items:
-        return [items]
-    parts: list[list[tuple[str, str]]] = [[]]
-    size = 0
-    for sid, text in items:
-        weight = len(sid) + len(text) + 1
-        if parts[-1] and size + weight > budget:
-            parts.append([])
-            size = 0
-        parts[-1].append((sid, text))
-        size += weight
-    return parts
-
-
-def _room(llm: LLMClient, blocks: list[Block]) -> int:
-    """The prediction's completion budget: room to name every turn shown."""
-    base = llm.budgets.tokens(prompts.STAGES["predict"])
-    return list_reply_tokens([sid for _, shown in blocks for sid, _ in shown], base)
-
-
-async def _ask(
-    llm: LLMClient, prompt: tuple, step: str, max_tokens: int | None = None
-) -> BaseModel | None:
-    """One retrieval-stage call with the step's completion budget for the model (or
-    ``max_tokens``); None when it failed (the step then falls back)."""
-    messages, model = prompt
-    budget = llm.budgets.tokens(prompts.STAGES[step]) if max_tokens is None else max_tokens
-    try:
-        return await llm.structured(messages, model, stage=prompts.STAGES[step], max_tokens=budget)
-    except (asyncio.CancelledError, KeyboardInterrupt):
-        raise
-    except Exception:  # counted as a failure in the LLM accounting
-        return None
