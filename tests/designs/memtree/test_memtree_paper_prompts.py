@@ -17,15 +17,15 @@ per prompt:
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import pytest
+from tests.designs.paper_prompts import Difference, as_sent, differences, differing_chars
 
 from memstrata.designs.memtree import prompts
-from memstrata.llm.fence import FENCE_NOTE, unfence
+from memstrata.llm.fence import FENCE_NOTE
 from memstrata.llm.types import Message
 
 # Appendix A.1.2, as printed ({n_children} is the paper's placeholder name for n).
@@ -117,28 +117,7 @@ CASES = [
 ]
 
 
-@dataclass(frozen=True)
-class Difference:
-    ours: str
-    paper: str
-
-
-def differences(ours: str, paper: str) -> list[Difference]:
-    """The stretches where ``ours`` and ``paper`` differ, in order."""
-    matcher = difflib.SequenceMatcher(a=ours, b=paper, autojunk=False)
-    return [
-        Difference(ours[i1:i2], paper[j1:j2])
-        for op, i1, i2, j1, j2 in matcher.get_opcodes()
-        if op != "equal"
-    ]
-
-
-def differing_chars(diffs: list[Difference]) -> int:
-    """Characters differing: for each stretch, the longer of the two sides."""
-    return sum(max(len(d.ours), len(d.paper)) for d in diffs)
-
-
-def as_sent(messages: list[Message]) -> str:
+def joined(messages: list[Message]) -> str:
     """Every message as the model reads it, one after the other."""
     return "\n\n".join(m.content for m in messages)
 
@@ -146,7 +125,7 @@ def as_sent(messages: list[Message]) -> str:
 def unfenced(messages: list[Message]) -> str:
     """The prompt without the fences and their note: what the paper's text would have
     been with the same values."""
-    return unfence(as_sent(messages)).replace(f"{FENCE_NOTE}\n\n", "")
+    return as_sent(joined(messages))
 
 
 def undocumented(diffs: list[Difference]) -> list[Difference]:
@@ -165,7 +144,7 @@ def test_the_paper_prompt_differs_only_where_documented(case: Case) -> None:
     messages = case.render()
     bare = differences(unfenced(messages), case.paper)
     assert bare == [], "outside the fences, the prompt is the appendix's"
-    sent = differences(as_sent(messages), case.paper)
+    sent = differences(joined(messages), case.paper)
     assert sent and undocumented(sent) == []
     assert (differing_chars(bare), differing_chars(sent)) == FIGURES[case.name]
 
@@ -177,20 +156,20 @@ def test_the_diff_sees_a_changed_word_and_our_json_prompts() -> None:
         Message(role=m.role, content=m.content.replace("high-quality", "good"))
         for m in prompts.paper_answer("{query}", ["{retrieved_content}"])[0]
     ]
-    assert undocumented(differences(as_sent(drifted), PAPER_ANSWER))
+    assert undocumented(differences(joined(drifted), PAPER_ANSWER))
     ours = [
         prompts.aggregate("{current_content}", "{new_content}", N)[0],
         prompts.answer("{query}", ["{retrieved_content}"])[0],
     ]
     for case, messages in zip(CASES, ours, strict=True):
-        assert undocumented(differences(as_sent(messages), case.paper))
+        assert undocumented(differences(joined(messages), case.paper))
 
 
 if __name__ == "__main__":
     for case in CASES:
         messages = case.render()
         bare = differing_chars(differences(unfenced(messages), case.paper))
-        sent = differences(as_sent(messages), case.paper)
+        sent = differences(joined(messages), case.paper)
         print(
             f"{case.name}: {bare} characters differ outside placeholders and fences; "
             f"{differing_chars(sent)} as sent, all of them fence tags and the fence note "
