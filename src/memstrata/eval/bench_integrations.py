@@ -62,8 +62,8 @@ def measure(client: Any, n: int, queries: int) -> dict[str, Any]:
         theirs = {**value, "text": value["text"] + " (b)"}
         held = {FIELD: {"value": theirs, "updated_at": "2026-01-01T00:00:00+00:00"}}
         text = text_of(theirs, ["$"])
-        bare = partial(client.add, text, id=key, namespace="bench.b", metadata=held, replace=True)
-        ms["put"]["bare"].append(_timed(bare))
+        add = partial(client.add, text, id=key, namespace="bench.b", metadata=held, replace=True)
+        ms["put"]["bare"].append(_timed(add))
     for key, _ in data[:queries]:
         ms["get"]["adapter"].append(_timed(partial(store.get, ("bench", "a"), key)))
         ms["get"]["bare"].append(_timed(partial(client.get, [key], namespace="bench.b")))
@@ -75,11 +75,10 @@ def measure(client: Any, n: int, queries: int) -> dict[str, Any]:
         ms["search"]["bare"].append(_timed(bare_ask))
     out: dict[str, Any] = {}
     for verb, both in ms.items():
-        adapter, bare = summary(both["adapter"]), summary(both["bare"])
         overhead = statistics.median(both["adapter"]) - statistics.median(both["bare"])
         out[verb] = {
-            "adapter": adapter,
-            "bare": bare,
+            "adapter": summary(both["adapter"]),
+            "bare": summary(both["bare"]),
             "overhead_p50_ms": round(overhead, 2),
             "calls": len(both["adapter"]),
         }
