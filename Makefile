@@ -37,7 +37,7 @@ $(TEST_STAMP): $(STAMP) pyproject.toml
 	fi
 	$(BIN)/python -m pip install --quiet \
 		$$(ls $(WHEELHOUSE)/llama_cpp_python-$(LLAMA_CPP_VERSION)-*.whl | head -n 1)
-	$(BIN)/python -m pip install --quiet -e '.[dev,gguf,postgres]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,gguf,postgres,integrations]'
 	touch $(TEST_STAMP)
 
 install: $(STAMP)
