@@ -28,11 +28,11 @@ from pathlib import Path
 
 import pytest
 
+from memstrata.designs.mnemis.calls import node_selector
 from memstrata.designs.mnemis.checks import hierarchy_problems
 from memstrata.designs.mnemis.extract import name_key
 from memstrata.designs.mnemis.global_selection import select_llm
 from memstrata.designs.mnemis.graph import Graph
-from memstrata.designs.mnemis.prompts import node_selector
 from memstrata.llm import LLMClient, make_backend
 from memstrata.memory import Memory
 
@@ -238,8 +238,8 @@ def test_gguf_global_selection_takes_whole_subtrees(tmp_path: Path, embedder) ->
 
 def test_gguf_describes_a_category_again_when_it_gains_a_child(embedder) -> None:
     """A category placed a new child is described again by the model, from its members."""
+    from memstrata.designs.mnemis.calls import category_describer
     from memstrata.designs.mnemis.hierarchy import Hierarchy, HierarchyParams
-    from memstrata.designs.mnemis.prompts import category_describer
     from memstrata.designs.mnemis.records import Category
     from memstrata.models import Entity, Span
     from memstrata.store import SQLiteStore

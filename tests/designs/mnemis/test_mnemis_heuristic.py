@@ -14,7 +14,7 @@ from memstrata.designs.mnemis.extract import mentions, name_key
 from memstrata.designs.mnemis.graph import SPEAKER_CATEGORY, Graph
 from memstrata.designs.mnemis.hierarchy import Hierarchy, HierarchyParams
 from memstrata.designs.mnemis.records import Category
-from memstrata.designs.mnemis.route import entity_text
+from memstrata.designs.mnemis.search import entity_text
 from memstrata.memory import Memory
 from memstrata.models import Entity
 from memstrata.store import SQLiteStore

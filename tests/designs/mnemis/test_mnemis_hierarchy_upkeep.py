@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from memstrata.config import Config
+from memstrata.designs.mnemis.calls import category_describer
 from memstrata.designs.mnemis.checks import hierarchy_problems
 from memstrata.designs.mnemis.graph import PAPER_BUILDER, Graph
 from memstrata.designs.mnemis.hierarchy import Hierarchy, HierarchyParams
-from memstrata.designs.mnemis.prompts import category_describer
 from memstrata.designs.mnemis.records import Category
 from memstrata.llm import LLMClient
 from memstrata.llm.fence import unfence

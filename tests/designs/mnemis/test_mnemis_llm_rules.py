@@ -10,10 +10,10 @@ from datetime import UTC, datetime
 import pytest
 
 from memstrata.designs.mnemis.base_graph_llm import LLMBaseGraph
+from memstrata.designs.mnemis.calls import category_grouper, node_selector
 from memstrata.designs.mnemis.global_selection import select_llm
 from memstrata.designs.mnemis.graph import Graph
 from memstrata.designs.mnemis.hierarchy import Hierarchy, HierarchyParams
-from memstrata.designs.mnemis.prompts import category_grouper, node_selector
 from memstrata.designs.mnemis.records import Category
 from memstrata.llm import LLMClient
 from memstrata.llm.fence import unfence

@@ -24,10 +24,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from memstrata.designs.mnemis.base_graph import BaseGraphParams, HeuristicBaseGraph
+from memstrata.designs.mnemis.calls import category_describer, category_grouper
 from memstrata.designs.mnemis.checks import hierarchy_problems
 from memstrata.designs.mnemis.graph import BUILDER, PAPER_BUILDER, Graph
 from memstrata.designs.mnemis.hierarchy import Hierarchy, HierarchyParams
-from memstrata.designs.mnemis.prompts import category_describer, category_grouper
 from memstrata.designs.mnemis.repair import repair_graph
 from memstrata.embed.base import Embedder
 from memstrata.embed.cache import ensure_embedded

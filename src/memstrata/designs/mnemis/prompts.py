@@ -6,24 +6,31 @@ instructions point by point, shortened where a small local model needs it, and t
 paper's own text (``paper=True``, the ``mnemis-paper`` recipe), changed only where
 ``tests/designs/mnemis/test_mnemis_paper_prompts.py`` lists a reason. The base graph
 prompts are written for memstrata from the steps section 2.1 describes (the paper
-releases none). Each prompt function returns ``(messages, model)``.
+releases none). Each prompt function returns ``(messages, model)``; :func:`ask` sends one.
+
+The paper's own text is in :mod:`memstrata.designs.mnemis.paper_text`; the adapters the
+builder and the route are given (grouping, describing, selecting) are in
+:mod:`memstrata.designs.mnemis.calls`.
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 from functools import lru_cache
 from typing import Annotated, Any, Literal, TypeVar, get_args
 
 from pydantic import BaseModel, Field, create_model
 
+from memstrata.designs.mnemis.paper_text import (
+    CATEGORY_SYSTEM_PAPER,
+    GUIDANCE,
+    SELECT_SYSTEM_PAPER,
+)
 from memstrata.designs.mnemis.sizing import sized
-from memstrata.errors import MemstrataError
 from memstrata.llm.base import LLMClient
 from memstrata.llm.budgets import Budgets
 from memstrata.llm.fence import FENCE_NOTE, fence
-from memstrata.llm.schema import list_bounded, list_reply_tokens
+from memstrata.llm.schema import list_bounded
 from memstrata.llm.types import Message
 from memstrata.retrieval.context import count_tokens, shorten_longest
 
@@ -355,118 +362,6 @@ Your task is to:
 
 5. The node name "user" and any first-person references ("I", "me") MUST be categorized into one category called "Speaker"."""
 
-#: appendix D's ``sys_prompt`` as the paper gives it, its output format the one change: an
-#: object with each category's description and tag (section 2.2: a category has an
-#: entity's fields, and no other released prompt writes them)
-_CATEGORY_SYSTEM_PAPER = """You are an AI assistant specialized in semantic categorization of nodes.
-# INSTRUCTIONS:
-
-You are given a list of node names, each prefixed with an index, each followed with a brief description of the name (e.g., 1. dog: [domestic animal]).
-Your task is to:
-
-1. Group the nodes into semantically meaningful categories based on shared attributes, considering both inherent characteristics of the node names and the DESCRIPTIONS of the nodes, NOT relying solely on the DESCRIPTIONS.
-    All EXISTING CATEGORIES are provided for you.
-    - If a node's attribute matches an existing category, it should be added under that category.
-    - If a node name has attributes that do not match any existing category, create a new category and add it.
-    - The category name MUST NOT include the word "and" as a connector.
-    Examples of INVALID categories:
-    - "Food and Drinks"
-    - "University and Courses"
-    Examples of VALID categories:
-    - "Food"
-    - "Drinks"
-    - "University"
-    - "Courses"
-
-2. Output each category as a dictionary entry where the key is the category name and the value is a list of node indexes (integers). Only refer to nodes by their indexes. Do not repeat node names.
-    Output format:
-    {"categories": [{"category": "xx", "description": "...", "tag": ["..."], "indexes": [0, 1, 2, 4]}, {"category": "xxx", "description": "...", "tag": ["..."], "indexes": [2, 3, 4]}]}
-    The description is one short sentence saying what the members share.
-    The tag is a list of descriptors (each descriptor maximum 3 words, maximum 5 descriptors) that concisely captures the nature or type of the node.
-    Tag example:
-    - Entity name: "Son"
-    - Tag: ["Family member", "Happy kid", "Anime lover"]
-
-3. A node CAN be assigned to MULTIPLE categories at the same time.
-    Key points for multi-category classification:
-    - Each item can be assigned to multiple categories based on shared attributes.
-    - When multiple categories are formed for an item, select the minimal subset of features that are common across the grouped items.
-    Examples for different hierarchy levels:
-    Layer 1 (specific entities):
-    - "Microsoft Research Asia" and "Microsoft Research Shanghai" share the same parent organization (Microsoft) and a similar research focus (AI). They are grouped under:
-      - "Microsoft Research Labs"
-      - "AI-focused Research Labs"
-    - "Microsoft Research Asia" belongs to both "Microsoft Research Labs" and "NLP-focused Labs".
-    Layer 2 (category nodes from Layer 1):
-    - "Microsoft Research Labs" belongs to:
-      - "Tech Company Labs"
-      - "AI Research Organizations"
-    - "University AI Labs" belongs to:
-      - "Academic Institutions"
-      - "AI Research Organizations"
-
-    Layer 3 (higher-level abstractions):
-    - "Tech Company Labs" belongs to:
-      - "Commercial Organizations"
-      - "Research Institutions"
-
-    - "Academic Institutions" belongs to:
-      - "Educational Organizations"
-      - "Research Institutions"
-
-    Layer 4 (top-level concepts):
-    - "Research Institutions" belongs to:
-      - "Knowledge Organizations"
-
-    - "Commercial Organizations" belongs to:
-      - "Economic Entities"
-
-4. There must be NO leftover or ungrouped nodes. Single-member categories are allowed if necessary.
-
-5. The node name "user" and any first-person references ("I", "me") MUST be categorized into one category called "Speaker".
-"""
-
-_GUIDANCE = """<GUIDANCE ON CATEGORY GRANULARITY>
-You are performing hierarchical semantic clustering from specific to abstract.
-
-You are currently at Layer {layer}, where:
-- Layer 1 contains the most specific, fine-grained categories.
-- Higher layers should group lower-layer categories into broader, more abstract super-categories.
-
-Example:
-
-Layer 1:
-- "Golden Retriever", "Poodle", "German Shepherd" -> "Dog breeds"
-- "Persian Cat", "Siamese Cat" -> "Cat breeds"
-- "Bengal Tiger", "Siberian Tiger" -> "Tiger subspecies"
-- "Oak tree", "Pine tree" -> "Tree species"
-
-Layer 2:
-- "Dog breeds", "Cat breeds" -> "Pets"
-- "Dog breeds", "Tiger subspecies" -> "Mammals"
-- "Tiger subspecies" -> "Wild animals"
-- "Tree species" -> "Trees"
-
-Layer 3:
-- "Pets", "Wild animals" -> "Animals"
-- "Trees" -> "Plants"
-
-Layer 4:
-- "Animals", "Plants" -> "Living organisms"
-
-Key points:
-- Categories may belong to multiple parent categories.
-- Do not merge categories that are too loosely related.
-
-Your job at Layer {layer}:
-- Merge semantically similar categories from Layer {below}.
-- Each new category should reflect a shared attribute, domain, or higher-level concept.
-- Multiple category assignments are allowed when justified.
-
-Previous Layer {below} categories example:
-{prev_example}
-</GUIDANCE ON CATEGORY GRANULARITY>"""
-
 
 def categorize(
     layer: int,
@@ -482,7 +377,7 @@ def categorize(
     content = _listed([f"{i}. {n}: [{d}]" for i, (n, d) in enumerate(nodes)])
     known = _listed([f"- {n}: {d}" if d else f"- {n}" for n, d in existing])
     example = fence(prev_example) if prev_example else "(none: this is the first layer)"
-    guidance = _GUIDANCE.format(layer=layer, below=layer - 1, prev_example=example)
+    guidance = GUIDANCE.format(layer=layer, below=layer - 1, prev_example=example)
     user = (
         f"<NODE INDEXED NAMES AND DESCRIPTIONS>\n{content}\n</NODE INDEXED NAMES AND DESCRIPTIONS>\n\n"
         "<EXISTING CATEGORIES>\nThese are names and descriptions of categories previously "
@@ -497,7 +392,7 @@ def categorize(
         "categorization and meaningful hierarchical relationships.\n"
         "DO NOT INCLUDE ANY INVALID CATEGORIES."
     )
-    return _msgs(_CATEGORY_SYSTEM_PAPER if paper else _CATEGORY_SYSTEM, user), CategoryGroups
+    return _msgs(CATEGORY_SYSTEM_PAPER if paper else _CATEGORY_SYSTEM, user), CategoryGroups
 
 
 _DESCRIBE_SYSTEM = """You keep the descriptions of categories in a knowledge-graph hierarchy current.
@@ -533,28 +428,6 @@ def describe_categories(categories: Sequence[tuple[str, str, Sequence[tuple[str,
 MEMBERS_SHOWN = 20
 
 
-#: appendix D's ``NODE_SELECTION_PROMPT_TEMPLATE`` as the paper gives it, up to its
-#: user query; the answer line stands where the appendix's listing skips lines
-_SELECT_SYSTEM_PAPER = """You are analyzing a hierarchical knowledge graph to help answer a user query.
-
-Select all nodes that could help answer the query. A node is helpful if it:
-
-- Directly relates to the query;
-- Covers a clearly relevant topic, concept, or category;
-- Provides useful background or context;
-- Contains user-specific information (e.g. interests, goals, constraints);
-- Likely has sub-nodes that may be helpful.
-
-Do not be overly strict: include nodes that might provide context or personalization, even if they seem partially redundant.
-
-For each selected node:
-- "name" is the node's name.
-- "uuid" is the node's unique identifier.
-- "get_all_children" is an boolean value. Set true only if you're confident all its sub-nodes are helpful.
-
-Answer JSON: {"nodes": [{"name": ..., "uuid": ..., "get_all_children": <boolean>}]}"""
-
-
 def select_nodes(
     query: str, nodes: Sequence[tuple[str, str, list[str]]], paper: bool = False
 ) -> Prompt:
@@ -563,7 +436,7 @@ def select_nodes(
     info = _listed([f'- name: "{n}", uuid: "{u}", tags: {t}' for u, n, t in nodes])
     if paper:
         user = f'---\nUser Query:\n"{query}"\n\nAvailable Nodes:\n{info}'
-        return _msgs(_SELECT_SYSTEM_PAPER, user), node_selection_model(len(nodes))
+        return _msgs(SELECT_SYSTEM_PAPER, user), node_selection_model(len(nodes))
     system = (
         "You are analyzing a hierarchical knowledge graph to help answer a user query.\n"
         "Select all nodes that could help answer the query. A node is helpful if it: "
@@ -625,84 +498,3 @@ async def ask(
     messages, model = prompt
     budget = llm.budgets.tokens(stage) if max_tokens is None else max_tokens
     return await llm.structured(messages, model, stage=stage, max_tokens=budget)
-
-
-# adapters the builders and routes call -----------------------------------------------
-
-
-def category_grouper(llm: LLMClient, chunk: int = 20, paper: bool = False) -> Any:
-    """Hierarchy grouping through :func:`categorize` (``paper``: in the paper's words),
-    ``chunk`` nodes per call. Returns the groups and, per category name, the
-    description and tags the model wrote."""
-
-    async def group(
-        layer: int,
-        nodes: list[tuple[str, str]],
-        existing: list[tuple[str, str]],
-        prev_example: str = "",
-    ) -> tuple[list[tuple[str, list[int]]], dict[str, tuple[str, list[str]]]]:
-        merged: dict[str, list[int]] = {}
-        described: dict[str, tuple[str, list[str]]] = {}
-        known = list(existing)
-        for start in range(0, len(nodes), chunk):
-            part = nodes[start : start + chunk]
-            prompt = categorize(layer, part, known, prev_example, paper)
-            answer = await ask(llm, prompt, "mnemis.hierarchy")
-            assert isinstance(answer, CategoryGroups)
-            for g in answer.categories:
-                name = g.category.strip()
-                if not name:
-                    continue
-                merged.setdefault(name, []).extend(
-                    start + i for i in g.indexes if 0 <= i < len(part)
-                )
-                tags = [t.strip() for t in g.tag if t.strip()][:5]
-                if name not in described or (g.description.strip() and not described[name][0]):
-                    described[name] = (g.description.strip(), tags)
-                if name not in {n for n, _ in known}:
-                    known.append((name, g.description.strip()))
-        return list(merged.items()), described
-
-    return group
-
-
-def category_describer(llm: LLMClient, chunk: int = 8) -> Any:
-    """Descriptions through :func:`describe_categories`, ``chunk`` categories per call,
-    the calls issued together. A call that fails leaves its categories undescribed
-    (``None``), counted in the client's usage; the hierarchy keeps them marked."""
-
-    async def one(part: list[tuple[str, str, list[tuple[str, str]]]]) -> list[Any]:
-        try:
-            answer = await ask(llm, describe_categories(part), "mnemis.describe")
-        except MemstrataError:
-            return [None] * len(part)
-        assert isinstance(answer, CategoryDescriptions)
-        out: list[Any] = [None] * len(part)
-        for d in answer.categories:
-            if 0 <= d.index < len(part) and out[d.index] is None and d.description.strip():
-                tags = [t.strip() for t in d.tag if t.strip()][:5]
-                out[d.index] = (d.description.strip(), tags)
-        return out
-
-    async def describe(
-        items: list[tuple[str, str, list[tuple[str, str]]]],
-    ) -> list[tuple[str, list[str]] | None]:
-        parts = [items[i : i + chunk] for i in range(0, len(items), chunk)]
-        done = await asyncio.gather(*(one(p) for p in parts))
-        return [w for part in done for w in part]
-
-    return describe
-
-
-def node_selector(llm: LLMClient, paper: bool = False) -> Any:
-    """Global Selection through :func:`select_nodes` (``paper``: in the paper's words)."""
-
-    async def select(query: str, nodes: list[tuple[str, str, list[str]]]) -> list[tuple[str, bool]]:
-        # the model may pick every node shown: the reply has room for all of them
-        picks = [{"name": n, "uuid": u, "get_all_children": False} for u, n, _ in nodes]
-        budget = list_reply_tokens(picks, llm.budgets.tokens("mnemis.select"))
-        answer = await ask(llm, select_nodes(query, nodes, paper), "mnemis.select", budget)
-        assert isinstance(answer, NodeSelection)
-        return [(n.uuid, n.get_all_children) for n in answer.nodes]
-
-    return select

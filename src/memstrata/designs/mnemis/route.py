@@ -23,12 +23,9 @@
     reranker's choice, then the budget is cut.
 
 ``pipeline = "paper"`` (the ``mnemis-paper`` recipe) is section 2.3 and nothing else:
-System-1 is plain dense and BM25 search fused by RRF, cut to ``k`` episodes and ``2k``
-entities and facts; the union per kind is System-1's cut plus everything System-2
-reached, the categories it selected at *every* layer it walked among the entities; each
-union is reranked whole (``llm`` tier: the tournament; ``heuristic`` tier: the stand-in's
-one score, for episodes too) and cut to the budgets. None of our episode rankings (the
-facts', the entities', in context, in session) take part.
+:mod:`memstrata.designs.mnemis.paper_route`. What both pipelines share (System-1 over
+entities and facts, System-2, the rerankers, the hits) is in
+:mod:`memstrata.designs.mnemis.search`.
 
 An LLM failure never fails a search: a failed or unusable System-2 selection gives way to
 the heuristic one for that query, a failed rerank call leaves its window in the order it
@@ -40,41 +37,39 @@ turns first, and ``Recall@K`` over distinct sources measures the episode ranking
 
 from __future__ import annotations
 
-import asyncio
-import logging
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from memstrata.designs.mnemis.builder import BUILDER, graph_cache, plain_text
-from memstrata.designs.mnemis.global_selection import (
-    NodeSelector,
-    Selection,
-    SelectionParams,
-    select_heuristic,
-    select_llm,
-)
+from memstrata.designs.mnemis.builder import BUILDER, plain_text
+from memstrata.designs.mnemis.calls import node_selector
+from memstrata.designs.mnemis.global_selection import Selection, SelectionParams
 from memstrata.designs.mnemis.graph import SPEAKER_CATEGORY, Graph
 from memstrata.designs.mnemis.hierarchy import Hierarchy
-from memstrata.designs.mnemis.prompts import node_selector
-from memstrata.designs.mnemis.rerank import Reranker, listwise, llm_reranker
+from memstrata.designs.mnemis.paper_route import PaperSearch
+from memstrata.designs.mnemis.rerank import llm_reranker
+from memstrata.designs.mnemis.search import (
+    Indexes,
+    Search,
+    admit,
+    entity_hits,
+    entity_text,
+    fact_hits,
+    fact_text,
+)
 from memstrata.embed.base import Embedder
 from memstrata.embed.cache import embed_cached
 from memstrata.engine.contracts import Context, Route
-from memstrata.llm.types import LLMError
 from memstrata.models import Episode, Hit
 from memstrata.retrieval import documents
 from memstrata.retrieval.fusion import rrf
 from memstrata.retrieval.record_index import RecordIndex
-from memstrata.retrieval.system1 import DEFAULT_SYSTEM1, EpisodeRoute, System1Params
+from memstrata.retrieval.system1 import DEFAULT_SYSTEM1, System1Params
 from memstrata.retrieval.text import content_terms
 from memstrata.store.base import SearchFilters, Store
-
-logger = logging.getLogger("memstrata.mnemis")
 
 
 class MnemisParams(BaseModel):
@@ -130,29 +125,6 @@ class MnemisParams(BaseModel):
     pipeline: Literal["fused", "paper"] = "fused"
 
 
-def entity_text(graph: Graph, eid: str) -> str:
-    """``name: summary``; a summary that already opens with the name (a category's
-    member list) is not prefixed twice."""
-    e = graph.entities.get(eid) or graph.categories[eid]
-    if not e.summary:
-        return e.name
-    return e.summary if e.summary.startswith(f"{e.name}: ") else f"{e.name}: {e.summary}"
-
-
-class _Indexes:
-    def __init__(
-        self,
-        stamp: tuple[int, str],
-        entities: RecordIndex,
-        facts: RecordIndex,
-        categories: RecordIndex,
-    ):
-        self.stamp = stamp
-        self.entities = entities
-        self.facts = facts
-        self.categories = categories
-
-
 @dataclass(frozen=True)
 class EpisodeUnion:
     """The rankings one query's episode union is fused from, for analysis: System-1's, the
@@ -189,7 +161,7 @@ class MnemisRoute(Route[MnemisParams]):
 
     def __init__(self, params: MnemisParams | None = None) -> None:
         super().__init__(params)
-        self._indexes: dict[str, _Indexes] = {}
+        self._indexes: dict[str, Indexes] = {}
         #: LLM failures the searches fell back from since the route was made:
         #: ``select_failed``, queries whose System-2 ran the heuristic selection;
         #: ``rerank_failed``, rerank windows left in the order they came in. The failed
@@ -205,15 +177,15 @@ class MnemisRoute(Route[MnemisParams]):
         k: int,
         filters: SearchFilters | None = None,
     ) -> list[list[Hit]]:
+        paper = self.params.pipeline == "paper"
         selector = reranker = None
         if ctx.tier == "llm" and ctx.llm is not None:
             llm = ctx.llm.scoped(namespace=namespace)
-            paper = self.params.pipeline == "paper"
             selector, reranker = node_selector(llm, paper=paper), llm_reranker(llm)
-        run = _Search(self, ctx, selector, reranker)
+        run = (PaperSearch if paper else _FusedSearch)(self, ctx, selector, reranker)
         return await run.search(namespace, queries, k, filters)
 
-    def index(self, store: Store, embedder: Embedder, graph: Graph) -> _Indexes:
+    def index(self, store: Store, embedder: Embedder, graph: Graph) -> Indexes:
         key = graph.namespace if graph.builder == BUILDER else f"{graph.builder}:{graph.namespace}"
         cached = self._indexes.get(key)
         if cached is not None and cached.stamp == graph.stamp:
@@ -227,7 +199,7 @@ class MnemisRoute(Route[MnemisParams]):
         ctexts = [entity_text(graph, c) for c in cids]
         vecs = embed_cached(store, embedder, etexts + ftexts + ctexts)
         nf = len(eids) + len(fids)
-        idx = _Indexes(
+        idx = Indexes(
             graph.stamp,
             RecordIndex(eids, etexts, vecs[: len(eids)]),
             RecordIndex(fids, ftexts, vecs[len(eids) : nf]),
@@ -237,55 +209,17 @@ class MnemisRoute(Route[MnemisParams]):
         return idx
 
 
-class _Search:
-    """One search call: the route's parameters and caches, this call's LLM adapters."""
+class _FusedSearch(Search):
+    """One search call of the fused pipeline (the module's docstring)."""
 
-    def __init__(
-        self,
-        route: MnemisRoute,
-        ctx: Context,
-        selector: NodeSelector | None,
-        reranker: Reranker | None,
-    ) -> None:
-        self.route = route
-        self.params = route.params
-        self.store = ctx.store
-        self.embedder = ctx.embedder
-        self.cache = graph_cache(ctx, route.params.builder)
-        self.episodes = EpisodeRoute(ctx.store, ctx.embedder, route.params.system1)
-        self.selector = selector
-        self.reranker = reranker
-
-    async def search(
-        self,
-        namespace: str,
-        queries: list[str],
-        k: int,
-        filters: SearchFilters | None = None,
-    ) -> list[list[Hit]]:
-        p = self.params
-        qvecs = await asyncio.to_thread(self.embedder.embed, queries)
-        # the paper's System-1 brings its top k episodes; ours a wider pool to fuse
-        pool = k if p.pipeline == "paper" else max(k, p.candidates)
-        ep_lists = await asyncio.to_thread(
-            self.episodes.search, namespace, queries, pool, filters, qvecs
-        )
-        graph, hierarchy = await asyncio.to_thread(self.cache.get, namespace)
-        if not graph.entities:
-            return [hits[:k] for hits in ep_lists]
-        idx = await asyncio.to_thread(self.route.index, self.store, self.embedder, graph)
-        admitted = await asyncio.to_thread(self._admitted, namespace, filters)
-        out = []
-        one = self._paper if p.pipeline == "paper" else self._one
-        for query, qvec, s1_eps in zip(queries, qvecs, ep_lists, strict=True):
-            out.append(await one(graph, hierarchy, idx, query, qvec, s1_eps, k, admitted))
-        return out
+    def _pool(self, k: int) -> int:
+        return max(k, self.params.candidates)  # a wider pool to fuse
 
     async def _one(
         self,
         graph: Graph,
         hierarchy: Hierarchy,
-        idx: _Indexes,
+        idx: Indexes,
         query: str,
         qvec: np.ndarray,
         s1_eps: list[Hit],
@@ -295,11 +229,11 @@ class _Search:
         p = self.params
         terms = content_terms(query)
         two_k = 2 * k
-        s1_ent = _admit(graph, self._s1(idx.entities, terms, qvec), admitted)
-        s1_fact = _admit(graph, self._s1(idx.facts, terms, qvec), admitted)
+        s1_ent = admit(graph, self._s1(idx.entities, terms, qvec), admitted)
+        s1_fact = admit(graph, self._s1(idx.facts, terms, qvec), admitted)
         sel = await self._selection(graph, hierarchy, query, qvec, terms)
-        s2_ent = _admit(graph, list(dict.fromkeys(sel.entities + sel.linked_entities)), admitted)
-        s2_fact = _admit(graph, [f for f in sel.facts if f in idx.facts.row], admitted)
+        s2_ent = admit(graph, list(dict.fromkeys(sel.entities + sel.linked_entities)), admitted)
+        s2_fact = admit(graph, [f for f in sel.facts if f in idx.facts.row], admitted)
         cats = self._categories(graph, idx, qvec, sel, admitted)
         if self.reranker is None:
             ents = self._rerank_union(idx.entities, terms, qvec, s1_ent, s2_ent)
@@ -375,107 +309,16 @@ class _Search:
                 | ({"system2"} if e in s2_set else set())
             )
             hits.append(h)
-        hits += _fact_hits(graph, idx, qvec, facts[:two_k], s1_fact, s2_fact)
+        hits += fact_hits(graph, idx, qvec, facts[:two_k], s1_fact, s2_fact)
         # Selected categories (section 2.3: "Entities (Categories)") share the entity
         # budget; they inform the answer model and never rank episodes.
-        hits += _entity_hits(graph, idx, qvec, cats + ents[: two_k - len(cats)], s1_ent, s2_ent)
+        hits += entity_hits(graph, idx, qvec, cats + ents[: two_k - len(cats)], s1_ent, s2_ent)
         return hits
-
-    async def _paper(
-        self,
-        graph: Graph,
-        hierarchy: Hierarchy,
-        idx: _Indexes,
-        query: str,
-        qvec: np.ndarray,
-        s1_eps: list[Hit],
-        k: int,
-        admitted: set[str] | None,
-    ) -> list[Hit]:
-        """Section 2.3 alone: System-1's top ``k`` episodes and top ``2k`` entities and
-        facts, each kind's union with what System-2 reached (its categories at every
-        layer it walked among the entities), reranked whole, then cut to the budgets."""
-        p = self.params
-        terms = content_terms(query)
-        two_k = 2 * k
-        s1_ent = _admit(graph, self._s1(idx.entities, terms, qvec, plain=True), admitted)
-        s1_fact = _admit(graph, self._s1(idx.facts, terms, qvec, plain=True), admitted)
-        s1_ent, s1_fact = s1_ent[:two_k], s1_fact[:two_k]
-        s1_ids = [h.id for h in s1_eps[:k]]
-        sel = await self._selection(graph, hierarchy, query, qvec, terms)
-        s2_ent = _admit(graph, list(dict.fromkeys(sel.entities + sel.linked_entities)), admitted)
-        s2_fact = _admit(graph, [f for f in sel.facts if f in idx.facts.row], admitted)
-        cats = [
-            c
-            for c in dict.fromkeys(sel.categories)
-            if c in graph.categories
-            and (
-                admitted is None
-                or any(sp.episode in admitted for sp in graph.categories[c].sources)
-            )
-        ]
-        # System-2's episodes: every one its entities cite, unordered (its support order)
-        s2_eps = [e for e in sel.support if admitted is None or e in admitted]
-        wanted = list(dict.fromkeys(s1_ids + s2_eps))
-        episodes = {ep.id: ep for ep in self.store.get_episodes(graph.namespace, wanted)}
-        ep_union = [e for e in wanted if e in episodes]
-        by_id = {h.id: h for h in s1_eps}
-        for e in ep_union:
-            if e not in by_id:
-                by_id[e] = documents.episode_hit(episodes[e], 0.0)
-        fact_union = list(dict.fromkeys(s1_fact + s2_fact))
-        if self.reranker is not None:
-            eps = await self._rerank(query, "episode", ep_union, lambda e: by_id[e].text, k)
-            facts = await self._rerank(
-                query, "fact", fact_union, lambda f: fact_text(graph, f), two_k
-            )
-            ents = await self._rerank(
-                query,
-                "entity",
-                list(dict.fromkeys(s1_ent + s2_ent + cats)),
-                lambda e: entity_text(graph, e),
-                two_k,
-            )
-        else:
-            texts = [plain_text(episodes[e]) for e in ep_union]
-            vecs = embed_cached(self.store, self.embedder, texts)
-            ep_index = RecordIndex(ep_union, texts, vecs)
-            eps = self._rerank_union(ep_index, terms, qvec, s1_ids, s2_eps)
-            facts = self._rerank_union(idx.facts, terms, qvec, s1_fact, s2_fact)
-            # categories are scored apart (another index): their share of the budget
-            # first, most similar first, as in the fused recipe
-            sims = idx.categories.similarity(qvec, cats)
-            top = sorted(cats, key=lambda c: -sims.get(c, -1.0))[: int(p.category_share * two_k)]
-            ents = top + self._rerank_union(idx.entities, terms, qvec, s1_ent, s2_ent)
-        s1_set, s2_set = set(s1_ids), set(s2_eps)
-        hits: list[Hit] = []
-        for rank, e in enumerate(eps[:k], start=1):
-            h = by_id[e].model_copy()
-            h.score = round(1.0 / rank, 6)  # the reranker's order is the score
-            h.routes = sorted(
-                set(h.routes)
-                | ({"system1"} if e in s1_set else set())
-                | ({"system2"} if e in s2_set else set())
-            )
-            hits.append(h)
-        hits += _fact_hits(graph, idx, qvec, facts[:two_k], s1_fact, s2_fact)
-        hits += _entity_hits(graph, idx, qvec, ents[:two_k], s1_ent, s2_ent)
-        return hits
-
-    async def _selection(
-        self, graph: Graph, hierarchy: Hierarchy, query: str, qvec: np.ndarray, terms: list[str]
-    ) -> Selection:
-        """System-2 on the tier's terms: the LLM's, else the heuristic one; none when off."""
-        if not self.params.system2:
-            return Selection()
-        if self.selector is not None:
-            return await self._select_llm(graph, hierarchy, query, qvec, terms)
-        return select_heuristic(graph, hierarchy, qvec, self.params.selection, set(terms))
 
     def _categories(
         self,
         graph: Graph,
-        idx: _Indexes,
+        idx: Indexes,
         qvec: np.ndarray,
         sel: Selection,
         admitted: set[str] | None,
@@ -539,171 +382,6 @@ class _Search:
             for key, eid in keys.items()
         }
         return sorted((e for e in score if score[e] > 0), key=lambda e: -score[e])
-
-    def _admitted(self, namespace: str, filters: SearchFilters | None) -> set[str] | None:
-        """Ids of the episodes the filters admit, or None for no filters. Facts, entities
-        and the episodes reached through them are held to the same filters as System-1."""
-        if filters is None or filters.is_empty():
-            return None
-        out: set[str] = set()
-        after = 0
-        while batch := self.store.iter_episodes(namespace, after, 2000):
-            out.update(ep.id for ep in batch if filters.admits(ep))
-            after = batch[-1].key
-        return out
-
-    def _rerank_union(
-        self, index: RecordIndex, terms: list[str], qvec: np.ndarray, s1: list[str], s2: list[str]
-    ) -> list[str]:
-        """The heuristic tier's stand-in reranker: one score for every member of the union,
-        whichever route found it (cosine and BM25 ranks fused, agreement rewarded)."""
-        union = list(dict.fromkeys(s1 + s2))
-        if not union:
-            return []
-        cos = index.similarity(qvec, union)
-        bm = index.bm25_of(terms, union)
-        dense = sorted(union, key=lambda i: -cos.get(i, -1.0))
-        lexical = sorted((i for i in union if bm.get(i, 0.0) > 0), key=lambda i: -bm[i])
-        scores = rrf([dense, lexical], k=self.params.rrf_k)
-        both = set(s1) & set(s2)
-        for i in both:
-            scores[i] *= 1 + self.params.agreement
-        return sorted(union, key=lambda i: -scores.get(i, 0.0))
-
-    def _s1(
-        self, index: RecordIndex, terms: list[str], qvec: np.ndarray, plain: bool = False
-    ) -> list[str]:
-        """Entities or facts by cosine and BM25. A record pointing away from the query
-        (cosine at most 0) and sharing no word with it is no match: in a small graph it
-        would still fill the candidates and lift its episodes over a better one that is
-        not built yet. ``plain``: no such rule (the paper's System-1)."""
-        p = self.params
-        dense = [i for i, cos in index.dense(qvec, p.candidates) if plain or cos > 0]
-        bm25 = [i for i, _ in index.bm25(terms, p.candidates)]
-        scores = rrf([dense, bm25], k=p.rrf_k)
-        return sorted(scores, key=lambda i: -scores[i])
-
-    async def _select_llm(
-        self, graph: Graph, hierarchy: Hierarchy, query: str, qvec: np.ndarray, terms: list[str]
-    ) -> Selection:
-        """System-2 by the LLM. When a call fails, or the model named only nodes it was not
-        shown and nothing was selected, this query takes the heuristic selection."""
-        assert self.selector is not None
-        try:
-            sel = await select_llm(graph, query, self.selector)
-            if sel.entities or not sel.unknown:
-                return sel
-            logger.warning("System-2 selection named no node shown; heuristic selection used")
-        except LLMError as exc:
-            logger.warning("System-2 selection failed; heuristic selection used: %s", exc)
-        self.route.fallbacks["select_failed"] += 1
-        return select_heuristic(graph, hierarchy, qvec, self.params.selection, set(terms))
-
-    async def _rerank(
-        self, query: str, kind: str, ids: list[str], text: Callable[[str], str], budget: int
-    ) -> list[str]:
-        """:func:`listwise` with each failed call (an LLM error, or a reply naming no
-        candidate) counted, its window left in the order it came in."""
-        reranker = self.reranker
-        assert reranker is not None
-
-        async def guarded(query: str, kind: str, texts: list[str]) -> list[int]:
-            try:
-                ranked = await reranker(query, kind, texts)
-            except LLMError as exc:
-                logger.warning("%s rerank call failed; its window keeps its order: %s", kind, exc)
-                ranked = []
-            if not any(0 <= i < len(texts) for i in ranked):
-                self.route.fallbacks["rerank_failed"] += 1
-            return ranked
-
-        return await listwise(guarded, query, kind, ids, text, budget)
-
-
-def fact_text(graph: Graph, fid: str) -> str:
-    """A fact with its validity window, so an answer model can reason about time."""
-    fact = graph.facts[fid]
-    until = fact.invalid_at.date().isoformat() if fact.invalid_at else "now"
-    if fact.valid_at is not None:
-        return f"{fact.fact} (valid {fact.valid_at.date().isoformat()} to {until})"
-    return f"{fact.fact} (valid until {until})" if fact.invalid_at else fact.fact
-
-
-def _fact_hits(
-    graph: Graph, idx: _Indexes, qvec: np.ndarray, ids: list[str], s1: list[str], s2: list[str]
-) -> list[Hit]:
-    """Fact hits with their validity windows, in the order given."""
-    cos = idx.facts.similarity(qvec, ids)
-    s1_set, s2_set = set(s1), set(s2)
-    hits = []
-    for f in ids:
-        fact = graph.facts[f]
-        hits.append(
-            Hit(
-                kind="fact",
-                id=f,
-                text=fact_text(graph, f),
-                score=round(cos.get(f, 0.0), 6),
-                sources=graph.episode_ids(f),
-                spans=list(fact.sources),
-                routes=_routes(f, s1_set, s2_set),
-                metadata={
-                    "valid_at": fact.valid_at.isoformat() if fact.valid_at else None,
-                    "invalid_at": fact.invalid_at.isoformat() if fact.invalid_at else None,
-                },
-            )
-        )
-    return hits
-
-
-def _entity_hits(
-    graph: Graph, idx: _Indexes, qvec: np.ndarray, ids: list[str], s1: list[str], s2: list[str]
-) -> list[Hit]:
-    """Entity hits in the order given; a category is an entity hit marked
-    ``metadata.category``, its sources its entities' episodes."""
-    cos = idx.entities.similarity(qvec, [i for i in ids if i in graph.entities])
-    s1_set, s2_set = set(s1), set(s2)
-    hits = []
-    for e in ids:
-        cat = graph.categories.get(e)
-        if cat is not None:
-            hits.append(
-                Hit(
-                    kind="entity",
-                    id=e,
-                    text=f"[category, layer {cat.layer}] {entity_text(graph, e)}",
-                    score=0.0,
-                    sources=list(dict.fromkeys(sp.episode for sp in cat.sources))[:5],
-                    routes=["system2"],
-                    metadata={"category": True, "layer": cat.layer, "tags": cat.tags},
-                )
-            )
-            continue
-        ent = graph.entities[e]
-        cited = graph.episode_ids(e)
-        hits.append(
-            Hit(
-                kind="entity",
-                id=e,
-                text=entity_text(graph, e),
-                score=round(cos.get(e, 0.0), 6),
-                sources=cited[:5],
-                routes=_routes(e, s1_set, s2_set),
-                metadata={"tags": ent.tags, "episodes": len(cited)},
-            )
-        )
-    return hits
-
-
-def _routes(rid: str, s1: set[str], s2: set[str]) -> list[str]:
-    return (["system1"] if rid in s1 else []) + (["system2"] if rid in s2 else [])
-
-
-def _admit(graph: Graph, ids: list[str], admitted: set[str] | None) -> list[str]:
-    """Records resting on at least one episode the filters admit (all when no filters)."""
-    if admitted is None:
-        return ids
-    return [i for i in ids if any(e in admitted for e in graph.episode_ids(i))]
 
 
 def _admit_eps(eps: dict[str, None], admitted: set[str] | None) -> list[str]:
