@@ -33,7 +33,6 @@ write of a key wins, as in LangGraph's in-memory store.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import math
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
@@ -56,8 +55,8 @@ from langgraph.store.base import (
 from langgraph.store.base.embed import get_text_at_path, tokenize_path
 
 from memstrata.errors import InvalidInputError, NamespaceNotFoundError
+from memstrata.integrations.bridge import Bridge
 from memstrata.models import Episode
-from memstrata.runner import Blocking
 from memstrata.store.names import check_namespace
 
 #: the key of an episode's metadata that holds the item's value and update time
@@ -93,31 +92,18 @@ class MemstrataStore(BaseStore):
         fields: Sequence[str] | None = None,
         recipe: str | None = None,
     ) -> None:
-        self._facade = memory if isinstance(memory, Blocking) else None
-        self._client = memory._inner if isinstance(memory, Blocking) else memory
+        self._bridge = Bridge(memory)
+        self._client = self._bridge.client
         self.prefix = prefix
         self.fields = list(fields) if fields is not None else ["$"]
         self.recipe = recipe
 
     # BaseStore ---------------------------------------------------------------------------
     def batch(self, ops: Iterable[Op]) -> list[Result]:
-        todo = list(ops)
-        if self._facade is not None:
-            return self._facade._run(self._batch(todo))
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return asyncio.run(self._batch(todo))
-        raise RuntimeError(
-            "a sync call to MemstrataStore over an async client inside an event loop: "
-            "await the a-methods (aget, aput, asearch), or give the store a Memory"
-        )
+        return self._bridge.run(self._batch(list(ops)), "MemstrataStore")
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        todo = list(ops)
-        if self._facade is not None:
-            return await asyncio.to_thread(self._facade._run, self._batch(todo))
-        return await self._batch(todo)
+        return await self._bridge.arun(self._batch(list(ops)))
 
     # the batch -----------------------------------------------------------------------------
     async def _batch(self, ops: list[Op]) -> list[Result]:

@@ -1,0 +1,46 @@
+"""One way for every adapter to call a memstrata client, from sync or async code.
+
+The adapters speak to the client's async verbs. A sync facade (``Memory``,
+``RemoteMemory``) runs them on its own loop thread, from sync code and from async code
+alike; an async client (``AsyncMemory``, ``AsyncRemoteMemory``) is awaited, and a sync
+call outside any event loop runs on a loop of its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Coroutine
+from typing import Any, TypeVar
+
+from memstrata.runner import Blocking
+
+T = TypeVar("T")
+
+
+class Bridge:
+    """The async client behind ``memory`` and the way to run its coroutines."""
+
+    def __init__(self, memory: Any) -> None:
+        self.facade: Blocking | None = memory if isinstance(memory, Blocking) else None
+        #: the client whose async verbs the adapter calls
+        self.client: Any = memory._inner if isinstance(memory, Blocking) else memory
+
+    def run(self, coro: Coroutine[Any, Any, T], adapter: str) -> T:
+        """``coro`` from sync code."""
+        if self.facade is not None:
+            return self.facade._run(coro)
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(coro)
+        coro.close()
+        raise RuntimeError(
+            f"a sync call to {adapter} over an async client inside an event loop: await "
+            f"its async methods, or give {adapter} a Memory"
+        )
+
+    async def arun(self, coro: Coroutine[Any, Any, T]) -> T:
+        """``coro`` from async code."""
+        if self.facade is not None:
+            return await asyncio.to_thread(self.facade._run, coro)
+        return await coro
