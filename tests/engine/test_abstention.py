@@ -35,6 +35,7 @@ ABSTAINS: dict[str, list[Any]] = {
     "higmem": [{"answer": "Not mentioned in the conversation"}],
     "higmem-paper": [{"answer": "Not mentioned in the conversation"}],
     "memtree": [{"answer": ""}],
+    "memtree-paper": [""],  # the A.2.2 answer is plain text: nothing written abstains
     "mindgraph": [
         json.dumps({"tool": "final", "arguments": {"answer": "unknown", "cited_nodes": []}})
     ],

@@ -54,6 +54,7 @@ NOT_STORED = {
     ("*", "question"),  # the asker's question: the task itself
     ("*", "query"),
     ("final_answer", "candidate"),  # HiGMem's distractor: part of the question
+    ("paper_final_answer", "candidate"),  # the same, in the paper's answer prompt
     ("rerank", "kind"),  # the code's own word ("episode", "fact")
     ("extract_facts", "when"),  # an ISO timestamp the code formats
     ("answer", "graph_stats"),  # counts the code computes

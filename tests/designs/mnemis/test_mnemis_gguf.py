@@ -216,13 +216,11 @@ def test_gguf_global_selection_takes_whole_subtrees(tmp_path: Path, embedder) ->
     sel = asyncio.run(select_llm(graph, "Which instruments and pets does Ana have?", recording))
     # The model chose get_all_children on at least one category (it may also mark an
     # entity so, which has no sub-nodes).
-    whole = [
-        c
-        for uid, all_kids in picks
-        if all_kids
-        for c in graph.categories
-        if c.startswith(uid.strip(" \"'`").casefold())
-    ]
+    # Only an id that is one shown counts, as in select_llm (a model may write a part of
+    # one, or an empty string, which every category id starts with).
+    ids = {sid.casefold() for sid in shown}
+    named = [uid.strip(" \"'`").casefold() for uid, all_kids in picks if all_kids]
+    whole = [c for sid in named if sid in ids for c in graph.categories if c.startswith(sid)]
     assert whole, picks
     chosen = set(sel.entities)
     for cat in whole:
