@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import logging
 import shutil
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,7 +17,7 @@ from test_conformance import keys_of, prep
 
 from memstrata.eval.bench_scale import synthetic_queries, synthetic_turns
 from memstrata.retrieval.text import content_terms
-from memstrata.store import SearchFilters, fulltext
+from memstrata.store import SearchFilters, fulltext, sqlite_text
 from memstrata.store.sqlite import SQLiteStore
 
 N = 600
@@ -158,10 +159,16 @@ def test_a_large_import_is_answered_by_fts5_until_folded(
 ) -> None:
     monkeypatch.setattr(fulltext, "TEXT_FOLD", 50)
     monkeypatch.setattr(fulltext, "DELTA_MOST", 100)
+    # the fold waits for the queries below: a fold done between two of them would answer
+    # the later ones (the point here is what answers until it is done)
+    gate, fold = threading.Event(), sqlite_text._fold
+    monkeypatch.setattr(sqlite_text, "_fold", lambda *a: gate.wait(60) and fold(*a))
     built.add_episodes("ns", _episodes(150, seed=5, prefix="late"))
     for terms in QUERIES[:5]:  # not read into memory: FTS5 answers, a fold is started
         assert built.bm25_episodes("ns", terms, 10) == _fts5(tmp_path / "m.db", terms, 10)
     assert built.text_index_info("ns")["delta"] == 0
+    assert built.text_builds == 2  # the first build, and the fold this import started
+    gate.set()
     built.wait_for_text_indexes()
     assert built.text_index_info("ns") == {"indexed": N + 150, "delta": 0, "building": False}
     assert _as_good_as_fts5(built, tmp_path / "m.db") >= 0.95
