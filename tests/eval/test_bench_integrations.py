@@ -5,20 +5,36 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from memstrata import Memory
 from memstrata.embed import MiniLMEmbedder
 from memstrata.eval import bench_integrations as bi
 
 
-def test_both_paths_do_the_same_work(tmp_path: Path, embedder: MiniLMEmbedder) -> None:
+@pytest.mark.parametrize("adapter", sorted(bi.PROBES))
+def test_both_paths_do_the_same_work(
+    tmp_path: Path, embedder: MiniLMEmbedder, adapter: str
+) -> None:
     with Memory.open(tmp_path / "m.db", embedder=embedder) as memory:
-        report = bi.measure(memory, 12, 4)
+        report = bi.measure(memory, adapter, 12, 4)
         assert memory.namespaces() == ["bench.a", "bench.b"]
         for ns in ("bench.a", "bench.b"):
             assert len(memory.list(namespace=ns).episodes) == 12
-        adapter = memory.get("k00003", namespace="bench.a")[0]
-        bare = memory.get("k00003", namespace="bench.b")[0]
-        assert adapter.text.replace(" (a)", "") == bare.text.replace(" (b)", "")
-    assert {v: row["calls"] for v, row in report.items()} == {"put": 12, "get": 4, "search": 4}
-    text = bi.markdown({"items": 12, "queries": 4, "in-process": report, "rest": report})
-    assert text.count("| in-process |") == 3 and text.count("| rest |") == 3
+        mine = sorted(e.text.replace(" (a)", "") for e in memory.list(namespace="bench.a").episodes)
+        theirs = sorted(
+            e.text.replace(" (b)", "") for e in memory.list(namespace="bench.b").episodes
+        )
+        assert mine == theirs
+    calls = {v: row["calls"] for v, row in report.items()}
+    assert calls["put"] == 12 and calls["search"] == 4 and calls.get("get", 4) == 4
+    text = bi.markdown(
+        {"items": 12, "queries": 4, "adapters": {adapter: {"in-process": report, "rest": report}}}
+    )
+    assert text.count(f"| {adapter} | in-process |") == len(report)
+    assert text.count(f"| {adapter} | rest |") == len(report)
+
+
+def test_an_unknown_adapter_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="unknown adapters"):
+        bi.run(tmp_path, adapters=["nope"])

@@ -115,19 +115,23 @@ def bench_delete(
 def bench_integrations(
     items: Annotated[int, typer.Option(min=1, help="Items written by each path.")] = 200,
     queries: Annotated[int, typer.Option(min=1, help="Gets and searches timed.")] = 50,
+    adapter: Annotated[
+        list[str] | None,
+        typer.Option("--adapter", help="An adapter to measure (repeat; default: all)."),
+    ] = None,
     out_dir: Annotated[
         Path, typer.Option("--out", help="Where to write integrations.json and .md.")
     ] = Path("bench-out"),
 ) -> None:
-    """What the LangGraph adapter adds over the bare verbs (p50 and p95 ms of put, get
+    """What each framework adapter adds over the bare verbs (p50 and p95 ms of put, get
     and search), in process and over REST to a `memstrata serve` child.
 
-    Example: memstrata bench integrations --items 200 --queries 50
+    Example: memstrata bench integrations --adapter langgraph --items 200 --queries 50
     """
     from memstrata.eval import bench_integrations as bi
 
     with tempfile.TemporaryDirectory() as tmp, errors():
-        report = bi.run(Path(tmp), n=items, queries=queries)
+        report = bi.run(Path(tmp), n=items, queries=queries, adapters=adapter)
         jpath, mpath = bi.write(report, out_dir)
     sys.stdout.write(bi.markdown(report))
     out.print(f"written {jpath} and {mpath}", markup=False)

@@ -1,12 +1,14 @@
 """What an agent framework's adapter adds over the memstrata verb it calls.
 
-For each transport (in process, and over REST to a ``memstrata serve`` child), the same
-items are written, read and searched twice, alternately: through the adapter (a LangGraph
-``put``, ``get``, ``search``) and through the bare client verb it maps to (``add`` with
-the value in the metadata, ``get``, ``search``), each in a namespace of its own holding
-the same items. The overhead is the difference of the medians. A LangGraph search with
-a query also reads every item of the namespace (a filter may keep any of them): that is
-part of what it costs, and part of the figure.
+For each adapter and transport (in process, and over REST to a ``memstrata serve``
+child), the same items are written, read and searched twice, alternately: through the
+adapter (for LangGraph a ``put``, ``get``, ``search``) and through the bare client verb
+it maps to (``add`` with the value in the metadata, ``get``, ``search``), each in a
+namespace of its own holding the same items. The overhead is the difference of the
+medians. Each adapter is a :class:`Probe` in :data:`PROBES`; an interface without a read
+by key (a retriever) has no ``get`` row. A LangGraph search with a query also reads every
+item of the namespace (a filter may keep any of them): that is part of what it costs, and
+part of the figure.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import json
 import statistics
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -26,6 +29,8 @@ PEOPLE = ["Ana", "Ben", "Chloé", "Dmitri", "Eun-ji", "Farah", "Goran", "Hiro"]
 DOINGS = ["cooks", "paints", "repairs", "collects", "photographs", "sells", "studies"]
 THINGS = ["bicycles", "old maps", "ramen", "violins", "orchids", "chess sets", "kites"]
 DAYS = ["on Mondays", "every weekend", "in the evenings", "since March", "with friends"]
+#: the namespace of the bare verbs' items
+BARE = "bench.b"
 
 
 def items(n: int) -> list[tuple[str, dict[str, Any]]]:
@@ -40,38 +45,88 @@ def items(n: int) -> list[tuple[str, dict[str, Any]]]:
     return out
 
 
+@dataclass
+class Probe:
+    """One adapter's calls, each the counterpart of a bare verb.
+
+    ``put(key, value)`` writes one item (its text is ``value["text"]``); ``get(key)``
+    reads it back (None: the interface has no read by key); ``search(query)`` recalls
+    up to 10 items."""
+
+    put: Callable[[str, dict[str, Any]], Any]
+    search: Callable[[str], Any]
+    get: Callable[[str], Any] | None = None
+    #: the text the adapter stores for a value, which the bare ``add`` stores too
+    text: Callable[[dict[str, Any]], str] = lambda value: str(value["text"])
+
+
+def _langgraph(client: Any) -> Probe:
+    from memstrata.integrations.langgraph import MemstrataStore, text_of
+
+    store = MemstrataStore(client)
+    return Probe(
+        put=partial(store.put, ("bench", "a")),
+        get=partial(store.get, ("bench", "a")),
+        search=lambda q: store.search(("bench", "a"), query=q, limit=10),
+        text=lambda value: text_of(value, ["$"]),
+    )
+
+
+def _langchain(client: Any) -> Probe:
+    from langchain_core.messages import HumanMessage
+
+    from memstrata.integrations.langchain import MemstrataChatMessageHistory, MemstrataRetriever
+
+    history = MemstrataChatMessageHistory(client, session_id="s", namespace="bench.a")
+    retriever = MemstrataRetriever(memory=client, namespace="bench.a", k=10)
+    return Probe(
+        put=lambda key, value: history.add_messages([HumanMessage(value["text"], id=key)]),
+        search=retriever.invoke,
+    )
+
+
+#: every adapter measured, by name: a function of a memstrata client to its probe
+PROBES: dict[str, Callable[[Any], Probe]] = {
+    "langgraph": _langgraph,
+    "langchain": _langchain,
+}
+
+
 def _timed(step: Callable[[], Any]) -> float:
     start = time.perf_counter()
     step()
     return (time.perf_counter() - start) * 1000
 
 
-def measure(client: Any, n: int, queries: int) -> dict[str, Any]:
+def measure(client: Any, adapter: str, n: int, queries: int) -> dict[str, Any]:
     """The adapter's and the bare verb's latencies, alternately, for put, get, search."""
-    from memstrata.integrations.langgraph import FIELD, MemstrataStore, text_of
-
-    store = MemstrataStore(client)
+    probe = PROBES[adapter](client)
     data = items(n)
-    ms: dict[str, dict[str, list[float]]] = {
-        v: {"adapter": [], "bare": []} for v in ("put", "get", "search")
-    }
+    verbs = ("put", "get", "search") if probe.get is not None else ("put", "search")
+    ms: dict[str, dict[str, list[float]]] = {v: {"adapter": [], "bare": []} for v in verbs}
     for key, value in data:
         # each path its own texts: neither reads the other's embeddings from the cache
         mine = {**value, "text": value["text"] + " (a)"}
-        ms["put"]["adapter"].append(_timed(partial(store.put, ("bench", "a"), key, mine)))
+        ms["put"]["adapter"].append(_timed(partial(probe.put, key, mine)))
         theirs = {**value, "text": value["text"] + " (b)"}
-        held = {FIELD: {"value": theirs, "updated_at": "2026-01-01T00:00:00+00:00"}}
-        text = text_of(theirs, ["$"])
-        add = partial(client.add, text, id=key, namespace="bench.b", metadata=held, replace=True)
+        held = {"value": theirs, "updated_at": "2026-01-01T00:00:00+00:00"}
+        add = partial(
+            client.add,
+            probe.text(theirs),
+            id=key,
+            namespace=BARE,
+            metadata={adapter: held},
+            replace=True,
+        )
         ms["put"]["bare"].append(_timed(add))
-    for key, _ in data[:queries]:
-        ms["get"]["adapter"].append(_timed(partial(store.get, ("bench", "a"), key)))
-        ms["get"]["bare"].append(_timed(partial(client.get, [key], namespace="bench.b")))
+    if probe.get is not None:
+        for key, _ in data[:queries]:
+            ms["get"]["adapter"].append(_timed(partial(probe.get, key)))
+            ms["get"]["bare"].append(_timed(partial(client.get, [key], namespace=BARE)))
     for i in range(queries):
         q = f"who {DOINGS[i % 7]} {THINGS[i % 7]}?"
-        ask = partial(store.search, ("bench", "a"), query=q, limit=10)
-        ms["search"]["adapter"].append(_timed(ask))
-        bare_ask = partial(client.search, q, namespace="bench.b", k=10, max_tokens=None)
+        ms["search"]["adapter"].append(_timed(partial(probe.search, q)))
+        bare_ask = partial(client.search, q, namespace=BARE, k=10, max_tokens=None)
         ms["search"]["bare"].append(_timed(bare_ask))
     out: dict[str, Any] = {}
     for verb, both in ms.items():
@@ -85,36 +140,47 @@ def measure(client: Any, n: int, queries: int) -> dict[str, Any]:
     return out
 
 
-def run(workdir: Path, n: int = 200, queries: int = 50) -> dict[str, Any]:
-    """Both transports on fresh stores of ``n`` items."""
+def run(
+    workdir: Path, n: int = 200, queries: int = 50, adapters: list[str] | None = None
+) -> dict[str, Any]:
+    """Each adapter over both transports, each on fresh stores of ``n`` items."""
     from memstrata.service.remote import RemoteMemory
 
-    report: dict[str, Any] = {"items": n, "queries": queries, "adapter": "langgraph"}
-    with Memory.open(workdir / "inproc.db") as memory:
-        report["in-process"] = measure(memory, n, queries)
-    with (
-        Server(workdir / "served.db", workdir / "serve.log") as server,
-        RemoteMemory(server.url.removesuffix("/v1")) as remote,
-    ):
-        report["rest"] = measure(remote, n, queries)
+    names = adapters or list(PROBES)
+    unknown = [a for a in names if a not in PROBES]
+    if unknown:
+        raise ValueError(f"unknown adapters {unknown}; known: {sorted(PROBES)}")
+    report: dict[str, Any] = {"items": n, "queries": queries, "adapters": {}}
+    for name in names:
+        row: dict[str, Any] = {}
+        with Memory.open(workdir / f"{name}-inproc.db") as memory:
+            row["in-process"] = measure(memory, name, n, queries)
+        with (
+            Server(workdir / f"{name}-served.db", workdir / f"{name}-serve.log") as server,
+            RemoteMemory(server.url.removesuffix("/v1")) as remote,
+        ):
+            row["rest"] = measure(remote, name, n, queries)
+        report["adapters"][name] = row
     return report
 
 
 def markdown(report: dict[str, Any]) -> str:
     lines = [
-        f"LangGraph store over memstrata, {report['items']} items, "
+        f"Each adapter over memstrata, {report['items']} items, "
         f"{report['queries']} gets and searches (ms)",
         "",
-        "| transport | verb | adapter p50 | bare p50 | overhead p50 | adapter p95 | bare p95 |",
-        "|---|---|---:|---:|---:|---:|---:|",
+        "| adapter | transport | verb | adapter p50 | bare p50 | overhead p50 "
+        "| adapter p95 | bare p95 |",
+        "|---|---|---|---:|---:|---:|---:|---:|",
     ]
-    for transport in ("in-process", "rest"):
-        for verb, row in report[transport].items():
-            lines.append(
-                f"| {transport} | {verb} | {row['adapter']['p50_ms']} | {row['bare']['p50_ms']} "
-                f"| {row['overhead_p50_ms']} | {row['adapter']['p95_ms']} "
-                f"| {row['bare']['p95_ms']} |"
-            )
+    for name, row in report["adapters"].items():
+        for transport in ("in-process", "rest"):
+            for verb, cell in row[transport].items():
+                lines.append(
+                    f"| {name} | {transport} | {verb} | {cell['adapter']['p50_ms']} "
+                    f"| {cell['bare']['p50_ms']} | {cell['overhead_p50_ms']} "
+                    f"| {cell['adapter']['p95_ms']} | {cell['bare']['p95_ms']} |"
+                )
     return "\n".join(lines) + "\n"
 
 
