@@ -67,6 +67,13 @@ def _representable(value: datetime) -> datetime:
 Moment = Annotated[datetime, AfterValidator(_representable)]
 
 
+def aware(moment: datetime) -> datetime:
+    """``moment`` with its offset; a naive time is UTC, as the stores keep it. Two turn
+    times are compared through this: one may be naive (an import's ``at``) and the other
+    aware (a stored time, the clock)."""
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
 EPISODE_KEYS = ("id", "text", "speaker", "role", "at", "occurred_at", "session", "metadata")
 """The keys an episode given as a mapping may hold, to ``add_many`` or in a JSONL import
 line alike. ``at`` is the import files' name for ``occurred_at``."""

@@ -37,7 +37,7 @@ from memstrata.knowledge.asking import Asked, Focus, asked, asks_amount, focus, 
 from memstrata.knowledge.quantities import Amount, amount_pairs, amounts, asked_amounts
 from memstrata.knowledge.slots import Change, changes
 from memstrata.knowledge.statements import Statement, statements
-from memstrata.models import Derived, Episode, Hit, load_kinds
+from memstrata.models import Derived, Episode, Hit, aware, load_kinds
 from memstrata.store.base import Store
 
 #: distinct source turns among which a question about time decides the order
@@ -186,7 +186,7 @@ def read(store: Store, namespace: str, turns: Sequence[str]) -> list[Statement]:
         said += statements(
             ep.text,
             source=ep.id,
-            at=ep.occurred_at.timestamp() if ep.occurred_at else None,
+            at=aware(ep.occurred_at).timestamp() if ep.occurred_at else None,
             speaker=ep.speaker,
             addressee=other[0] if other else None,
         )
@@ -196,7 +196,7 @@ def read(store: Store, namespace: str, turns: Sequence[str]) -> list[Statement]:
 def _in_order(store: Store, namespace: str, turns: Sequence[str]) -> list[Episode]:
     return sorted(
         store.get_episodes(namespace, list(turns)),
-        key=lambda e: (e.occurred_at.timestamp() if e.occurred_at else float("inf"), e.seq),
+        key=lambda e: (aware(e.occurred_at).timestamp() if e.occurred_at else float("inf"), e.seq),
     )
 
 
@@ -205,7 +205,7 @@ def read_amounts(store: Store, namespace: str, turns: Sequence[str]) -> list[Amo
     conversation order."""
     out = []
     for ep in _in_order(store, namespace, turns):
-        at = ep.occurred_at.timestamp() if ep.occurred_at else None
+        at = aware(ep.occurred_at).timestamp() if ep.occurred_at else None
         out += amounts(ep.text, source=ep.id, speaker=ep.speaker, at=at)
     return out
 

@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 
 from memstrata.knowledge.slots import Change, changes
 from memstrata.knowledge.statements import Statement, statements
-from memstrata.models import Episode
+from memstrata.models import Episode, aware
 
 
 def addressees(episodes: Sequence[Episode]) -> dict[str, str | None]:
@@ -35,12 +35,12 @@ def addressees(episodes: Sequence[Episode]) -> dict[str, str | None]:
 
 
 def _order(ep: Episode) -> tuple[float, int]:
-    return (ep.occurred_at.timestamp() if ep.occurred_at else float("inf"), ep.seq)
+    return (aware(ep.occurred_at).timestamp() if ep.occurred_at else float("inf"), ep.seq)
 
 
 def at(ep: Episode) -> float | None:
     """A turn's time in POSIX seconds (None when it has none)."""
-    return ep.occurred_at.timestamp() if ep.occurred_at else None
+    return aware(ep.occurred_at).timestamp() if ep.occurred_at else None
 
 
 class TurnReader:

@@ -11,7 +11,7 @@ import json
 import secrets
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Collection, Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from enum import Enum
 from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple, TypeVar
 
@@ -20,7 +20,7 @@ from numpy.typing import NDArray
 from pydantic import BaseModel, Field
 
 from memstrata.llm.types import LLMCallRecord
-from memstrata.models import Derived, Episode, JSONDict, Moment
+from memstrata.models import Derived, Episode, JSONDict, Moment, aware
 from memstrata.store.erasing import StoreErasure
 from memstrata.store.key_tables import KeyTables
 from memstrata.store.names import check_namespace as check_namespace  # where it was
@@ -142,8 +142,8 @@ class SearchFilters(BaseModel):
 
     def within(self, since: datetime, until: datetime) -> SearchFilters:
         """These filters, with their time window narrowed to ``[since, until]``."""
-        lo = max(_aware(since), _aware(self.since)) if self.since else since
-        hi = min(_aware(until), _aware(self.until)) if self.until else until
+        lo = max(aware(since), aware(self.since)) if self.since else since
+        hi = min(aware(until), aware(self.until)) if self.until else until
         return self.model_copy(update={"since": lo, "until": hi})
 
     def admits(self, episode: Episode) -> bool:
@@ -156,10 +156,10 @@ class SearchFilters(BaseModel):
         when = episode.occurred_at
         if when is None:
             return not (self.since or self.until)
-        when = _aware(when)
-        if self.since and when < _aware(self.since):
+        when = aware(when)
+        if self.since and when < aware(self.since):
             return False
-        return not (self.until and when > _aware(self.until))
+        return not (self.until and when > aware(self.until))
 
 
 class EpisodeMeta(NamedTuple):
@@ -550,7 +550,3 @@ class Store(KeyTables, SearchIndexes, StoreErasure, ABC):
 
     @abstractmethod
     def close(self) -> None: ...
-
-
-def _aware(moment: datetime) -> datetime:
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)

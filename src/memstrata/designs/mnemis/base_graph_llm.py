@@ -26,7 +26,7 @@ from memstrata.designs.mnemis.graph import Graph
 from memstrata.embed.cache import embed_cached
 from memstrata.errors import MemstrataError
 from memstrata.llm.base import LLMClient
-from memstrata.models import Entity, Episode, Fact, Span
+from memstrata.models import Entity, Episode, Fact, Span, aware
 from memstrata.retrieval import when
 from memstrata.retrieval.record_index import matvec
 from memstrata.retrieval.text import content_terms
@@ -272,7 +272,7 @@ class LLMBaseGraph:
             for old_id in contra.get(i, []):
                 old = g.facts[old_id]
                 if old.invalid_at is None:
-                    old.invalid_at = fact.valid_at or ep.occurred_at or datetime.now()
+                    old.invalid_at = fact.valid_at or ep.occurred_at or datetime.now(UTC)
                     old.replaced_by = [*old.replaced_by, fact.id]
                     g.touch(old)
             g.add_fact(fact)
@@ -296,4 +296,4 @@ class LLMBaseGraph:
 
 
 def _when(fact: Fact) -> float:
-    return fact.valid_at.timestamp() if fact.valid_at else 0.0
+    return aware(fact.valid_at).timestamp() if fact.valid_at else 0.0

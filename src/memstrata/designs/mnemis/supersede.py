@@ -30,7 +30,7 @@ from memstrata.engine.removal import episodes_by_id
 from memstrata.knowledge.slots import same_value
 from memstrata.knowledge.statements import ENDED, Statement
 from memstrata.knowledge.turns import reader_for, supersessions
-from memstrata.models import Episode, Fact
+from memstrata.models import Episode, Fact, aware
 from memstrata.nlp import fold
 
 #: the relation of a fact that only names two entities in one sentence
@@ -121,7 +121,7 @@ class Supersession:
                     continue
                 # a sentence stating two things is superseded on each count; it ended
                 # when the first of them did
-                if old.invalid_at is None or at < old.invalid_at:
+                if old.invalid_at is None or aware(at) < aware(old.invalid_at):
                     old.invalid_at = at
                 old.replaced_by = [*old.replaced_by, news[0].id]
                 changed.append(old)
