@@ -85,10 +85,28 @@ def _langchain(client: Any) -> Probe:
     )
 
 
+def _llamaindex(client: Any) -> Probe:
+    from llama_index.core.async_utils import asyncio_run
+    from llama_index.core.llms import ChatMessage
+
+    from memstrata.integrations.llamaindex import MemstrataMemoryBlock
+
+    # the memory block's two calls, as LlamaIndex's Memory makes them (its sync methods
+    # run them through asyncio_run): a flushed message stored, the latest one recalled
+    block = MemstrataMemoryBlock(memory=client, namespace="bench.a", similarity_top_k=10)
+    return Probe(
+        put=lambda key, value: asyncio_run(
+            block.aput([ChatMessage(role="user", content=value["text"])], session_id="s")
+        ),
+        search=lambda q: asyncio_run(block.aget([ChatMessage(role="user", content=q)])),
+    )
+
+
 #: every adapter measured, by name: a function of a memstrata client to its probe
 PROBES: dict[str, Callable[[Any], Probe]] = {
     "langgraph": _langgraph,
     "langchain": _langchain,
+    "llamaindex": _llamaindex,
 }
 
 
