@@ -1,4 +1,5 @@
-"""One way for every adapter to call a memstrata client, from sync or async code.
+"""One way for every adapter to call a memstrata client, from sync or async code, and
+to show a hit to a model.
 
 The adapters speak to the client's async verbs. A sync facade (``Memory``,
 ``RemoteMemory``) runs them on its own loop thread, from sync code and from async code
@@ -12,6 +13,7 @@ import asyncio
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
+from memstrata.models import Hit
 from memstrata.runner import Blocking
 
 T = TypeVar("T")
@@ -44,3 +46,11 @@ class Bridge:
         if self.facade is not None:
             return await asyncio.to_thread(self.facade._run, coro)
         return await coro
+
+
+def memory_of(hit: Hit) -> dict[str, Any]:
+    """A hit as a tool shows it to a model: its text, what it is, its score, the episodes
+    it rests on and, for a turn, its conversation (to tell earlier ones apart)."""
+    out = {"text": hit.text, "kind": hit.kind, "id": hit.id, "score": hit.score}
+    session = hit.metadata.get("session")
+    return {**out, "sources": list(hit.sources), **({"session": session} if session else {})}

@@ -32,8 +32,8 @@ from agents.memory import SessionSettings, await_session_mutation
 from agents.memory.session_settings import coerce_session_settings, resolve_session_limit
 
 from memstrata.errors import InvalidInputError, NamespaceNotFoundError
-from memstrata.integrations.bridge import Bridge
-from memstrata.models import Episode, Hit
+from memstrata.integrations.bridge import Bridge, memory_of
+from memstrata.models import Episode
 from memstrata.store.base import SearchFilters
 from memstrata.store.names import check_namespace
 
@@ -229,14 +229,6 @@ def recalled_ids(item: dict[str, Any]) -> str:
     except (TypeError, ValueError, KeyError):
         return text_of(item)
     return ("recalled episodes " + ", ".join(dict.fromkeys(ids))) if ids else "recalled nothing"
-
-
-def memory_of(hit: Hit) -> dict[str, Any]:
-    """A hit as the tool shows it: its text, what it is, and the episodes it rests on
-    (with the session of a turn, so the model tells earlier conversations apart)."""
-    out = {"text": hit.text, "kind": hit.kind, "id": hit.id, "score": hit.score}
-    session = hit.metadata.get("session")
-    return {**out, "sources": list(hit.sources), **({"session": session} if session else {})}
 
 
 def recall_tool(
