@@ -13,6 +13,7 @@ part of the figure.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import statistics
 import time
@@ -102,11 +103,55 @@ def _llamaindex(client: Any) -> Probe:
     )
 
 
+def _on_a_loop() -> Callable[[Any], Any]:
+    """How a probe of an async interface calls it: on one event loop of its own."""
+    loop = asyncio.new_event_loop()
+    return loop.run_until_complete
+
+
+def _openai_agents(client: Any) -> Probe:
+    from agents.tool_context import ToolContext
+
+    from memstrata.integrations.openai_agents import MemstrataSession, recall_tool
+
+    run = _on_a_loop()
+    session = MemstrataSession("s", client, namespace="bench.a")
+    tool = recall_tool(client, namespace="bench.a", k=10)
+
+    def recall(query: str) -> Any:
+        args = json.dumps({"query": query})
+        ctx = ToolContext(context=None, tool_name=tool.name, tool_call_id="c", tool_arguments=args)
+        return run(tool.on_invoke_tool(ctx, args))
+
+    return Probe(
+        put=lambda key, value: run(session.add_items([{"role": "user", "content": value["text"]}])),
+        search=recall,
+    )
+
+
+def _pydantic_ai(client: Any) -> Probe:
+    from pydantic_ai import RunContext
+    from pydantic_ai.models.test import TestModel
+    from pydantic_ai.usage import RunUsage
+
+    from memstrata.integrations.pydantic_ai import MemstrataMemory
+
+    run = _on_a_loop()
+    memory = MemstrataMemory(client, namespace="bench.a", k=10)
+    ctx = RunContext(deps=None, model=TestModel(), usage=RunUsage(), conversation_id="s")
+    return Probe(
+        put=lambda key, value: run(memory.remember(ctx, value["text"])),
+        search=lambda query: run(memory.recall(ctx, query)),
+    )
+
+
 #: every adapter measured, by name: a function of a memstrata client to its probe
 PROBES: dict[str, Callable[[Any], Probe]] = {
     "langgraph": _langgraph,
     "langchain": _langchain,
     "llamaindex": _llamaindex,
+    "openai-agents": _openai_agents,
+    "pydantic-ai": _pydantic_ai,
 }
 
 
