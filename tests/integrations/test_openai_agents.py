@@ -296,6 +296,17 @@ async def test_a_run_config_limit_reaches_the_session(memory: Memory, reference:
     assert len(ours.calls[-1].input) == 3  # the last two items, and what was said
 
 
+def test_a_sync_run(memory: Memory, reference: Any) -> None:
+    seen = []
+    for session in (MemstrataSession("t1", memory), reference("t1")):
+        model = ScriptedModel([[assistant_message("Hello.")], [assistant_message("Hi again.")]])
+        agent = Agent(name="assistant", model=model)
+        for said in ("Hi.", "Do you remember me?"):
+            Runner.run_sync(agent, said, session=session)
+        seen.append([c.input for c in model.calls])
+    assert seen[0] == seen[1] and len(seen[0][-1]) == 3
+
+
 # long-term memory across sessions -----------------------------------------------------------
 def _recalling(query: str) -> ScriptedModel:
     return ScriptedModel(

@@ -103,7 +103,7 @@ class MemstrataSession:
         return items if wanted is None else items[-wanted:]
 
     async def add_items(self, items: list[TResponseInputItem]) -> None:
-        """Every item is checked (JSON, a namespace memstrata holds) before any is stored."""
+        """All the items are checked (JSON, a text memstrata takes) before any is stored."""
         if not items:
             return
         episodes = self._episodes_of(items)
