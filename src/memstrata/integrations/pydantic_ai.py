@@ -94,8 +94,9 @@ class MemstrataMemory:
 
     # tools ---------------------------------------------------------------------------------
     def toolset(self) -> FunctionToolset[Any]:
-        """``remember`` and ``recall`` as a toolset."""
-        return FunctionToolset([self.remember, self.recall])
+        """``remember`` and ``recall`` as a toolset. Its calls run one at a time, in the
+        order the model made them, so a recall after a remember in one response finds it."""
+        return FunctionToolset([self.remember, self.recall], sequential=True)
 
     async def remember(self, ctx: RunContext[Any], text: str) -> dict[str, str]:
         """Store something worth knowing in later conversations.
