@@ -13,7 +13,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 from pydantic.json_schema import models_json_schema
 
 from memstrata.engine import BuildReport, ShowNode
@@ -23,22 +23,31 @@ from memstrata.store import AddReport
 from memstrata.store.base import EpisodeVersion
 from memstrata.store.reports import ApiKey
 
+#: every field is in the answer, those with a default too: the document says so
+ALWAYS = ConfigDict(json_schema_serialization_defaults_required=True)
 
-class Status(BaseModel):
+
+class Shape(BaseModel):
+    """An answer of the service: each field is always in it."""
+
+    model_config = ALWAYS
+
+
+class Status(Shape):
     status: str
 
 
-class NamespaceList(BaseModel):
+class NamespaceList(Shape):
     namespaces: list[str] = Field(description="the namespaces the key reaches")
 
 
-class RecipeList(BaseModel):
+class RecipeList(Shape):
     recipes: list[dict[str, Any]] = Field(
         description="name, description, builders, routes, answerer of each"
     )
 
 
-class StoredEpisode(BaseModel):
+class StoredEpisode(Shape):
     """An episode as the service shows it (without the store's internal key)."""
 
     id: str
@@ -56,6 +65,8 @@ class StoredEpisode(BaseModel):
 class Added(AddReport):
     """What an add did, per id, and the job that builds the episodes' structures."""
 
+    model_config = ALWAYS
+
     job: JobStatus | None = Field(description="null when the recipe builds nothing")
 
 
@@ -65,49 +76,51 @@ class Updated(StoredEpisode):
     job: JobStatus | None = Field(description="null when the recipe builds nothing")
 
 
-class EpisodeList(BaseModel):
+class EpisodeList(Shape):
     episodes: list[StoredEpisode]
     next: str | None = Field(description="the `after` of the next page; null on the last")
 
 
-class Versions(BaseModel):
+class Versions(Shape):
     versions: list[EpisodeVersion] = Field(description="oldest first")
 
 
-class Deleted(BaseModel):
+class Deleted(Shape):
     deleted: int
     missing: list[str] = Field(description="the ids given that were not stored")
 
 
-class NamespaceDeleted(BaseModel):
+class NamespaceDeleted(Shape):
     deleted: int = Field(description="the episodes the namespace held")
 
 
-class Results(BaseModel):
+class Results(Shape):
     results: list[SearchResult] = Field(description="in the order of the queries")
 
 
-class Nodes(BaseModel):
+class Nodes(Shape):
     nodes: list[ShowNode]
 
 
-class Builds(BaseModel):
+class Builds(Shape):
     reports: list[BuildReport] = Field(description="one per builder")
 
 
-class Queued(BaseModel):
+class Queued(Shape):
     queued: int = Field(description="episodes queued again")
 
 
-class KeyList(BaseModel):
+class KeyList(Shape):
     keys: list[ApiKey]
 
 
 class NewKey(ApiKey):
+    model_config = ALWAYS
+
     key: str = Field(description="the key itself, shown this once")
 
 
-class Revoked(BaseModel):
+class Revoked(Shape):
     revoked: bool
 
 
