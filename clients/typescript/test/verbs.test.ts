@@ -213,7 +213,7 @@ describe("building", () => {
     assert.equal(await memory.retry(), 0);
     const [pepper] = await memory.show("Pepper"); // the entity the build found
     assert.equal(pepper?.text, "Pepper (name)");
-    const lines = pepper?.children.map((c) => c.text) ?? [];
+    const lines = pepper?.children?.map((c) => c.text) ?? [];
     assert.ok(lines.some((t) => t.includes("[t2]")), lines.join(" | ")); // names its episode
     assert.deepEqual(await memory.show("nothing by this name"), []);
     await assert.rejects(memory.job("job_0000000000000000"), NotFound);
