@@ -20,7 +20,7 @@ export function python() {
 
 /** This environment for memstrata, without MEMSTRATA_PYTHON (memstrata reads every
  * MEMSTRATA_* variable as its configuration, and refuses one it does not know). */
-function childEnv(extra) {
+export function childEnv(extra = {}) {
   const { MEMSTRATA_PYTHON: _, ...env } = process.env;
   const path = [join(ROOT, "src"), env.PYTHONPATH].filter(Boolean).join(delimiter);
   return { ...env, PYTHONPATH: path, ...extra };
