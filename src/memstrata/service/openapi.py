@@ -13,6 +13,7 @@ from fastapi.openapi.utils import get_openapi
 from fastapi.routing import APIRoute
 
 from memstrata.service.http import route_scope
+from memstrata.service.shapes import install_shapes
 from memstrata.store.names import NAMESPACE_PATTERN
 
 ERROR = {
@@ -106,6 +107,7 @@ def install_openapi(app: FastAPI, recipes: list[str]) -> None:
             routes=app.routes,
         )
         schema.setdefault("components", {}).setdefault("schemas", {})["Error"] = ERROR
+        install_shapes(schema)
         _name_recipes(schema["components"]["schemas"], sorted(recipes))
         shape = {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}
         for route in app.routes:
