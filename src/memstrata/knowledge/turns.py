@@ -49,6 +49,7 @@ class TurnReader:
     def __init__(self) -> None:
         self._read: dict[str, tuple[str, list[Statement]]] = {}
         self._when: dict[str, datetime] = {}
+        self._order: dict[str, tuple[float, int]] = {}
 
     def read(self, episodes: Iterable[Episode]) -> dict[str, list[Statement]]:
         """Episode id -> its statements, for ``episodes`` (all the turns in hand, so the
@@ -67,12 +68,20 @@ class TurnReader:
                 known = self._read[ep.id] = (ep.text, said)
             out[ep.id] = known[1]
             self._when[ep.id] = ep.occurred_at or ep.created_at
+            self._order[ep.id] = _order(ep)
         return out
 
     def when(self, episode: str) -> datetime:
         """The time of a turn read (when it happened, else when it was stored), as the
         store gives it: what a superseded record's ``invalid_at`` becomes."""
         return self._when.get(episode) or datetime.now(UTC)
+
+    def in_order(self, said: dict[str, list[Statement]]) -> dict[str, list[Statement]]:
+        """``said`` in the turns' order (time, a turn without one after those with one,
+        then the order they were added in), whichever batch each was read in: a turn
+        imported late with an early time is placed where it happened."""
+        last = (float("inf"), 1 << 62)
+        return dict(sorted(said.items(), key=lambda kv: self._order.get(kv[0], last)))
 
     def known(self, ids: Iterable[str]) -> dict[str, list[Statement]]:
         """The statements already read of the turns ``ids`` (the others are absent)."""

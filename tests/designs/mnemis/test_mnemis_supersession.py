@@ -92,21 +92,22 @@ def test_turns_with_and_without_times_supersede_alike(
     store_at: Callable[[str], str], embedder
 ) -> None:
     """An import's ``at`` may be naive while a turn without one takes its stored time
-    (aware): a fact ended by both is compared across the two, and nothing fails."""
-    chat = [
+    (aware): a fact ended by both is compared across the two, and no batch fails."""
+    first = [
         ("a", "2024-03-15T00:00:00", "I live in Bristol, near the harbour."),
         ("b", None, "I live in Cardiff now, by the bay."),
-        ("c", "2024-04-05T00:00:00", "I live in Leeds now, next to the station."),
+        ("d", None, "I live in York now, close to the walls."),
     ]
+    later = [("c", "2024-04-05T00:00:00", "I live in Leeds now, next to the station.")]
     with Memory.open(store_at("m"), embedder=embedder, recipe="mnemis") as m:
-        for i, at, text in chat:
-            m.add_many([{"id": i, "speaker": "Jonas", "text": text, "occurred_at": at}])
-        reports = m.build(rebuild=True)
-        assert reports and all(r.failed == 0 and not r.errors for r in reports)
-        got = facts(m)
-        home = {s.episode: f for f in got for s in f.sources if f.relation == "live in"}
-        assert set(home) == {"a", "b", "c"}
-        # b has no time of its own: it is placed when it was stored, after both others
-        assert home["b"].invalid_at is None
-        assert home["a"].invalid_at is not None and home["c"].invalid_at is not None
+        for batch in (first, later):
+            m.add_many(
+                [{"id": i, "speaker": "Jonas", "text": t, "occurred_at": at} for i, at, t in batch]
+            )
+        (ns,) = m.stats()["namespaces"]
+        assert ns["builds"]["mnemis"]["failed"] == 0 and ns["failures"] == []
+        home = {s.episode: f for f in facts(m) for s in f.sources if f.relation == "live in"}
+        assert set(home) == {"a", "b", "c", "d"}
+        # b and d have no time of their own: placed when stored, after a and c
+        assert [k for k in "abcd" if home[k].invalid_at is None] == ["d"]
         assert aware(home["a"].invalid_at) == datetime(2024, 4, 5, tzinfo=UTC)

@@ -111,7 +111,7 @@ class Supersession:
         turns = [ep for ep in batch if ep.id in cited] + list(stored.values())
         said = {**known, **self.reader.read(turns)}
         changed: list[Fact] = []
-        for change in supersessions(said):
+        for change in supersessions(self.reader.in_order(said)):
             news = self.records(change.new)
             if not news:
                 continue

@@ -64,7 +64,7 @@ class Outdated:
         stored = episodes_by_id(g.store, g.namespace, sorted(cited - have - set(known)))
         turns = [*batch, *stored.values()]
         said = {**known, **self.reader.read(turns)}
-        for change in supersessions(said):
+        for change in supersessions(self.reader.in_order(said)):
             news = self.records(change.new)
             if not news:
                 continue
