@@ -6,10 +6,8 @@ and ``RemoteMemory`` to a served store."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,14 +19,13 @@ from autogen_core.memory import ListMemory, MemoryContent, MemoryMimeType
 from autogen_core.model_context import BufferedChatCompletionContext
 from autogen_core.models import SystemMessage, UserMessage
 from autogen_ext.models.replay import ReplayChatCompletionClient
+from tests.integrations.clients import CLIENTS, call, run_over
 from tests.service.service_helpers import serving
 
-from memstrata import AsyncMemory, InvalidInputError, Memory, RemoteMemory
+from memstrata import InvalidInputError, Memory, RemoteMemory
 from memstrata.config import Config
 from memstrata.embed import MiniLMEmbedder
 from memstrata.integrations.autogen import MemstrataMemory
-
-CLIENTS = ["memory", "async-memory", "remote"]
 
 CONTENTS = [
     MemoryContent(content="Ana is vegetarian since May.", mime_type=MemoryMimeType.TEXT),
@@ -49,41 +46,10 @@ CONTENTS = [
 ]
 
 
-@contextlib.asynccontextmanager
-async def opened(kind: str, tmp_path: Path, embedder: MiniLMEmbedder) -> AsyncIterator[Any]:
-    """A memstrata client of each kind, on a fresh store."""
-    if kind == "memory":
-        with Memory.open(tmp_path / "m.db", embedder=embedder) as memory:
-            yield memory
-    elif kind == "async-memory":
-        async with await AsyncMemory.open(tmp_path / "a.db", embedder=embedder) as memory:
-            yield memory
-    else:
-        with serving(Config.load(store=str(tmp_path / "served.db"))) as http:
-            root = str(http.base_url).rstrip("/").removesuffix("/v1")
-            with RemoteMemory(root) as memory:
-                yield memory
-
-
-def run_over(
-    kind: str, tmp_path: Path, embedder: MiniLMEmbedder, scenario: Callable[[Any], Awaitable[Any]]
-) -> Any:
-    async def main() -> Any:
-        async with opened(kind, tmp_path, embedder) as client:
-            return await scenario(client)
-
-    return asyncio.run(main())
-
-
 def own(item: MemoryContent) -> tuple[Any, Any, Any]:
     """An item as it was added: content, MIME type, and the caller's metadata."""
     metadata = {k: v for k, v in (item.metadata or {}).items() if k != "memstrata"}
     return item.content, item.mime_type, metadata or None
-
-
-async def _maybe(value: Any) -> Any:
-    """A client verb's result, sync facade or async client alike."""
-    return await value if asyncio.iscoroutine(value) else value
 
 
 # against ListMemory ----------------------------------------------------------------------------
@@ -102,7 +68,7 @@ def test_the_same_operations_give_what_list_memory_gives(
         assert [own(i) for i in mine.results] == [own(i) for i in theirs.results]
         assert [own(i) for i in theirs.results] == [own(i) for i in CONTENTS]
         # each item names the episode it is, found by its id
-        stored = await _maybe(client.list(namespace="ana"))
+        stored = await call(client.list(namespace="ana"))
         ids = [e.id for e in stored.episodes]
         assert [i.metadata["memstrata"]["sources"] for i in mine.results] == [[x] for x in ids]
         assert {e.session for e in stored.episodes} == {"t1"}
@@ -132,7 +98,7 @@ def test_the_same_operations_give_what_list_memory_gives(
             await memory.clear()
         mine, theirs = [await m.query("") for m in (ours, reference)]
         assert mine.results == theirs.results == []
-        assert await _maybe(client.namespaces()) == []
+        assert await call(client.namespaces()) == []
         assert (await ours.query("Lisbon")).results == []  # an empty memory recalls nothing
         await ours.close()
         await reference.close()
@@ -154,7 +120,7 @@ def test_a_recalled_item_names_its_source_episode(
         assert len(best) == 2 and best[0].content == "# Cello\nAna plays the cello on Sundays."
         source = best[0].metadata["memstrata"]
         assert source["kind"] == "episode" and source["namespace"] == "ana" and source["score"] > 0
-        (episode,) = await _maybe(client.get(source["sources"], namespace="ana"))
+        (episode,) = await call(client.get(source["sources"], namespace="ana"))
         assert episode.text == best[0].content and episode.id == source["id"]
         other = MemstrataMemory(client, namespace="ben")
         assert (await other.query("Which instrument?")).results == []  # not Ana's
@@ -173,7 +139,7 @@ def test_an_agent_is_shown_the_recalled_fact_and_its_episode(
         await ana.add(MemoryContent(content="My sister lives in Porto.", mime_type="text/plain"))
         (vegetarian,) = [
             e.id
-            for e in (await _maybe(client.list(namespace="ana"))).episodes
+            for e in (await call(client.list(namespace="ana"))).episodes
             if "vegetarian" in e.text
         ]
         model = ReplayChatCompletionClient(["You are vegetarian: a mushroom risotto."])
@@ -272,7 +238,7 @@ def test_bad_input_stores_nothing(tmp_path: Path, embedder: MiniLMEmbedder) -> N
         token.cancel()
         with pytest.raises(asyncio.CancelledError):
             await memory.add(MemoryContent(content="late", mime_type="text/plain"), token)
-        assert await _maybe(client.namespaces()) == []
+        assert await call(client.namespaces()) == []
 
     run_over("memory", tmp_path, embedder, scenario)
 
