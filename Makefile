@@ -20,7 +20,7 @@ LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON
 	-DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF
 LLAMA_WHEEL = $(firstword $(wildcard $(WHEELHOUSE)/llama_cpp_python-$(LLAMA_CPP_VERSION)-*.whl))
 
-.PHONY: demo test lint install install-test browsers bench-locomo bench-scale explorer-shots clean
+.PHONY: demo test lint install install-test crewai-env browsers bench-locomo bench-scale explorer-shots clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -40,16 +40,35 @@ $(TEST_STAMP): $(STAMP) pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev,gguf,postgres,integrations]'
 	touch $(TEST_STAMP)
 
+# CrewAI pins pydantic<2.13, openai<3 and mcp<2, which the other frameworks and memstrata's
+# MCP server (mcp 2) do not install beside it: its adapter's tests run in a venv of their
+# own (tests/integrations/test_crewai.py runs them there), with memstrata's dependencies
+# but mcp, and memstrata itself without them
+CREWAI_VENV  := .venv-crewai
+CREWAI_STAMP := $(CREWAI_VENV)/.installed
+
+$(CREWAI_STAMP): pyproject.toml
+	test -x $(CREWAI_VENV)/bin/python || $(PYTHON) -m venv $(CREWAI_VENV)
+	$(CREWAI_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(CREWAI_VENV)/bin/python -c "import tomllib; p = tomllib.load(open('pyproject.toml', 'rb'))['project']; \
+		print('\n'.join([d for d in p['dependencies'] if not d.startswith('mcp')] \
+		+ p['optional-dependencies']['crewai'] + ['pytest>=8']))" > $(CREWAI_VENV)/requirements.txt
+	$(CREWAI_VENV)/bin/python -m pip install --quiet -r $(CREWAI_VENV)/requirements.txt
+	$(CREWAI_VENV)/bin/python -m pip install --quiet --no-deps -e .
+	touch $(CREWAI_STAMP)
+
 install: $(STAMP)
 
 install-test: $(TEST_STAMP)
+
+crewai-env: $(CREWAI_STAMP)
 
 demo: $(STAMP)
 	$(BIN)/memstrata demo
 
 # Two processes (pytest-xdist), each test file whole in one of them: the suite is mostly
 # end-to-end runs that wait on a model, a server or a child process
-test: $(TEST_STAMP) browsers
+test: $(TEST_STAMP) $(CREWAI_STAMP) browsers
 	$(BIN)/python -m pytest -q -n 2 --dist loadfile
 
 # The HTML report test and the explorer's browser tests drive headless Chromium (the
@@ -82,4 +101,4 @@ bench-scale: $(STAMP)
 	$(BIN)/memstrata bench scale --n $(N) --out bench-out
 
 clean:
-	rm -rf $(VENV) build *.egg-info src/*.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(CREWAI_VENV) build *.egg-info src/*.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -18,13 +18,13 @@ def test_both_paths_do_the_same_work(
 ) -> None:
     with Memory.open(tmp_path / "m.db", embedder=embedder) as memory:
         report = bi.measure(memory, adapter, 12, 4)
-        assert memory.namespaces() == ["bench.a", "bench.b"]
-        for ns in ("bench.a", "bench.b"):
+        # the bare verbs' namespace, and the adapter's (named as its framework maps it)
+        (ours,) = [ns for ns in memory.namespaces() if ns != bi.BARE]
+        assert ours in ("bench.a", "bench/a") and bi.BARE in memory.namespaces()
+        for ns in (ours, bi.BARE):
             assert len(memory.list(namespace=ns).episodes) == 12
-        mine = sorted(e.text.replace(" (a)", "") for e in memory.list(namespace="bench.a").episodes)
-        theirs = sorted(
-            e.text.replace(" (b)", "") for e in memory.list(namespace="bench.b").episodes
-        )
+        mine = sorted(e.text.replace(" (a)", "") for e in memory.list(namespace=ours).episodes)
+        theirs = sorted(e.text.replace(" (b)", "") for e in memory.list(namespace=bi.BARE).episodes)
         assert mine == theirs
     calls = {v: row["calls"] for v, row in report.items()}
     assert calls["put"] == 12 and calls["search"] == 4 and calls.get("get", 4) == 4

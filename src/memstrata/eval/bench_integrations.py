@@ -145,6 +145,39 @@ def _pydantic_ai(client: Any) -> Probe:
     )
 
 
+def _autogen(client: Any) -> Probe:
+    from autogen_core.memory import MemoryContent
+
+    from memstrata.integrations.autogen import MemstrataMemory
+
+    run, memory = _on_a_loop(), MemstrataMemory(client, namespace="bench.a", k=10)
+    return Probe(
+        put=lambda key, value: run(
+            memory.add(MemoryContent(content=value["text"], mime_type="text/plain"))
+        ),
+        search=lambda q: run(memory.query(q)),
+    )
+
+
+def _google_adk(client: Any) -> Probe:
+    from google.adk.events.event import Event
+    from google.genai import types
+
+    from memstrata.integrations.google_adk import MemstrataMemoryService
+
+    run, service = _on_a_loop(), MemstrataMemoryService(client, k=10)
+
+    def put(key: str, value: dict[str, Any]) -> None:
+        content = types.Content(role="user", parts=[types.Part(text=value["text"])])
+        said = Event(id=key, author="user", content=content)
+        run(service.add_events_to_memory(app_name="bench", user_id="a", events=[said]))
+
+    return Probe(
+        put=put,
+        search=lambda q: run(service.search_memory(app_name="bench", user_id="a", query=q)),
+    )
+
+
 #: every adapter measured, by name: a function of a memstrata client to its probe
 PROBES: dict[str, Callable[[Any], Probe]] = {
     "langgraph": _langgraph,
@@ -152,6 +185,8 @@ PROBES: dict[str, Callable[[Any], Probe]] = {
     "llamaindex": _llamaindex,
     "openai-agents": _openai_agents,
     "pydantic-ai": _pydantic_ai,
+    "autogen": _autogen,
+    "google-adk": _google_adk,
 }
 
 
