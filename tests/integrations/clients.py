@@ -11,16 +11,18 @@ from typing import Any
 
 from tests.service.service_helpers import serving
 
-from memstrata import AsyncMemory, Memory, RemoteMemory
+from memstrata import AsyncMemory, AsyncRemoteMemory, Memory, RemoteMemory
 from memstrata.config import Config
 from memstrata.embed import MiniLMEmbedder
 
 CLIENTS = ["memory", "async-memory", "remote"]
+#: the four, with ``AsyncRemoteMemory``
+ALL_CLIENTS = [*CLIENTS, "async-remote"]
 
 
 @contextlib.asynccontextmanager
 async def opened(kind: str, tmp_path: Path, embedder: MiniLMEmbedder) -> AsyncIterator[Any]:
-    """A memstrata client of ``kind`` (one of :data:`CLIENTS`) on a fresh store."""
+    """A memstrata client of ``kind`` (one of :data:`ALL_CLIENTS`) on a fresh store."""
     if kind == "memory":
         with Memory.open(tmp_path / "m.db", embedder=embedder) as memory:
             yield memory
@@ -30,8 +32,12 @@ async def opened(kind: str, tmp_path: Path, embedder: MiniLMEmbedder) -> AsyncIt
     else:
         with serving(Config.load(store=str(tmp_path / "served.db"))) as http:
             root = str(http.base_url).rstrip("/").removesuffix("/v1")
-            with RemoteMemory(root) as memory:
-                yield memory
+            if kind == "async-remote":
+                async with AsyncRemoteMemory(root) as aremote:
+                    yield aremote
+            else:
+                with RemoteMemory(root) as memory:
+                    yield memory
 
 
 def run_over(

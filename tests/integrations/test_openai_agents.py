@@ -30,10 +30,9 @@ from agents.memory import Session, SessionSettings
 from agents.testing import ScriptedModel, assistant_message, function_call
 from openai.types.responses import ResponseReasoningItem
 from openai.types.responses.response_reasoning_item import Summary
-from tests.service.service_helpers import serving
+from tests.integrations.clients import ALL_CLIENTS, opened
 
-from memstrata import AsyncMemory, AsyncRemoteMemory, Memory, RemoteMemory
-from memstrata.config import Config
+from memstrata import Memory
 from memstrata.embed import MiniLMEmbedder
 from memstrata.integrations.openai_agents import MemstrataSession, recall_tool
 
@@ -83,26 +82,13 @@ ITEMS: list[TResponseInputItem] = [
 ]
 
 
-@pytest.fixture(params=["memory", "async-memory", "remote", "async-remote"])
+@pytest.fixture(params=ALL_CLIENTS)
 async def client(
     request: pytest.FixtureRequest, tmp_path: Path, embedder: MiniLMEmbedder
 ) -> AsyncIterator[Any]:
     """Each of the four memstrata clients, over a fresh store."""
-    if request.param == "memory":
-        with Memory.open(tmp_path / "m.db", embedder=embedder) as memory:
-            yield memory
-    elif request.param == "async-memory":
-        async with await AsyncMemory.open(tmp_path / "m.db", embedder=embedder) as amemory:
-            yield amemory
-    else:
-        with serving(Config.load(store=str(tmp_path / "served.db"))) as http:
-            root = str(http.base_url).rstrip("/").removesuffix("/v1")
-            if request.param == "remote":
-                with RemoteMemory(root) as remote:
-                    yield remote
-            else:
-                async with AsyncRemoteMemory(root) as aremote:
-                    yield aremote
+    async with opened(request.param, tmp_path, embedder) as memory:
+        yield memory
 
 
 @pytest.fixture

@@ -30,10 +30,9 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.models.test import TestModel
-from tests.service.service_helpers import serving
+from tests.integrations.clients import ALL_CLIENTS, opened
 
-from memstrata import AsyncMemory, AsyncRemoteMemory, Memory, RemoteMemory
-from memstrata.config import Config
+from memstrata import Memory
 from memstrata.embed import MiniLMEmbedder
 from memstrata.integrations.pydantic_ai import HEADING, MemstrataMemory
 
@@ -43,26 +42,13 @@ class User:
     name: str
 
 
-@pytest.fixture(params=["memory", "async-memory", "remote", "async-remote"])
+@pytest.fixture(params=ALL_CLIENTS)
 async def client(
     request: pytest.FixtureRequest, tmp_path: Path, embedder: MiniLMEmbedder
 ) -> AsyncIterator[Any]:
     """Each of the four memstrata clients, over a fresh store."""
-    if request.param == "memory":
-        with Memory.open(tmp_path / "m.db", embedder=embedder) as memory:
-            yield memory
-    elif request.param == "async-memory":
-        async with await AsyncMemory.open(tmp_path / "m.db", embedder=embedder) as amemory:
-            yield amemory
-    else:
-        with serving(Config.load(store=str(tmp_path / "served.db"))) as http:
-            root = str(http.base_url).rstrip("/").removesuffix("/v1")
-            if request.param == "remote":
-                with RemoteMemory(root) as remote:
-                    yield remote
-            else:
-                async with AsyncRemoteMemory(root) as aremote:
-                    yield aremote
+    async with opened(request.param, tmp_path, embedder) as memory:
+        yield memory
 
 
 @pytest.fixture

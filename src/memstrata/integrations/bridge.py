@@ -13,8 +13,10 @@ import asyncio
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
+from memstrata.errors import InvalidInputError
 from memstrata.models import Hit
 from memstrata.runner import Blocking
+from memstrata.store.names import check_namespace
 
 T = TypeVar("T")
 
@@ -46,6 +48,17 @@ class Bridge:
         if self.facade is not None:
             return await asyncio.to_thread(self.facade._run, coro)
         return await coro
+
+
+def held(namespace: str | None, error: type[Exception] = InvalidInputError) -> str | None:
+    """``namespace`` if memstrata can hold it (None stays None: the client's default),
+    else the framework's own ``error`` saying why."""
+    if namespace is None:
+        return None
+    try:
+        return check_namespace(namespace)
+    except InvalidInputError as exc:
+        raise error(f"memstrata cannot hold namespace {namespace!r}: {exc}") from exc
 
 
 def memory_of(hit: Hit) -> dict[str, Any]:

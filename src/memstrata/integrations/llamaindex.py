@@ -40,10 +40,9 @@ from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 from llama_index.core.utils import get_tokenizer
 
 from memstrata.errors import InvalidInputError, NamespaceNotFoundError
-from memstrata.integrations.bridge import Bridge
+from memstrata.integrations.bridge import Bridge, held
 from memstrata.models import Hit, SearchResult
 from memstrata.store.base import SearchFilters
-from memstrata.store.names import check_namespace
 
 #: the key of an episode's metadata that holds the whole LlamaIndex message
 FIELD = "llamaindex"
@@ -51,17 +50,6 @@ FIELD = "llamaindex"
 SESSION_KEY = "session_id"
 #: where one rendered item ends and the next begins (see :func:`render`)
 _BETWEEN = re.compile(r"(?<=</recalled>)\n(?=<recalled )")
-
-
-def _checked(namespace: str | None) -> str | None:
-    """``namespace`` if memstrata can hold it: refused when the adapter is built, not at
-    its first write (LlamaIndex has no error of its own for a bad namespace)."""
-    if namespace is None:
-        return None
-    try:
-        return check_namespace(namespace)
-    except InvalidInputError as exc:
-        raise InvalidInputError(f"memstrata cannot hold namespace {namespace!r}: {exc}") from exc
 
 
 def text_of(messages: list[ChatMessage]) -> str:
@@ -126,7 +114,7 @@ class MemstrataMemoryBlock(BaseMemoryBlock[str]):
     _tokens: Callable[[str], list[Any]] = PrivateAttr()
 
     def __init__(self, **data: Any) -> None:
-        _checked(data.get("namespace"))  # memstrata's error, not wrapped by pydantic
+        held(data.get("namespace"))  # memstrata's error, not wrapped by pydantic
         super().__init__(**data)
 
     def model_post_init(self, context: Any, /) -> None:
@@ -220,7 +208,7 @@ class MemstrataRetriever(BaseRetriever):
         if not isinstance(similarity_top_k, int) or similarity_top_k < 1:
             raise ValueError(f"similarity_top_k is a positive int, not {similarity_top_k!r}")
         self._bridge = Bridge(memory)
-        self.namespace = _checked(namespace)
+        self.namespace = held(namespace)
         self.similarity_top_k = similarity_top_k
         self.recipe = recipe
         self.sessions = list(sessions) if sessions else None

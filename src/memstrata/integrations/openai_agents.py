@@ -31,11 +31,10 @@ from agents import FunctionTool, RunContextWrapper, TResponseInputItem, UserErro
 from agents.memory import SessionSettings, await_session_mutation
 from agents.memory.session_settings import coerce_session_settings, resolve_session_limit
 
-from memstrata.errors import InvalidInputError, NamespaceNotFoundError
-from memstrata.integrations.bridge import Bridge, memory_of
+from memstrata.errors import NamespaceNotFoundError
+from memstrata.integrations.bridge import Bridge, held, memory_of
 from memstrata.models import Episode
 from memstrata.store.base import SearchFilters
-from memstrata.store.names import check_namespace
 
 #: the key of an episode's metadata that holds the whole SDK item
 FIELD = "openai_agents"
@@ -46,16 +45,6 @@ ROLES = ("user", "assistant", "system", "developer")
 PAGE = 1000
 
 Namespace = str | Callable[[RunContextWrapper[Any]], str] | None
-
-
-def _namespace(namespace: str | None) -> str | None:
-    """``namespace`` if memstrata can hold it, else the SDK's ``UserError`` with why."""
-    if namespace is None:
-        return None
-    try:
-        return check_namespace(namespace)
-    except InvalidInputError as exc:
-        raise UserError(str(exc)) from exc
 
 
 class MemstrataSession:
@@ -83,7 +72,7 @@ class MemstrataSession:
         if not isinstance(session_id, str) or not session_id.strip():
             raise UserError(f"a session id is a non-empty string, not {session_id!r}")
         self.session_id = session_id
-        self.namespace = _namespace(namespace)
+        self.namespace = held(namespace, UserError)
         self.session_settings = (
             coerce_session_settings(session_settings)
             if session_settings is not None
@@ -252,7 +241,7 @@ def recall_tool(
     hidden from the model as the SDK hides a tool's errors: they are the application's."""
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise UserError(f"k is a positive number of memories, not {k!r}")
-    fixed = None if callable(namespace) else _namespace(namespace)
+    fixed = None if callable(namespace) else held(namespace, UserError)
     bridge = Bridge(memory)
 
     async def recall(ctx: RunContextWrapper[Any], query: str) -> str:
@@ -261,7 +250,7 @@ def recall_tool(
         Args:
             query: what to look for, in a few words or a question.
         """
-        where = _namespace(namespace(ctx)) if callable(namespace) else fixed
+        where = held(namespace(ctx), UserError) if callable(namespace) else fixed
         if not query.strip():
             return json.dumps({"memories": [], "error": "the query is empty: say what to recall"})
         try:

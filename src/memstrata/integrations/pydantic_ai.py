@@ -38,10 +38,9 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.toolsets import FunctionToolset
 
-from memstrata.errors import InvalidInputError, NamespaceNotFoundError
-from memstrata.integrations.bridge import Bridge, memory_of
+from memstrata.errors import NamespaceNotFoundError
+from memstrata.integrations.bridge import Bridge, held, memory_of
 from memstrata.models import Hit
-from memstrata.store.names import check_namespace
 
 #: the key of an episode's metadata, and of a system prompt part's, that is the adapter's
 FIELD = "pydantic_ai"
@@ -49,16 +48,6 @@ FIELD = "pydantic_ai"
 HEADING = "What you remember from earlier conversations, best first:"
 
 Namespace = str | Callable[[RunContext[Any]], str] | None
-
-
-def _checked(namespace: str | None) -> str | None:
-    """``namespace`` if memstrata can hold it, else pydantic-ai's ``UserError`` with why."""
-    if namespace is None:
-        return None
-    try:
-        return check_namespace(namespace)
-    except InvalidInputError as exc:
-        raise UserError(str(exc)) from exc
 
 
 class MemstrataMemory:
@@ -83,14 +72,16 @@ class MemstrataMemory:
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
             raise UserError(f"k is a positive number of memories, not {k!r}")
         self._bridge = Bridge(memory)
-        self._namespace = namespace if callable(namespace) else _checked(namespace)
+        self._namespace = namespace if callable(namespace) else held(namespace, UserError)
         self.k = k
         self.recipe = recipe
         self.metadata = metadata
 
     def namespace(self, ctx: RunContext[Any]) -> str | None:
         """The namespace of this run."""
-        return _checked(self._namespace(ctx)) if callable(self._namespace) else self._namespace
+        return (
+            held(self._namespace(ctx), UserError) if callable(self._namespace) else self._namespace
+        )
 
     # tools ---------------------------------------------------------------------------------
     def toolset(self) -> FunctionToolset[Any]:
