@@ -25,7 +25,7 @@ LLAMA_WHEEL = $(firstword $(wildcard $(WHEELHOUSE)/llama_cpp_python-$(LLAMA_CPP_
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e .
+	$(BIN)/python -m pip install --quiet -e '.[mcp]'
 	touch $(STAMP)
 
 $(TEST_STAMP): $(STAMP) pyproject.toml
@@ -37,24 +37,20 @@ $(TEST_STAMP): $(STAMP) pyproject.toml
 	fi
 	$(BIN)/python -m pip install --quiet \
 		$$(ls $(WHEELHOUSE)/llama_cpp_python-$(LLAMA_CPP_VERSION)-*.whl | head -n 1)
-	$(BIN)/python -m pip install --quiet -e '.[dev,gguf,postgres,integrations]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,gguf,postgres,mcp,integrations]'
 	touch $(TEST_STAMP)
 
-# CrewAI pins pydantic<2.13, openai<3 and mcp<2, which the other frameworks and memstrata's
-# MCP server (mcp 2) do not install beside it: its adapter's tests run in a venv of their
-# own (tests/integrations/test_crewai.py runs them there), with memstrata's dependencies
-# but mcp, and memstrata itself without them
+# CrewAI pins pydantic<2.13, openai<3 and mcp<2, which the other frameworks and
+# memstrata's MCP server (the extra mcp) do not install beside it: its adapter's tests run
+# in a venv of its own (tests/integrations/test_crewai.py runs them there), where
+# `memstrata[crewai]` installs as a CrewAI user installs it
 CREWAI_VENV  := .venv-crewai
 CREWAI_STAMP := $(CREWAI_VENV)/.installed
 
 $(CREWAI_STAMP): pyproject.toml
 	test -x $(CREWAI_VENV)/bin/python || $(PYTHON) -m venv $(CREWAI_VENV)
 	$(CREWAI_VENV)/bin/python -m pip install --quiet --upgrade pip
-	$(CREWAI_VENV)/bin/python -c "import tomllib; p = tomllib.load(open('pyproject.toml', 'rb'))['project']; \
-		print('\n'.join([d for d in p['dependencies'] if not d.startswith('mcp')] \
-		+ p['optional-dependencies']['crewai'] + ['pytest>=8']))" > $(CREWAI_VENV)/requirements.txt
-	$(CREWAI_VENV)/bin/python -m pip install --quiet -r $(CREWAI_VENV)/requirements.txt
-	$(CREWAI_VENV)/bin/python -m pip install --quiet --no-deps -e .
+	$(CREWAI_VENV)/bin/python -m pip install --quiet -e '.[crewai]' 'pytest>=8'
 	touch $(CREWAI_STAMP)
 
 install: $(STAMP)

@@ -151,6 +151,12 @@ def mcp(
     Builds run inline after each add (`build.mode`); stdout carries the protocol, logs go
     to stderr."""
     with errors():
+        from memstrata.errors import ConfigError
+        from memstrata.service.mcp_optional import mcp_missing_reason
+
+        why = mcp_missing_reason()
+        if why is not None:
+            raise ConfigError(why)
         from memstrata.service.mcp import build_server
 
         build_server(load_config(config, store=db)).run("stdio")

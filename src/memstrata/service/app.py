@@ -55,6 +55,7 @@ from memstrata.service.http import (
     route_needs,
 )
 from memstrata.service.limits import MAX_EPISODES, MAX_K, MAX_PAGE, MAX_QUERIES
+from memstrata.service.mcp_optional import mcp_missing, mcp_server
 from memstrata.service.openapi import install_openapi
 from memstrata.store import SearchFilters
 from memstrata.store.base import ApiKey
@@ -249,10 +250,7 @@ def create_app(
     it is a loopback one, and only under a loopback host name."""
     state: dict[str, AsyncMemory] = {}
 
-    from memstrata.service.mcp import build_server
-
-    agent = build_server(memory=lambda: state["memory"])
-    mcp_app = agent.streamable_http_app(streamable_http_path="/")
+    agent = mcp_server(lambda: state["memory"])
 
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -262,7 +260,7 @@ def create_app(
         for i in range(1, workers):  # more drains at once, each starting at another namespace
             tasks.append(asyncio.create_task(_worker(memory, i)))
         try:
-            async with agent.session_manager.run():
+            async with agent.session_manager.run() if agent else contextlib.nullcontext():
                 yield
         finally:
             await memory.close()  # stops the worker after its current batch
@@ -289,7 +287,10 @@ def create_app(
     install_openapi(app, list(Registry.load(config.recipes).recipes))
     # MCP over streamable HTTP, with the same keys: any valid key may connect (the guard
     # checks it), and each tool checks what it reaches (the SDK's transport is below /mcp/).
-    app.mount("/mcp", mcp_app)
+    if agent is not None:
+        app.mount("/mcp", agent.streamable_http_app(streamable_http_path="/"))
+    else:
+        app.mount("/mcp", mcp_missing)
 
     def mem() -> AsyncMemory:
         return state["memory"]
