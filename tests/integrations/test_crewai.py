@@ -17,7 +17,7 @@ from memstrata.config import Config
 ROOT = Path(__file__).resolve().parents[2]
 PYTHON = ROOT / ".venv-crewai" / "bin" / "python"
 #: the cases of tests/integrations/crewai/ (most over an in-process and a served store)
-CASES = 28
+CASES = 29
 
 
 @pytest.mark.slow

@@ -59,6 +59,9 @@ class Probe:
     get: Callable[[str], Any] | None = None
     #: the text the adapter stores for a value, which the bare ``add`` stores too
     text: Callable[[dict[str, Any]], str] = lambda value: str(value["text"])
+    #: called untimed with every text and query the probe will be given: work the
+    #: framework does before it calls the adapter (CrewAI embeds them)
+    prepare: Callable[[list[str]], Any] | None = None
 
 
 def _langgraph(client: Any) -> Probe:
@@ -179,6 +182,30 @@ def _google_adk(client: Any) -> Probe:
 
 
 #: every adapter measured, by name: a function of a memstrata client to its probe
+def _crewai(client: Any) -> Probe:
+    from crewai.memory.types import MemoryRecord
+
+    from memstrata.integrations.crewai import MemstrataStorage
+
+    storage = MemstrataStorage(client, prefix="")
+    vectors: dict[str, list[float]] = {}
+
+    def prepare(texts: list[str]) -> None:
+        vectors.update(zip(texts, storage.embedder(texts), strict=True))
+
+    def put(key: str, value: dict[str, Any]) -> None:
+        text = value["text"]
+        storage.save(
+            [MemoryRecord(id=key, content=text, scope="/bench.a", embedding=vectors[text])]
+        )
+
+    return Probe(
+        put=put,
+        search=lambda q: storage.search(vectors[q], scope_prefix="/bench.a", limit=10),
+        prepare=prepare,
+    )
+
+
 PROBES: dict[str, Callable[[Any], Probe]] = {
     "langgraph": _langgraph,
     "langchain": _langchain,
@@ -187,7 +214,12 @@ PROBES: dict[str, Callable[[Any], Probe]] = {
     "pydantic-ai": _pydantic_ai,
     "autogen": _autogen,
     "google-adk": _google_adk,
+    "crewai": _crewai,
 }
+#: the adapters measured in a venv of their own (their framework does not install beside
+#: the others): `make crewai-env`, then `.venv-crewai/bin/memstrata bench integrations
+#: --adapter crewai`
+APART = {"crewai"}
 
 
 def _timed(step: Callable[[], Any]) -> float:
@@ -201,6 +233,9 @@ def measure(client: Any, adapter: str, n: int, queries: int) -> dict[str, Any]:
     probe = PROBES[adapter](client)
     data = items(n)
     verbs = ("put", "get", "search") if probe.get is not None else ("put", "search")
+    if probe.prepare is not None:
+        asked = [f"who {DOINGS[i % 7]} {THINGS[i % 7]}?" for i in range(queries)]
+        probe.prepare([value["text"] + " (a)" for _, value in data] + asked)
     ms: dict[str, dict[str, list[float]]] = {v: {"adapter": [], "bare": []} for v in verbs}
     for key, value in data:
         # each path its own texts: neither reads the other's embeddings from the cache
@@ -244,7 +279,7 @@ def run(
     """Each adapter over both transports, each on fresh stores of ``n`` items."""
     from memstrata.service.remote import RemoteMemory
 
-    names = adapters or list(PROBES)
+    names = adapters or [a for a in PROBES if a not in APART]
     unknown = [a for a in names if a not in PROBES]
     if unknown:
         raise ValueError(f"unknown adapters {unknown}; known: {sorted(PROBES)}")
