@@ -47,7 +47,7 @@ from autogen_core.models import SystemMessage
 from pydantic import BaseModel, Field, SecretStr
 
 from memstrata.errors import InvalidInputError, NamespaceNotFoundError
-from memstrata.integrations.bridge import Bridge
+from memstrata.integrations.bridge import Bridge, episodes
 from memstrata.models import Episode, Hit
 from memstrata.runner import Blocking
 from memstrata.store.names import check_namespace
@@ -201,17 +201,8 @@ class MemstrataMemory(Memory, Component[MemstrataMemoryConfig]):
         return [content_of(held.get(hit.id), found.namespace, hit) for hit in hits]
 
     async def _all(self) -> list[MemoryContent]:
-        client, after = self._bridge.client, None
-        out: list[MemoryContent] = []
-        while True:
-            try:
-                page = await client.list(namespace=self.namespace, after=after, limit=PAGE)
-            except NamespaceNotFoundError:
-                return out
-            out.extend(content_of(e, e.namespace) for e in page.episodes)
-            if page.next is None:
-                return out
-            after = page.next
+        found = episodes(self._bridge.client, self.namespace, page=PAGE)
+        return [content_of(e, e.namespace) async for e in found]
 
     # component config ----------------------------------------------------------------------
     def _to_config(self) -> MemstrataMemoryConfig:

@@ -10,12 +10,13 @@ call outside any event loop runs on a loop of its own.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine
+from collections.abc import AsyncIterator, Coroutine
 from typing import Any, TypeVar
 
-from memstrata.errors import InvalidInputError
-from memstrata.models import Hit
+from memstrata.errors import InvalidInputError, NamespaceNotFoundError
+from memstrata.models import Episode, Hit
 from memstrata.runner import Blocking
+from memstrata.store.base import SearchFilters
 from memstrata.store.names import check_namespace
 
 T = TypeVar("T")
@@ -48,6 +49,25 @@ class Bridge:
         if self.facade is not None:
             return await asyncio.to_thread(self.facade._run, coro)
         return await coro
+
+
+async def episodes(
+    client: Any, namespace: str | None, session: str | None = None, page: int = 1000
+) -> AsyncIterator[Episode]:
+    """Every episode of ``namespace`` (of one ``session`` when given), in the order they
+    were added, a page at a time; none for a namespace that does not exist yet."""
+    only = SearchFilters(sessions=[session]) if session is not None else None
+    after: str | None = None
+    while True:
+        try:
+            found = await client.list(namespace=namespace, after=after, limit=page, filters=only)
+        except NamespaceNotFoundError:  # nothing kept there yet
+            return
+        for episode in found.episodes:
+            yield episode
+        if found.next is None:
+            return
+        after = found.next
 
 
 def held(namespace: str | None, error: type[Exception] = InvalidInputError) -> str | None:

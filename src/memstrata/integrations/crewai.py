@@ -43,7 +43,7 @@ import numpy as np
 from crewai.memory.types import MemoryRecord, ScopeInfo
 
 from memstrata.errors import InvalidInputError, NamespaceNotFoundError
-from memstrata.integrations.bridge import Bridge
+from memstrata.integrations.bridge import Bridge, episodes
 from memstrata.models import Episode, Hit
 from memstrata.store.names import check_namespace
 
@@ -126,19 +126,7 @@ class MemstrataStorage:
         return [s for s in scopes if s.startswith(wanted)]
 
     async def _episodes(self, scope: str) -> list[Episode]:
-        after: str | None = None
-        out: list[Episode] = []
-        while True:
-            try:
-                page = await self._client.list(
-                    namespace=self.prefix + scope, after=after, limit=PAGE
-                )
-            except NamespaceNotFoundError:
-                return out
-            out.extend(page.episodes)
-            if page.next is None:
-                return out
-            after = page.next
+        return [e async for e in episodes(self._client, self.prefix + scope, page=PAGE)]
 
     async def _records(self, scope_prefix: str | None) -> list[MemoryRecord]:
         return [

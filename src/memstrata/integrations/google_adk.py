@@ -46,9 +46,8 @@ from google.adk.sessions.session import Session
 from google.genai import types
 
 from memstrata.errors import InvalidInputError, NamespaceNotFoundError
-from memstrata.integrations.bridge import Bridge
+from memstrata.integrations.bridge import Bridge, episodes
 from memstrata.models import Episode, Hit
-from memstrata.store.base import SearchFilters
 from memstrata.store.names import check_namespace
 
 #: the key of an episode's metadata that holds what ADK keeps of a memory
@@ -174,20 +173,7 @@ class MemstrataMemoryService(BaseMemoryService):
             await self._client.add_many(items, namespace=name, replace=True)
 
     async def _episodes(self, name: str, session: str) -> list[Episode]:
-        after: str | None = None
-        out: list[Episode] = []
-        only = SearchFilters(sessions=[session])
-        while True:
-            try:
-                page = await self._client.list(
-                    namespace=name, after=after, limit=PAGE, filters=only
-                )
-            except NamespaceNotFoundError:
-                return out
-            out.extend(page.episodes)
-            if page.next is None:
-                return out
-            after = page.next
+        return [e async for e in episodes(self._client, name, session, page=PAGE)]
 
     async def _search(self, name: str, query: str) -> SearchMemoryResponse:
         try:

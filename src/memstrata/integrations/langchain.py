@@ -36,7 +36,7 @@ from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field, PrivateAttr
 
 from memstrata.errors import NamespaceNotFoundError
-from memstrata.integrations.bridge import Bridge
+from memstrata.integrations.bridge import Bridge, episodes
 from memstrata.models import Episode, Hit
 from memstrata.store.base import SearchFilters
 
@@ -143,20 +143,8 @@ class MemstrataChatMessageHistory(BaseChatMessageHistory):
         await self._bridge.arun(self._clear())
 
     async def _episodes(self) -> list[Episode]:
-        client, after = self._bridge.client, None
-        out: list[Episode] = []
-        filters = SearchFilters(sessions=[self.session_id])
-        while True:
-            try:
-                page = await client.list(
-                    namespace=self.namespace, after=after, limit=PAGE, filters=filters
-                )
-            except NamespaceNotFoundError:
-                return out
-            out.extend(page.episodes)
-            if page.next is None:
-                return out
-            after = page.next
+        found = episodes(self._bridge.client, self.namespace, self.session_id, page=PAGE)
+        return [e async for e in found]
 
     async def _messages(self) -> list[BaseMessage]:
         return [message_of(e) for e in await self._episodes()]

@@ -55,7 +55,7 @@ from langgraph.store.base import (
 from langgraph.store.base.embed import get_text_at_path, tokenize_path
 
 from memstrata.errors import InvalidInputError, NamespaceNotFoundError
-from memstrata.integrations.bridge import Bridge
+from memstrata.integrations.bridge import Bridge, episodes
 from memstrata.models import Episode
 from memstrata.store.names import check_namespace
 
@@ -191,18 +191,8 @@ class MemstrataStore(BaseStore):
             return None
         return item_of(found[0], namespace) if found else None
 
-    async def _episodes(self, name: str) -> AsyncIterator[Episode]:
-        after: str | None = None
-        while True:
-            try:
-                page = await self._client.list(namespace=name, after=after, limit=PAGE)
-            except NamespaceNotFoundError:
-                return
-            for episode in page.episodes:
-                yield episode
-            if page.next is None:
-                return
-            after = page.next
+    def _episodes(self, name: str) -> AsyncIterator[Episode]:
+        return episodes(self._client, name, page=PAGE)
 
     async def _search(self, op: SearchOp) -> list[SearchItem]:
         prefix = tuple(op.namespace_prefix)

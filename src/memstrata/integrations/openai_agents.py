@@ -32,9 +32,8 @@ from agents.memory import SessionSettings, await_session_mutation
 from agents.memory.session_settings import coerce_session_settings, resolve_session_limit
 
 from memstrata.errors import NamespaceNotFoundError
-from memstrata.integrations.bridge import Bridge, held, memory_of
+from memstrata.integrations.bridge import Bridge, episodes, held, memory_of
 from memstrata.models import Episode
-from memstrata.store.base import SearchFilters
 
 #: the key of an episode's metadata that holds the whole SDK item
 FIELD = "openai_agents"
@@ -110,20 +109,8 @@ class MemstrataSession:
 
     # memstrata ---------------------------------------------------------------------------
     async def _episodes(self) -> list[Episode]:
-        client, after = self._bridge.client, None
-        filters = SearchFilters(sessions=[self.session_id])
-        out: list[Episode] = []
-        while True:
-            try:
-                page = await client.list(
-                    namespace=self.namespace, after=after, limit=PAGE, filters=filters
-                )
-            except NamespaceNotFoundError:  # nothing remembered there yet
-                return out
-            out.extend(page.episodes)
-            if page.next is None:
-                return out
-            after = page.next
+        found = episodes(self._bridge.client, self.namespace, self.session_id, page=PAGE)
+        return [e async for e in found]
 
     def _episodes_of(self, items: list[TResponseInputItem]) -> list[dict[str, Any]]:
         # copies as JSON reads them back (tuples as lists); NaN is no JSON value either
