@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_conformance import add_embedded, keys_of, prep
+from test_conformance import add_embedded, keys_of, prep, replace_bytes
 
 import memstrata.store.sqlite_search as sqlite_search
 from memstrata.eval.bench_scale import synthetic_queries, synthetic_turns
@@ -212,12 +212,12 @@ def test_an_unusable_file_is_rebuilt_and_searches_stay_exact(
     folder = Path(str(path) + "-ann")
     graph = next(folder.glob("*.usearch"))
     if damage == "truncated":
-        graph.write_bytes(graph.read_bytes()[: graph.stat().st_size // 2])
+        replace_bytes(graph, graph.read_bytes()[: graph.stat().st_size // 2])
     elif damage == "overwritten":  # same size, other bytes: the sampled vectors disagree
         data = bytearray(graph.read_bytes())
         rng = np.random.default_rng(3)
         data[4096:] = rng.integers(0, 256, len(data) - 4096, dtype=np.uint8).tobytes()
-        graph.write_bytes(bytes(data))
+        replace_bytes(graph, bytes(data))
     elif damage == "manifest":
         next(folder.glob("*.json")).write_text("{not json")
     else:  # the files of another store, whose namespace has the same id

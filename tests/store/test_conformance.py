@@ -95,6 +95,14 @@ CORPUS = [
 T0 = datetime(2023, 5, 1, 12, 0, tzinfo=UTC)
 
 
+def replace_bytes(path: Path, data: bytes) -> None:
+    """Give an index file other bytes as a new file in its place: a file truncated where
+    it lies would fault (SIGBUS) any process that still maps it, this one included."""
+    tmp = path.with_name(path.name + ".damaged")
+    tmp.write_bytes(data)
+    tmp.replace(path)
+
+
 def corpus_eps(embed: bool = True) -> list[PreparedEpisode]:
     return [
         prep(eid, text, speaker=spk, session=ses, occurred_at=T0 + timedelta(days=i), embed=embed)

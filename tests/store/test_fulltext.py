@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from test_conformance import keys_of, prep
+from test_conformance import keys_of, prep, replace_bytes
 
 from memstrata.eval.bench_scale import synthetic_queries, synthetic_turns
 from memstrata.retrieval.text import content_terms
@@ -220,7 +220,7 @@ def test_an_unusable_index_is_rebuilt_and_fts5_answers_meanwhile(
     elif damage == "segments":  # every segment file emptied
         for file in folder.iterdir():
             if file.suffix not in (".json", ".lock") and not file.name.startswith("."):
-                file.write_bytes(b"")
+                replace_bytes(file, b"")
         (folder / "meta.json").write_text("{}")
     elif damage == "foreign":  # another store's index, for a namespace with the same id
         elsewhere = tmp_path / "other.db"

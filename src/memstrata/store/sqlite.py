@@ -563,6 +563,10 @@ class SQLiteStore(
     def close(self) -> None:
         self.abandon_builds()  # before the interpreter can leave under them
         with self._lock:
+            # The graph and full-text indexes map their files: let go of them now, not when
+            # the object is collected, so that a file changed after close is never read.
+            self._indexes.clear()
+            self._texts.clear()
             self._conn.close()
 
 
