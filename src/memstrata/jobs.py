@@ -194,4 +194,43 @@ def judge(record: JobRecord, building: bool = False) -> JobStatus:
     )
 
 
-__all__ = ["FINAL", "JobFailure", "JobStatus", "follow", "judge", "new_id", "start", "status"]
+class Jobs:
+    """The jobs of one memory (``AsyncMemory.jobs``): what a service starts after an add
+    or an update and reports on, read from the store's build marks off the event loop."""
+
+    def __init__(self, memory: AsyncMemory) -> None:
+        self._memory = memory
+
+    async def start(
+        self, namespace: str, kind: str, ids: Sequence[str], recipe: str | None = None
+    ) -> JobStatus | None:
+        """A job over the stored episodes among ``ids`` (:func:`start`)."""
+        return await start(self._memory, namespace, kind, ids, recipe)
+
+    async def status(self, job_id: str) -> JobStatus | None:
+        """The job's state now, or None when no such job is known."""
+        return await status(self._memory, job_id)
+
+    def follow(
+        self,
+        job_id: str,
+        interval_s: float = 0.5,
+        *,
+        heartbeat_s: float | None = None,
+        check: Callable[[], Awaitable[None]] | None = None,
+    ) -> AsyncIterator[JobStatus | None]:
+        """The job's state each time it changes (:func:`follow`)."""
+        return follow(self._memory, job_id, interval_s, heartbeat_s=heartbeat_s, check=check)
+
+
+__all__ = [
+    "FINAL",
+    "JobFailure",
+    "JobStatus",
+    "Jobs",
+    "follow",
+    "judge",
+    "new_id",
+    "start",
+    "status",
+]

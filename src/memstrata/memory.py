@@ -47,6 +47,7 @@ from memstrata.reading import read_document
 from memstrata.retrieval.context import fit_to_budget
 from memstrata.store import AddReport, SearchFilters, Store, open_store
 from memstrata.store.base import check_namespace
+from memstrata.surfaces import Surfaces
 from memstrata.updates import EpisodeWriter
 
 Progress = Callable[[int], None]
@@ -55,7 +56,7 @@ logger = logging.getLogger("memstrata")
 __all__ = ["AsyncMemory", "Memory", "decode_utf8", "prepare_episode"]
 
 
-class AsyncMemory(EpisodeWriter, EpisodeReader, Building):
+class AsyncMemory(EpisodeWriter, EpisodeReader, Building, Surfaces):
     """Long-term memory over one store. Open with :meth:`open`; close or use ``async with``."""
 
     def __init__(self, config: Config, store: Store, embedder: Embedder) -> None:
