@@ -308,12 +308,13 @@ class Guard:
 
     async def _admit(self, scope: Scope, headers: dict[str, str]) -> tuple[ApiKey | None, bool]:
         """The request's key and whether the store is open; an error if it may not pass."""
-        store = self.memory().store
+        known = self.memory().keys
         need = self.needs(scope)
         if need.scope is None:
-            key, open_ = None, await keys.is_open(store)
+            key, open_ = None, await known.is_open()
         else:
-            key = await keys.check(store, headers, need.scope, bound_to_loopback=self.loopback)
+            text = keys.carried(headers)
+            key = await known.check(text, need.scope, bound_to_loopback=self.loopback)
             open_ = key is None
         if open_ and not self._own_host(headers, scope):
             raise Misdirected(

@@ -29,7 +29,7 @@ def add_routes(app: FastAPI, router: APIRouter) -> None:
         app.add_api_route(
             route.path,
             route.endpoint,
-            methods=sorted(route.methods),
+            methods=sorted(route.methods or ()),
             name=route.name,
             tags=route.tags,
             dependencies=route.dependencies,
