@@ -10,8 +10,8 @@ key check). And the service's source names no private member of another object a
 
 from __future__ import annotations
 
-import asyncio
 import ast
+import asyncio
 import contextlib
 import functools
 import threading
@@ -153,17 +153,17 @@ def test_no_route_or_tool_calls_the_store_on_the_event_loop(
     pytest.importorskip("mcp.client.streamable_http")
     db = tmp_path / "served.db"
     options = {"build.mode": "queue", "recipe": "mnemis"}
-    with recorded_store(db, monkeypatch) as recorder:
-        with serving(Config.load(store=str(db), **options), workers=0) as client:
-            _every_route(client)
-            client.headers.pop("Authorization")
-            reopen = open_store(db)  # the key made above is revoked: open the store again
-            try:
-                reopen.lift_key_guard()
-            finally:
-                reopen.close()
-            url = str(client.base_url).rstrip("/").removesuffix("/v1") + "/mcp/"
-            asyncio.run(_every_tool(url))
+    config = Config.load(store=str(db), **options)
+    with recorded_store(db, monkeypatch) as recorder, serving(config, workers=0) as client:
+        _every_route(client)
+        client.headers.pop("Authorization")
+        reopen = open_store(db)  # the key made above is revoked: open the store again
+        try:
+            reopen.lift_key_guard()
+        finally:
+            reopen.close()
+        url = str(client.base_url).rstrip("/").removesuffix("/v1") + "/mcp/"
+        asyncio.run(_every_tool(url))
     assert recorder.calls > 50
     assert not recorder.on_loop, "store calls on the event loop:\n" + "\n".join(recorder.on_loop)
 
