@@ -9,10 +9,12 @@ what never happened; no test passes or fails by how long something took.
 from __future__ import annotations
 
 import asyncio
+import subprocess
 import time
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
+import httpx
 import pytest
 
 T = TypeVar("T")
@@ -56,6 +58,35 @@ async def until_async(
         if time.monotonic() > deadline:
             raise AssertionError(f"never happened: {what}")
         await asyncio.sleep(every)  # the poll interval
+
+
+def until_served(
+    url: str,
+    proc: subprocess.Popen[Any],
+    output: Callable[[], str],
+    *,
+    timeout: float = DEADLINE_S,
+) -> None:
+    """Wait until ``url`` answers 200, as the server ``proc`` starts. If it exits first,
+    or never answers (it is then killed), the failure quotes ``output()``, what the
+    server wrote."""
+
+    def up() -> bool:
+        if proc.poll() is not None:
+            raise AssertionError(f"the server exited ({proc.returncode}):\n{output()}")
+        try:
+            return httpx.get(url, timeout=2.0).status_code == 200
+        except httpx.TransportError:
+            return False
+
+    try:
+        until(up, url, timeout=timeout, every=0.05)
+    except AssertionError:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+            raise AssertionError(f"{url} never answered:\n{output()}") from None
+        raise
 
 
 class Clock:
