@@ -11,7 +11,6 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +25,7 @@ from memstrata.errors import (
 )
 from memstrata.memory import Memory
 from memstrata.store import PreparedEpisode, SearchFilters, SQLiteStore, open_store
+from waiting import until
 
 
 @pytest.fixture
@@ -217,11 +217,11 @@ def test_directory_path_is_refused(tmp_path: Path) -> None:
 
 # locks and concurrency ------------------------------------------------------------------
 HOLD_LOCK = """
-import sqlite3, sys, time
+import sqlite3, sys
 conn = sqlite3.connect(sys.argv[1], isolation_level=None)
 conn.execute("BEGIN EXCLUSIVE")
 print("locked", flush=True)
-time.sleep(60)
+sys.stdin.read()  # held until the test kills this process
 """
 
 
@@ -230,14 +230,17 @@ def test_write_while_another_process_holds_the_lock(tmp_path: Path) -> None:
     store = SQLiteStore(path, busy_timeout_ms=200)
     store.add_episodes("ns", [prep("before", "written before the lock")])
     holder = subprocess.Popen(
-        [sys.executable, "-c", HOLD_LOCK, str(path)], stdout=subprocess.PIPE, text=True
+        [sys.executable, "-c", HOLD_LOCK, str(path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
-        started = time.monotonic()
         with pytest.raises(StoreLockedError, match=r"locked by another process.*busy timeout"):
             store.add_episodes("ns", [prep("during", "written during the lock")])
-        assert 0.15 <= time.monotonic() - started < 10
+        # the write gave up after SQLite's busy handler had waited the store's timeout
+        assert store._conn.execute("PRAGMA busy_timeout").fetchone() == (200,)
         # readers are not blocked (WAL); a second store opens (an up-to-date schema needs no
         # write lock) and reads, and its writes fail fast and clearly too
         assert [e.id for e in store.get_episodes("ns", ["before"])] == ["before"]
@@ -272,7 +275,7 @@ print(len(report.added), flush=True)
 
 
 def _open_and_close(path: str, start: Any) -> str:
-    start.wait()
+    start.wait()  # a barrier: the three go at once
     try:
         SQLiteStore(path).close()
     except Exception as exc:  # reported to the parent, which asserts on it
@@ -290,10 +293,8 @@ def test_processes_creating_one_new_file_at_once_all_succeed(tmp_path: Path) -> 
         for round_ in range(40):
             path = str(tmp_path / f"new-{round_}.db")
             with ctx.Manager() as manager:
-                start = manager.Event()
+                start = manager.Barrier(3)
                 pending = [pool.apply_async(_open_and_close, (path, start)) for _ in range(3)]
-                time.sleep(0.01)
-                start.set()
                 failures += [r for r in (p.get(timeout=60) for p in pending) if r != "ok"]
             assert SQLiteStore(path).schema_version() >= 1
     assert failures == []
@@ -369,15 +370,15 @@ def test_kill_9_during_import_leaves_whole_batches_and_resumes(
         env=subprocess_env,
     )
     try:
-        deadline = time.monotonic() + 90
-        seen = 0
-        while seen == 0:
+
+        def committed() -> int:
             assert child.poll() is None, child.communicate()[1][-2000:]
-            assert time.monotonic() < deadline, "the import never committed a batch"
             if path.exists():
                 with contextlib.suppress(sqlite3.OperationalError):  # no schema yet, or busy
-                    seen = count(path)
-            time.sleep(0.01)
+                    return count(path)
+            return 0
+
+        until(committed, "the import committed a batch")
         os.kill(child.pid, signal.SIGKILL)
         child.wait(timeout=30)
     finally:

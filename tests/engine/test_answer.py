@@ -211,9 +211,12 @@ def test_invalid_json_is_retried_with_the_error_quoted(memory: Memory, hits: lis
     (record,) = sink.records
     assert record.attempts == 2 and record.ok
     assert answer.usage["prompt_tokens"] == record.prompt_tokens
-    assert record.prompt_tokens == sum(
-        len(m.content.split()) for r in backend.requests for m in r.messages
-    )
+    # The scripted backend counts words. The first attempt sends 150: the answer system
+    # prompt's 105 and a user message of 45 ("Memory:", the two data tags, the hits t3,
+    # t2 and t1 at 14, 10 and 10 words with their ids and speakers, "Question:" and the
+    # question's 7). The second sends those 150 again, the invalid reply (7) and the
+    # request to correct it (30): 150 + 187 = 337.
+    assert record.prompt_tokens == 337
 
 
 def test_model_that_never_gives_valid_json_raises_and_changes_nothing(

@@ -6,7 +6,6 @@ SQLite and on PostgreSQL."""
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -25,6 +24,7 @@ from memstrata.eval.faults import (
 )
 from memstrata.eval.invariants import check_store, design_problems, expected_lines
 from memstrata.memory import AsyncMemory, Memory
+from waiting import Clock
 
 LINES = conversation(30)
 MANUAL: dict[str, Any] = {"build.mode": "manual", "llm.kind": "none"}
@@ -67,18 +67,22 @@ def test_a_session_of_each_design(
 
 
 def test_a_lease_of_another_host_is_taken_over_once_it_expires(
-    store_at: Callable[[str], str], embedder: Embedder
+    store_at: Callable[[str], str], embedder: Embedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A holder elsewhere cannot be asked whether it runs: its lease counts until
-    ``build.lease_s`` has passed without a renewal, then the build takes it over."""
+    ``build.lease_s`` has passed without a renewal, then the build takes it over. The
+    1.5 s pass on a test clock: the build's waits move it on at once."""
+    clock = Clock(monkeypatch)
     with Memory.open(store_at("m"), embedder=embedder, recipe="memtree", **MANUAL) as m:
+        m.engine.clock, m.engine.sleep = clock.monotonic, clock.sleep
         m.add_many(LINES[:8], namespace=NS)
         other = "elsewhere:4242:stalled"
         assert m.store.acquire_lease(NS, "memtree", other, 1.5)
         assert m.store.lease_holder(NS, "memtree") == other
-        t0 = time.monotonic()
         (report,) = m.build(NS)
-        assert time.monotonic() - t0 >= 1.4  # not before the lease ran out
+        # build.wait_s is 600, so the build looks again every second (min(1, 600 / 10)):
+        # refused at 0 s and at 1 s, the lease is gone at 2 s
+        assert clock.slept == [1.0, 1.0]
         assert (report.episodes, report.failed, report.errors) == (8, 0, [])
         assert m.store.lease_holder(NS, "memtree") is None  # released when done
 

@@ -20,6 +20,7 @@ from memstrata.config import Config
 from memstrata.llm import LLMClient, ScriptedBackend
 from memstrata.memory import Memory
 from memstrata.store import Store
+from waiting import Clock
 
 NS = "n"
 TURNS = [
@@ -67,13 +68,16 @@ def test_a_repair_cut_short_by_a_crash_runs_before_the_next_build(
 
 
 def test_a_busy_lease_defers_the_repair_to_its_holder(
-    store_at: Callable[[str], str], embedder
+    store_at: Callable[[str], str], embedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    clock = Clock(monkeypatch)
     with opened(store_at("m"), embedder, **{"build.repair_wait_s": 0.2}) as m:
+        m.engine.clock, m.engine.sleep = clock.monotonic, clock.sleep
         m.add_many(TURNS)
         other = "elsewhere:1:abc"  # a process on another host, still alive
         assert m.store.acquire_lease(NS, "memtree", other, 60)
         assert m.delete(["t2"]) == 1  # returns: it does not wait for the build to end
+        assert 0.2 <= sum(clock.slept) < 0.3  # after build.repair_wait_s, on the test clock
         assert m.stats(NS)["namespaces"][0]["repairs"]["memtree"] >= 1
         m.store.release_lease(NS, "memtree", other)
         m.build()  # the holder's next drain (here ours) repairs first

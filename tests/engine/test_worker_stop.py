@@ -18,7 +18,6 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -27,6 +26,7 @@ from test_queue import turns
 from memstrata.embed.base import Embedder
 from memstrata.memory import AsyncMemory, Memory
 from memstrata.store import SQLiteStore, Store
+from waiting import until, until_async
 
 BATCH = 4
 RECIPE = "memtree"
@@ -50,6 +50,12 @@ async def agreement(mem: AsyncMemory, namespace: str = "default") -> tuple[set[s
     done = await asyncio.to_thread(done_ids, mem.store, namespace)
     assert leaves == done, (sorted(leaves - done), sorted(done - leaves))
     return done, await builder.check(ctx, namespace)
+
+
+def exited(proc: subprocess.Popen[bytes], err_path: Path) -> bool:
+    """False while ``proc`` runs; a failure with its stderr once it has ended."""
+    assert proc.poll() is None, err_path.read_text()
+    return False
 
 
 def queued_store(path: Path, embedder: Embedder, n: int) -> list[str]:
@@ -80,11 +86,10 @@ def test_worker_stops_within_one_batch_of_a_signal_and_says_what_is_left(
         with out_path.open("w") as out, err_path.open("w") as err:
             proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=err)
             try:
-                deadline = time.monotonic() + 120  # a safety net, not a measurement
-                while len(done_ids(store)) < 2 * BATCH:
-                    assert proc.poll() is None, err_path.read_text()
-                    assert time.monotonic() < deadline, "the worker folded nothing in"
-                    time.sleep(0.01)
+                until(
+                    lambda: len(done_ids(store)) >= 2 * BATCH or exited(proc, err_path),
+                    "the worker folded two batches in",
+                )
                 proc.send_signal(signum)
                 # Read after the signal: whatever was committed before it is counted, so
                 # only the batch being written when it came may be added.
@@ -155,10 +160,12 @@ def test_stop_worker_stops_the_background_worker_within_one_batch(
         ) as mem:
             store = mem.store
             task = mem.start_worker()
-            deadline = time.monotonic() + 60  # a safety net
-            while len(await asyncio.to_thread(done_ids, store)) < 2 * BATCH:
-                assert not task.done() and time.monotonic() < deadline
-                await asyncio.sleep(0.01)
+
+            async def two_batches() -> bool:
+                assert not task.done()
+                return len(await asyncio.to_thread(done_ids, store)) >= 2 * BATCH
+
+            await until_async(two_batches, "the worker folded two batches in")
             mem.request_stop()
             at_stop = len(await asyncio.to_thread(done_ids, store))
             report = await asyncio.wait_for(mem.stop_worker(), 60)
@@ -255,16 +262,16 @@ def test_a_second_ctrl_c_stops_the_worker_at_once(
         with out_path.open("w") as out, err_path.open("w") as err:
             proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=err)
             try:
-                deadline = time.monotonic() + 120  # safety nets, not measurements
-                while not server.held:  # the first batch waits for the LLM
-                    assert proc.poll() is None, err_path.read_text()
-                    assert time.monotonic() < deadline, "the worker never called the LLM"
-                    time.sleep(0.01)
+                # the first batch waits for the LLM
+                until(lambda: server.held or exited(proc, err_path), "the worker called the LLM")
                 proc.send_signal(signal.SIGINT)
-                while "stopping after the current batch" not in err_path.read_text():
-                    assert proc.poll() is None, err_path.read_text()
-                    assert time.monotonic() < deadline, err_path.read_text()
-                    time.sleep(0.01)
+                until(
+                    lambda: (
+                        "stopping after the current batch" in err_path.read_text()
+                        or exited(proc, err_path)
+                    ),
+                    lambda: f"the worker said it stops after the batch: {err_path.read_text()}",
+                )
                 proc.send_signal(signal.SIGINT)  # the batch would never end: stop now
                 status = proc.wait(timeout=120)
             finally:

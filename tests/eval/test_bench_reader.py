@@ -36,9 +36,11 @@ def test_run_reports_every_question(tmp_path: Path, embedder) -> None:
     assert [r["id"] for r in report["questions"]] == [q.id for q in wanted]
     for row in report["questions"]:
         assert 0 <= row["recall"] <= 1 and 0 <= row["baseline_recall"] <= 1
-        assert row["compaction_ratio"] > 0
+        assert row["windows"] >= 1  # the reading kept some of the document for the question
         assert row["baseline_tokens"] <= row["window_tokens"] or row["baseline_tokens"] == 0
-    assert report["summary"]["build_words_per_minute"] > 0
+    # each conversation read as one document, its build timed once
+    assert [d["document"] for d in report["documents"]] == ["tiny-1", "tiny-2"]
+    assert report["summary"]["overall"]["n"] == len(wanted) == 5
     assert "words/min" in br.markdown(report)
     jpath, mpath = br.write(report, tmp_path / "out")
     assert jpath.exists() and mpath.exists()

@@ -5,14 +5,13 @@ from __future__ import annotations
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
 from memstrata.llm import find_smollm2_gguf
+from waiting import until_served
 
 STARTUP_TIMEOUT_S = 120.0
 
@@ -50,18 +49,9 @@ def server_url(smollm2_gguf: Path, tmp_path_factory: pytest.TempPathFactory) -> 
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}/v1"
     try:
-        deadline = time.monotonic() + STARTUP_TIMEOUT_S
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"llama_cpp.server exited early:\n{log_path.read_text()[-3000:]}")
-            try:
-                if httpx.get(f"{base}/models", timeout=2.0).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"llama_cpp.server not ready:\n{log_path.read_text()[-3000:]}")
-            time.sleep(0.25)
+        until_served(
+            f"{base}/models", proc, lambda: log_path.read_text()[-3000:], timeout=STARTUP_TIMEOUT_S
+        )
         yield base
     finally:
         proc.terminate()

@@ -6,7 +6,6 @@ import contextlib
 import gc
 import socket
 import threading
-import time
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,6 +27,21 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+class _Server(uvicorn.Server):
+    """uvicorn's server, telling when it has started or given up (``up``), so that the
+    caller waits for that rather than for a time."""
+
+    def __init__(self, config: uvicorn.Config) -> None:
+        super().__init__(config)
+        self.up = threading.Event()
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        try:
+            await super().startup(sockets)
+        finally:  # also when it could not listen (it exits then)
+            self.up.set()
+
+
 @contextlib.contextmanager
 def serving(config: Config, host: str = "127.0.0.1", **app_options: Any) -> Iterator[httpx.Client]:
     """An HTTP client of the app over ``config``'s store, served on a free port of
@@ -35,7 +49,7 @@ def serving(config: Config, host: str = "127.0.0.1", **app_options: Any) -> Iter
     port = free_port()
     if host != "127.0.0.1":  # the app's default
         app_options["host"] = host
-    server = uvicorn.Server(
+    server = _Server(
         uvicorn.Config(
             create_app(config, **{"max_body": LIMIT, **app_options}),
             host=host,
@@ -46,11 +60,7 @@ def serving(config: Config, host: str = "127.0.0.1", **app_options: Any) -> Iter
     )
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
-    for _ in range(600):
-        if server.started:
-            break
-        time.sleep(0.05)
-    assert server.started
+    assert server.up.wait(60) and server.started  # not started: it ended, or hangs
     try:
         with httpx.Client(base_url=f"http://127.0.0.1:{port}/v1", timeout=60) as client:
             yield client

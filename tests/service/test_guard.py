@@ -12,7 +12,6 @@ import select
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,6 +22,7 @@ from service_helpers import serving
 from memstrata.config import Config
 from memstrata.service import keys
 from memstrata.store import open_store
+from waiting import until
 
 TURNS = [
     {"id": "o1", "text": "The globex launch moved to the ninth of March.", "speaker": "Ines"},
@@ -215,13 +215,14 @@ def test_callers_without_a_key_leave_a_share_of_the_capacity(
     head = _head("POST", "/v1/nowhere", port, "Transfer-Encoding: chunked")
     holders = [_send(port, head, b"1\r\n{\r\n") for _ in range(6)]
     ready = str(client.base_url) + "ready"
-    for _ in range(400):  # once the six are inside, a seventh caller without a key waits
+
+    def refused() -> httpx.Response | None:  # once the six are inside, a seventh waits
         probe = httpx.get(ready)
-        if probe.status_code == 429:
-            break
-        time.sleep(0.01)
-    assert probe.status_code == 429 and probe.json()["error"]["code"] == "too_many_requests"
-    assert not select.select(holders, [], [], 0.2)[0]  # the six are still inside
+        return probe if probe.status_code == 429 else None
+
+    probe = until(refused, "the six callers got inside")
+    assert probe.json()["error"]["code"] == "too_many_requests"
+    assert not select.select(holders, [], [], 0)[0]  # the six are still inside: no answer
     seventh = _send(port, head, b"1\r\n{\r\n")
     assert _response(seventh)[0] == 429
     seventh.close()
@@ -231,12 +232,10 @@ def test_callers_without_a_key_leave_a_share_of_the_capacity(
         assert found.status_code == 200, found.text
     for sock in holders:
         sock.close()
-    for _ in range(400):  # the hung-up requests give their slots back
-        if httpx.get(ready).status_code == 200:
-            break
-        time.sleep(0.01)
-    else:
-        raise AssertionError("the slots of the closed requests were not given back")
+    until(
+        lambda: httpx.get(ready).status_code == 200,
+        "the hung-up requests gave their slots back",
+    )
 
 
 def test_a_body_that_does_not_arrive_in_time_gets_408_and_its_socket_closed(

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import socket
-import time
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +15,7 @@ from service_helpers import serving
 from memstrata.config import Config
 from memstrata.service import keys
 from memstrata.store import open_store
+from waiting import until
 
 TURNS = [
     "Maya booked flights to Lisbon for June.",
@@ -34,13 +34,12 @@ def _episodes(prefix: str, texts: list[str] = TURNS) -> dict[str, Any]:
     return {"episodes": [{"id": f"{prefix}{i}", "text": t} for i, t in enumerate(texts)]}
 
 
-def _wait(client: httpx.Client, job_id: str, seconds: float = 120) -> dict[str, Any]:
-    deadline = time.monotonic() + seconds
-    while True:
+def _wait(client: httpx.Client, job_id: str) -> dict[str, Any]:
+    def ended() -> dict[str, Any] | None:
         job = client.get(f"/jobs/{job_id}").json()
-        if job["state"] in ("succeeded", "failed", "removed") or time.monotonic() > deadline:
-            return dict(job)
-        time.sleep(0.05)
+        return dict(job) if job["state"] in ("succeeded", "failed", "removed") else None
+
+    return until(ended, f"job {job_id} ended", every=0.05)
 
 
 def _events(client: httpx.Client, job_id: str) -> list[dict[str, Any]]:

@@ -7,11 +7,13 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import httpx
 
 from memstrata.service import keys
 from memstrata.store import open_store
+from memstrata.store.base import WOULD_WAIT
 
 A = [{"id": "a1", "text": "Maya keeps her passport in the blue drawer.", "speaker": "Maya"}]
 B = [{"id": "b1", "text": "Zoltan hides the spare key under the red pot.", "speaker": "Zoltan"}]
@@ -159,10 +161,19 @@ def test_a_key_check_waits_for_a_busy_store_and_decides_alike(tmp_path: Path) ->
         holder = threading.Thread(target=hold)
         holder.start()
         assert held.wait(10)
+        read_at_once, went_off = store.read_at_once, threading.Event()
+
+        def noting(read: Any) -> Any:
+            found = read_at_once(read)
+            if found is WOULD_WAIT:
+                went_off.set()
+            return found
+
+        store.read_at_once = noting  # type: ignore[method-assign]
 
         async def while_busy() -> list[str]:
             task = asyncio.create_task(decisions())
-            await asyncio.sleep(0.2)
+            assert await asyncio.to_thread(went_off.wait, 10)  # the store would make it wait
             assert not task.done()  # waiting for the writer, off the loop
             release.set()
             return await task

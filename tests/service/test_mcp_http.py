@@ -17,6 +17,7 @@ from mcp.client.streamable_http import streamable_http_client
 from memstrata.llm.fence import unfence
 from memstrata.service import keys
 from memstrata.store import open_store
+from waiting import until_async
 
 
 def _url(client: httpx.Client) -> str:
@@ -91,12 +92,11 @@ def test_a_session_over_http_follows_its_jobs(tmp_path: Path) -> None:
     )
 
     async def wait(client: Client, job_id: str) -> dict[str, Any]:
-        for _ in range(600):
+        async def ended() -> dict[str, Any] | None:
             job = (await client.call_tool("job_status", {"job_id": job_id})).structured_content
-            if job["state"] in ("succeeded", "failed", "removed"):
-                return dict(job)
-            await asyncio.sleep(0.05)
-        raise AssertionError(f"job {job_id} never ended")
+            return dict(job) if job["state"] in ("succeeded", "failed", "removed") else None
+
+        return await until_async(ended, f"job {job_id} ended", every=0.05)
 
     with serving(config) as rest:
         url = _url(rest)

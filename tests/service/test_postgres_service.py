@@ -7,8 +7,8 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 from service_helpers import free_port
@@ -16,6 +16,7 @@ from service_helpers import free_port
 import pgtest
 from memstrata.service import keys
 from memstrata.store import open_store
+from waiting import until, until_served
 
 
 def _serve(url: str, port: int, *extra: str) -> subprocess.Popen[str]:
@@ -24,17 +25,10 @@ def _serve(url: str, port: int, *extra: str) -> subprocess.Popen[str]:
     process = subprocess.Popen(
         cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
     )
-    for _ in range(1200):
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/v1/health", timeout=1).status_code == 200:
-                return process
-        except httpx.TransportError:
-            pass
-        if process.poll() is not None:
-            raise AssertionError(process.stderr.read() if process.stderr else "")
-        time.sleep(0.05)
-    process.kill()
-    raise AssertionError("the server did not start")
+    stderr = process.stderr
+    assert stderr is not None
+    until_served(f"http://127.0.0.1:{port}/v1/health", process, stderr.read)
+    return process
 
 
 def test_the_service_on_postgresql(tmp_path: Path) -> None:
@@ -66,11 +60,12 @@ def test_the_service_on_postgresql(tmp_path: Path) -> None:
                                headers=auth, timeout=60).json()  # fmt: skip
             assert added["added"] == ["p1", "p2"]
             job_id = added["job"]["id"]
-            for _ in range(1200):
+
+            def ended() -> dict[str, Any] | None:
                 job = httpx.get(f"{api}/jobs/{job_id}", headers=auth, timeout=30).json()
-                if job["state"] != "queued" and job["state"] != "running":
-                    break
-                time.sleep(0.05)
+                return None if job["state"] in ("queued", "running") else dict(job)
+
+            job = until(ended, f"job {job_id} ended", every=0.05)
             assert (job["state"], job["done"], job["steps"]) == ("succeeded", 2, 2)
             # the second server, on the same database, sees the episodes and the job
             api2 = f"http://127.0.0.1:{second}/v1"

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ import pytest
 from service_helpers import LIMIT, free_port
 
 from memstrata.memory import Memory
+from waiting import until, until_served
 
 TURNS = [
     {
@@ -62,12 +62,13 @@ def test_a_session_with_every_verb(served: tuple[httpx.Client, Path]) -> None:
     versions = client.get("/namespaces/me/episodes/t2/history").json()["versions"]
     assert [v["text"] for v in versions] == ["Tomas adopted a greyhound called Pepper."]
 
-    for _ in range(400):  # the worker folds the episodes in, in the background
-        builds = client.get("/namespaces/me/stats").json()["namespaces"][0]["builds"]
-        if builds and all(b["queued"] == 0 for b in builds.values()):
-            break
-        time.sleep(0.05)
-    assert all(b["queued"] == 0 and b["failed"] == 0 for b in builds.values()), builds
+    def builds() -> dict[str, Any]:
+        return dict(client.get("/namespaces/me/stats").json()["namespaces"][0]["builds"])
+
+    # the worker folds the episodes in, in the background (here nothing: the default
+    # recipe has no builders)
+    until(lambda: all(b["queued"] == 0 for b in builds().values()), "nothing queued")
+    assert all(b["queued"] == 0 and b["failed"] == 0 for b in builds().values()), builds()
     assert client.post("/namespaces/me/retry").json() == {"queued": 0}
 
     gone = client.delete("/namespaces/me/episodes", params={"id": ["t3", "nope"]}).json()
@@ -164,12 +165,7 @@ def test_memstrata_serve_process(tmp_path: Path) -> None:
     )  # fmt: skip
     try:
         url = f"http://127.0.0.1:{port}/v1"
-        for _ in range(1200):
-            try:
-                if httpx.get(f"{url}/health", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.1)
+        until_served(f"{url}/health", proc, lambda: proc.communicate()[1])
         with httpx.Client(base_url=url, timeout=60) as client:
             assert (
                 client.post("/namespaces/a/episodes", json={"episodes": TURNS}).status_code == 200

@@ -12,6 +12,7 @@ from service_helpers import serving
 
 from memstrata import RemoteMemory
 from memstrata.config import Config
+from waiting import until
 
 
 def test_listing_pages_and_filters(served: tuple[httpx.Client, Path]) -> None:
@@ -96,9 +97,8 @@ def test_requests_past_the_limit_get_429(tmp_path: Path) -> None:
         assert httpx.get(base + "/health").status_code == 200
         release.set()
         holder.join(timeout=30)
-        for _ in range(100):  # the slot is free again once the stream has closed
-            if httpx.get(base + "/namespaces").status_code == 200:
-                break
-            threading.Event().wait(0.05)
-        else:
-            raise AssertionError("the closed stream kept its slot")
+        until(
+            lambda: httpx.get(base + "/namespaces").status_code == 200,
+            "the closed stream gave its slot back",
+            every=0.05,
+        )

@@ -9,7 +9,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ from service_helpers import free_port
 
 from memstrata import jobs
 from memstrata.store import open_store
+from waiting import until, until_served
 
 EPISODES = 600
 
@@ -41,17 +41,10 @@ def _serve(db: Path, port: int) -> subprocess.Popen[bytes]:
     }
     cmd = [sys.executable, "-m", "memstrata", "serve", "--db", str(db), "--port", str(port)]
     process = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    for _ in range(1200):
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/v1/ready", timeout=1).status_code == 200:
-                return process
-        except httpx.TransportError:
-            pass
-        if process.poll() is not None:
-            raise AssertionError(process.stderr.read().decode() if process.stderr else "")
-        time.sleep(0.05)
-    process.kill()
-    raise AssertionError("the server did not start")
+    stderr = process.stderr
+    assert stderr is not None
+    until_served(f"http://127.0.0.1:{port}/v1/ready", process, lambda: stderr.read().decode())
+    return process
 
 
 def _status(db: Path, job_id: str) -> jobs.JobStatus:
@@ -75,12 +68,13 @@ def test_a_job_outlives_its_killed_server(tmp_path: Path) -> None:
         )
         assert added.status_code == 200, added.text
         job_id = added.json()["job"]["id"]
-        seen: list[int] = []
-        while not seen or seen[-1] == 0:  # kill once the worker is inside the job
+
+        def inside() -> bool:  # kill once the worker is inside the job
             job = httpx.get(f"{url}/jobs/{job_id}", timeout=30).json()
             assert job["state"] != "succeeded", "the job ended before the kill"
-            seen.append(job["done"])
-            time.sleep(0.02)
+            return bool(job["done"])
+
+        until(inside, "the worker began the job", every=0.02)
         first.send_signal(signal.SIGKILL)
         first.wait(timeout=30)
     finally:
@@ -93,12 +87,13 @@ def test_a_job_outlives_its_killed_server(tmp_path: Path) -> None:
 
     second = _serve(db, port)  # takes the dead process's lease over at once (same host)
     try:
-        while True:
+
+        def ended() -> dict[str, Any] | None:
             job = httpx.get(f"http://127.0.0.1:{port}/v1/jobs/{job_id}", timeout=30).json()
-            if job["state"] != "running":
-                break
             assert job["done"] >= halted.done
-            time.sleep(0.1)
+            return None if job["state"] == "running" else dict(job)
+
+        job = until(ended, "the second server ended the job", timeout=600, every=0.1)
     finally:
         second.send_signal(signal.SIGTERM)
         second.wait(timeout=60)

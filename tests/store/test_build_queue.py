@@ -2,8 +2,9 @@
 failures and retries, leases.
 
 Run on every backend of ``test_conformance.BACKENDS`` (kept apart only for length). Time is
-looked into through the ``now`` argument of ``pending_episodes`` rather than slept through,
-except for a lease ttl of a millisecond.
+looked into through the ``now`` argument of ``pending_episodes``, and a lease's expiry
+through a test clock (:class:`waiting.Clock`) that moves the wall clock the store reads,
+rather than slept through.
 """
 
 from __future__ import annotations
@@ -16,11 +17,13 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from test_conformance import prep
 
 from memstrata.designs.personalai.records import Thesis
 from memstrata.models import Entity, Episode, Span
 from memstrata.store import SQLiteStore, Store
+from waiting import Clock
 
 HOST = socket.gethostname()
 HOUR = 3600.0
@@ -276,7 +279,9 @@ def test_marks_for_episodes_deleted_meanwhile_are_skipped(store: Store) -> None:
 
 
 # leases ---------------------------------------------------------------------------------
-def test_a_live_lease_is_kept_from_other_owners_and_renewed_by_its_own(store: Store) -> None:
+def test_a_live_lease_is_kept_from_other_owners_and_renewed_by_its_own(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
     add(store, "ns", 1)
     add(store, "other", 1)
     a, b = owner("a"), owner("b")
@@ -291,18 +296,22 @@ def test_a_live_lease_is_kept_from_other_owners_and_renewed_by_its_own(store: St
     assert store.lease_holder("ns", "b") == a
 
     # renewal extends the lease: a short one renewed long outlives its first ttl
-    assert store.acquire_lease("ns", "b", a, 0.001)
+    clock = Clock(monkeypatch)
+    assert store.acquire_lease("ns", "b", a, 1)
     assert store.acquire_lease("ns", "b", a, 60)
-    time.sleep(0.01)
+    clock.advance(30)
     assert store.lease_holder("ns", "b") == a
     assert not store.acquire_lease("ns", "b", b, 60)
 
 
-def test_an_expired_lease_is_taken_over(store: Store) -> None:
+def test_an_expired_lease_is_taken_over(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
     add(store, "ns", 1)
     a, b = owner("a"), owner("b")
-    assert store.acquire_lease("ns", "b", a, 0.001)
-    time.sleep(0.01)
+    clock = Clock(monkeypatch)
+    assert store.acquire_lease("ns", "b", a, 60)
+    clock.advance(59)
+    assert store.lease_holder("ns", "b") == a  # still live a second before its end
+    clock.advance(2)
     assert store.lease_holder("ns", "b") is None
     assert store.acquire_lease("ns", "b", b, 60)
     assert store.lease_holder("ns", "b") == b

@@ -22,7 +22,7 @@ import socket
 import time
 import uuid
 import weakref
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from memstrata.embed.base import Embedder
@@ -81,13 +81,18 @@ class Engine(Upkeep):
         build: Any,
         retrieval: dict[str, Any] | None = None,
         search_tier: str | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
+        """``clock`` and ``sleep`` time the wait for another process's build lease; a
+        caller may pass its own to let that time pass without waiting it out."""
         self.store = store
         self.registry = registry
         self.build_cfg = build
         self.retrieval = {k: v for k, v in (retrieval or {}).items() if v is not None}
         self.search_tier = search_tier
         self._llm = llm
+        self.clock, self.sleep = clock, sleep
         # notes the vectors a search's routes compute (engine.explain), else transparent
         self.base = Context(store, Noting(embedder))
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"

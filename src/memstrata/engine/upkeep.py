@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -28,7 +27,7 @@ from memstrata.store.base import RemovedEpisode, Repairs
 
 if TYPE_CHECKING:
     import weakref
-    from collections.abc import Callable
+    from collections.abc import Awaitable, Callable
 
     from memstrata.engine.registry import Registry
     from memstrata.llm.base import LLMClient
@@ -49,6 +48,8 @@ class Upkeep:
         registry: Registry
         build_cfg: Any
         owner: str
+        clock: Callable[[], float]
+        sleep: Callable[[float], Awaitable[None]]
         _llm: Callable[[], LLMClient | None]
         _locks: weakref.WeakKeyDictionary[
             asyncio.AbstractEventLoop, dict[tuple[str, str], asyncio.Lock]
@@ -70,20 +71,20 @@ class Upkeep:
     ) -> bool:
         cfg = self.build_cfg
         patience = cfg.wait_s if wait_s is None else wait_s
-        deadline = time.monotonic() + patience
+        deadline = self.clock() + patience
         while True:
             got = await asyncio.to_thread(
                 self.store.acquire_lease, namespace, builder.name, self.owner, cfg.lease_s
             )
             if got or not wait:
                 return got
-            if time.monotonic() > deadline:
+            if self.clock() > deadline:
                 holder = await asyncio.to_thread(self.store.lease_holder, namespace, builder.name)
                 raise BuildBusyError(
                     f"another process ({holder}) is building {builder.name!r} in namespace "
                     f"{namespace!r}; waited {patience:.0f} s (build.wait_s)"
                 )
-            await asyncio.sleep(min(1.0, patience / 10 or 0.1))
+            await self.sleep(min(1.0, patience / 10 or 0.1))
 
     # repairs ----------------------------------------------------------------------------
     @for_its_namespace

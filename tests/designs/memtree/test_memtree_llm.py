@@ -30,18 +30,25 @@ TEXTS = [
 
 
 class InFlight(ScriptedBackend):
-    """The scripted backend, counting how many calls are open at once."""
+    """The scripted backend, counting how many calls are open at once. With ``together``
+    set to n, calls answer only once n are open: calls issued together all get in, calls
+    issued one after another time out (a failure, not a hang)."""
 
     def __init__(self, responses) -> None:
         super().__init__(responses)
         self.open = 0
         self.peak: list[int] = []
+        self.together = 1
+        self._all_in: dict[asyncio.AbstractEventLoop, asyncio.Event] = {}
 
     async def complete(self, messages, **kw):  # type: ignore[no-untyped-def]
+        all_in = self._all_in.setdefault(asyncio.get_running_loop(), asyncio.Event())
         self.open += 1
         self.peak.append(self.open)
-        await asyncio.sleep(0.01)
+        if self.open >= self.together:
+            all_in.set()
         try:
+            await asyncio.wait_for(all_in.wait(), 30)
             return await super().complete(messages, **kw)
         finally:
             self.open -= 1
@@ -72,9 +79,11 @@ def test_aggregates_per_ancestor_concurrently_and_failures_undone(embedder) -> N
     assert "more abstract" in first[0].content
 
     backend.peak.clear()
+    backend.together = 2
     assert asyncio.run(builder.update(ctx, NS, eps[2:3])).failed == {}
     assert len(backend.requests) == 3  # two ancestors: the inner node and the expanded leaf
     assert max(backend.peak) == 2  # issued together
+    backend.together = 1
     asked = {
         re.search(r"from (\d+) previous", unfence(r.messages[-1].content)).group(1)
         for r in backend.requests[1:]

