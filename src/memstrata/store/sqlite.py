@@ -1,9 +1,11 @@
 """Embedded store: one SQLite file in WAL mode, FTS5 for BM25, an in-process vector index.
 
-This module holds the connection, migrations, namespaces, episodes and accounting. The rest
-of ``SQLiteStore`` lives in mixins, one responsibility each, to keep modules small:
+This module holds the connection, migrations, namespaces and episodes. The rest of
+``SQLiteStore`` lives in parts, one responsibility each, to keep modules small, each
+deriving from the host class ``sqlite_base.SQLiteBase``; the rules both SQL stores share
+are in ``store/sql/`` (``usage``: LLM calls, ...); here:
 ``sqlite_search`` (embedding cache, the vector index and why it is exact), ``sqlite_text``
-(BM25: FTS5, and a full-text index for large namespaces), ``sqlite_usage`` (LLM calls),
+(BM25: FTS5, and a full-text index for large namespaces),
 ``sqlite_records`` (derived records and provenance), ``sqlite_builds`` (build queue),
 ``sqlite_updates`` (episode updates and their history) and ``sqlite_transfer`` (a
 namespace out as a dump and in, for ``memstrata copy``).
@@ -11,17 +13,14 @@ namespace out as a dump and in, for ``memstrata copy``).
 
 from __future__ import annotations
 
-import functools
 import json
 import random
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
-from typing import Any
 
 from memstrata.errors import StoreError, StoreLockedError
 from memstrata.models import Episode
@@ -34,31 +33,26 @@ from memstrata.store.base import (
     PreparedEpisode,
     RemovedEpisode,
     Store,
-    check_namespace,
     same_episode,
 )
+from memstrata.store.sql.common import chunks as _chunks
+from memstrata.store.sql.common import iso as _iso
+from memstrata.store.sql.common import now as _now
+from memstrata.store.sql.common import ts as _ts
+from memstrata.store.sql.host import speak_store_errors
+from memstrata.store.sql.jobs import Jobs
+from memstrata.store.sql.usage import LLMAccounting
+from memstrata.store.sqlite_base import SQLiteBase
 from memstrata.store.sqlite_builds import BuildBookkeeping
-from memstrata.store.sqlite_common import (
-    _chunks,
-    _count_speakers,
-    _fts,
-    _iso,
-    _now,
-    _rewrite_fts,
-    _split_sql,
-    _ts,
-    translate,
-)
+from memstrata.store.sqlite_common import _count_speakers, _fts, _rewrite_fts, _split_sql, translate
 from memstrata.store.sqlite_erasure import Erasure
 from memstrata.store.sqlite_indexes import IndexUpkeep
-from memstrata.store.sqlite_jobs import Jobs
 from memstrata.store.sqlite_keys import ApiKeys
 from memstrata.store.sqlite_records import DerivedRecords
 from memstrata.store.sqlite_search import SearchPrimitives
 from memstrata.store.sqlite_text import TextSearch
 from memstrata.store.sqlite_transfer import Transfer
 from memstrata.store.sqlite_updates import EpisodeUpdates
-from memstrata.store.sqlite_usage import LLMAccounting
 
 BUSY_TIMEOUT_MS = 30_000
 
@@ -84,6 +78,7 @@ class SQLiteStore(
     TextSearch,
     LLMAccounting,
     EpisodeUpdates,
+    SQLiteBase,
     Store,
 ):
     """A memstrata database in one SQLite file (``:memory:`` works for throwaway use)."""
@@ -220,61 +215,6 @@ class SQLiteStore(
                 row = conn.execute(read, (key,)).fetchone()
         return None if row is None else str(row[0])
 
-    @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
-        """One IMMEDIATE transaction: all or nothing, serialised across processes."""
-        with self._lock:
-            try:
-                self._conn.execute("BEGIN IMMEDIATE")
-            except sqlite3.Error as exc:
-                raise translate(exc, self.path) from exc
-            try:
-                yield self._conn
-                self._conn.execute("COMMIT")
-            except BaseException as exc:
-                if self._conn.in_transaction:
-                    self._conn.execute("ROLLBACK")
-                if isinstance(exc, sqlite3.Error):
-                    raise translate(exc, self.path) from exc
-                raise
-
-    def _sync_caches(self) -> None:
-        """Forget cached names and speakers when another connection has committed."""
-        version = self._conn.execute("PRAGMA data_version").fetchone()[0]
-        if version != self._seen_version:
-            self._ns_ids.clear()
-            self._speakers.clear()
-            self._seen_version = version
-
-    def _create_ns(self, namespace: str) -> int:
-        """The namespace's id, creating it (inside the caller's write transaction); a name
-        :func:`check_namespace` refuses is never written."""
-        ns_id = self._ns_id(check_namespace(namespace), create=True)
-        assert ns_id is not None
-        return ns_id
-
-    def _ns_id(self, namespace: str, create: bool = False) -> int | None:
-        self._sync_caches()
-        cached = self._ns_ids.get(namespace)
-        if cached is not None:
-            return cached
-        row = self._conn.execute("SELECT id FROM namespaces WHERE name=?", (namespace,)).fetchone()
-        if row is None:
-            if not create:
-                return None
-            cur = self._conn.execute(
-                "INSERT INTO namespaces(name, created_at) VALUES (?, ?)", (namespace, _now())
-            )
-            ns_id = int(cur.lastrowid or 0)
-            self._conn.execute(
-                f"CREATE VIRTUAL TABLE {_fts(ns_id)} USING fts5(body, "
-                "tokenize='porter unicode61 remove_diacritics 2')"
-            )
-        else:
-            ns_id = int(row[0])
-        self._ns_ids[namespace] = ns_id
-        return ns_id
-
     # namespaces -------------------------------------------------------------------------
     def namespaces(self) -> list[str]:
         with self._lock:
@@ -316,7 +256,7 @@ class SQLiteStore(
         if not episodes:
             return report
         with self._write() as conn:
-            ns_id = self._create_ns(namespace)
+            ns_id = self._create_ns(conn, namespace)
             seq = conn.execute(
                 "SELECT COALESCE(MAX(seq), 0) FROM episodes WHERE namespace_id=?", (ns_id,)
             ).fetchone()[0]
@@ -378,27 +318,6 @@ class SQLiteStore(
                 )
             return found
 
-    _EP_COLS = (
-        "e.id, n.name, e.external_id, e.text, e.speaker, e.role, e.occurred_at, e.session, "
-        "e.seq, e.metadata, e.created_at"
-    )
-
-    @staticmethod
-    def _episode(row: Sequence[Any]) -> Episode:
-        return Episode(
-            key=row[0],
-            namespace=row[1],
-            id=row[2],
-            text=row[3],
-            speaker=row[4],
-            role=row[5],
-            occurred_at=row[6],
-            session=row[7],
-            seq=row[8],
-            metadata=json.loads(row[9]) if row[9] else {},
-            created_at=row[10],
-        )
-
     def get_episodes(self, namespace: str, external_ids: Sequence[str]) -> list[Episode]:
         with self._lock:
             ns_id = self._ns_id(namespace)
@@ -437,14 +356,6 @@ class SQLiteStore(
                 keys,
             )
             return {row[0]: EpisodeText(*row) for row in rows}
-
-    def _rows_in(self, sql: str, values: Sequence[Any], *lead: Any) -> list[Any]:
-        """Run ``sql`` (with an ``IN ({marks})`` slot) over ``values`` in chunks SQLite takes."""
-        rows: list[Any] = []
-        for chunk in _chunks(list(values), 500):
-            marks = ",".join("?" * len(chunk))
-            rows.extend(self._conn.execute(sql.format(marks=marks), (*lead, *chunk)))
-        return rows
 
     def iter_episodes(self, namespace: str, after_key: int = 0, limit: int = 1000) -> list[Episode]:
         with self._lock:
@@ -570,17 +481,5 @@ class SQLiteStore(
             self._conn.close()
 
 
-def _guard(method: Callable[..., Any]) -> Callable[..., Any]:
-    @functools.wraps(method)
-    def wrapper(self: SQLiteStore, *args: Any, **kwargs: Any) -> Any:
-        try:
-            return method(self, *args, **kwargs)
-        except sqlite3.Error as exc:
-            raise translate(exc, self.path) from exc
-
-    return wrapper
-
-
 # Every public method speaks StoreError, never a raw sqlite3 exception.
-for _name in [n for n in vars(Store) if not n.startswith("_")] + ["schema_version"]:
-    setattr(SQLiteStore, _name, _guard(getattr(SQLiteStore, _name)))
+speak_store_errors(SQLiteStore, sqlite3.Error, translate)

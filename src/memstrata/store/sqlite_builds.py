@@ -8,58 +8,23 @@ processes from building the same (namespace, builder) at once.
 
 from __future__ import annotations
 
-import os
-import socket
 import sqlite3
-import threading
 import time
 from collections.abc import Sequence
-from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any
 
 from memstrata.models import Episode
 from memstrata.store.base import BuildFailure
-from memstrata.store.sqlite_common import _chunks
-
-HOST = socket.gethostname()
-
-
-def process_alive(owner: str) -> bool:
-    """False only when ``owner`` (``host:pid:token``) names a process of this host that
-    no longer runs; a process elsewhere cannot be checked and counts as alive."""
-    parts = owner.split(":")
-    if len(parts) < 3 or parts[0] != HOST:
-        return True
-    try:
-        pid = int(parts[1])
-    except ValueError:
-        return True
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+from memstrata.store.sql.common import chunks as _chunks
+from memstrata.store.sql.common import process_alive
+from memstrata.store.sqlite_base import SQLiteBase
 
 
-class BuildBookkeeping:
-    """Mixin of :class:`~memstrata.store.sqlite.SQLiteStore`."""
+class BuildBookkeeping(SQLiteBase):
+    """Part of :class:`~memstrata.store.sqlite.SQLiteStore`."""
 
-    if TYPE_CHECKING:
-        _conn: sqlite3.Connection
-        _lock: threading.RLock
-        _EP_COLS: str
-
-        def _write(self) -> AbstractContextManager[sqlite3.Connection]: ...
-        def _ns_id(self, namespace: str, create: bool = False) -> int | None: ...
-        @staticmethod
-        def _episode(row: Sequence[Any]) -> Episode: ...
-
-    @staticmethod
-    def _mark_done(conn: sqlite3.Connection, ns_id: int, builder: str, keys: Sequence[int]) -> None:
+    def _mark_done(
+        self, conn: sqlite3.Connection, ns_id: int, builder: str, keys: Sequence[int]
+    ) -> None:
         """Done marks; an episode deleted meanwhile is skipped, not an error."""
         now = time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime())
         conn.executemany(

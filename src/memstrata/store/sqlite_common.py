@@ -1,50 +1,18 @@
-"""Small helpers shared by the SQLite store's modules (kept apart to avoid import cycles)."""
+"""Small helpers of the SQLite store's modules (kept apart to avoid import cycles); the
+backend-neutral ones are in ``store/sql/common.py``."""
 
 from __future__ import annotations
 
 import sqlite3
-from collections import Counter
-from collections.abc import Iterable, Iterator
-from datetime import UTC, datetime
-from typing import Any
+from collections.abc import Iterable
 
 from memstrata.errors import StoreClosedError, StoreError, StoreLockedError
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat()
-
-
-def _iso(value: datetime | None) -> str | None:
-    return value.isoformat() if value else None
-
-
-def _ts(value: datetime | None) -> float | None:
-    if value is None:
-        return None
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=UTC)
-    return value.timestamp()
+from memstrata.store.sql.common import speaker_deltas
 
 
 def _fts(ns_id: int) -> str:
     """Name of a namespace's full-text table (an integer id, so safe to splice into SQL)."""
     return f"fts_{int(ns_id)}"
-
-
-def _chunks(items: list[Any], size: int) -> Iterator[list[Any]]:
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
-
-
-def speaker_deltas(
-    added: Iterable[str | None], removed: Iterable[str | None]
-) -> list[tuple[str, int]]:
-    """How a batch changes each speaker's episode count, non-zero ones, in name order
-    (both stores take the rows in that order, so two writers cannot deadlock on them)."""
-    delta: Counter[str] = Counter(s for s in added if s is not None)
-    delta.subtract(s for s in removed if s is not None)
-    return [(speaker, delta[speaker]) for speaker in sorted(delta) if delta[speaker]]
 
 
 def _count_speakers(

@@ -10,30 +10,17 @@ where the namespace's FTS5 index is also merged into one segment (``_rewrite_fts
 from __future__ import annotations
 
 import sqlite3
-import threading
 from collections.abc import Callable, Collection, Sequence
-from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any
 
 from memstrata.store.base import EpisodeVersion
 from memstrata.store.erasing import UNKNOWN_WORDS, probe_words
 from memstrata.store.reports import VERSION_COLS, version_of
-from memstrata.store.sqlite_common import _chunks
+from memstrata.store.sql.common import chunks as _chunks
+from memstrata.store.sqlite_base import SQLiteBase
 
 
-class Erasure:
-    """Mixin of :class:`~memstrata.store.sqlite.SQLiteStore`."""
-
-    if TYPE_CHECKING:
-        path: str
-        _conn: sqlite3.Connection
-        _lock: threading.RLock
-
-        def _write(self) -> AbstractContextManager[sqlite3.Connection]: ...
-        def _ns_id(self, namespace: str, create: bool = False) -> int | None: ...
-        def _rows_in(self, sql: str, values: Sequence[Any], *lead: Any) -> list[Any]: ...
-        def _erase_graph(self, ns_id: int) -> None: ...
-        def _erase_text(self, ns_id: int) -> None: ...
+class Erasure(SQLiteBase):
+    """Part of :class:`~memstrata.store.sqlite.SQLiteStore`."""
 
     def forget_embeddings(
         self,

@@ -4,26 +4,18 @@ scoped, revocable."""
 from __future__ import annotations
 
 import json
-import sqlite3
-import threading
 from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, TypeVar
+from typing import TypeVar
 
 from memstrata.store.base import WOULD_WAIT, ApiKey, WouldWait
-from memstrata.store.sqlite_common import _now
+from memstrata.store.sql.common import now as _now
+from memstrata.store.sqlite_base import SQLiteBase
 
 T = TypeVar("T")
 
 
-class ApiKeys:
-    """Mixin of :class:`~memstrata.store.sqlite.SQLiteStore`."""
-
-    if TYPE_CHECKING:
-        _conn: sqlite3.Connection
-        _lock: threading.RLock
-
-        def _write(self) -> AbstractContextManager[sqlite3.Connection]: ...
+class ApiKeys(SQLiteBase):
+    """Part of :class:`~memstrata.store.sqlite.SQLiteStore`."""
 
     def add_api_key(
         self, digest: str, prefix: str, namespaces: Sequence[str], scope: str, label: str | None

@@ -9,32 +9,20 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import threading
 from collections.abc import Sequence
-from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING
 
 from memstrata.errors import StoreError
 from memstrata.models import Derived, load_kinds, record_kind
 from memstrata.store.base import RemovedEpisode, Repairs
 from memstrata.store.links import children, without
-from memstrata.store.sqlite_common import _chunks, _iso, _now
+from memstrata.store.sql.common import chunks as _chunks
+from memstrata.store.sql.common import iso as _iso
+from memstrata.store.sql.common import now as _now
+from memstrata.store.sqlite_base import SQLiteBase
 
 
-class DerivedRecords:
-    """Mixin of :class:`~memstrata.store.sqlite.SQLiteStore`."""
-
-    if TYPE_CHECKING:
-        _conn: sqlite3.Connection
-        _lock: threading.RLock
-
-        def _write(self) -> AbstractContextManager[sqlite3.Connection]: ...
-        def _ns_id(self, namespace: str, create: bool = False) -> int | None: ...
-        def _create_ns(self, namespace: str) -> int: ...
-        @staticmethod
-        def _mark_done(
-            conn: sqlite3.Connection, ns_id: int, builder: str, keys: Sequence[int]
-        ) -> None: ...
+class DerivedRecords(SQLiteBase):
+    """Part of :class:`~memstrata.store.sqlite.SQLiteStore`."""
 
     def put_records(self, namespace: str, records: Sequence[Derived], *, owner: str) -> None:
         self.write_records(namespace, records, owner=owner)
@@ -55,7 +43,7 @@ class DerivedRecords:
             raise StoreError("derived records need an owner: the builder that writes them")
         with self._write() as conn:
             conn.execute("PRAGMA defer_foreign_keys=ON")
-            ns_id = self._create_ns(namespace)
+            ns_id = self._create_ns(conn, namespace)
             ids = list(dict.fromkeys([*delete, *(r.id for r in put)]))
             self._check_owner(conn, ns_id, owner, ids)
             for chunk in _chunks(list(delete), 500):
@@ -90,7 +78,7 @@ class DerivedRecords:
     ) -> None:
         if records:
             # Links may name records later in the same batch: checked once, at the end.
-            ns_id = self._create_ns(namespace)
+            ns_id = self._create_ns(conn, namespace)
             now = _now()
             for rec in records:
                 if rec.namespace != namespace:
@@ -110,7 +98,7 @@ class DerivedRecords:
                     "data=excluded.data, updated_at=excluded.updated_at",
                     (rec.id, ns_id, rec.kind, data, created, now, owner),
                 )
-                self._put_links(conn, rec)
+                self._put_links(conn, ns_id, rec)
                 conn.execute("DELETE FROM provenance WHERE record_id=?", (rec.id,))
                 for span in rec.sources:
                     row = conn.execute(
@@ -152,14 +140,14 @@ class DerivedRecords:
             return (int(row[0]), str(row[1]))
 
     @staticmethod
-    def _put_links(conn: sqlite3.Connection, rec: Derived) -> None:
+    def _put_links(conn: sqlite3.Connection, ns_id: int, rec: Derived) -> None:
         """The record's links (a kind with ``link_fields``), replacing its earlier ones."""
         if type(rec).link_fields is None:
             return
         conn.execute("DELETE FROM record_links WHERE parent_id=?", (rec.id,))
         conn.executemany(
-            "INSERT OR IGNORE INTO record_links VALUES (?,?)",
-            [(rec.id, child) for child in children(rec)],
+            "INSERT OR IGNORE INTO record_links VALUES (?,?,?)",
+            [(ns_id, rec.id, child) for child in children(rec)],
         )
 
     def get_records(

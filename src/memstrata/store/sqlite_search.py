@@ -15,11 +15,9 @@ from __future__ import annotations
 
 import logging
 import sqlite3
-import threading
 from collections.abc import Collection, Mapping, Sequence
-from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -29,7 +27,9 @@ from memstrata.store import ann
 from memstrata.store.ann import AnnFileError, AnnIndex
 from memstrata.store.background import Background, BuildControl
 from memstrata.store.base import ScoredKeys, SearchFilters
-from memstrata.store.sqlite_common import _chunks, _ts
+from memstrata.store.sql.common import chunks as _chunks
+from memstrata.store.sql.common import ts as _ts
+from memstrata.store.sqlite_base import SQLiteBase
 
 logger = logging.getLogger(__name__)
 
@@ -65,27 +65,8 @@ class _VectorIndex:
         self.dirty = np.zeros(0, dtype=np.int64)
 
 
-class SearchPrimitives:
-    """Mixin of :class:`~memstrata.store.sqlite.SQLiteStore`."""
-
-    if TYPE_CHECKING:
-        path: str
-        build_on_search: bool
-        _conn: sqlite3.Connection
-        _lock: threading.RLock
-        _ns_ids: dict[str, int]
-        _speakers: dict[int, list[str]]
-
-        def _write(self) -> AbstractContextManager[sqlite3.Connection]: ...
-        def _ns_id(self, namespace: str, create: bool = False) -> int | None: ...
-        def _versions_stamp(self, ns_id: int) -> int: ...
-        def _drop_text(self, ns_id: int) -> None: ...
-        def _text_written(self, ns_id: int | None) -> None: ...
-
-        _EP_COLS: str
-
-        @staticmethod
-        def _episode(row: Sequence[Any]) -> Episode: ...
+class SearchPrimitives(SQLiteBase):
+    """Part of :class:`~memstrata.store.sqlite.SQLiteStore`."""
 
     def _init_search(self, path: str, ann_threshold: int | None) -> None:
         self._indexes: dict[tuple[int, str], _VectorIndex] = {}

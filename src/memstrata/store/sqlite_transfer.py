@@ -8,10 +8,8 @@ namespace. Episode keys are mapped through external ids both ways (see :mod:`.du
 from __future__ import annotations
 
 import sqlite3
-import threading
 from collections.abc import Iterator
-from contextlib import AbstractContextManager, contextmanager
-from typing import TYPE_CHECKING
+from contextlib import contextmanager
 
 import numpy as np
 from numpy.typing import NDArray
@@ -34,28 +32,15 @@ from memstrata.store.dump import (
     neutral_repair,
     values,
 )
-from memstrata.store.sqlite_common import _chunks, _count_speakers, _fts
-
-CALL_COLS = (
-    "namespace, stage, backend, model, prompt_tokens, completion_tokens, latency_ms, cached, "
-    "ok, error, attempts, request_hash, created_at, outcome, truncated, rejected, dropped, "
-    "reasoning_tokens"
-)
-KEY_COLS = "hash, prefix, namespaces, scope, label, created_at, revoked_at, public_id, opened_at"
+from memstrata.store.sql.common import KEY_COLS
+from memstrata.store.sql.common import chunks as _chunks
+from memstrata.store.sql.usage import CALL_COLS
+from memstrata.store.sqlite_base import SQLiteBase
+from memstrata.store.sqlite_common import _count_speakers, _fts
 
 
-class Transfer:
-    """Mixin of :class:`~memstrata.store.sqlite.SQLiteStore`."""
-
-    if TYPE_CHECKING:
-        path: str
-        _conn: sqlite3.Connection
-        _lock: threading.RLock
-        _ns_ids: dict[str, int]
-
-        def _write(self) -> AbstractContextManager[sqlite3.Connection]: ...
-        def _ns_id(self, namespace: str, create: bool = False) -> int | None: ...
-        def mark_written(self, namespace: str) -> None: ...
+class Transfer(SQLiteBase):
+    """Part of :class:`~memstrata.store.sqlite.SQLiteStore`."""
 
     @contextmanager
     def _snapshot(self) -> Iterator[sqlite3.Connection]:
@@ -233,7 +218,10 @@ class Transfer:
                 "builder) VALUES (?,?,?,?,?,?,?)",
                 (rec.id, ns_id, rec.kind, rec.data, rec.created_at, rec.updated_at, rec.builder),
             )
-        conn.executemany("INSERT OR IGNORE INTO record_links VALUES (?,?)", dump.links)
+        conn.executemany(
+            "INSERT OR IGNORE INTO record_links VALUES (?,?,?)",
+            [(ns_id, parent, child) for parent, child in dump.links],
+        )
         conn.executemany(
             "INSERT INTO provenance VALUES (?,?,?,?)",
             [(rid, key_of(key, ep), start, end) for rid, ep, start, end in dump.provenance],
@@ -270,8 +258,8 @@ class Transfer:
                 (job.id, ns_id, *values(job)[1:7]),
             )
             conn.executemany(
-                "INSERT INTO job_episodes(job, episode_id) VALUES (?, ?)",
-                [(cur.lastrowid, key_of(key, m)) for m in job.members],
+                "INSERT INTO job_episodes(namespace_id, job, episode_id) VALUES (?, ?, ?)",
+                [(ns_id, cur.lastrowid, key_of(key, m)) for m in job.members],
             )
         conn.executemany(
             f"INSERT INTO llm_calls({CALL_COLS}) VALUES ({','.join('?' * 18)})",

@@ -14,10 +14,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import threading
 from collections.abc import Sequence
-from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any
 
 from memstrata.models import Episode
 from memstrata.store.base import (
@@ -29,37 +26,15 @@ from memstrata.store.base import (
     same_episode,
 )
 from memstrata.store.reports import VERSION_COLS, version_of
-from memstrata.store.sqlite_common import (
-    _count_speakers,
-    _fts,
-    _iso,
-    _now,
-    _rewrite_fts,
-    _ts,
-)
+from memstrata.store.sql.common import iso as _iso
+from memstrata.store.sql.common import now as _now
+from memstrata.store.sql.common import ts as _ts
+from memstrata.store.sqlite_base import SQLiteBase
+from memstrata.store.sqlite_common import _count_speakers, _fts, _rewrite_fts
 
 
-class EpisodeUpdates:
-    """Mixin of :class:`~memstrata.store.sqlite.SQLiteStore`."""
-
-    if TYPE_CHECKING:
-        _conn: sqlite3.Connection
-        _lock: threading.RLock
-        _EP_COLS: str
-
-        def _write(self) -> AbstractContextManager[sqlite3.Connection]: ...
-        def _ns_id(self, namespace: str, create: bool = False) -> int | None: ...
-        def _follow_provenance(
-            self,
-            conn: sqlite3.Connection,
-            ns_id: int,
-            affected: set[str],
-            removed: Sequence[RemovedEpisode],
-        ) -> None: ...
-        def mark_written(self, namespace: str) -> None: ...
-        def _erase_files(self, ns_id: int) -> None: ...
-        @staticmethod
-        def _episode(row: Sequence[Any]) -> Episode: ...
+class EpisodeUpdates(SQLiteBase):
+    """Part of :class:`~memstrata.store.sqlite.SQLiteStore`."""
 
     def _stored_episode(self, ns_id: int, external_id: str) -> Episode | None:
         row = self._conn.execute(

@@ -11,20 +11,19 @@ import psycopg
 
 from memstrata.models import Episode
 from memstrata.store.base import BuildFailure
-from memstrata.store.postgres.common import EP_COLS, Base, episode
-from memstrata.store.sqlite_builds import process_alive
+from memstrata.store.postgres.common import PostgresBase
+from memstrata.store.sql.common import EP_COLS, episode, process_alive
 
 
 def _stamp(moment: float | None = None) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime(moment))
 
 
-class BuildBookkeeping(Base):
-    """Mixin of :class:`~memstrata.store.postgres.store.PostgresStore`."""
+class BuildBookkeeping(PostgresBase):
+    """Part of :class:`~memstrata.store.postgres.store.PostgresStore`."""
 
-    @staticmethod
     def _mark_done(
-        conn: psycopg.Connection[Any], ns_id: int, builder: str, keys: Sequence[int]
+        self, conn: psycopg.Connection[Any], ns_id: int, builder: str, keys: Sequence[int]
     ) -> None:
         """Done marks; an episode deleted meanwhile is skipped, not an error."""
         conn.execute(

@@ -20,12 +20,12 @@ from typing import Any
 import psycopg
 
 from memstrata.store.erasing import UNKNOWN_WORDS, probe_words
-from memstrata.store.postgres.common import Base, connect
+from memstrata.store.postgres.common import PostgresBase, connect
 from memstrata.store.reports import VERSION_COLS, EpisodeVersion, version_of
 
 
-class Erasure(Base):
-    """Mixin of :class:`~memstrata.store.postgres.store.PostgresStore`."""
+class Erasure(PostgresBase):
+    """Part of :class:`~memstrata.store.postgres.store.PostgresStore`."""
 
     def forget_embeddings(
         self,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import psycopg
 
@@ -18,19 +18,13 @@ from memstrata.errors import StoreError
 from memstrata.models import Derived, load_kinds, record_kind
 from memstrata.store.base import RemovedEpisode, Repairs
 from memstrata.store.links import children, without
-from memstrata.store.postgres.common import Base, _now
-from memstrata.store.sqlite_common import _iso
+from memstrata.store.postgres.common import PostgresBase
+from memstrata.store.sql.common import iso as _iso
+from memstrata.store.sql.common import now as _now
 
 
-class DerivedRecords(Base):
-    """Mixin of :class:`~memstrata.store.postgres.store.PostgresStore`."""
-
-    if TYPE_CHECKING:
-
-        @staticmethod
-        def _mark_done(
-            conn: psycopg.Connection[Any], ns_id: int, builder: str, keys: Sequence[int]
-        ) -> None: ...
+class DerivedRecords(PostgresBase):
+    """Part of :class:`~memstrata.store.postgres.store.PostgresStore`."""
 
     def put_records(self, namespace: str, records: Sequence[Derived], *, owner: str) -> None:
         self.write_records(namespace, records, owner=owner)

@@ -29,9 +29,10 @@ from numpy.typing import NDArray
 
 from memstrata.models import Episode
 from memstrata.store.base import ScoredKeys, SearchFilters
-from memstrata.store.postgres.common import EP_COLS, Base, episode
-from memstrata.store.postgres.tokenize import tokenize
-from memstrata.store.sqlite_common import _ts
+from memstrata.store.postgres.common import PostgresBase
+from memstrata.store.sql.common import EP_COLS, episode
+from memstrata.store.sql.common import ts as _ts
+from memstrata.store.tokenize import tokenize
 
 K1 = 1.2
 B = 0.75
@@ -68,8 +69,8 @@ def _phrase_hits(postings: dict[str, dict[int, list[int]]], phrase: list[str]) -
 INDEX_LOCK = 0x6D656D69  # "memi"
 
 
-class SearchPrimitives(Base):
-    """Mixin of :class:`~memstrata.store.postgres.store.PostgresStore`."""
+class SearchPrimitives(PostgresBase):
+    """Part of :class:`~memstrata.store.postgres.store.PostgresStore`."""
 
     # the full-text index ----------------------------------------------------------------
     @classmethod

@@ -1,7 +1,8 @@
 """The PostgreSQL store: the same contract as the SQLite one, for a shared server.
 
-This module holds the connection, migrations, namespaces, episodes and accounting; the
-rest of ``PostgresStore`` lives in mixins as on the SQLite side: ``search`` (embeddings,
+This module holds the connection, migrations, namespaces and episodes; the rest of
+``PostgresStore`` lives in parts deriving from ``common.PostgresBase``, as on the SQLite
+side, and in the rules both SQL stores share (``store/sql/``): ``search`` (embeddings,
 BM25 over postings, pgvector), ``records`` (derived records and provenance), ``builds``
 (the build queue), ``updates`` (episode updates and history), ``service`` (jobs and
 API keys) and ``transfer`` (a namespace out as a dump and in, for ``memstrata copy``).
@@ -9,17 +10,14 @@ API keys) and ``transfer`` (a namespace out as a dump and in, for ``memstrata co
 
 from __future__ import annotations
 
-import functools
 import json
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from importlib import resources
-from typing import Any
 
 import psycopg
 
 from memstrata.errors import StoreError
-from memstrata.llm.types import LLMCallRecord
 from memstrata.models import Episode
 from memstrata.store.base import (
     AddReport,
@@ -33,22 +31,20 @@ from memstrata.store.base import (
     same_episode,
 )
 from memstrata.store.postgres.builds import BuildBookkeeping
-from memstrata.store.postgres.common import (
-    EP_COLS,
-    Base,
-    _now,
-    connect,
-    count_speakers,
-    episode,
-    translate,
-)
+from memstrata.store.postgres.common import PostgresBase, connect, count_speakers, translate
 from memstrata.store.postgres.erasure import Erasure, forget
 from memstrata.store.postgres.records import DerivedRecords
 from memstrata.store.postgres.search import SearchPrimitives
 from memstrata.store.postgres.service import ServiceTables
 from memstrata.store.postgres.transfer import Transfer
 from memstrata.store.postgres.updates import EpisodeUpdates
-from memstrata.store.sqlite_common import _iso, _ts
+from memstrata.store.sql.common import EP_COLS, episode
+from memstrata.store.sql.common import iso as _iso
+from memstrata.store.sql.common import now as _now
+from memstrata.store.sql.common import ts as _ts
+from memstrata.store.sql.host import speak_store_errors
+from memstrata.store.sql.jobs import Jobs
+from memstrata.store.sql.usage import LLMAccounting
 
 #: the advisory lock that serialises migrations of one database across processes
 MIGRATION_LOCK = 0x6D656D73  # "mems"
@@ -67,11 +63,13 @@ class PostgresStore(
     Erasure,
     Transfer,
     ServiceTables,
+    Jobs,
     BuildBookkeeping,
     DerivedRecords,
     SearchPrimitives,
     EpisodeUpdates,
-    Base,
+    LLMAccounting,
+    PostgresBase,
     Store,
 ):
     """A memstrata database in PostgreSQL (``postgresql://user:pw@host:port/db``)."""
@@ -370,72 +368,7 @@ class PostgresStore(
             self._follow_provenance(conn, ns_id, affected, removed)
             return DeleteReport(len(keys), missing)
 
-    # accounting and stats ---------------------------------------------------------------
-    def record_llm_call(self, record: LLMCallRecord) -> None:
-        with self._write() as conn:
-            conn.execute(
-                "INSERT INTO llm_calls(namespace, stage, backend, model, prompt_tokens, "
-                "completion_tokens, latency_ms, cached, ok, error, attempts, request_hash, "
-                "created_at, outcome, truncated, rejected, dropped, reasoning_tokens) "
-                "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)",
-                (
-                    record.namespace,
-                    record.stage,
-                    record.backend,
-                    record.model,
-                    record.prompt_tokens,
-                    record.completion_tokens,
-                    record.latency_ms,
-                    int(record.cached),
-                    int(record.ok),
-                    record.error,
-                    record.attempts,
-                    record.request_hash,
-                    record.created_at.isoformat(),
-                    record.outcome,
-                    record.truncated,
-                    record.rejected,
-                    json.dumps(record.dropped, sort_keys=True) if record.dropped else None,
-                    record.reasoning_tokens,
-                ),
-            )
-
-    def llm_usage(self, namespace: str | None = None) -> dict[str, dict[str, Any]]:
-        where, args = ("WHERE namespace=%s", (namespace,)) if namespace else ("", ())
-        rows = self._all(
-            "SELECT stage, count(*), sum(1-ok), sum(cached), sum(prompt_tokens), "
-            "sum(completion_tokens), sum(latency_ms), sum((outcome='kept')::int), "
-            "sum((outcome='repaired')::int), sum(truncated), sum(rejected), "
-            "sum(coalesce((dropped::json->>'cut_off')::int, 0)), sum(reasoning_tokens) "
-            f"FROM llm_calls {where} GROUP BY stage",
-            args,
-        )
-        keys = ("failures", "cached", "prompt_tokens", "completion_tokens")
-        out: dict[str, dict[str, Any]] = {}
-        for r in rows:
-            entry: dict[str, Any] = {"calls": int(r[1])}
-            entry.update({k: int(v) for k, v in zip(keys, r[2:6], strict=True)})
-            entry["latency_ms"] = round(float(r[6]), 1)
-            entry.update(
-                {
-                    k: int(v)
-                    for k, v in zip(
-                        (
-                            "kept",
-                            "repaired",
-                            "truncated",
-                            "rejected",
-                            "cut_off",
-                            "reasoning_tokens",
-                        ),
-                        r[7:],
-                        strict=True,
-                    )
-                }
-            )
-            out[r[0]] = entry
-        return out
-
+    # stats ----------------------------------------------------------------------------
     def stats(self, namespace: str | None = None) -> list[NamespaceStats]:
         with self._lock:
             names = [namespace] if namespace else self.namespaces()
@@ -479,17 +412,5 @@ class PostgresStore(
             self._conn.close()
 
 
-def _guard(method: Callable[..., Any]) -> Callable[..., Any]:
-    @functools.wraps(method)
-    def wrapper(self: PostgresStore, *args: Any, **kwargs: Any) -> Any:
-        try:
-            return method(self, *args, **kwargs)
-        except psycopg.Error as exc:
-            raise translate(exc, self.url) from exc
-
-    return wrapper
-
-
 # Every public method speaks StoreError, never a raw psycopg exception.
-for _name in [n for n in vars(Store) if not n.startswith("_")] + ["schema_version"]:
-    setattr(PostgresStore, _name, _guard(getattr(PostgresStore, _name)))
+speak_store_errors(PostgresStore, psycopg.Error, translate)

@@ -31,15 +31,16 @@ from memstrata.store.dump import (
     neutral_repair,
     values,
 )
-from memstrata.store.postgres.common import Base, count_speakers, masked
-from memstrata.store.postgres.tokenize import tokenize
-from memstrata.store.sqlite_transfer import CALL_COLS, KEY_COLS
+from memstrata.store.postgres.common import PostgresBase, count_speakers, masked
+from memstrata.store.sql.common import KEY_COLS
+from memstrata.store.sql.usage import CALL_COLS
+from memstrata.store.tokenize import tokenize
 
 _CALL_MARKS = ",".join(["%s"] * 18)
 
 
-class Transfer(Base):
-    """Mixin of :class:`~memstrata.store.postgres.store.PostgresStore`."""
+class Transfer(PostgresBase):
+    """Part of :class:`~memstrata.store.postgres.store.PostgresStore`."""
 
     def export_namespace(self, namespace: str) -> NamespaceDump:
         with self._lock, self._conn.transaction():

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import psycopg
 
@@ -19,29 +19,16 @@ from memstrata.store.base import (
     UpdateReport,
     same_episode,
 )
-from memstrata.store.postgres.common import EP_COLS, Base, _now, count_speakers, episode
+from memstrata.store.postgres.common import PostgresBase, count_speakers
 from memstrata.store.reports import VERSION_COLS, version_of
-from memstrata.store.sqlite_common import _iso, _ts
+from memstrata.store.sql.common import EP_COLS, episode
+from memstrata.store.sql.common import iso as _iso
+from memstrata.store.sql.common import now as _now
+from memstrata.store.sql.common import ts as _ts
 
 
-class EpisodeUpdates(Base):
-    """Mixin of :class:`~memstrata.store.postgres.store.PostgresStore`."""
-
-    if TYPE_CHECKING:
-
-        def _follow_provenance(
-            self,
-            conn: psycopg.Connection[Any],
-            ns_id: int,
-            affected: set[str],
-            removed: Sequence[RemovedEpisode],
-        ) -> None: ...
-
-        @classmethod
-        def _index(cls, conn: psycopg.Connection[Any], ns_id: int, key: int, text: str) -> None: ...
-
-        @staticmethod
-        def _unindex(conn: psycopg.Connection[Any], ns_id: int, keys: list[int]) -> None: ...
+class EpisodeUpdates(PostgresBase):
+    """Part of :class:`~memstrata.store.postgres.store.PostgresStore`."""
 
     def _stored_episode(self, ns_id: int, external_id: str) -> Episode | None:
         row = self._one(
