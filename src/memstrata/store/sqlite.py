@@ -35,12 +35,14 @@ from memstrata.store.base import (
     Store,
     same_episode,
 )
+from memstrata.store.sql.builds import BuildRules
 from memstrata.store.sql.common import chunks as _chunks
 from memstrata.store.sql.common import iso as _iso
 from memstrata.store.sql.common import now as _now
 from memstrata.store.sql.common import ts as _ts
 from memstrata.store.sql.host import speak_store_errors
 from memstrata.store.sql.jobs import Jobs
+from memstrata.store.sql.records import RecordRules
 from memstrata.store.sql.usage import LLMAccounting
 from memstrata.store.sqlite_base import SQLiteBase
 from memstrata.store.sqlite_builds import BuildBookkeeping
@@ -72,7 +74,9 @@ class SQLiteStore(
     ApiKeys,
     Jobs,
     BuildBookkeeping,
+    BuildRules,
     DerivedRecords,
+    RecordRules,
     IndexUpkeep,
     SearchPrimitives,
     TextSearch,

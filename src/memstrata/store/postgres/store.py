@@ -38,12 +38,14 @@ from memstrata.store.postgres.search import SearchPrimitives
 from memstrata.store.postgres.service import ServiceTables
 from memstrata.store.postgres.transfer import Transfer
 from memstrata.store.postgres.updates import EpisodeUpdates
+from memstrata.store.sql.builds import BuildRules
 from memstrata.store.sql.common import EP_COLS, episode
 from memstrata.store.sql.common import iso as _iso
 from memstrata.store.sql.common import now as _now
 from memstrata.store.sql.common import ts as _ts
 from memstrata.store.sql.host import speak_store_errors
 from memstrata.store.sql.jobs import Jobs
+from memstrata.store.sql.records import RecordRules
 from memstrata.store.sql.usage import LLMAccounting
 
 #: the advisory lock that serialises migrations of one database across processes
@@ -65,7 +67,9 @@ class PostgresStore(
     ServiceTables,
     Jobs,
     BuildBookkeeping,
+    BuildRules,
     DerivedRecords,
+    RecordRules,
     SearchPrimitives,
     EpisodeUpdates,
     LLMAccounting,

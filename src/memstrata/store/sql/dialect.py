@@ -30,6 +30,9 @@ class Dialect:
     for_update: str = ""
     #: a text parameter that may be NULL (PostgreSQL must be told its type)
     text_param: str = "?"
+    #: the statement that defers link checks to the end of a write (links may name
+    #: records later in the same batch); empty where the constraints are deferred already
+    defer_links: str = ""
 
     def sql(self, text: str) -> str:
         """``text`` with ``?`` as this driver's marker."""
@@ -65,7 +68,7 @@ def _translate(text: str, marker: str) -> str:
     return text.replace("%", "%%").replace("?", marker)
 
 
-SQLITE = Dialect("sqlite", list_chunk=500)
+SQLITE = Dialect("sqlite", list_chunk=500, defer_links="PRAGMA defer_foreign_keys=ON")
 POSTGRES = Dialect(
     "postgresql",
     marker="%s",
