@@ -19,7 +19,6 @@ import sqlite3
 import threading
 import time
 from collections.abc import Sequence
-from importlib import resources
 from pathlib import Path
 
 from memstrata.errors import StoreError, StoreLockedError
@@ -38,6 +37,7 @@ from memstrata.store.base import (
 from memstrata.store.sql.builds import BuildRules
 from memstrata.store.sql.common import chunks as _chunks
 from memstrata.store.sql.common import iso as _iso
+from memstrata.store.sql.common import migrations
 from memstrata.store.sql.common import now as _now
 from memstrata.store.sql.common import ts as _ts
 from memstrata.store.sql.host import speak_store_errors
@@ -60,12 +60,7 @@ BUSY_TIMEOUT_MS = 30_000
 
 
 def _migrations() -> list[tuple[int, str]]:
-    folder = resources.files("memstrata.store").joinpath("migrations/sqlite")
-    out = []
-    for entry in folder.iterdir():
-        if entry.name.endswith(".sql"):
-            out.append((int(entry.name.split("_", 1)[0]), entry.read_text()))
-    return sorted(out)
+    return migrations("sqlite")
 
 
 class SQLiteStore(

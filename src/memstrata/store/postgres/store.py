@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Sequence
-from importlib import resources
 
 import psycopg
 
@@ -39,7 +38,7 @@ from memstrata.store.postgres.service import ServiceTables
 from memstrata.store.postgres.transfer import Transfer
 from memstrata.store.postgres.updates import EpisodeUpdates
 from memstrata.store.sql.builds import BuildRules
-from memstrata.store.sql.common import EP_COLS, episode
+from memstrata.store.sql.common import EP_COLS, episode, migrations
 from memstrata.store.sql.common import iso as _iso
 from memstrata.store.sql.common import now as _now
 from memstrata.store.sql.common import ts as _ts
@@ -53,12 +52,7 @@ MIGRATION_LOCK = 0x6D656D73  # "mems"
 
 
 def _migrations() -> list[tuple[int, str]]:
-    folder = resources.files("memstrata.store").joinpath("migrations/postgres")
-    out = []
-    for entry in folder.iterdir():
-        if entry.name.endswith(".sql"):
-            out.append((int(entry.name.split("_", 1)[0]), entry.read_text()))
-    return sorted(out)
+    return migrations("postgres")
 
 
 class PostgresStore(

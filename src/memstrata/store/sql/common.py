@@ -10,6 +10,7 @@ import time
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime
+from importlib import resources
 from typing import Any
 
 from memstrata.models import Episode
@@ -98,3 +99,13 @@ def process_alive(owner: str) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def migrations(backend: str) -> list[tuple[int, str]]:
+    """The numbered SQL files of ``store/migrations/<backend>``, as (version, text), in order."""
+    folder = resources.files("memstrata.store").joinpath(f"migrations/{backend}")
+    out = []
+    for entry in folder.iterdir():
+        if entry.name.endswith(".sql"):
+            out.append((int(entry.name.split("_", 1)[0]), entry.read_text()))
+    return sorted(out)
