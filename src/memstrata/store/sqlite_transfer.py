@@ -8,8 +8,6 @@ namespace. Episode keys are mapped through external ids both ways (see :mod:`.du
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 import numpy as np
 from numpy.typing import NDArray
@@ -41,15 +39,6 @@ from memstrata.store.sqlite_common import _count_speakers, _fts
 
 class Transfer(SQLiteBase):
     """Part of :class:`~memstrata.store.sqlite.SQLiteStore`."""
-
-    @contextmanager
-    def _snapshot(self) -> Iterator[sqlite3.Connection]:
-        with self._lock:
-            self._conn.execute("BEGIN")
-            try:
-                yield self._conn
-            finally:
-                self._conn.execute("COMMIT")
 
     def export_namespace(self, namespace: str) -> NamespaceDump:
         with self._snapshot() as conn:
