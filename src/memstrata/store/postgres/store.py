@@ -1,11 +1,10 @@
 """The PostgreSQL store: the same contract as the SQLite one, for a shared server.
 
 This module holds the connection, migrations, namespaces and episodes; the rest of
-``PostgresStore`` lives in parts deriving from ``common.PostgresBase``, as on the SQLite
-side, and in the rules both SQL stores share (``store/sql/``): ``search`` (embeddings,
+``PostgresStore`` lives in the rules both SQL stores share (``store/sql/``) and in parts
+deriving from ``common.PostgresBase``, as on the SQLite side: ``search`` (embeddings,
 BM25 over postings, pgvector), ``records`` (derived records and provenance), ``builds``
-(the build queue), ``updates`` (episode updates and history), ``service`` (jobs and
-API keys) and ``transfer`` (a namespace out as a dump and in, for ``memstrata copy``).
+(the build queue), ``updates`` (episode updates and history), ``service`` (API keys) and ``transfer`` (a namespace out as a dump and in, for ``memstrata copy``).
 """
 
 from __future__ import annotations
