@@ -4,7 +4,8 @@ This module holds the connection, migrations, namespaces and episodes; the rest 
 ``PostgresStore`` lives in the rules both SQL stores share (``store/sql/``) and in parts
 deriving from ``common.PostgresBase``, as on the SQLite side: ``search`` (embeddings,
 BM25 over postings, pgvector), ``records`` (derived records and provenance), ``builds``
-(the build queue), ``updates`` (episode updates and history), ``service`` (API keys) and ``transfer`` (a namespace out as a dump and in, for ``memstrata copy``).
+(the build queue), ``updates`` (episode updates and history), ``service`` (API keys)
+and ``transfer`` (a namespace out as a dump and in, for ``memstrata copy``).
 """
 
 from __future__ import annotations
