@@ -45,6 +45,10 @@ class SQLiteBase(SQLCore):
     def _where(self) -> str:
         return self.path
 
+    @property
+    def _shown(self) -> str:
+        return self.path
+
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
         """One IMMEDIATE transaction: all or nothing, serialised across processes."""

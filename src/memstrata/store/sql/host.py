@@ -16,6 +16,7 @@ from contextlib import AbstractContextManager
 from typing import Any, ClassVar
 
 from memstrata.errors import StoreError
+from memstrata.redact import redact
 from memstrata.store.base import RemovedEpisode, Store
 from memstrata.store.sql.dialect import Dialect
 
@@ -35,6 +36,11 @@ class SQLCore:
     def _where(self) -> str:
         """The store as its error messages name it."""
         return self.url
+
+    @property
+    def _shown(self) -> str:
+        """The store as messages show it (no password)."""
+        return redact(self.url)
 
     # what each backend provides ---------------------------------------------------------
     def _write(self) -> AbstractContextManager[Any]:
