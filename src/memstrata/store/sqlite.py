@@ -46,7 +46,7 @@ from memstrata.store.sql.records import RecordRules
 from memstrata.store.sql.usage import LLMAccounting
 from memstrata.store.sqlite_base import SQLiteBase
 from memstrata.store.sqlite_builds import BuildBookkeeping
-from memstrata.store.sqlite_common import _count_speakers, _fts, _rewrite_fts, _split_sql, translate
+from memstrata.store.sqlite_common import _fts, _rewrite_fts, _split_sql, translate
 from memstrata.store.sqlite_erasure import Erasure
 from memstrata.store.sqlite_indexes import IndexUpkeep
 from memstrata.store.sqlite_keys import ApiKeys
@@ -295,7 +295,7 @@ class SQLiteStore(
                 )
                 report.added.append(ep.external_id)
                 speakers.append(ep.speaker)
-            _count_speakers(conn, ns_id, added=speakers)
+            self._count_speakers(conn, ns_id, added=speakers)
         self.mark_written(namespace)
         return report
 
@@ -418,7 +418,7 @@ class SQLiteStore(
                 )
                 conn.execute(f"DELETE FROM {_fts(ns_id)} WHERE rowid IN ({marks})", tuple(chunk))
                 conn.execute(f"DELETE FROM episodes WHERE id IN ({marks})", tuple(chunk))
-            _count_speakers(conn, ns_id, removed=[r.speaker for r in removed])
+            self._count_speakers(conn, ns_id, removed=[r.speaker for r in removed])
             self._follow_provenance(conn, ns_id, affected, removed)
             _rewrite_fts(conn, ns_id)
             self.mark_written(namespace)

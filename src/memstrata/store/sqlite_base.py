@@ -174,13 +174,5 @@ class SQLiteBase(SQLCore):
     def _start_text(self, ns_id: int, state: _TextState) -> None:
         raise NotImplementedError
 
-    def _stored_episode(self, ns_id: int, external_id: str) -> Episode | None:
-        raise NotImplementedError
-
-    def _forget(
-        self, conn: Any, hashes: list[bytes], scopes: list[int], words: Any, everything: bool
-    ) -> int:
-        raise NotImplementedError
-
     def _drop_indexes(self, ns_id: int) -> None:
         raise NotImplementedError

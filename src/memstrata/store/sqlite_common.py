@@ -4,36 +4,13 @@ backend-neutral ones are in ``store/sql/common.py``."""
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable
 
 from memstrata.errors import StoreClosedError, StoreError, StoreLockedError
-from memstrata.store.sql.common import speaker_deltas
 
 
 def _fts(ns_id: int) -> str:
     """Name of a namespace's full-text table (an integer id, so safe to splice into SQL)."""
     return f"fts_{int(ns_id)}"
-
-
-def _count_speakers(
-    conn: sqlite3.Connection,
-    ns_id: int,
-    added: Iterable[str | None] = (),
-    removed: Iterable[str | None] = (),
-) -> None:
-    """Keep ``speaker_counts`` in step with episodes written in the caller's transaction:
-    one upsert per speaker of the batch, and a speaker with no episode left is dropped."""
-    for speaker, n in speaker_deltas(added, removed):
-        conn.execute(
-            "INSERT INTO speaker_counts(namespace_id, speaker, n) VALUES (?,?,?) "
-            "ON CONFLICT(namespace_id, speaker) DO UPDATE SET n = n + excluded.n",
-            (ns_id, speaker, n),
-        )
-        if n < 0:
-            conn.execute(
-                "DELETE FROM speaker_counts WHERE namespace_id=? AND speaker=? AND n <= 0",
-                (ns_id, speaker),
-            )
 
 
 def _split_sql(script: str) -> list[str]:

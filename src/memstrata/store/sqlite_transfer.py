@@ -21,7 +21,7 @@ from memstrata.store.dump import (
 from memstrata.store.sql.common import chunks as _chunks
 from memstrata.store.sql.transfer import TransferRules
 from memstrata.store.sqlite_base import SQLiteBase
-from memstrata.store.sqlite_common import _count_speakers, _fts
+from memstrata.store.sqlite_common import _fts
 
 
 class Transfer(TransferRules, SQLiteBase):
@@ -80,7 +80,7 @@ class Transfer(TransferRules, SQLiteBase):
                 f"INSERT INTO {_fts(ns_id)}(rowid, body) VALUES (?, ?)",
                 (key[ep.external_id], ep.index_text),
             )
-        _count_speakers(conn, ns_id, added=[ep.speaker for ep in dump.episodes])
+        self._count_speakers(conn, ns_id, added=[ep.speaker for ep in dump.episodes])
         self._import_versions(conn, ns_id, dump, key)
         self._import_records(conn, ns_id, dump, key)
         self._import_marks(conn, ns_id, dump, key)

@@ -3,7 +3,7 @@ of its parts."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -12,7 +12,7 @@ import psycopg
 from memstrata.errors import StoreClosedError, StoreError
 from memstrata.redact import redact
 from memstrata.store.names import check_namespace
-from memstrata.store.sql.common import now, speaker_deltas
+from memstrata.store.sql.common import now
 from memstrata.store.sql.dialect import POSTGRES
 from memstrata.store.sql.host import SQLCore
 
@@ -99,26 +99,3 @@ class PostgresBase(SQLCore):
     @staticmethod
     def _unindex(conn: psycopg.Connection[Any], ns_id: int, keys: list[int]) -> None:
         raise NotImplementedError
-
-
-def count_speakers(
-    conn: psycopg.Connection[Any],
-    ns_id: int,
-    added: Iterable[str | None] = (),
-    removed: Iterable[str | None] = (),
-) -> None:
-    """Keep ``speaker_counts`` in step with episodes written in the caller's transaction:
-    one upsert per speaker of the batch, in name order (two writers lock the rows in the
-    same order), and a speaker with no episode left is dropped."""
-    for speaker, n in speaker_deltas(added, removed):
-        conn.execute(
-            "INSERT INTO speaker_counts(namespace_id, speaker, n) VALUES (%s,%s,%s) "
-            "ON CONFLICT (namespace_id, speaker) DO UPDATE "
-            "SET n = speaker_counts.n + EXCLUDED.n",
-            (ns_id, speaker, n),
-        )
-        if n < 0:
-            conn.execute(
-                "DELETE FROM speaker_counts WHERE namespace_id=%s AND speaker=%s AND n <= 0",
-                (ns_id, speaker),
-            )

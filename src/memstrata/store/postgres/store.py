@@ -30,8 +30,8 @@ from memstrata.store.base import (
     same_episode,
 )
 from memstrata.store.postgres.builds import BuildBookkeeping
-from memstrata.store.postgres.common import PostgresBase, connect, count_speakers, translate
-from memstrata.store.postgres.erasure import Erasure, forget
+from memstrata.store.postgres.common import PostgresBase, connect, translate
+from memstrata.store.postgres.erasure import Erasure
 from memstrata.store.postgres.records import DerivedRecords
 from memstrata.store.postgres.search import SearchPrimitives
 from memstrata.store.postgres.service import ServiceTables
@@ -219,7 +219,7 @@ class PostgresStore(
                 conn.execute(f"DELETE FROM {table} WHERE namespace_id=%s", (ns_id,))
             conn.execute("DELETE FROM namespaces WHERE id=%s", (ns_id,))
             # its texts' vectors, and those made for its designs, unless held elsewhere
-            forget(conn, own, [ns_id], (), everything=True)
+            self._forget(conn, own, [ns_id], (), everything=True)
             return int(count)
 
     # episodes ---------------------------------------------------------------------------
@@ -268,7 +268,7 @@ class PostgresStore(
                 report.added.append(ep.external_id)
                 speakers.append(ep.speaker)
             self._index_many(conn, ns_id, fresh)
-            count_speakers(conn, ns_id, added=speakers)
+            self._count_speakers(conn, ns_id, added=speakers)
         return report
 
     def existing_ids(self, namespace: str, external_ids: Sequence[str]) -> set[str]:
@@ -321,7 +321,7 @@ class PostgresStore(
         return [episode(r) for r in rows]
 
     def speakers(self, namespace: str) -> list[str]:
-        rows = self._all(  # kept as episodes are written (common.count_speakers)
+        rows = self._all(  # kept as episodes are written (_count_speakers)
             "SELECT c.speaker FROM speaker_counts c JOIN namespaces n ON n.id=c.namespace_id "
             'WHERE n.name=%s ORDER BY c.n DESC, c.speaker COLLATE "C"',
             (namespace,),
@@ -362,7 +362,7 @@ class PostgresStore(
             conn.execute(
                 "DELETE FROM episodes WHERE namespace_id=%s AND id = ANY(%s)", (ns_id, keys)
             )
-            count_speakers(conn, ns_id, removed=[r.speaker for r in removed])
+            self._count_speakers(conn, ns_id, removed=[r.speaker for r in removed])
             self._follow_provenance(conn, ns_id, affected, removed)
             return DeleteReport(len(keys), missing)
 

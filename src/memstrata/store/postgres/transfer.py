@@ -20,7 +20,7 @@ from memstrata.store.dump import (
     key_of,
     values,
 )
-from memstrata.store.postgres.common import PostgresBase, count_speakers, masked
+from memstrata.store.postgres.common import PostgresBase, masked
 from memstrata.store.sql.transfer import TransferRules
 from memstrata.store.tokenize import tokenize
 
@@ -51,9 +51,8 @@ class Transfer(TransferRules, PostgresBase):
             self._import_marks(conn, ns, dump, key)
             self._import_jobs(conn, ns, dump, key)
 
-    @staticmethod
     def _import_episodes(
-        conn: psycopg.Connection[Any], ns: int, dump: NamespaceDump
+        self, conn: psycopg.Connection[Any], ns: int, dump: NamespaceDump
     ) -> dict[str, int]:
         """Episodes with their BM25 postings and totals, in a few round trips (what
         ``_index`` does one episode at a time); returns the keys they were given."""
@@ -83,7 +82,7 @@ class Transfer(TransferRules, PostgresBase):
                     where.setdefault(term, []).append(pos)
                 postings += [(ns, t, key[ep.external_id], len(p), p) for t, p in where.items()]
             cur.executemany("INSERT INTO bm25_postings VALUES (%s,%s,%s,%s,%s)", postings)
-        count_speakers(conn, ns, added=[ep.speaker for ep in dump.episodes])
+        self._count_speakers(conn, ns, added=[ep.speaker for ep in dump.episodes])
         if dump.episodes:
             conn.execute(
                 "INSERT INTO bm25_stats VALUES (%s, %s, %s)",

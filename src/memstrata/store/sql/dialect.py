@@ -50,6 +50,14 @@ class Dialect:
             chunk = items[start : start + self.list_chunk]
             yield f"IN ({','.join('?' * len(chunk))})", tuple(chunk)
 
+    def contains_any(self, column: str, words: Sequence[str]) -> tuple[str, tuple[Any, ...]]:
+        """`` AND ...`` and its parameters: ``column``, lower-cased, holds one of ``words``
+        (lower-case letters and digits, see ``erasing.probe_words``)."""
+        if self.name == "sqlite":
+            tests = " OR ".join(["instr(lower(" + column + "), ?) > 0"] * len(words))
+            return f" AND ({tests})", tuple(words)
+        return f" AND lower({column}) LIKE ANY(?)", ([f"%{_like(w)}%" for w in words],)
+
     def flag_sum(self, condition: str) -> str:
         """How many rows meet ``condition``."""
         return f"SUM({condition})" if self.name == "sqlite" else f"sum(({condition})::int)"
@@ -59,6 +67,11 @@ class Dialect:
         if self.name == "sqlite":
             return f"json_extract({column}, '$.{key}')"
         return f"({column}::json->>'{key}')::int"
+
+
+def _like(word: str) -> str:
+    """``word`` as a literal inside a LIKE pattern."""
+    return word.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
 @lru_cache(maxsize=1024)

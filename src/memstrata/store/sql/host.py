@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import functools
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, ClassVar
 
 from memstrata.errors import StoreError
 from memstrata.redact import redact
 from memstrata.store.base import RemovedEpisode, Store
+from memstrata.store.sql.common import speaker_deltas
 from memstrata.store.sql.dialect import Dialect
 
 
@@ -79,6 +80,33 @@ class SQLCore:
     def _build_counts(self, ns_id: int) -> dict[str, dict[str, int]]:
         raise NotImplementedError
 
+    def _count_speakers(
+        self,
+        conn: Any,
+        ns_id: int,
+        added: Iterable[str | None] = (),
+        removed: Iterable[str | None] = (),
+    ) -> None:
+        """Keep ``speaker_counts`` in step with episodes written in the caller's
+        transaction: one upsert per speaker of the batch, in name order (two writers take
+        the rows in the same order), and a speaker with no episode left is dropped."""
+        for speaker, n in speaker_deltas(added, removed):
+            conn.execute(
+                self._sql(
+                    "INSERT INTO speaker_counts(namespace_id, speaker, n) VALUES (?,?,?) "
+                    "ON CONFLICT (namespace_id, speaker) DO UPDATE "
+                    "SET n = speaker_counts.n + EXCLUDED.n"
+                ),
+                (ns_id, speaker, n),
+            )
+            if n < 0:
+                conn.execute(
+                    self._sql(
+                        "DELETE FROM speaker_counts WHERE namespace_id=? AND speaker=? AND n <= 0"
+                    ),
+                    (ns_id, speaker),
+                )
+
     # running the rules' SQL -------------------------------------------------------------
     def _sql(self, text: str) -> str:
         return self.dialect.sql(text)
@@ -114,6 +142,15 @@ class SQLCore:
             if cur.description is not None:
                 rows.extend(cur.fetchall())
         return rows
+
+    def _in_changed(
+        self, conn: Any, sql: str, values: Sequence[Any], lead: Sequence[Any] = ()
+    ) -> int:
+        """How many rows the write ``sql`` (with an ``{in_}`` slot, as :meth:`_in`) changed."""
+        changed = 0
+        for fragment, bound in self.dialect.in_list(values):
+            changed += conn.execute(self._sql(sql.format(in_=fragment)), (*lead, *bound)).rowcount
+        return changed
 
 
 def speak_store_errors(
