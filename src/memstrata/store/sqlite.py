@@ -13,7 +13,6 @@ namespace out as a dump and in, for ``memstrata copy``).
 
 from __future__ import annotations
 
-import json
 import random
 import sqlite3
 import threading
@@ -22,27 +21,16 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from memstrata.errors import StoreError, StoreLockedError
-from memstrata.models import Episode
 from memstrata.store.base import (
-    AddReport,
     DeleteReport,
-    EpisodeMeta,
-    EpisodeText,
-    NamespaceStats,
-    PreparedEpisode,
     RemovedEpisode,
     Store,
-    same_episode,
 )
-from memstrata.store.sql.builds import BuildRules
 from memstrata.store.sql.common import chunks as _chunks
-from memstrata.store.sql.common import iso as _iso
 from memstrata.store.sql.common import migrations
-from memstrata.store.sql.common import now as _now
-from memstrata.store.sql.common import ts as _ts
+from memstrata.store.sql.episodes import EpisodeRules
 from memstrata.store.sql.host import speak_store_errors
 from memstrata.store.sql.jobs import Jobs
-from memstrata.store.sql.records import RecordRules
 from memstrata.store.sql.usage import LLMAccounting
 from memstrata.store.sqlite_base import SQLiteBase
 from memstrata.store.sqlite_builds import BuildBookkeeping
@@ -69,13 +57,12 @@ class SQLiteStore(
     ApiKeys,
     Jobs,
     BuildBookkeeping,
-    BuildRules,
     DerivedRecords,
-    RecordRules,
     IndexUpkeep,
     SearchPrimitives,
     TextSearch,
     LLMAccounting,
+    EpisodeRules,
     EpisodeUpdates,
     SQLiteBase,
     Store,
@@ -203,26 +190,14 @@ class SQLiteStore(
         with self._lock:
             return self._read_version()
 
-    def _meta(self, key: str, default: str | None = None) -> str | None:
-        read = "SELECT value FROM memstrata_meta WHERE key=?"
-        if default is None:
-            with self._lock:
-                row = self._conn.execute(read, (key,)).fetchone()
-        else:
-            with self._write() as conn:
-                conn.execute("INSERT OR IGNORE INTO memstrata_meta VALUES (?, ?)", (key, default))
-                row = conn.execute(read, (key,)).fetchone()
-        return None if row is None else str(row[0])
+    # hooks of the shared rules ----------------------------------------------------------
+    def _index_new(self, conn: sqlite3.Connection, ns_id: int, docs: list[tuple[int, str]]) -> None:
+        conn.executemany(f"INSERT INTO {_fts(ns_id)}(rowid, body) VALUES (?, ?)", docs)
+
+    def _after_add(self, namespace: str) -> None:
+        self.mark_written(namespace)
 
     # namespaces -------------------------------------------------------------------------
-    def namespaces(self) -> list[str]:
-        with self._lock:
-            return [r[0] for r in self._conn.execute("SELECT name FROM namespaces ORDER BY name")]
-
-    def has_namespace(self, namespace: str) -> bool:
-        with self._lock:
-            return self._ns_id(namespace) is not None
-
     def delete_namespace(self, namespace: str) -> int:
         with self._write() as conn:
             ns_id = self._ns_id(namespace)
@@ -250,124 +225,6 @@ class SQLiteStore(
             return len(rows)
 
     # episodes ---------------------------------------------------------------------------
-    def add_episodes(self, namespace: str, episodes: Sequence[PreparedEpisode]) -> AddReport:
-        report = AddReport()
-        if not episodes:
-            return report
-        with self._write() as conn:
-            ns_id = self._create_ns(conn, namespace)
-            seq = conn.execute(
-                "SELECT COALESCE(MAX(seq), 0) FROM episodes WHERE namespace_id=?", (ns_id,)
-            ).fetchone()[0]
-            now = _now()
-            speakers: list[str | None] = []
-            for ep in episodes:
-                seq += 1
-                cur = conn.execute(
-                    "INSERT OR IGNORE INTO episodes(namespace_id, external_id, text, speaker, "
-                    "role, occurred_at, occurred_ts, session, seq, metadata, content_hash, "
-                    "embed_hash, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                    (
-                        ns_id,
-                        ep.external_id,
-                        ep.text,
-                        ep.speaker,
-                        ep.role,
-                        _iso(ep.occurred_at),
-                        _ts(ep.occurred_at),
-                        ep.session,
-                        seq,
-                        json.dumps(ep.metadata, ensure_ascii=False) if ep.metadata else None,
-                        ep.content_hash,
-                        ep.embed_hash,
-                        now,
-                    ),
-                )
-                if cur.rowcount == 0:
-                    seq -= 1
-                    old = self._stored_episode(ns_id, ep.external_id)
-                    same = old is not None and same_episode(ep, old)
-                    (report.existing if same else report.conflicts).append(ep.external_id)
-                    continue
-                conn.execute(
-                    f"INSERT INTO {_fts(ns_id)}(rowid, body) VALUES (?, ?)",
-                    (cur.lastrowid, ep.index_text),
-                )
-                report.added.append(ep.external_id)
-                speakers.append(ep.speaker)
-            self._count_speakers(conn, ns_id, added=speakers)
-        self.mark_written(namespace)
-        return report
-
-    def existing_ids(self, namespace: str, external_ids: Sequence[str]) -> set[str]:
-        with self._lock:
-            ns_id = self._ns_id(namespace)
-            if ns_id is None or not external_ids:
-                return set()
-            found: set[str] = set()
-            for chunk in _chunks(list(external_ids), 500):
-                marks = ",".join("?" * len(chunk))
-                found.update(
-                    r[0]
-                    for r in self._conn.execute(
-                        f"SELECT external_id FROM episodes WHERE namespace_id=? "
-                        f"AND external_id IN ({marks})",
-                        (ns_id, *chunk),
-                    )
-                )
-            return found
-
-    def get_episodes(self, namespace: str, external_ids: Sequence[str]) -> list[Episode]:
-        with self._lock:
-            ns_id = self._ns_id(namespace)
-            if ns_id is None:
-                return []
-            rows = self._rows_in(
-                f"SELECT {self._EP_COLS} FROM episodes e JOIN namespaces n "
-                "ON n.id=e.namespace_id WHERE e.namespace_id=? AND e.external_id IN ({marks})",
-                external_ids,
-                ns_id,
-            )
-            out = {ep.id: ep for ep in map(self._episode, rows)}
-            return [out[i] for i in external_ids if i in out]
-
-    def episodes_by_key(self, keys: Sequence[int]) -> dict[int, Episode]:
-        with self._lock:
-            rows = self._rows_in(
-                f"SELECT {self._EP_COLS} FROM episodes e JOIN namespaces n "
-                "ON n.id=e.namespace_id WHERE e.id IN ({marks})",
-                keys,
-            )
-            return {row[0]: self._episode(row) for row in rows}
-
-    def episode_meta(self, keys: Sequence[int]) -> dict[int, EpisodeMeta]:
-        with self._lock:
-            rows = self._rows_in(
-                "SELECT id, session, seq, speaker, occurred_ts FROM episodes WHERE id IN ({marks})",
-                keys,
-            )
-            return {row[0]: EpisodeMeta(*row) for row in rows}
-
-    def episode_texts(self, keys: Sequence[int]) -> dict[int, EpisodeText]:
-        with self._lock:
-            rows = self._rows_in(
-                "SELECT id, text, speaker, role, session, seq FROM episodes WHERE id IN ({marks})",
-                keys,
-            )
-            return {row[0]: EpisodeText(*row) for row in rows}
-
-    def iter_episodes(self, namespace: str, after_key: int = 0, limit: int = 1000) -> list[Episode]:
-        with self._lock:
-            ns_id = self._ns_id(namespace)
-            if ns_id is None:
-                return []
-            rows = self._conn.execute(
-                f"SELECT {self._EP_COLS} FROM episodes e JOIN namespaces n ON n.id=e.namespace_id "
-                "WHERE e.namespace_id=? AND e.id>? ORDER BY e.id LIMIT ?",
-                (ns_id, after_key, limit),
-            ).fetchall()
-            return [self._episode(r) for r in rows]
-
     def speakers(self, namespace: str) -> list[str]:
         with self._lock:
             ns_id = self._ns_id(namespace)
@@ -426,40 +283,6 @@ class SQLiteStore(
         return DeleteReport(len(keys), missing)
 
     # accounting and stats ---------------------------------------------------------------
-    def stats(self, namespace: str | None = None) -> list[NamespaceStats]:
-        with self._lock:
-            names = [namespace] if namespace else self.namespaces()
-            out = []
-            for name in names:
-                ns_id = self._ns_id(name)
-                if ns_id is None:
-                    continue
-                episodes, embedded = self._conn.execute(
-                    "SELECT COUNT(*), COUNT(embed_hash) FROM episodes WHERE namespace_id=?",
-                    (ns_id,),
-                ).fetchone()
-                records: dict[str, int] = {}
-                owned: dict[str, dict[str, int]] = {}
-                for builder, kind, n in self._conn.execute(
-                    "SELECT builder, kind, COUNT(*) FROM records WHERE namespace_id=? "
-                    "GROUP BY builder, kind ORDER BY builder, kind",
-                    (ns_id,),
-                ):
-                    records[kind] = records.get(kind, 0) + int(n)
-                    owned.setdefault(builder, {})[kind] = int(n)
-                out.append(
-                    NamespaceStats(
-                        namespace=name,
-                        episodes=episodes,
-                        records=records,
-                        records_by_builder=owned,
-                        embedded=embedded,
-                        builds=self._build_counts(ns_id),
-                        repairs=self.repair_backlog(name),
-                    )
-                )
-            return out
-
     def size_bytes(self) -> int:
         with self._lock:
             self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")

@@ -4,13 +4,12 @@ namespace lookups, and the methods one part calls on another (see ``sql/host.py`
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from memstrata.models import Episode
 from memstrata.store.names import check_namespace
-from memstrata.store.sql.common import EP_COLS, chunks, episode, now
+from memstrata.store.sql.common import now
 from memstrata.store.sql.dialect import SQLITE
 from memstrata.store.sql.host import SQLCore
 from memstrata.store.sqlite_common import _fts, translate
@@ -38,8 +37,6 @@ class SQLiteBase(SQLCore):
     _texts: dict[int, _TextState]
     _ann_threshold: int
     _text_threshold: int
-
-    _EP_COLS = EP_COLS
 
     @property
     def _where(self) -> str:
@@ -115,18 +112,6 @@ class SQLiteBase(SQLCore):
             ns_id = int(row[0])
         self._ns_ids[namespace] = ns_id
         return ns_id
-
-    @staticmethod
-    def _episode(row: Sequence[Any]) -> Episode:
-        return episode(row)
-
-    def _rows_in(self, sql: str, values: Sequence[Any], *lead: Any) -> list[Any]:
-        """Run ``sql`` (with an ``IN ({marks})`` slot) over ``values`` in chunks SQLite takes."""
-        rows: list[Any] = []
-        for chunk in chunks(list(values), 500):
-            marks = ",".join("?" * len(chunk))
-            rows.extend(self._conn.execute(sql.format(marks=marks), (*lead, *chunk)))
-        return rows
 
     # what the parts call on each other --------------------------------------------------
     def mark_written(self, namespace: str) -> None:

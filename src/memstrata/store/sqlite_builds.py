@@ -8,12 +8,14 @@ import time
 from collections.abc import Sequence
 
 from memstrata.models import Episode
+from memstrata.store.sql.builds import BuildRules
+from memstrata.store.sql.common import EP_COLS, episode
 from memstrata.store.sql.common import chunks as _chunks
 from memstrata.store.sqlite_base import SQLiteBase
 
 
-class BuildBookkeeping(SQLiteBase):
-    """Part of :class:`~memstrata.store.sqlite.SQLiteStore`."""
+class BuildBookkeeping(BuildRules, SQLiteBase):
+    """Part of :class:`~memstrata.store.sqlite.SQLiteStore` (with ``sql.builds``)."""
 
     def _mark_done(
         self, conn: sqlite3.Connection, ns_id: int, builder: str, keys: Sequence[int]
@@ -69,14 +71,14 @@ class BuildBookkeeping(SQLiteBase):
             if ns_id is None:
                 return []
             rows = self._conn.execute(
-                f"SELECT {self._EP_COLS} FROM episodes e JOIN namespaces n ON n.id=e.namespace_id "
+                f"SELECT {EP_COLS} FROM episodes e JOIN namespaces n ON n.id=e.namespace_id "
                 "WHERE e.namespace_id=? AND e.id>? AND NOT EXISTS (SELECT 1 FROM build_progress b "
                 "WHERE b.namespace_id=e.namespace_id AND b.builder=? AND b.episode_id=e.id AND "
                 "(b.status IN ('done','dead') OR COALESCE(b.retry_at, 0) > ?)) "
                 "ORDER BY e.id LIMIT ?",
                 (ns_id, after_key, builder, moment, limit),
             ).fetchall()
-            return [self._episode(r) for r in rows]
+            return [episode(r) for r in rows]
 
     def pending_count(self, namespace: str, builder: str) -> int:
         with self._lock:

@@ -18,12 +18,12 @@ from memstrata.store.links import children, without
 from memstrata.store.sql.common import chunks as _chunks
 from memstrata.store.sql.common import iso as _iso
 from memstrata.store.sql.common import now as _now
-from memstrata.store.sql.records import check_record
+from memstrata.store.sql.records import RecordRules, check_record
 from memstrata.store.sqlite_base import SQLiteBase
 
 
-class DerivedRecords(SQLiteBase):
-    """Part of :class:`~memstrata.store.sqlite.SQLiteStore`."""
+class DerivedRecords(RecordRules, SQLiteBase):
+    """Part of :class:`~memstrata.store.sqlite.SQLiteStore` (with ``sql.records``)."""
 
     def _put_records(
         self,

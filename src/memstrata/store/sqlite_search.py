@@ -27,6 +27,7 @@ from memstrata.store import ann
 from memstrata.store.ann import AnnFileError, AnnIndex
 from memstrata.store.background import Background, BuildControl
 from memstrata.store.base import ScoredKeys, SearchFilters
+from memstrata.store.sql.common import EP_COLS, episode
 from memstrata.store.sql.common import chunks as _chunks
 from memstrata.store.sql.common import ts as _ts
 from memstrata.store.sqlite_base import SQLiteBase
@@ -483,11 +484,11 @@ class SearchPrimitives(SQLiteBase):
             if ns_id is None or limit <= 0:
                 return []
             rows = self._conn.execute(
-                f"SELECT {self._EP_COLS} FROM episodes e JOIN namespaces n ON n.id=e.namespace_id "
+                f"SELECT {EP_COLS} FROM episodes e JOIN namespaces n ON n.id=e.namespace_id "
                 "WHERE e.namespace_id=? AND e.session=? AND e.seq>? ORDER BY e.seq LIMIT ?",
                 (ns_id, session, seq, limit),
             ).fetchall()
-            return [self._episode(r) for r in rows]
+            return [episode(r) for r in rows]
 
     def mark_written(self, namespace: str) -> None:
         """Tell the caches that this connection changed the episodes of ``namespace``."""

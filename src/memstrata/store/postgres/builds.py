@@ -11,6 +11,7 @@ import psycopg
 
 from memstrata.models import Episode
 from memstrata.store.postgres.common import PostgresBase
+from memstrata.store.sql.builds import BuildRules
 from memstrata.store.sql.common import EP_COLS, episode
 
 
@@ -18,8 +19,9 @@ def _stamp(moment: float | None = None) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime(moment))
 
 
-class BuildBookkeeping(PostgresBase):
-    """Part of :class:`~memstrata.store.postgres.store.PostgresStore`."""
+class BuildBookkeeping(BuildRules, PostgresBase):
+    """Part of :class:`~memstrata.store.postgres.store.PostgresStore` (with
+    ``sql.builds``)."""
 
     def _mark_done(
         self, conn: psycopg.Connection[Any], ns_id: int, builder: str, keys: Sequence[int]

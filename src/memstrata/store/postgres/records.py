@@ -21,11 +21,12 @@ from memstrata.store.links import children, without
 from memstrata.store.postgres.common import PostgresBase
 from memstrata.store.sql.common import iso as _iso
 from memstrata.store.sql.common import now as _now
-from memstrata.store.sql.records import check_record
+from memstrata.store.sql.records import RecordRules, check_record
 
 
-class DerivedRecords(PostgresBase):
-    """Part of :class:`~memstrata.store.postgres.store.PostgresStore`."""
+class DerivedRecords(RecordRules, PostgresBase):
+    """Part of :class:`~memstrata.store.postgres.store.PostgresStore` (with
+    ``sql.records``)."""
 
     def _put_records(
         self,

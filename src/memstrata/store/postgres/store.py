@@ -10,24 +10,17 @@ and ``transfer`` (a namespace out as a dump and in, for ``memstrata copy``).
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Sequence
+from typing import Any
 
 import psycopg
 
 from memstrata.errors import StoreError
-from memstrata.models import Episode
 from memstrata.store.base import (
-    AddReport,
     DeleteReport,
-    EpisodeMeta,
-    EpisodeText,
-    NamespaceStats,
-    PreparedEpisode,
     RemovedEpisode,
     Store,
-    same_episode,
 )
 from memstrata.store.postgres.builds import BuildBookkeeping
 from memstrata.store.postgres.common import PostgresBase, connect, translate
@@ -37,14 +30,10 @@ from memstrata.store.postgres.search import SearchPrimitives
 from memstrata.store.postgres.service import ServiceTables
 from memstrata.store.postgres.transfer import Transfer
 from memstrata.store.postgres.updates import EpisodeUpdates
-from memstrata.store.sql.builds import BuildRules
-from memstrata.store.sql.common import EP_COLS, episode, migrations
-from memstrata.store.sql.common import iso as _iso
-from memstrata.store.sql.common import now as _now
-from memstrata.store.sql.common import ts as _ts
+from memstrata.store.sql.common import migrations
+from memstrata.store.sql.episodes import EpisodeRules
 from memstrata.store.sql.host import speak_store_errors
 from memstrata.store.sql.jobs import Jobs
-from memstrata.store.sql.records import RecordRules
 from memstrata.store.sql.usage import LLMAccounting
 
 #: the advisory lock that serialises migrations of one database across processes
@@ -61,12 +50,11 @@ class PostgresStore(
     ServiceTables,
     Jobs,
     BuildBookkeeping,
-    BuildRules,
     DerivedRecords,
-    RecordRules,
     SearchPrimitives,
     EpisodeUpdates,
     LLMAccounting,
+    EpisodeRules,
     PostgresBase,
     Store,
 ):
@@ -168,26 +156,12 @@ class PostgresStore(
         with self._lock:
             return self._read_version()
 
-    def _meta(self, key: str, default: str | None = None) -> str | None:
-        read = "SELECT value FROM memstrata_meta WHERE key=%s"
-        if default is None:
-            row = self._one(read, (key,))
-        else:
-            with self._write() as conn:
-                conn.execute(
-                    "INSERT INTO memstrata_meta VALUES (%s, %s) ON CONFLICT (key) DO NOTHING",
-                    (key, default),
-                )
-                row = conn.execute(read, (key,)).fetchone()
-        return None if row is None else str(row[0])
+    def _index_new(
+        self, conn: psycopg.Connection[Any], ns_id: int, docs: list[tuple[int, str]]
+    ) -> None:
+        self._index_many(conn, ns_id, docs)
 
     # namespaces -------------------------------------------------------------------------
-    def namespaces(self) -> list[str]:
-        return [r[0] for r in self._all('SELECT name FROM namespaces ORDER BY name COLLATE "C"')]
-
-    def has_namespace(self, namespace: str) -> bool:
-        return self._ns_id(namespace) is not None
-
     def delete_namespace(self, namespace: str) -> int:
         with self._write() as conn:
             ns_id = self._lock_ns(conn, namespace)
@@ -223,103 +197,6 @@ class PostgresStore(
             return int(count)
 
     # episodes ---------------------------------------------------------------------------
-    def add_episodes(self, namespace: str, episodes: Sequence[PreparedEpisode]) -> AddReport:
-        report = AddReport()
-        if not episodes:
-            return report
-        with self._write() as conn:
-            ns_id = self._create_ns(conn, namespace)
-            row = conn.execute(
-                "SELECT COALESCE(MAX(seq), 0) FROM episodes WHERE namespace_id=%s", (ns_id,)
-            ).fetchone()
-            seq = int(row[0]) if row else 0
-            now = _now()
-            fresh: list[tuple[int, str]] = []
-            speakers: list[str | None] = []
-            for ep in episodes:
-                added = conn.execute(
-                    "INSERT INTO episodes(namespace_id, external_id, text, speaker, role, "
-                    "occurred_at, occurred_ts, session, seq, metadata, content_hash, embed_hash, "
-                    "created_at) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s) "
-                    "ON CONFLICT (namespace_id, external_id) DO NOTHING RETURNING id",
-                    (
-                        ns_id,
-                        ep.external_id,
-                        ep.text,
-                        ep.speaker,
-                        ep.role,
-                        _iso(ep.occurred_at),
-                        _ts(ep.occurred_at),
-                        ep.session,
-                        seq + 1,
-                        json.dumps(ep.metadata, ensure_ascii=False) if ep.metadata else None,
-                        ep.content_hash,
-                        ep.embed_hash,
-                        now,
-                    ),
-                ).fetchone()
-                if added is None:
-                    old = self._stored_episode(ns_id, ep.external_id)
-                    same = old is not None and same_episode(ep, old)
-                    (report.existing if same else report.conflicts).append(ep.external_id)
-                    continue
-                seq += 1
-                fresh.append((int(added[0]), ep.index_text))
-                report.added.append(ep.external_id)
-                speakers.append(ep.speaker)
-            self._index_many(conn, ns_id, fresh)
-            self._count_speakers(conn, ns_id, added=speakers)
-        return report
-
-    def existing_ids(self, namespace: str, external_ids: Sequence[str]) -> set[str]:
-        if not external_ids:
-            return set()
-        rows = self._all(
-            "SELECT e.external_id FROM episodes e JOIN namespaces n ON n.id=e.namespace_id "
-            "WHERE n.name=%s AND e.external_id = ANY(%s)",
-            (namespace, list(external_ids)),
-        )
-        return {r[0] for r in rows}
-
-    def get_episodes(self, namespace: str, external_ids: Sequence[str]) -> list[Episode]:
-        rows = self._all(
-            f"SELECT {EP_COLS} FROM episodes e JOIN namespaces n ON n.id=e.namespace_id "
-            "WHERE n.name=%s AND e.external_id = ANY(%s)",
-            (namespace, list(external_ids)),
-        )
-        out = {ep.id: ep for ep in map(episode, rows)}
-        return [out[i] for i in external_ids if i in out]
-
-    def episodes_by_key(self, keys: Sequence[int]) -> dict[int, Episode]:
-        rows = self._all(
-            f"SELECT {EP_COLS} FROM episodes e JOIN namespaces n ON n.id=e.namespace_id "
-            "WHERE e.id = ANY(%s)",
-            ([int(k) for k in keys],),
-        )
-        return {int(row[0]): episode(row) for row in rows}
-
-    def episode_meta(self, keys: Sequence[int]) -> dict[int, EpisodeMeta]:
-        rows = self._all(
-            "SELECT id, session, seq, speaker, occurred_ts FROM episodes WHERE id = ANY(%s)",
-            ([int(k) for k in keys],),
-        )
-        return {int(r[0]): EpisodeMeta(int(r[0]), r[1], int(r[2]), r[3], r[4]) for r in rows}
-
-    def episode_texts(self, keys: Sequence[int]) -> dict[int, EpisodeText]:
-        rows = self._all(
-            "SELECT id, text, speaker, role, session, seq FROM episodes WHERE id = ANY(%s)",
-            ([int(k) for k in keys],),
-        )
-        return {int(r[0]): EpisodeText(int(r[0]), r[1], r[2], r[3], r[4], int(r[5])) for r in rows}
-
-    def iter_episodes(self, namespace: str, after_key: int = 0, limit: int = 1000) -> list[Episode]:
-        rows = self._all(
-            f"SELECT {EP_COLS} FROM episodes e JOIN namespaces n ON n.id=e.namespace_id "
-            "WHERE n.name=%s AND e.id>%s ORDER BY e.id LIMIT %s",
-            (namespace, after_key, limit),
-        )
-        return [episode(r) for r in rows]
-
     def speakers(self, namespace: str) -> list[str]:
         rows = self._all(  # kept as episodes are written (_count_speakers)
             "SELECT c.speaker FROM speaker_counts c JOIN namespaces n ON n.id=c.namespace_id "
@@ -367,40 +244,6 @@ class PostgresStore(
             return DeleteReport(len(keys), missing)
 
     # stats ----------------------------------------------------------------------------
-    def stats(self, namespace: str | None = None) -> list[NamespaceStats]:
-        with self._lock:
-            names = [namespace] if namespace else self.namespaces()
-            out = []
-            for name in names:
-                ns_id = self._ns_id(name)
-                if ns_id is None:
-                    continue
-                episodes, embedded = self._one(
-                    "SELECT count(*), count(embed_hash) FROM episodes WHERE namespace_id=%s",
-                    (ns_id,),
-                )
-                records: dict[str, int] = {}
-                owned: dict[str, dict[str, int]] = {}
-                for builder, kind, n in self._all(
-                    "SELECT builder, kind, count(*) FROM records WHERE namespace_id=%s "
-                    "GROUP BY builder, kind ORDER BY builder, kind",
-                    (ns_id,),
-                ):
-                    records[kind] = records.get(kind, 0) + int(n)
-                    owned.setdefault(builder, {})[kind] = int(n)
-                out.append(
-                    NamespaceStats(
-                        namespace=name,
-                        episodes=int(episodes),
-                        records=records,
-                        records_by_builder=owned,
-                        embedded=int(embedded),
-                        builds=self._build_counts(ns_id),
-                        repairs=self.repair_backlog(name),
-                    )
-                )
-            return out
-
     def size_bytes(self) -> int:
         row = self._one("SELECT pg_database_size(current_database())")
         return int(row[0])

@@ -16,6 +16,7 @@ from contextlib import AbstractContextManager
 from typing import Any, ClassVar
 
 from memstrata.errors import StoreError
+from memstrata.models import Episode
 from memstrata.redact import redact
 from memstrata.store.base import RemovedEpisode, Store
 from memstrata.store.sql.common import speaker_deltas
@@ -78,6 +79,12 @@ class SQLCore:
         raise NotImplementedError
 
     def _build_counts(self, ns_id: int) -> dict[str, dict[str, int]]:
+        raise NotImplementedError
+
+    def _stored_episode(self, ns_id: int, external_id: str) -> Episode | None:
+        raise NotImplementedError
+
+    def repair_backlog(self, namespace: str) -> dict[str, int]:
         raise NotImplementedError
 
     def _count_speakers(
