@@ -18,7 +18,6 @@ if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
 
-    from memstrata.store.base import SearchFilters
     from memstrata.store.sqlite_search import _VectorIndex
     from memstrata.store.sqlite_text import _TextState
 
@@ -133,9 +132,6 @@ class SQLiteBase(SQLCore):
         raise NotImplementedError
 
     def _text_written(self, ns_id: int | None) -> None:
-        raise NotImplementedError
-
-    def _filter_sql(self, filters: SearchFilters | None) -> tuple[str, list[Any]]:
         raise NotImplementedError
 
     def _live_keys(self, ns_id: int, keys: NDArray[np.int64]) -> NDArray[np.int64]:

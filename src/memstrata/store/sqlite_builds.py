@@ -7,9 +7,7 @@ import sqlite3
 import time
 from collections.abc import Sequence
 
-from memstrata.models import Episode
 from memstrata.store.sql.builds import BuildRules
-from memstrata.store.sql.common import EP_COLS, episode
 from memstrata.store.sql.common import chunks as _chunks
 from memstrata.store.sqlite_base import SQLiteBase
 
@@ -29,20 +27,6 @@ class BuildBookkeeping(BuildRules, SQLiteBase):
             [(ns_id, builder, key, now, key) for key in keys],
         )
 
-    def built_keys(self, namespace: str, builder: str) -> set[int]:
-        with self._lock:
-            ns_id = self._ns_id(namespace)
-            if ns_id is None:
-                return set()
-            return {
-                r[0]
-                for r in self._conn.execute(
-                    "SELECT episode_id FROM build_progress WHERE namespace_id=? AND builder=? "
-                    "AND status='done'",
-                    (ns_id, builder),
-                )
-            }
-
     def forget_builds(self, namespace: str, builder: str, episode_ids: Sequence[str]) -> None:
         with self._write() as conn:
             ns_id = self._ns_id(namespace)
@@ -56,42 +40,6 @@ class BuildBookkeeping(BuildRules, SQLiteBase):
                     f"external_id IN ({marks}))",
                     (ns_id, builder, ns_id, *chunk),
                 )
-
-    def pending_episodes(
-        self,
-        namespace: str,
-        builder: str,
-        limit: int = 1000,
-        after_key: int = 0,
-        now: float | None = None,
-    ) -> list[Episode]:
-        moment = time.time() if now is None else now
-        with self._lock:
-            ns_id = self._ns_id(namespace)
-            if ns_id is None:
-                return []
-            rows = self._conn.execute(
-                f"SELECT {EP_COLS} FROM episodes e JOIN namespaces n ON n.id=e.namespace_id "
-                "WHERE e.namespace_id=? AND e.id>? AND NOT EXISTS (SELECT 1 FROM build_progress b "
-                "WHERE b.namespace_id=e.namespace_id AND b.builder=? AND b.episode_id=e.id AND "
-                "(b.status IN ('done','dead') OR COALESCE(b.retry_at, 0) > ?)) "
-                "ORDER BY e.id LIMIT ?",
-                (ns_id, after_key, builder, moment, limit),
-            ).fetchall()
-            return [episode(r) for r in rows]
-
-    def pending_count(self, namespace: str, builder: str) -> int:
-        with self._lock:
-            ns_id = self._ns_id(namespace)
-            if ns_id is None:
-                return 0
-            row = self._conn.execute(
-                "SELECT COUNT(*) FROM episodes e WHERE e.namespace_id=? AND NOT EXISTS "
-                "(SELECT 1 FROM build_progress b WHERE b.namespace_id=e.namespace_id AND "
-                "b.builder=? AND b.episode_id=e.id AND b.status='done')",
-                (ns_id, builder),
-            ).fetchone()
-            return int(row[0])
 
     def unbuilt(
         self, namespace: str, builders: Sequence[str], external_ids: Sequence[str]

@@ -29,7 +29,6 @@ from memstrata.store.background import Background, BuildControl
 from memstrata.store.base import ScoredKeys, SearchFilters
 from memstrata.store.sql.common import EP_COLS, episode
 from memstrata.store.sql.common import chunks as _chunks
-from memstrata.store.sql.common import ts as _ts
 from memstrata.store.sqlite_base import SQLiteBase
 
 logger = logging.getLogger(__name__)
@@ -115,25 +114,6 @@ class SearchPrimitives(SQLiteBase):
                 )
 
     # retrieval primitives ---------------------------------------------------------------
-    def _filter_sql(self, filters: SearchFilters | None) -> tuple[str, list[Any]]:
-        if filters is None or filters.is_empty():
-            return "", []
-        clauses: list[str] = []
-        args: list[Any] = []
-        if filters.speakers:
-            clauses.append(f"e.speaker IN ({','.join('?' * len(filters.speakers))})")
-            args.extend(filters.speakers)
-        if filters.sessions:
-            clauses.append(f"e.session IN ({','.join('?' * len(filters.sessions))})")
-            args.extend(filters.sessions)
-        if filters.since:
-            clauses.append("e.occurred_ts >= ?")
-            args.append(_ts(filters.since))
-        if filters.until:
-            clauses.append("e.occurred_ts <= ?")
-            args.append(_ts(filters.until))
-        return " AND " + " AND ".join(clauses), args
-
     def dense_episodes(
         self,
         namespace: str,

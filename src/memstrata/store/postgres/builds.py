@@ -9,10 +9,8 @@ from typing import Any
 
 import psycopg
 
-from memstrata.models import Episode
 from memstrata.store.postgres.common import PostgresBase
 from memstrata.store.sql.builds import BuildRules
-from memstrata.store.sql.common import EP_COLS, episode
 
 
 def _stamp(moment: float | None = None) -> str:
@@ -36,14 +34,6 @@ class BuildBookkeeping(BuildRules, PostgresBase):
             (ns_id, builder, _stamp(), ns_id, [int(k) for k in keys]),
         )
 
-    def built_keys(self, namespace: str, builder: str) -> set[int]:
-        rows = self._all(
-            "SELECT b.episode_id FROM build_progress b JOIN namespaces n ON n.id=b.namespace_id "
-            "WHERE n.name=%s AND b.builder=%s AND b.status='done'",
-            (namespace, builder),
-        )
-        return {int(r[0]) for r in rows}
-
     def forget_builds(self, namespace: str, builder: str, episode_ids: Sequence[str]) -> None:
         with self._write() as conn:
             ns_id = self._ns_id(namespace)
@@ -55,35 +45,6 @@ class BuildBookkeeping(BuildRules, PostgresBase):
                 "AND e.external_id = ANY(%s)",
                 (ns_id, builder, list(episode_ids)),
             )
-
-    def pending_episodes(
-        self,
-        namespace: str,
-        builder: str,
-        limit: int = 1000,
-        after_key: int = 0,
-        now: float | None = None,
-    ) -> list[Episode]:
-        moment = time.time() if now is None else now
-        rows = self._all(
-            f"SELECT {EP_COLS} FROM episodes e JOIN namespaces n ON n.id=e.namespace_id "
-            "WHERE n.name=%s AND e.id>%s AND NOT EXISTS (SELECT 1 FROM build_progress b "
-            "WHERE b.namespace_id=e.namespace_id AND b.builder=%s AND b.episode_id=e.id AND "
-            "(b.status IN ('done','dead') OR COALESCE(b.retry_at, 0) > %s)) "
-            "ORDER BY e.id LIMIT %s",
-            (namespace, after_key, builder, moment, limit),
-        )
-        return [episode(r) for r in rows]
-
-    def pending_count(self, namespace: str, builder: str) -> int:
-        row = self._one(
-            "SELECT count(*) FROM episodes e JOIN namespaces n ON n.id=e.namespace_id "
-            "WHERE n.name=%s AND NOT EXISTS (SELECT 1 FROM build_progress b WHERE "
-            "b.namespace_id=e.namespace_id AND b.builder=%s AND b.episode_id=e.id "
-            "AND b.status='done')",
-            (namespace, builder),
-        )
-        return int(row[0])
 
     def unbuilt(
         self, namespace: str, builders: Sequence[str], external_ids: Sequence[str]

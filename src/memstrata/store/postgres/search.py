@@ -31,7 +31,6 @@ from memstrata.models import Episode
 from memstrata.store.base import ScoredKeys, SearchFilters
 from memstrata.store.postgres.common import PostgresBase
 from memstrata.store.sql.common import EP_COLS, episode
-from memstrata.store.sql.common import ts as _ts
 from memstrata.store.tokenize import tokenize
 
 K1 = 1.2
@@ -183,26 +182,6 @@ class SearchPrimitives(PostgresBase):
                 )
 
     # retrieval primitives ---------------------------------------------------------------
-    @staticmethod
-    def _filter_sql(filters: SearchFilters | None) -> tuple[str, list[Any]]:
-        if filters is None or filters.is_empty():
-            return "", []
-        clauses: list[str] = []
-        args: list[Any] = []
-        if filters.speakers:
-            clauses.append("e.speaker = ANY(%s)")
-            args.append(list(filters.speakers))
-        if filters.sessions:
-            clauses.append("e.session = ANY(%s)")
-            args.append(list(filters.sessions))
-        if filters.since:
-            clauses.append("e.occurred_ts >= %s")
-            args.append(_ts(filters.since))
-        if filters.until:
-            clauses.append("e.occurred_ts <= %s")
-            args.append(_ts(filters.until))
-        return " AND " + " AND ".join(clauses), args
-
     def bm25_episodes(
         self, namespace: str, terms: Sequence[str], limit: int, filters: SearchFilters | None = None
     ) -> ScoredKeys:

@@ -4,8 +4,9 @@ A builder's queue is every episode of the namespace without a ``done`` mark. A f
 attempt keeps its error (cut to :data:`ERROR_CHARS`) and the time of the next try, which
 doubles with each attempt; at the last allowed attempt the mark turns ``dead`` and stays
 out of the queue until :meth:`BuildRules.retry_failed`. Leases keep two processes from
-building the same (namespace, builder) at once. Reading the queue itself is each
-backend's (``sqlite_builds``, ``postgres/builds``): the SQL differs there, not the rule.
+building the same (namespace, builder) at once. Writing done marks and a few reads of the
+queue stay each backend's (``sqlite_builds``, ``postgres/builds``): the SQL differs
+there, not the rule.
 """
 
 from __future__ import annotations
@@ -13,8 +14,9 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
+from memstrata.models import Episode
 from memstrata.store.base import BuildFailure
-from memstrata.store.sql.common import process_alive, stamp
+from memstrata.store.sql.common import EP_COLS, episode, process_alive, stamp
 from memstrata.store.sql.host import SQLCore
 
 #: characters of a failure's error text kept with its mark
@@ -135,6 +137,43 @@ class BuildRules(SQLCore):
                     self._sql(f"DELETE FROM {table} WHERE namespace_id=? AND builder=?"),
                     (ns_id, builder),
                 )
+
+    def built_keys(self, namespace: str, builder: str) -> set[int]:
+        rows = self._rows(
+            "SELECT b.episode_id FROM build_progress b JOIN namespaces n ON n.id=b.namespace_id "
+            "WHERE n.name=? AND b.builder=? AND b.status='done'",
+            (namespace, builder),
+        )
+        return {int(r[0]) for r in rows}
+
+    def pending_episodes(
+        self,
+        namespace: str,
+        builder: str,
+        limit: int = 1000,
+        after_key: int = 0,
+        now: float | None = None,
+    ) -> list[Episode]:
+        moment = time.time() if now is None else now
+        rows = self._rows(
+            f"SELECT {EP_COLS} FROM episodes e JOIN namespaces n ON n.id=e.namespace_id "
+            "WHERE n.name=? AND e.id>? AND NOT EXISTS (SELECT 1 FROM build_progress b "
+            "WHERE b.namespace_id=e.namespace_id AND b.builder=? AND b.episode_id=e.id AND "
+            "(b.status IN ('done','dead') OR COALESCE(b.retry_at, 0) > ?)) "
+            "ORDER BY e.id LIMIT ?",
+            (namespace, after_key, builder, moment, limit),
+        )
+        return [episode(r) for r in rows]
+
+    def pending_count(self, namespace: str, builder: str) -> int:
+        row = self._row(
+            "SELECT COUNT(*) FROM episodes e JOIN namespaces n ON n.id=e.namespace_id "
+            "WHERE n.name=? AND NOT EXISTS (SELECT 1 FROM build_progress b WHERE "
+            "b.namespace_id=e.namespace_id AND b.builder=? AND b.episode_id=e.id "
+            "AND b.status='done')",
+            (namespace, builder),
+        )
+        return int(row[0])
 
     # leases -----------------------------------------------------------------------------
     def acquire_lease(self, namespace: str, builder: str, owner: str, ttl_s: float) -> bool:

@@ -50,6 +50,12 @@ class Dialect:
             chunk = items[start : start + self.list_chunk]
             yield f"IN ({','.join('?' * len(chunk))})", tuple(chunk)
 
+    def in_all(self, values: Sequence[Any]) -> tuple[str, tuple[Any, ...]]:
+        """One test against a short list (a filter's speakers), never split in chunks."""
+        if not self.list_chunk:
+            return "= ANY(?)", (list(values),)
+        return f"IN ({','.join('?' * len(values))})", tuple(values)
+
     def contains_any(self, column: str, words: Sequence[str]) -> tuple[str, tuple[Any, ...]]:
         """`` AND ...`` and its parameters: ``column``, lower-cased, holds one of ``words``
         (lower-case letters and digits, see ``erasing.probe_words``)."""

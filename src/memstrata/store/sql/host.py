@@ -18,8 +18,8 @@ from typing import Any, ClassVar
 from memstrata.errors import StoreError
 from memstrata.models import Episode
 from memstrata.redact import redact
-from memstrata.store.base import RemovedEpisode, Store
-from memstrata.store.sql.common import speaker_deltas
+from memstrata.store.base import RemovedEpisode, SearchFilters, Store
+from memstrata.store.sql.common import speaker_deltas, ts
 from memstrata.store.sql.dialect import Dialect
 
 
@@ -113,6 +113,25 @@ class SQLCore:
                     ),
                     (ns_id, speaker),
                 )
+
+    def _filter_sql(self, filters: SearchFilters | None) -> tuple[str, list[Any]]:
+        """`` AND ...`` over episodes ``e`` for a search's filters, in the driver's SQL."""
+        if filters is None or filters.is_empty():
+            return "", []
+        clauses: list[str] = []
+        args: list[Any] = []
+        for column, wanted in (("speaker", filters.speakers), ("session", filters.sessions)):
+            if wanted:
+                fragment, bound = self.dialect.in_all(list(wanted))
+                clauses.append(f"e.{column} {fragment}")
+                args.extend(bound)
+        if filters.since:
+            clauses.append("e.occurred_ts >= ?")
+            args.append(ts(filters.since))
+        if filters.until:
+            clauses.append("e.occurred_ts <= ?")
+            args.append(ts(filters.until))
+        return self._sql(" AND " + " AND ".join(clauses)), args
 
     # running the rules' SQL -------------------------------------------------------------
     def _sql(self, text: str) -> str:
