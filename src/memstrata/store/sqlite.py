@@ -1,14 +1,14 @@
 """Embedded store: one SQLite file in WAL mode, FTS5 for BM25, an in-process vector index.
 
-This module holds the connection, migrations, namespaces and episodes. The rest of
-``SQLiteStore`` lives in parts, one responsibility each, to keep modules small, each
-deriving from the host class ``sqlite_base.SQLiteBase``; the rules both SQL stores share
-are in ``store/sql/`` (``usage``: LLM calls, ...); here:
-``sqlite_search`` (embedding cache, the vector index and why it is exact), ``sqlite_text``
-(BM25: FTS5, and a full-text index for large namespaces),
+This module holds the connection, migrations, deletes of namespaces and episodes, and the
+hooks of the shared rules (``store/sql/``: episodes, updates, records, builds, jobs,
+usage, erasure, transfer). The rest of ``SQLiteStore`` lives in parts, one responsibility
+each, deriving from the host class ``sqlite_base.SQLiteBase`` (and from the shared rule
+they complete): ``sqlite_search`` (embedding cache, the vector index and why it is
+exact), ``sqlite_text`` (BM25: FTS5, and a full-text index for large namespaces),
 ``sqlite_records`` (derived records and provenance), ``sqlite_builds`` (build queue),
-``sqlite_updates`` (episode updates and their history) and ``sqlite_transfer`` (a
-namespace out as a dump and in, for ``memstrata copy``).
+``sqlite_updates`` (the hooks of updates) and ``sqlite_transfer`` (a namespace in, for
+``memstrata copy``).
 """
 
 from __future__ import annotations

@@ -103,28 +103,36 @@ class TransferRules(SQLCore):
                     "WHERE namespace_id=? ORDER BY id"
                 )
             ]
-            for r in rows(
+            self._export_jobs(conn, ns[0], ext, dump)
+        return dump
+
+    def _export_jobs(self, conn: Any, ns_id: int, ext: dict[int, str], dump: NamespaceDump) -> None:
+        """The namespace's jobs with their members, and its LLM calls, into ``dump``."""
+        q = self._sql
+        for r in conn.execute(
+            q(
                 "SELECT key, id, kind, recipe, builders, episodes, created_at, created_ts "
                 "FROM jobs WHERE namespace_id=? ORDER BY key"
-            ):
-                members = conn.execute(
-                    q(
-                        "SELECT episode_id FROM job_episodes WHERE namespace_id=? AND job=? "
-                        "ORDER BY episode_id"
-                    ),
-                    (*ns, r[0]),
-                ).fetchall()
-                job = JobRow(r[1], r[2], r[3], r[4], r[5], r[6], r[7])
-                job.members = [ext[m[0]] for m in members]
-                dump.jobs.append(job)
-            dump.calls = [
-                CallRow(*r)
-                for r in conn.execute(
-                    q(f"SELECT {CALL_COLS} FROM llm_calls WHERE namespace=? ORDER BY id"),
-                    (namespace,),
-                ).fetchall()
-            ]
-        return dump
+            ),
+            (ns_id,),
+        ).fetchall():
+            members = conn.execute(
+                q(
+                    "SELECT episode_id FROM job_episodes WHERE namespace_id=? AND job=? "
+                    "ORDER BY episode_id"
+                ),
+                (ns_id, r[0]),
+            ).fetchall()
+            job = JobRow(r[1], r[2], r[3], r[4], r[5], r[6], r[7])
+            job.members = [ext[m[0]] for m in members]
+            dump.jobs.append(job)
+        dump.calls = [
+            CallRow(*r)
+            for r in conn.execute(
+                q(f"SELECT {CALL_COLS} FROM llm_calls WHERE namespace=? ORDER BY id"),
+                (dump.name,),
+            ).fetchall()
+        ]
 
     @classmethod
     def _many(cls, conn: Any, sql: str, rows: list[Any]) -> None:
