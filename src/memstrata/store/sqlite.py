@@ -31,13 +31,13 @@ from memstrata.store.sql.common import migrations
 from memstrata.store.sql.episodes import EpisodeRules
 from memstrata.store.sql.host import speak_store_errors
 from memstrata.store.sql.jobs import Jobs
+from memstrata.store.sql.keys import ApiKeys
 from memstrata.store.sql.usage import LLMAccounting
 from memstrata.store.sqlite_base import SQLiteBase
 from memstrata.store.sqlite_builds import BuildBookkeeping
 from memstrata.store.sqlite_common import _fts, _rewrite_fts, _split_sql, translate
 from memstrata.store.sqlite_erasure import Erasure
 from memstrata.store.sqlite_indexes import IndexUpkeep
-from memstrata.store.sqlite_keys import ApiKeys
 from memstrata.store.sqlite_records import DerivedRecords
 from memstrata.store.sqlite_search import SearchPrimitives
 from memstrata.store.sqlite_text import TextSearch

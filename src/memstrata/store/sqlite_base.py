@@ -4,10 +4,11 @@ namespace lookups, and the methods one part calls on another (see ``sql/host.py`
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
+from memstrata.store.base import WOULD_WAIT, WouldWait
 from memstrata.store.names import check_namespace
 from memstrata.store.sql.common import now
 from memstrata.store.sql.dialect import SQLITE
@@ -20,6 +21,8 @@ if TYPE_CHECKING:
 
     from memstrata.store.sqlite_search import _VectorIndex
     from memstrata.store.sqlite_text import _TextState
+
+T = TypeVar("T")
 
 
 class SQLiteBase(SQLCore):
@@ -111,6 +114,16 @@ class SQLiteBase(SQLCore):
             ns_id = int(row[0])
         self._ns_ids[namespace] = ns_id
         return ns_id
+
+    def read_at_once(self, read: Callable[[], T]) -> T | WouldWait:
+        """At once while no other thread holds the connection: a read in WAL mode does
+        not wait for writers of other processes."""
+        if not self._lock.acquire(blocking=False):
+            return WOULD_WAIT
+        try:
+            return read()
+        finally:
+            self._lock.release()
 
     # what the parts call on each other --------------------------------------------------
     def mark_written(self, namespace: str) -> None:

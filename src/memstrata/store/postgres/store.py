@@ -1,11 +1,11 @@
 """The PostgreSQL store: the same contract as the SQLite one, for a shared server.
 
-This module holds the connection, migrations, namespaces and episodes; the rest of
+This module holds the connection, migrations, deletes of namespaces and episodes; the rest of
 ``PostgresStore`` lives in the rules both SQL stores share (``store/sql/``) and in parts
 deriving from ``common.PostgresBase``, as on the SQLite side: ``search`` (embeddings,
 BM25 over postings, pgvector), ``records`` (derived records and provenance), ``builds``
-(the build queue), ``updates`` (episode updates and history), ``service`` (API keys)
-and ``transfer`` (a namespace out as a dump and in, for ``memstrata copy``).
+(the build queue), ``updates`` (the hooks of updates) and ``transfer`` (a namespace in,
+for ``memstrata copy``).
 """
 
 from __future__ import annotations
@@ -27,13 +27,13 @@ from memstrata.store.postgres.common import PostgresBase, connect, translate
 from memstrata.store.postgres.erasure import Erasure
 from memstrata.store.postgres.records import DerivedRecords
 from memstrata.store.postgres.search import SearchPrimitives
-from memstrata.store.postgres.service import ServiceTables
 from memstrata.store.postgres.transfer import Transfer
 from memstrata.store.postgres.updates import EpisodeUpdates
 from memstrata.store.sql.common import migrations
 from memstrata.store.sql.episodes import EpisodeRules
 from memstrata.store.sql.host import speak_store_errors
 from memstrata.store.sql.jobs import Jobs
+from memstrata.store.sql.keys import ApiKeys
 from memstrata.store.sql.usage import LLMAccounting
 
 #: the advisory lock that serialises migrations of one database across processes
@@ -47,7 +47,7 @@ def _migrations() -> list[tuple[int, str]]:
 class PostgresStore(
     Erasure,
     Transfer,
-    ServiceTables,
+    ApiKeys,
     Jobs,
     BuildBookkeeping,
     DerivedRecords,
