@@ -11,9 +11,12 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memstrata.models import Episode
+
+if TYPE_CHECKING:
+    from memstrata.store.base import PreparedEpisode
 
 HOST = socket.gethostname()
 
@@ -41,6 +44,27 @@ def ts(value: datetime | None) -> float | None:
     if value.tzinfo is None:
         value = value.replace(tzinfo=UTC)
     return value.timestamp()
+
+
+def episode_values(ep: PreparedEpisode) -> tuple[Any, ...]:
+    """What an add or an update writes of an episode, in the order of :data:`EPISODE_VALUES`."""
+    return (
+        ep.text,
+        ep.speaker,
+        ep.role,
+        iso(ep.occurred_at),
+        ts(ep.occurred_at),
+        ep.session,
+        json.dumps(ep.metadata, ensure_ascii=False) if ep.metadata else None,
+        ep.content_hash,
+        ep.embed_hash,
+    )
+
+
+#: the columns :func:`episode_values` fills
+EPISODE_VALUES = (
+    "text, speaker, role, occurred_at, occurred_ts, session, metadata, content_hash, embed_hash"
+)
 
 
 def stamp(moment: float | None = None) -> str:

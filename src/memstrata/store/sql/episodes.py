@@ -8,7 +8,6 @@ existing; different: a conflict, left as it is). The text index of the new episo
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -21,7 +20,7 @@ from memstrata.store.base import (
     PreparedEpisode,
     same_episode,
 )
-from memstrata.store.sql.common import EP_COLS, episode, iso, now, ts
+from memstrata.store.sql.common import EP_COLS, EPISODE_VALUES, episode, episode_values, now
 from memstrata.store.sql.host import SQLCore
 
 _BY_NAME = f"SELECT {EP_COLS} FROM episodes e JOIN namespaces n ON n.id=e.namespace_id "
@@ -75,29 +74,13 @@ class EpisodeRules(SQLCore):
             fresh: list[tuple[int, str]] = []
             speakers: list[str | None] = []
             insert = self._sql(
-                "INSERT INTO episodes(namespace_id, external_id, text, speaker, role, "
-                "occurred_at, occurred_ts, session, seq, metadata, content_hash, embed_hash, "
-                "created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?) "
+                "INSERT INTO episodes(namespace_id, external_id, seq, created_at, "
+                f"{EPISODE_VALUES}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?) "
                 "ON CONFLICT (namespace_id, external_id) DO NOTHING RETURNING id"
             )
             for ep in episodes:
                 added = conn.execute(
-                    insert,
-                    (
-                        ns_id,
-                        ep.external_id,
-                        ep.text,
-                        ep.speaker,
-                        ep.role,
-                        iso(ep.occurred_at),
-                        ts(ep.occurred_at),
-                        ep.session,
-                        seq + 1,
-                        json.dumps(ep.metadata, ensure_ascii=False) if ep.metadata else None,
-                        ep.content_hash,
-                        ep.embed_hash,
-                        stamp,
-                    ),
+                    insert, (ns_id, ep.external_id, seq + 1, stamp, *episode_values(ep))
                 ).fetchone()
                 if added is None:
                     old = self._stored_episode(ns_id, ep.external_id)

@@ -11,7 +11,6 @@ postings) and what a backend does once the call is over are its own hooks.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -25,7 +24,7 @@ from memstrata.store.base import (
     same_episode,
 )
 from memstrata.store.reports import VERSION_COLS, version_of
-from memstrata.store.sql.common import EP_COLS, episode, iso, now, ts
+from memstrata.store.sql.common import EP_COLS, EPISODE_VALUES, episode, episode_values, now
 from memstrata.store.sql.host import SQLCore
 
 
@@ -120,25 +119,10 @@ class UpdateRules(SQLCore):
                 ),
                 (ns_id, key, int(last[0]) + 1, DROPPED_HASH, moment, moment),
             )
+        assignments = ", ".join(f"{c}=?" for c in EPISODE_VALUES.split(", "))
         conn.execute(
-            q(
-                "UPDATE episodes SET text=?, speaker=?, role=?, occurred_at=?, occurred_ts=?, "
-                "session=?, metadata=?, content_hash=?, embed_hash=? "
-                "WHERE namespace_id=? AND id=?"
-            ),
-            (
-                ep.text,
-                ep.speaker,
-                ep.role,
-                iso(ep.occurred_at),
-                ts(ep.occurred_at),
-                ep.session,
-                json.dumps(ep.metadata, ensure_ascii=False) if ep.metadata else None,
-                ep.content_hash,
-                ep.embed_hash,
-                ns_id,
-                key,
-            ),
+            q(f"UPDATE episodes SET {assignments} WHERE namespace_id=? AND id=?"),
+            (*episode_values(ep), ns_id, key),
         )
         self._reindex(conn, ns_id, key, ep.index_text)
         affected = self._drop_spans(conn, ns_id, key)
