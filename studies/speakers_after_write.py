@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> None:
     # What keeping the counts costs writes: the same episodes into a store that does
     # not keep them (its count upserts made no-ops) first.
     bare = SQLiteStore(Path(folder.name) / "bare.db")
-    with patch("memstrata.store.sqlite._count_speakers", lambda *a, **k: None):
+    with patch.object(SQLiteStore, "_count_speakers", lambda *a, **k: None):
         bare_s = _fill(bare, args.episodes, args.speakers)
     bare.close()
     store = SQLiteStore(args.db or Path(folder.name) / "speakers.db")

@@ -18,7 +18,7 @@ from memstrata.eval import faults_concurrency
 from memstrata.eval.faults import BUILT, NS, Harness, Trigger, kill_when
 from memstrata.eval.sites import PostgresSite, Probe
 from memstrata.store import open_store
-from memstrata.store.sqlite_builds import process_alive
+from memstrata.store.sql.common import process_alive
 
 
 @pytest.fixture(scope="module")

@@ -133,3 +133,57 @@ def test_vectors_move_to_a_rowid_table_and_pack_their_pages(tmp_path: Path) -> N
     ).fetchone()[0]
     conn.close()
     assert pages / 6001 < 900
+
+
+def test_links_and_job_members_take_their_namespace_id(tmp_path: Path) -> None:
+    """Schema v15 gives ``record_links`` and ``job_episodes`` the namespace's id first, as
+    on PostgreSQL: a store written with the v14 tables keeps every link and job member."""
+    import hashlib
+
+    from memstrata.store import PreparedEpisode
+
+    def prep(eid: str) -> PreparedEpisode:
+        digest = hashlib.sha256(eid.encode()).digest()[:16]
+        return PreparedEpisode(external_id=eid, text=eid, content_hash=digest, index_text=eid)
+
+    path = tmp_path / "s.db"
+    store = SQLiteStore(path)
+    store.add_episodes("a", [prep("a1"), prep("a2")])
+    store.add_episodes("b", [prep("b1")])
+    assert store.add_job("a", "job-a", "add", "basic", ["x"], ["a1", "a2"]) == 2
+    assert store.add_job("b", "job-b", "add", "basic", ["x"], ["b1"]) == 1
+    store.close()
+    conn = sqlite3.connect(path)  # back to schema v14: neither table has namespace_id
+    ns = dict(conn.execute("SELECT name, id FROM namespaces"))
+    rows = [(f"r{i}", ns[name]) for i, name in enumerate("aab")]
+    conn.executemany(
+        "INSERT INTO records(id, namespace_id, kind, data, created_at, updated_at, builder) "
+        "VALUES (?, ?, 'k', '{}', '', '', 'x')",
+        rows,
+    )
+    conn.executescript(
+        "DROP TABLE record_links; CREATE TABLE record_links (parent_id TEXT NOT NULL "
+        "REFERENCES records(id) ON DELETE CASCADE, child_id TEXT NOT NULL REFERENCES "
+        "records(id) ON DELETE CASCADE, PRIMARY KEY (parent_id, child_id)) WITHOUT ROWID;"
+        "CREATE INDEX record_links_child ON record_links(child_id);"
+        "INSERT INTO record_links VALUES ('r0', 'r1');"
+        "CREATE TABLE old_members AS SELECT job, episode_id FROM job_episodes;"
+        "DROP TABLE job_episodes; CREATE TABLE job_episodes (job INTEGER NOT NULL "
+        "REFERENCES jobs(key) ON DELETE CASCADE, episode_id INTEGER NOT NULL REFERENCES "
+        "episodes(id) ON DELETE CASCADE, PRIMARY KEY (job, episode_id)) WITHOUT ROWID;"
+        "INSERT INTO job_episodes SELECT job, episode_id FROM old_members;"
+        "DROP TABLE old_members;"
+        "UPDATE memstrata_meta SET value='14' WHERE key='schema_version';"
+    )
+    conn.close()
+    store = SQLiteStore(path)
+    assert store.schema_version() == _migrations()[-1][0]
+    job = store.job("job-a")
+    assert job is not None and job.present == 2
+    assert store.export_namespace("a").links == [("r0", "r1")]
+    store.close()
+    conn = sqlite3.connect(path)
+    assert conn.execute("SELECT * FROM record_links").fetchall() == [(ns["a"], "r0", "r1")]
+    members = conn.execute("SELECT namespace_id, COUNT(*) FROM job_episodes GROUP BY 1")
+    assert dict(members.fetchall()) == {ns["a"]: 2, ns["b"]: 1}
+    conn.close()

@@ -34,7 +34,7 @@ from memstrata.models import Hit, Why
 from memstrata.retrieval import documents
 from memstrata.retrieval.text import META_WORDS, content_terms
 from memstrata.store.base import Store
-from memstrata.store.postgres.tokenize import tokenize
+from memstrata.store.tokenize import tokenize
 
 #: the logistic's weights on the cosine and on the share of terms, and its bias (fitted;
 #: see the module's docstring)
@@ -51,7 +51,7 @@ def search_terms(query: str) -> list[str]:
 
 def matched(terms: Sequence[str], text: str) -> list[str]:
     """The ``terms`` the text holds as the full-text index reads both (FTS5's Porter
-    stems, :func:`~memstrata.store.postgres.tokenize.tokenize`: "camped" holds
+    stems, :func:`~memstrata.store.tokenize.tokenize`: "camped" holds
     "camping"), which is how BM25 matched them. A search asks this of every hit it
     returns, so only the text's words that begin as a word of a term's stem must (the
     stem less its last letter: Porter rewrites endings only) are stemmed, each once per

@@ -19,7 +19,6 @@ import numpy as np
 from numpy.typing import NDArray
 from pydantic import BaseModel, Field
 
-from memstrata.llm.types import LLMCallRecord
 from memstrata.models import Derived, Episode, JSONDict, Moment, aware
 from memstrata.store.erasing import StoreErasure
 from memstrata.store.key_tables import KeyTables
@@ -48,6 +47,7 @@ class WouldWait(Enum):
 WOULD_WAIT: Final[Literal[WouldWait.WOULD_WAIT]] = WouldWait.WOULD_WAIT
 
 if TYPE_CHECKING:
+    from memstrata.llm.types import LLMCallRecord
     from memstrata.store.dump import GlobalDump, NamespaceDump
 
 

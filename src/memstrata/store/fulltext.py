@@ -8,7 +8,7 @@ documents that cannot reach the top k; below it, and for filtered searches, FTS5
 
 The index is a cache of the store, never a source of truth:
 
-* it holds the terms FTS5 makes of the same bodies (``postgres/tokenize.py``, the same
+* it holds the terms FTS5 makes of the same bodies (``store/tokenize.py``, the same
   Porter variant), one document per episode keyed by the episode's key, so a query
   matches the documents FTS5 would match; it ranks them by BM25 with tantivy's
   statistics (same k1 and b, an idf that never goes negative), and ties go to the
@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from memstrata.store.base import ScoredKeys
-from memstrata.store.postgres.tokenize import tokenize
+from memstrata.store.tokenize import tokenize
 
 # Below this many documents FTS5 answers a query in about a millisecond (1.1 ms p50 at
 # 10,000 episodes, docs/scale.md) and an index beside it would only add a build.

@@ -1,75 +1,54 @@
 """Embedded store: one SQLite file in WAL mode, FTS5 for BM25, an in-process vector index.
 
-This module holds the connection, migrations, namespaces, episodes and accounting. The rest
-of ``SQLiteStore`` lives in mixins, one responsibility each, to keep modules small:
-``sqlite_search`` (embedding cache, the vector index and why it is exact), ``sqlite_text``
-(BM25: FTS5, and a full-text index for large namespaces), ``sqlite_usage`` (LLM calls),
+This module holds the connection, migrations, deletes of namespaces and episodes, and the
+hooks of the shared rules (``store/sql/``: episodes, updates, records, builds, jobs,
+usage, erasure, transfer). The rest of ``SQLiteStore`` lives in parts, one responsibility
+each, deriving from the host class ``sqlite_base.SQLiteBase`` (and from the shared rule
+they complete): ``sqlite_search`` (embedding cache, the vector index and why it is
+exact), ``sqlite_text`` (BM25: FTS5, and a full-text index for large namespaces),
 ``sqlite_records`` (derived records and provenance), ``sqlite_builds`` (build queue),
-``sqlite_updates`` (episode updates and their history) and ``sqlite_transfer`` (a
-namespace out as a dump and in, for ``memstrata copy``).
+``sqlite_updates`` (the hooks of updates) and ``sqlite_transfer`` (a namespace in, for
+``memstrata copy``).
 """
 
 from __future__ import annotations
 
-import functools
-import json
 import random
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from importlib import resources
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from memstrata.errors import StoreError, StoreLockedError
-from memstrata.models import Episode
 from memstrata.store.base import (
-    AddReport,
     DeleteReport,
-    EpisodeMeta,
-    EpisodeText,
-    NamespaceStats,
-    PreparedEpisode,
     RemovedEpisode,
     Store,
-    check_namespace,
-    same_episode,
 )
+from memstrata.store.sql.common import chunks as _chunks
+from memstrata.store.sql.common import migrations
+from memstrata.store.sql.episodes import EpisodeRules
+from memstrata.store.sql.host import speak_store_errors
+from memstrata.store.sql.jobs import Jobs
+from memstrata.store.sql.keys import ApiKeys
+from memstrata.store.sql.usage import LLMAccounting
+from memstrata.store.sqlite_base import SQLiteBase
 from memstrata.store.sqlite_builds import BuildBookkeeping
-from memstrata.store.sqlite_common import (
-    _chunks,
-    _count_speakers,
-    _fts,
-    _iso,
-    _now,
-    _rewrite_fts,
-    _split_sql,
-    _ts,
-    translate,
-)
+from memstrata.store.sqlite_common import _fts, _rewrite_fts, _split_sql, translate
 from memstrata.store.sqlite_erasure import Erasure
 from memstrata.store.sqlite_indexes import IndexUpkeep
-from memstrata.store.sqlite_jobs import Jobs
-from memstrata.store.sqlite_keys import ApiKeys
 from memstrata.store.sqlite_records import DerivedRecords
 from memstrata.store.sqlite_search import SearchPrimitives
 from memstrata.store.sqlite_text import TextSearch
 from memstrata.store.sqlite_transfer import Transfer
 from memstrata.store.sqlite_updates import EpisodeUpdates
-from memstrata.store.sqlite_usage import LLMAccounting
 
 BUSY_TIMEOUT_MS = 30_000
 
 
 def _migrations() -> list[tuple[int, str]]:
-    folder = resources.files("memstrata.store").joinpath("migrations/sqlite")
-    out = []
-    for entry in folder.iterdir():
-        if entry.name.endswith(".sql"):
-            out.append((int(entry.name.split("_", 1)[0]), entry.read_text()))
-    return sorted(out)
+    return migrations("sqlite")
 
 
 class SQLiteStore(
@@ -83,7 +62,9 @@ class SQLiteStore(
     SearchPrimitives,
     TextSearch,
     LLMAccounting,
+    EpisodeRules,
     EpisodeUpdates,
+    SQLiteBase,
     Store,
 ):
     """A memstrata database in one SQLite file (``:memory:`` works for throwaway use)."""
@@ -209,81 +190,14 @@ class SQLiteStore(
         with self._lock:
             return self._read_version()
 
-    def _meta(self, key: str, default: str | None = None) -> str | None:
-        read = "SELECT value FROM memstrata_meta WHERE key=?"
-        if default is None:
-            with self._lock:
-                row = self._conn.execute(read, (key,)).fetchone()
-        else:
-            with self._write() as conn:
-                conn.execute("INSERT OR IGNORE INTO memstrata_meta VALUES (?, ?)", (key, default))
-                row = conn.execute(read, (key,)).fetchone()
-        return None if row is None else str(row[0])
+    # hooks of the shared rules ----------------------------------------------------------
+    def _index_new(self, conn: sqlite3.Connection, ns_id: int, docs: list[tuple[int, str]]) -> None:
+        conn.executemany(f"INSERT INTO {_fts(ns_id)}(rowid, body) VALUES (?, ?)", docs)
 
-    @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
-        """One IMMEDIATE transaction: all or nothing, serialised across processes."""
-        with self._lock:
-            try:
-                self._conn.execute("BEGIN IMMEDIATE")
-            except sqlite3.Error as exc:
-                raise translate(exc, self.path) from exc
-            try:
-                yield self._conn
-                self._conn.execute("COMMIT")
-            except BaseException as exc:
-                if self._conn.in_transaction:
-                    self._conn.execute("ROLLBACK")
-                if isinstance(exc, sqlite3.Error):
-                    raise translate(exc, self.path) from exc
-                raise
-
-    def _sync_caches(self) -> None:
-        """Forget cached names and speakers when another connection has committed."""
-        version = self._conn.execute("PRAGMA data_version").fetchone()[0]
-        if version != self._seen_version:
-            self._ns_ids.clear()
-            self._speakers.clear()
-            self._seen_version = version
-
-    def _create_ns(self, namespace: str) -> int:
-        """The namespace's id, creating it (inside the caller's write transaction); a name
-        :func:`check_namespace` refuses is never written."""
-        ns_id = self._ns_id(check_namespace(namespace), create=True)
-        assert ns_id is not None
-        return ns_id
-
-    def _ns_id(self, namespace: str, create: bool = False) -> int | None:
-        self._sync_caches()
-        cached = self._ns_ids.get(namespace)
-        if cached is not None:
-            return cached
-        row = self._conn.execute("SELECT id FROM namespaces WHERE name=?", (namespace,)).fetchone()
-        if row is None:
-            if not create:
-                return None
-            cur = self._conn.execute(
-                "INSERT INTO namespaces(name, created_at) VALUES (?, ?)", (namespace, _now())
-            )
-            ns_id = int(cur.lastrowid or 0)
-            self._conn.execute(
-                f"CREATE VIRTUAL TABLE {_fts(ns_id)} USING fts5(body, "
-                "tokenize='porter unicode61 remove_diacritics 2')"
-            )
-        else:
-            ns_id = int(row[0])
-        self._ns_ids[namespace] = ns_id
-        return ns_id
+    def _after_add(self, namespace: str) -> None:
+        self.mark_written(namespace)
 
     # namespaces -------------------------------------------------------------------------
-    def namespaces(self) -> list[str]:
-        with self._lock:
-            return [r[0] for r in self._conn.execute("SELECT name FROM namespaces ORDER BY name")]
-
-    def has_namespace(self, namespace: str) -> bool:
-        with self._lock:
-            return self._ns_id(namespace) is not None
-
     def delete_namespace(self, namespace: str) -> int:
         with self._write() as conn:
             ns_id = self._ns_id(namespace)
@@ -311,153 +225,6 @@ class SQLiteStore(
             return len(rows)
 
     # episodes ---------------------------------------------------------------------------
-    def add_episodes(self, namespace: str, episodes: Sequence[PreparedEpisode]) -> AddReport:
-        report = AddReport()
-        if not episodes:
-            return report
-        with self._write() as conn:
-            ns_id = self._create_ns(namespace)
-            seq = conn.execute(
-                "SELECT COALESCE(MAX(seq), 0) FROM episodes WHERE namespace_id=?", (ns_id,)
-            ).fetchone()[0]
-            now = _now()
-            speakers: list[str | None] = []
-            for ep in episodes:
-                seq += 1
-                cur = conn.execute(
-                    "INSERT OR IGNORE INTO episodes(namespace_id, external_id, text, speaker, "
-                    "role, occurred_at, occurred_ts, session, seq, metadata, content_hash, "
-                    "embed_hash, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                    (
-                        ns_id,
-                        ep.external_id,
-                        ep.text,
-                        ep.speaker,
-                        ep.role,
-                        _iso(ep.occurred_at),
-                        _ts(ep.occurred_at),
-                        ep.session,
-                        seq,
-                        json.dumps(ep.metadata, ensure_ascii=False) if ep.metadata else None,
-                        ep.content_hash,
-                        ep.embed_hash,
-                        now,
-                    ),
-                )
-                if cur.rowcount == 0:
-                    seq -= 1
-                    old = self._stored_episode(ns_id, ep.external_id)
-                    same = old is not None and same_episode(ep, old)
-                    (report.existing if same else report.conflicts).append(ep.external_id)
-                    continue
-                conn.execute(
-                    f"INSERT INTO {_fts(ns_id)}(rowid, body) VALUES (?, ?)",
-                    (cur.lastrowid, ep.index_text),
-                )
-                report.added.append(ep.external_id)
-                speakers.append(ep.speaker)
-            _count_speakers(conn, ns_id, added=speakers)
-        self.mark_written(namespace)
-        return report
-
-    def existing_ids(self, namespace: str, external_ids: Sequence[str]) -> set[str]:
-        with self._lock:
-            ns_id = self._ns_id(namespace)
-            if ns_id is None or not external_ids:
-                return set()
-            found: set[str] = set()
-            for chunk in _chunks(list(external_ids), 500):
-                marks = ",".join("?" * len(chunk))
-                found.update(
-                    r[0]
-                    for r in self._conn.execute(
-                        f"SELECT external_id FROM episodes WHERE namespace_id=? "
-                        f"AND external_id IN ({marks})",
-                        (ns_id, *chunk),
-                    )
-                )
-            return found
-
-    _EP_COLS = (
-        "e.id, n.name, e.external_id, e.text, e.speaker, e.role, e.occurred_at, e.session, "
-        "e.seq, e.metadata, e.created_at"
-    )
-
-    @staticmethod
-    def _episode(row: Sequence[Any]) -> Episode:
-        return Episode(
-            key=row[0],
-            namespace=row[1],
-            id=row[2],
-            text=row[3],
-            speaker=row[4],
-            role=row[5],
-            occurred_at=row[6],
-            session=row[7],
-            seq=row[8],
-            metadata=json.loads(row[9]) if row[9] else {},
-            created_at=row[10],
-        )
-
-    def get_episodes(self, namespace: str, external_ids: Sequence[str]) -> list[Episode]:
-        with self._lock:
-            ns_id = self._ns_id(namespace)
-            if ns_id is None:
-                return []
-            rows = self._rows_in(
-                f"SELECT {self._EP_COLS} FROM episodes e JOIN namespaces n "
-                "ON n.id=e.namespace_id WHERE e.namespace_id=? AND e.external_id IN ({marks})",
-                external_ids,
-                ns_id,
-            )
-            out = {ep.id: ep for ep in map(self._episode, rows)}
-            return [out[i] for i in external_ids if i in out]
-
-    def episodes_by_key(self, keys: Sequence[int]) -> dict[int, Episode]:
-        with self._lock:
-            rows = self._rows_in(
-                f"SELECT {self._EP_COLS} FROM episodes e JOIN namespaces n "
-                "ON n.id=e.namespace_id WHERE e.id IN ({marks})",
-                keys,
-            )
-            return {row[0]: self._episode(row) for row in rows}
-
-    def episode_meta(self, keys: Sequence[int]) -> dict[int, EpisodeMeta]:
-        with self._lock:
-            rows = self._rows_in(
-                "SELECT id, session, seq, speaker, occurred_ts FROM episodes WHERE id IN ({marks})",
-                keys,
-            )
-            return {row[0]: EpisodeMeta(*row) for row in rows}
-
-    def episode_texts(self, keys: Sequence[int]) -> dict[int, EpisodeText]:
-        with self._lock:
-            rows = self._rows_in(
-                "SELECT id, text, speaker, role, session, seq FROM episodes WHERE id IN ({marks})",
-                keys,
-            )
-            return {row[0]: EpisodeText(*row) for row in rows}
-
-    def _rows_in(self, sql: str, values: Sequence[Any], *lead: Any) -> list[Any]:
-        """Run ``sql`` (with an ``IN ({marks})`` slot) over ``values`` in chunks SQLite takes."""
-        rows: list[Any] = []
-        for chunk in _chunks(list(values), 500):
-            marks = ",".join("?" * len(chunk))
-            rows.extend(self._conn.execute(sql.format(marks=marks), (*lead, *chunk)))
-        return rows
-
-    def iter_episodes(self, namespace: str, after_key: int = 0, limit: int = 1000) -> list[Episode]:
-        with self._lock:
-            ns_id = self._ns_id(namespace)
-            if ns_id is None:
-                return []
-            rows = self._conn.execute(
-                f"SELECT {self._EP_COLS} FROM episodes e JOIN namespaces n ON n.id=e.namespace_id "
-                "WHERE e.namespace_id=? AND e.id>? ORDER BY e.id LIMIT ?",
-                (ns_id, after_key, limit),
-            ).fetchall()
-            return [self._episode(r) for r in rows]
-
     def speakers(self, namespace: str) -> list[str]:
         with self._lock:
             ns_id = self._ns_id(namespace)
@@ -508,7 +275,7 @@ class SQLiteStore(
                 )
                 conn.execute(f"DELETE FROM {_fts(ns_id)} WHERE rowid IN ({marks})", tuple(chunk))
                 conn.execute(f"DELETE FROM episodes WHERE id IN ({marks})", tuple(chunk))
-            _count_speakers(conn, ns_id, removed=[r.speaker for r in removed])
+            self._count_speakers(conn, ns_id, removed=[r.speaker for r in removed])
             self._follow_provenance(conn, ns_id, affected, removed)
             _rewrite_fts(conn, ns_id)
             self.mark_written(namespace)
@@ -516,40 +283,6 @@ class SQLiteStore(
         return DeleteReport(len(keys), missing)
 
     # accounting and stats ---------------------------------------------------------------
-    def stats(self, namespace: str | None = None) -> list[NamespaceStats]:
-        with self._lock:
-            names = [namespace] if namespace else self.namespaces()
-            out = []
-            for name in names:
-                ns_id = self._ns_id(name)
-                if ns_id is None:
-                    continue
-                episodes, embedded = self._conn.execute(
-                    "SELECT COUNT(*), COUNT(embed_hash) FROM episodes WHERE namespace_id=?",
-                    (ns_id,),
-                ).fetchone()
-                records: dict[str, int] = {}
-                owned: dict[str, dict[str, int]] = {}
-                for builder, kind, n in self._conn.execute(
-                    "SELECT builder, kind, COUNT(*) FROM records WHERE namespace_id=? "
-                    "GROUP BY builder, kind ORDER BY builder, kind",
-                    (ns_id,),
-                ):
-                    records[kind] = records.get(kind, 0) + int(n)
-                    owned.setdefault(builder, {})[kind] = int(n)
-                out.append(
-                    NamespaceStats(
-                        namespace=name,
-                        episodes=episodes,
-                        records=records,
-                        records_by_builder=owned,
-                        embedded=embedded,
-                        builds=self._build_counts(ns_id),
-                        repairs=self.repair_backlog(name),
-                    )
-                )
-            return out
-
     def size_bytes(self) -> int:
         with self._lock:
             self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -570,17 +303,5 @@ class SQLiteStore(
             self._conn.close()
 
 
-def _guard(method: Callable[..., Any]) -> Callable[..., Any]:
-    @functools.wraps(method)
-    def wrapper(self: SQLiteStore, *args: Any, **kwargs: Any) -> Any:
-        try:
-            return method(self, *args, **kwargs)
-        except sqlite3.Error as exc:
-            raise translate(exc, self.path) from exc
-
-    return wrapper
-
-
 # Every public method speaks StoreError, never a raw sqlite3 exception.
-for _name in [n for n in vars(Store) if not n.startswith("_")] + ["schema_version"]:
-    setattr(SQLiteStore, _name, _guard(getattr(SQLiteStore, _name)))
+speak_store_errors(SQLiteStore, sqlite3.Error, translate)

@@ -1,71 +1,16 @@
-"""Small helpers shared by the SQLite store's modules (kept apart to avoid import cycles)."""
+"""Small helpers of the SQLite store's modules (kept apart to avoid import cycles); the
+backend-neutral ones are in ``store/sql/common.py``."""
 
 from __future__ import annotations
 
 import sqlite3
-from collections import Counter
-from collections.abc import Iterable, Iterator
-from datetime import UTC, datetime
-from typing import Any
 
 from memstrata.errors import StoreClosedError, StoreError, StoreLockedError
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat()
-
-
-def _iso(value: datetime | None) -> str | None:
-    return value.isoformat() if value else None
-
-
-def _ts(value: datetime | None) -> float | None:
-    if value is None:
-        return None
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=UTC)
-    return value.timestamp()
 
 
 def _fts(ns_id: int) -> str:
     """Name of a namespace's full-text table (an integer id, so safe to splice into SQL)."""
     return f"fts_{int(ns_id)}"
-
-
-def _chunks(items: list[Any], size: int) -> Iterator[list[Any]]:
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
-
-
-def speaker_deltas(
-    added: Iterable[str | None], removed: Iterable[str | None]
-) -> list[tuple[str, int]]:
-    """How a batch changes each speaker's episode count, non-zero ones, in name order
-    (both stores take the rows in that order, so two writers cannot deadlock on them)."""
-    delta: Counter[str] = Counter(s for s in added if s is not None)
-    delta.subtract(s for s in removed if s is not None)
-    return [(speaker, delta[speaker]) for speaker in sorted(delta) if delta[speaker]]
-
-
-def _count_speakers(
-    conn: sqlite3.Connection,
-    ns_id: int,
-    added: Iterable[str | None] = (),
-    removed: Iterable[str | None] = (),
-) -> None:
-    """Keep ``speaker_counts`` in step with episodes written in the caller's transaction:
-    one upsert per speaker of the batch, and a speaker with no episode left is dropped."""
-    for speaker, n in speaker_deltas(added, removed):
-        conn.execute(
-            "INSERT INTO speaker_counts(namespace_id, speaker, n) VALUES (?,?,?) "
-            "ON CONFLICT(namespace_id, speaker) DO UPDATE SET n = n + excluded.n",
-            (ns_id, speaker, n),
-        )
-        if n < 0:
-            conn.execute(
-                "DELETE FROM speaker_counts WHERE namespace_id=? AND speaker=? AND n <= 0",
-                (ns_id, speaker),
-            )
 
 
 def _split_sql(script: str) -> list[str]:

@@ -11,42 +11,23 @@ worker. Builds still running when the store is closed are abandoned, leaving no 
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from memstrata.store.background import Background
 from memstrata.store.reports import IndexReport
+from memstrata.store.sqlite_base import SQLiteBase
 from memstrata.store.sqlite_text import _fts_rows
 
 if TYPE_CHECKING:
-    import sqlite3
-
-    from memstrata.store.sqlite_search import _VectorIndex
-    from memstrata.store.sqlite_text import _TextState
+    pass
 
 VECTORS = "vector graph"
 TEXT = "full-text index"
 
 
-class IndexUpkeep:
-    """Mixin of :class:`~memstrata.store.sqlite.SQLiteStore`."""
-
-    if TYPE_CHECKING:
-        _conn: sqlite3.Connection
-        _lock: threading.RLock
-        _indexes: dict[tuple[int, str], _VectorIndex]
-        _texts: dict[int, _TextState]
-        _ann_threshold: int
-        _text_threshold: int
-
-        def _ns_id(self, namespace: str, create: bool = False) -> int | None: ...
-        def _fresh_index(self, ns_id: int, model: str) -> _VectorIndex: ...
-        def _graph_due(self, ns_id: int, model: str, index: _VectorIndex) -> bool: ...
-        def _start_graph(self, ns_id: int, model: str, index: _VectorIndex) -> None: ...
-        def _fresh_text(self, ns_id: int) -> _TextState: ...
-        def _text_due(self, ns_id: int, state: _TextState) -> bool: ...
-        def _start_text(self, ns_id: int, state: _TextState) -> None: ...
+class IndexUpkeep(SQLiteBase):
+    """Part of :class:`~memstrata.store.sqlite.SQLiteStore`."""
 
     def build_indexes(
         self,

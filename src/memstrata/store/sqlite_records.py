@@ -9,98 +9,35 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import threading
 from collections.abc import Sequence
-from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING
 
 from memstrata.errors import StoreError
 from memstrata.models import Derived, load_kinds, record_kind
-from memstrata.store.base import RemovedEpisode, Repairs
+from memstrata.store.base import RemovedEpisode
 from memstrata.store.links import children, without
-from memstrata.store.sqlite_common import _chunks, _iso, _now
+from memstrata.store.sql.common import chunks as _chunks
+from memstrata.store.sql.common import iso as _iso
+from memstrata.store.sql.common import now as _now
+from memstrata.store.sql.records import RecordRules, check_record
+from memstrata.store.sqlite_base import SQLiteBase
 
 
-class DerivedRecords:
-    """Mixin of :class:`~memstrata.store.sqlite.SQLiteStore`."""
-
-    if TYPE_CHECKING:
-        _conn: sqlite3.Connection
-        _lock: threading.RLock
-
-        def _write(self) -> AbstractContextManager[sqlite3.Connection]: ...
-        def _ns_id(self, namespace: str, create: bool = False) -> int | None: ...
-        def _create_ns(self, namespace: str) -> int: ...
-        @staticmethod
-        def _mark_done(
-            conn: sqlite3.Connection, ns_id: int, builder: str, keys: Sequence[int]
-        ) -> None: ...
-
-    def put_records(self, namespace: str, records: Sequence[Derived], *, owner: str) -> None:
-        self.write_records(namespace, records, owner=owner)
-
-    def write_records(
-        self,
-        namespace: str,
-        put: Sequence[Derived],
-        delete: Sequence[str] = (),
-        built: tuple[str, Sequence[int]] | None = None,
-        *,
-        owner: str | None = None,
-    ) -> None:
-        if not put and not delete and not built:
-            return
-        owner = owner or (built[0] if built else None)
-        if not owner:
-            raise StoreError("derived records need an owner: the builder that writes them")
-        with self._write() as conn:
-            conn.execute("PRAGMA defer_foreign_keys=ON")
-            ns_id = self._create_ns(namespace)
-            ids = list(dict.fromkeys([*delete, *(r.id for r in put)]))
-            self._check_owner(conn, ns_id, owner, ids)
-            for chunk in _chunks(list(delete), 500):
-                marks = ",".join("?" * len(chunk))
-                conn.execute(
-                    f"DELETE FROM records WHERE namespace_id=? AND builder=? AND id IN ({marks})",
-                    (ns_id, owner, *chunk),
-                )
-            if built:
-                self._mark_done(conn, ns_id, *built)
-            self._put_records(conn, namespace, put, owner)
-
-    @staticmethod
-    def _check_owner(conn: sqlite3.Connection, ns_id: int, owner: str, ids: list[str]) -> None:
-        """Refuse to touch a record another builder (or namespace) owns."""
-        for chunk in _chunks(ids, 500):
-            marks = ",".join("?" * len(chunk))
-            row = conn.execute(
-                f"SELECT id, builder, namespace_id FROM records WHERE id IN ({marks}) "
-                "AND (builder<>? OR namespace_id<>?) LIMIT 1",
-                (*chunk, owner, ns_id),
-            ).fetchone()
-            if row is not None:
-                whose = "another namespace" if row[2] != ns_id else f"builder {row[1]!r}"
-                raise StoreError(
-                    f"record {row[0]} belongs to {whose}; builder {owner!r} may only write "
-                    "and delete its own records"
-                )
+class DerivedRecords(RecordRules, SQLiteBase):
+    """Part of :class:`~memstrata.store.sqlite.SQLiteStore` (with ``sql.records``)."""
 
     def _put_records(
-        self, conn: sqlite3.Connection, namespace: str, records: Sequence[Derived], owner: str
+        self,
+        conn: sqlite3.Connection,
+        ns_id: int,
+        namespace: str,
+        records: Sequence[Derived],
+        owner: str,
     ) -> None:
         if records:
             # Links may name records later in the same batch: checked once, at the end.
-            ns_id = self._create_ns(namespace)
             now = _now()
             for rec in records:
-                if rec.namespace != namespace:
-                    raise StoreError(
-                        f"record {rec.id} belongs to namespace {rec.namespace!r}, not {namespace!r}"
-                    )
-                if rec.builder and rec.builder != owner:
-                    raise StoreError(
-                        f"record {rec.id} names builder {rec.builder!r}, not {owner!r}"
-                    )
+                check_record(rec, namespace, owner)
                 rec.builder = owner
                 data = rec.model_dump_json(exclude={"builder"})
                 created = _iso(rec.created_at) or now
@@ -110,7 +47,7 @@ class DerivedRecords:
                     "data=excluded.data, updated_at=excluded.updated_at",
                     (rec.id, ns_id, rec.kind, data, created, now, owner),
                 )
-                self._put_links(conn, rec)
+                self._put_links(conn, ns_id, rec)
                 conn.execute("DELETE FROM provenance WHERE record_id=?", (rec.id,))
                 for span in rec.sources:
                     row = conn.execute(
@@ -152,14 +89,14 @@ class DerivedRecords:
             return (int(row[0]), str(row[1]))
 
     @staticmethod
-    def _put_links(conn: sqlite3.Connection, rec: Derived) -> None:
+    def _put_links(conn: sqlite3.Connection, ns_id: int, rec: Derived) -> None:
         """The record's links (a kind with ``link_fields``), replacing its earlier ones."""
         if type(rec).link_fields is None:
             return
         conn.execute("DELETE FROM record_links WHERE parent_id=?", (rec.id,))
         conn.executemany(
-            "INSERT OR IGNORE INTO record_links VALUES (?,?)",
-            [(rec.id, child) for child in children(rec)],
+            "INSERT OR IGNORE INTO record_links VALUES (?,?,?)",
+            [(ns_id, rec.id, child) for child in children(rec)],
         )
 
     def get_records(
@@ -201,34 +138,6 @@ class DerivedRecords:
             rec.builder = owner
             out.append(rec)
         return out
-
-    def unowned_records(self) -> dict[str, dict[str, int]]:
-        with self._lock:
-            rows = self._conn.execute(
-                "SELECT n.name, r.kind, COUNT(*) FROM records r JOIN namespaces n "
-                "ON n.id=r.namespace_id WHERE r.builder='' GROUP BY n.name, r.kind"
-            ).fetchall()
-        out: dict[str, dict[str, int]] = {}
-        for name, kind, n in rows:
-            out.setdefault(name, {})[kind] = int(n)
-        return out
-
-    def adopt_records(self, namespace: str, kind: str, builder: str | None) -> int:
-        with self._write() as conn:
-            ns_id = self._ns_id(namespace)
-            if ns_id is None:
-                return 0
-            if builder is None:
-                cur = conn.execute(
-                    "DELETE FROM records WHERE namespace_id=? AND kind=? AND builder=''",
-                    (ns_id, kind),
-                )
-            else:
-                cur = conn.execute(
-                    "UPDATE records SET builder=? WHERE namespace_id=? AND kind=? AND builder=''",
-                    (builder, ns_id, kind),
-                )
-            return int(cur.rowcount)
 
     def _follow_provenance(
         self,
@@ -285,50 +194,6 @@ class DerivedRecords:
             "VALUES (?,?,?,?,?,?)",
             log,
         )
-
-    def pending_repairs(self, namespace: str, builder: str, limit: int = 10_000) -> Repairs:
-        with self._lock:
-            ns_id = self._ns_id(namespace)
-            if ns_id is None:
-                return Repairs()
-            rows = self._conn.execute(
-                "SELECT id, what, ref, data FROM repairs WHERE namespace_id=? AND builder=? "
-                "ORDER BY id LIMIT ?",
-                (ns_id, builder, limit),
-            ).fetchall()
-        out = Repairs()
-        for entry, what, ref, data in rows:
-            out.ids.append(entry)
-            if what == "episode":
-                out.episodes.append(RemovedEpisode.model_validate_json(data))
-            elif what == "changed":
-                out.changed[ref] = data
-            else:
-                tomb = json.loads(data)
-                model = record_kind(tomb["kind"])
-                if model is not None:
-                    rec = model.model_validate(tomb["record"])
-                    rec.builder = builder
-                    out.dropped.append(rec)
-        return out
-
-    def repair_backlog(self, namespace: str) -> dict[str, int]:
-        with self._lock:
-            ns_id = self._ns_id(namespace)
-            if ns_id is None:
-                return {}
-            return dict(
-                self._conn.execute(
-                    "SELECT builder, COUNT(*) FROM repairs WHERE namespace_id=? GROUP BY builder",
-                    (ns_id,),
-                ).fetchall()
-            )
-
-    def clear_repairs(self, namespace: str, ids: Sequence[int]) -> None:
-        with self._write() as conn:
-            for chunk in _chunks(list(ids), 500):
-                marks = ",".join("?" * len(chunk))
-                conn.execute(f"DELETE FROM repairs WHERE id IN ({marks})", tuple(chunk))
 
     @staticmethod
     def _unlink(conn: sqlite3.Connection, gone: set[str]) -> set[str]:

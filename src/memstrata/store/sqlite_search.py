@@ -15,11 +15,9 @@ from __future__ import annotations
 
 import logging
 import sqlite3
-import threading
 from collections.abc import Collection, Mapping, Sequence
-from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -29,7 +27,9 @@ from memstrata.store import ann
 from memstrata.store.ann import AnnFileError, AnnIndex
 from memstrata.store.background import Background, BuildControl
 from memstrata.store.base import ScoredKeys, SearchFilters
-from memstrata.store.sqlite_common import _chunks, _ts
+from memstrata.store.sql.common import EP_COLS, episode
+from memstrata.store.sql.common import chunks as _chunks
+from memstrata.store.sqlite_base import SQLiteBase
 
 logger = logging.getLogger(__name__)
 
@@ -65,27 +65,8 @@ class _VectorIndex:
         self.dirty = np.zeros(0, dtype=np.int64)
 
 
-class SearchPrimitives:
-    """Mixin of :class:`~memstrata.store.sqlite.SQLiteStore`."""
-
-    if TYPE_CHECKING:
-        path: str
-        build_on_search: bool
-        _conn: sqlite3.Connection
-        _lock: threading.RLock
-        _ns_ids: dict[str, int]
-        _speakers: dict[int, list[str]]
-
-        def _write(self) -> AbstractContextManager[sqlite3.Connection]: ...
-        def _ns_id(self, namespace: str, create: bool = False) -> int | None: ...
-        def _versions_stamp(self, ns_id: int) -> int: ...
-        def _drop_text(self, ns_id: int) -> None: ...
-        def _text_written(self, ns_id: int | None) -> None: ...
-
-        _EP_COLS: str
-
-        @staticmethod
-        def _episode(row: Sequence[Any]) -> Episode: ...
+class SearchPrimitives(SQLiteBase):
+    """Part of :class:`~memstrata.store.sqlite.SQLiteStore`."""
 
     def _init_search(self, path: str, ann_threshold: int | None) -> None:
         self._indexes: dict[tuple[int, str], _VectorIndex] = {}
@@ -133,25 +114,6 @@ class SearchPrimitives:
                 )
 
     # retrieval primitives ---------------------------------------------------------------
-    def _filter_sql(self, filters: SearchFilters | None) -> tuple[str, list[Any]]:
-        if filters is None or filters.is_empty():
-            return "", []
-        clauses: list[str] = []
-        args: list[Any] = []
-        if filters.speakers:
-            clauses.append(f"e.speaker IN ({','.join('?' * len(filters.speakers))})")
-            args.extend(filters.speakers)
-        if filters.sessions:
-            clauses.append(f"e.session IN ({','.join('?' * len(filters.sessions))})")
-            args.extend(filters.sessions)
-        if filters.since:
-            clauses.append("e.occurred_ts >= ?")
-            args.append(_ts(filters.since))
-        if filters.until:
-            clauses.append("e.occurred_ts <= ?")
-            args.append(_ts(filters.until))
-        return " AND " + " AND ".join(clauses), args
-
     def dense_episodes(
         self,
         namespace: str,
@@ -502,11 +464,11 @@ class SearchPrimitives:
             if ns_id is None or limit <= 0:
                 return []
             rows = self._conn.execute(
-                f"SELECT {self._EP_COLS} FROM episodes e JOIN namespaces n ON n.id=e.namespace_id "
+                f"SELECT {EP_COLS} FROM episodes e JOIN namespaces n ON n.id=e.namespace_id "
                 "WHERE e.namespace_id=? AND e.session=? AND e.seq>? ORDER BY e.seq LIMIT ?",
                 (ns_id, session, seq, limit),
             ).fetchall()
-            return [self._episode(r) for r in rows]
+            return [episode(r) for r in rows]
 
     def mark_written(self, namespace: str) -> None:
         """Tell the caches that this connection changed the episodes of ``namespace``."""

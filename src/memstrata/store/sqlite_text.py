@@ -16,22 +16,21 @@ import logging
 import random
 import shutil
 import sqlite3
-import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from numpy.typing import NDArray
 
 from memstrata.store import fulltext
 from memstrata.store.background import Background, BuildControl
 from memstrata.store.base import ScoredKeys, SearchFilters
 from memstrata.store.fulltext import TextDelta, TextIndex, TextIndexError
-from memstrata.store.postgres.tokenize import tokenize
-from memstrata.store.sqlite_common import _chunks, _fts
+from memstrata.store.sql.common import chunks as _chunks
+from memstrata.store.sqlite_base import SQLiteBase
+from memstrata.store.sqlite_common import _fts
+from memstrata.store.tokenize import tokenize
 
 logger = logging.getLogger(__name__)
 
@@ -59,19 +58,8 @@ class _TextState:
     job: Background[TextIndex] = field(default_factory=Background)
 
 
-class TextSearch:
-    """Mixin of :class:`~memstrata.store.sqlite.SQLiteStore`."""
-
-    if TYPE_CHECKING:
-        path: str
-        build_on_search: bool
-        _conn: sqlite3.Connection
-        _lock: threading.RLock
-
-        def _ns_id(self, namespace: str, create: bool = False) -> int | None: ...
-        def _filter_sql(self, filters: SearchFilters | None) -> tuple[str, list[Any]]: ...
-        def _versions_stamp(self, ns_id: int) -> int: ...
-        def _live_keys(self, ns_id: int, keys: NDArray[np.int64]) -> NDArray[np.int64]: ...
+class TextSearch(SQLiteBase):
+    """Part of :class:`~memstrata.store.sqlite.SQLiteStore`."""
 
     def _init_text(self, path: str, text_threshold: int | None) -> None:
         in_memory = path in ("", ":memory:") or path.startswith("file:")

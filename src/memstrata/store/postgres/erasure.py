@@ -14,73 +14,15 @@ each table while rewriting it: run it when deletes call for it (docs/postgres.md
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
-import psycopg
-
-from memstrata.store.erasing import UNKNOWN_WORDS, probe_words
-from memstrata.store.postgres.common import Base, connect
-from memstrata.store.reports import VERSION_COLS, EpisodeVersion, version_of
+from memstrata.store.postgres.common import PostgresBase, connect
+from memstrata.store.sql.erasure import ErasureRules
 
 
-class Erasure(Base):
-    """Mixin of :class:`~memstrata.store.postgres.store.PostgresStore`."""
-
-    def forget_embeddings(
-        self,
-        hashes: Sequence[bytes],
-        *,
-        namespace: str | None = None,
-        words: Collection[int] = (),
-        everything: bool = False,
-    ) -> int:
-        with self._write() as conn:
-            ns_id = self._ns_id(namespace) if namespace is not None else None
-            scopes = [0] if ns_id is None else [0, ns_id]
-            return forget(conn, list(hashes), scopes, words, everything)
-
-    def redact_errors(
-        self, namespace: str, words: Collection[str], redact: Callable[[str], str | None]
-    ) -> int:
-        probe = probe_words(words)
-        where = "" if probe is None else " AND lower(error) LIKE ANY(%s)"
-        likes = [] if probe is None else [[f"%{_like(w)}%" for w in probe]]
-        # read first: most deletes find nothing to rewrite
-        calls = self._all(
-            "SELECT id, error FROM llm_calls WHERE error IS NOT NULL "
-            f"AND (namespace=%s OR namespace IS NULL){where}",
-            (namespace, *likes),
-        )
-        ns_id = self._ns_id(namespace)
-        marks = self._all(
-            "SELECT builder, episode_id, error FROM build_progress WHERE namespace_id=%s "
-            f"AND error IS NOT NULL{where}",
-            (ns_id, *likes),
-        )
-        calls = sorted((key, new) for key, text in calls if (new := redact(text)) is not None)
-        marks = sorted((b, e, new) for b, e, text in marks if (new := redact(text)) is not None)
-        if calls or marks:
-            with self._write() as conn, conn.cursor() as cur:
-                cur.executemany(
-                    "UPDATE llm_calls SET error=%s WHERE id=%s", [(n, k) for k, n in calls]
-                )
-                cur.executemany(
-                    "UPDATE build_progress SET error=%s WHERE namespace_id=%s AND builder=%s "
-                    "AND episode_id=%s",
-                    [(n, ns_id, b, e) for b, e, n in marks],
-                )
-        return len(calls) + len(marks)
-
-    def namespace_versions(self, namespace: str) -> list[EpisodeVersion]:
-        rows = self._all(
-            f"SELECT e.external_id, {VERSION_COLS} FROM episode_versions v JOIN episodes e "
-            "ON e.namespace_id=v.namespace_id AND e.id=v.episode_id JOIN namespaces n "
-            "ON n.id=v.namespace_id WHERE n.name=%s AND length(v.content_hash) > 0 "
-            "ORDER BY v.id",
-            (namespace,),
-        )
-        return [version_of(namespace, r) for r in rows]
+class Erasure(ErasureRules, PostgresBase):
+    """Part of :class:`~memstrata.store.postgres.store.PostgresStore` (with
+    ``sql.erasure``)."""
 
     def scrub(self) -> bool:
         """Nothing is done here: dead rows stay until :meth:`vacuum` (see the module)."""
@@ -131,45 +73,3 @@ def _wal_keepers(conn: Any) -> list[str]:
     if slots:
         why.append(f"{slots} replication slot(s) hold segments")
     return why
-
-
-def _like(word: str) -> str:
-    """``word`` as a literal inside a LIKE pattern."""
-    return word.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-
-
-def forget(
-    conn: psycopg.Connection[Any],
-    hashes: list[bytes],
-    scopes: list[int],
-    words: Collection[int],
-    everything: bool,
-) -> int:
-    """``forget_embeddings`` in the caller's transaction, over the filings of the
-    namespace ids ``scopes`` (in hash order: concurrent deletes lock rows alike)."""
-    which = "" if everything else " AND term = ANY(%s)"
-    keys = [] if everything else [sorted({*words, UNKNOWN_WORDS})]
-    found = [
-        bytes(r[0])
-        for r in conn.execute(
-            f"SELECT DISTINCT hash FROM embedding_terms WHERE namespace_id = ANY(%s){which} "
-            "ORDER BY hash",
-            (scopes, *keys),
-        )
-    ]
-    if found:
-        conn.execute(
-            "DELETE FROM embedding_terms WHERE namespace_id = ANY(%s) AND hash = ANY(%s)",
-            (scopes, found),
-        )
-    wanted = sorted(set(hashes) | set(found))
-    if not wanted:
-        return 0
-    cur = conn.execute(
-        "DELETE FROM embeddings m WHERE m.hash = ANY(%s) "
-        "AND NOT EXISTS (SELECT 1 FROM episodes e WHERE e.embed_hash = m.hash) "
-        "AND NOT EXISTS (SELECT 1 FROM episode_versions v WHERE v.embed_hash = m.hash) "
-        "AND NOT EXISTS (SELECT 1 FROM embedding_terms t WHERE t.hash = m.hash)",
-        (wanted,),
-    )
-    return int(cur.rowcount)

@@ -10,74 +10,23 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import psycopg
 
 from memstrata.errors import StoreError
 from memstrata.models import Derived, load_kinds, record_kind
-from memstrata.store.base import RemovedEpisode, Repairs
+from memstrata.store.base import RemovedEpisode
 from memstrata.store.links import children, without
-from memstrata.store.postgres.common import Base, _now
-from memstrata.store.sqlite_common import _iso
+from memstrata.store.postgres.common import PostgresBase
+from memstrata.store.sql.common import iso as _iso
+from memstrata.store.sql.common import now as _now
+from memstrata.store.sql.records import RecordRules, check_record
 
 
-class DerivedRecords(Base):
-    """Mixin of :class:`~memstrata.store.postgres.store.PostgresStore`."""
-
-    if TYPE_CHECKING:
-
-        @staticmethod
-        def _mark_done(
-            conn: psycopg.Connection[Any], ns_id: int, builder: str, keys: Sequence[int]
-        ) -> None: ...
-
-    def put_records(self, namespace: str, records: Sequence[Derived], *, owner: str) -> None:
-        self.write_records(namespace, records, owner=owner)
-
-    def write_records(
-        self,
-        namespace: str,
-        put: Sequence[Derived],
-        delete: Sequence[str] = (),
-        built: tuple[str, Sequence[int]] | None = None,
-        *,
-        owner: str | None = None,
-    ) -> None:
-        if not put and not delete and not built:
-            return
-        owner = owner or (built[0] if built else None)
-        if not owner:
-            raise StoreError("derived records need an owner: the builder that writes them")
-        with self._write() as conn:
-            ns_id = self._create_ns(conn, namespace)
-            ids = list(dict.fromkeys([*delete, *(r.id for r in put)]))
-            self._check_owner(conn, ns_id, owner, ids)
-            if delete:
-                conn.execute(
-                    "DELETE FROM records WHERE namespace_id=%s AND builder=%s AND id = ANY(%s)",
-                    (ns_id, owner, list(delete)),
-                )
-            if built:
-                self._mark_done(conn, ns_id, *built)
-            self._put_records(conn, ns_id, namespace, put, owner)
-
-    @staticmethod
-    def _check_owner(conn: psycopg.Connection[Any], ns_id: int, owner: str, ids: list[str]) -> None:
-        """Refuse to touch a record another builder (or namespace) owns."""
-        if not ids:
-            return
-        row = conn.execute(
-            "SELECT id, builder, namespace_id FROM records WHERE id = ANY(%s) "
-            "AND (builder<>%s OR namespace_id<>%s) LIMIT 1",
-            (ids, owner, ns_id),
-        ).fetchone()
-        if row is not None:
-            whose = "another namespace" if row[2] != ns_id else f"builder {row[1]!r}"
-            raise StoreError(
-                f"record {row[0]} belongs to {whose}; builder {owner!r} may only write "
-                "and delete its own records"
-            )
+class DerivedRecords(RecordRules, PostgresBase):
+    """Part of :class:`~memstrata.store.postgres.store.PostgresStore` (with
+    ``sql.records``)."""
 
     def _put_records(
         self,
@@ -91,12 +40,7 @@ class DerivedRecords(Base):
             return
         now = _now()
         for rec in records:
-            if rec.namespace != namespace:
-                raise StoreError(
-                    f"record {rec.id} belongs to namespace {rec.namespace!r}, not {namespace!r}"
-                )
-            if rec.builder and rec.builder != owner:
-                raise StoreError(f"record {rec.id} names builder {rec.builder!r}, not {owner!r}")
+            check_record(rec, namespace, owner)
         cited = sorted({s.episode for rec in records for s in rec.sources})
         keys = dict(
             conn.execute(
@@ -205,34 +149,6 @@ class DerivedRecords(Base):
             out.append(rec)
         return out
 
-    def unowned_records(self) -> dict[str, dict[str, int]]:
-        rows = self._all(
-            "SELECT n.name, r.kind, count(*) FROM records r JOIN namespaces n "
-            "ON n.id=r.namespace_id WHERE r.builder='' GROUP BY n.name, r.kind"
-        )
-        out: dict[str, dict[str, int]] = {}
-        for name, kind, n in rows:
-            out.setdefault(name, {})[kind] = int(n)
-        return out
-
-    def adopt_records(self, namespace: str, kind: str, builder: str | None) -> int:
-        with self._write() as conn:
-            ns_id = self._ns_id(namespace)
-            if ns_id is None:
-                return 0
-            if builder is None:
-                cur = conn.execute(
-                    "DELETE FROM records WHERE namespace_id=%s AND kind=%s AND builder=''",
-                    (ns_id, kind),
-                )
-            else:
-                cur = conn.execute(
-                    "UPDATE records SET builder=%s WHERE namespace_id=%s AND kind=%s "
-                    "AND builder=''",
-                    (builder, ns_id, kind),
-                )
-            return int(cur.rowcount)
-
     def _follow_provenance(
         self,
         conn: psycopg.Connection[Any],
@@ -291,44 +207,6 @@ class DerivedRecords(Base):
                 "INSERT INTO repairs(namespace_id, builder, what, ref, data, created_at) "
                 "VALUES (%s,%s,%s,%s,%s,%s)",
                 log,
-            )
-
-    def pending_repairs(self, namespace: str, builder: str, limit: int = 10_000) -> Repairs:
-        rows = self._all(
-            "SELECT r.id, r.what, r.ref, r.data FROM repairs r JOIN namespaces n "
-            "ON n.id=r.namespace_id WHERE n.name=%s AND r.builder=%s ORDER BY r.id LIMIT %s",
-            (namespace, builder, limit),
-        )
-        out = Repairs()
-        for entry, what, ref, data in rows:
-            out.ids.append(int(entry))
-            if what == "episode":
-                out.episodes.append(RemovedEpisode.model_validate_json(data))
-            elif what == "changed":
-                out.changed[ref] = data
-            else:
-                tomb = json.loads(data)
-                model = record_kind(tomb["kind"])
-                if model is not None:
-                    rec = model.model_validate(tomb["record"])
-                    rec.builder = builder
-                    out.dropped.append(rec)
-        return out
-
-    def repair_backlog(self, namespace: str) -> dict[str, int]:
-        rows = self._all(
-            "SELECT r.builder, count(*) FROM repairs r JOIN namespaces n ON n.id=r.namespace_id "
-            "WHERE n.name=%s GROUP BY r.builder",
-            (namespace,),
-        )
-        return {b: int(n) for b, n in rows}
-
-    def clear_repairs(self, namespace: str, ids: Sequence[int]) -> None:
-        with self._write() as conn:
-            conn.execute(
-                "DELETE FROM repairs r USING namespaces n WHERE n.id=r.namespace_id "
-                "AND n.name=%s AND r.id = ANY(%s)",
-                (namespace, [int(i) for i in ids]),
             )
 
     @staticmethod

@@ -29,9 +29,9 @@ from numpy.typing import NDArray
 
 from memstrata.models import Episode
 from memstrata.store.base import ScoredKeys, SearchFilters
-from memstrata.store.postgres.common import EP_COLS, Base, episode
-from memstrata.store.postgres.tokenize import tokenize
-from memstrata.store.sqlite_common import _ts
+from memstrata.store.postgres.common import PostgresBase
+from memstrata.store.sql.common import EP_COLS, episode
+from memstrata.store.tokenize import tokenize
 
 K1 = 1.2
 B = 0.75
@@ -68,8 +68,8 @@ def _phrase_hits(postings: dict[str, dict[int, list[int]]], phrase: list[str]) -
 INDEX_LOCK = 0x6D656D69  # "memi"
 
 
-class SearchPrimitives(Base):
-    """Mixin of :class:`~memstrata.store.postgres.store.PostgresStore`."""
+class SearchPrimitives(PostgresBase):
+    """Part of :class:`~memstrata.store.postgres.store.PostgresStore`."""
 
     # the full-text index ----------------------------------------------------------------
     @classmethod
@@ -182,26 +182,6 @@ class SearchPrimitives(Base):
                 )
 
     # retrieval primitives ---------------------------------------------------------------
-    @staticmethod
-    def _filter_sql(filters: SearchFilters | None) -> tuple[str, list[Any]]:
-        if filters is None or filters.is_empty():
-            return "", []
-        clauses: list[str] = []
-        args: list[Any] = []
-        if filters.speakers:
-            clauses.append("e.speaker = ANY(%s)")
-            args.append(list(filters.speakers))
-        if filters.sessions:
-            clauses.append("e.session = ANY(%s)")
-            args.append(list(filters.sessions))
-        if filters.since:
-            clauses.append("e.occurred_ts >= %s")
-            args.append(_ts(filters.since))
-        if filters.until:
-            clauses.append("e.occurred_ts <= %s")
-            args.append(_ts(filters.until))
-        return " AND " + " AND ".join(clauses), args
-
     def bm25_episodes(
         self, namespace: str, terms: Sequence[str], limit: int, filters: SearchFilters | None = None
     ) -> ScoredKeys:

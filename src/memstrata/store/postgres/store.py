@@ -1,77 +1,61 @@
 """The PostgreSQL store: the same contract as the SQLite one, for a shared server.
 
-This module holds the connection, migrations, namespaces, episodes and accounting; the
-rest of ``PostgresStore`` lives in mixins as on the SQLite side: ``search`` (embeddings,
+This module holds the connection, migrations, deletes of namespaces and episodes; the rest of
+``PostgresStore`` lives in the rules both SQL stores share (``store/sql/``) and in parts
+deriving from ``common.PostgresBase``, as on the SQLite side: ``search`` (embeddings,
 BM25 over postings, pgvector), ``records`` (derived records and provenance), ``builds``
-(the build queue), ``updates`` (episode updates and history), ``service`` (jobs and
-API keys) and ``transfer`` (a namespace out as a dump and in, for ``memstrata copy``).
+(the build queue), ``updates`` (the hooks of updates) and ``transfer`` (a namespace in,
+for ``memstrata copy``).
 """
 
 from __future__ import annotations
 
-import functools
-import json
 import threading
-from collections.abc import Callable, Sequence
-from importlib import resources
+from collections.abc import Sequence
 from typing import Any
 
 import psycopg
 
 from memstrata.errors import StoreError
-from memstrata.llm.types import LLMCallRecord
-from memstrata.models import Episode
 from memstrata.store.base import (
-    AddReport,
     DeleteReport,
-    EpisodeMeta,
-    EpisodeText,
-    NamespaceStats,
-    PreparedEpisode,
     RemovedEpisode,
     Store,
-    same_episode,
 )
 from memstrata.store.postgres.builds import BuildBookkeeping
-from memstrata.store.postgres.common import (
-    EP_COLS,
-    Base,
-    _now,
-    connect,
-    count_speakers,
-    episode,
-    translate,
-)
-from memstrata.store.postgres.erasure import Erasure, forget
+from memstrata.store.postgres.common import PostgresBase, connect, translate
+from memstrata.store.postgres.erasure import Erasure
 from memstrata.store.postgres.records import DerivedRecords
 from memstrata.store.postgres.search import SearchPrimitives
-from memstrata.store.postgres.service import ServiceTables
 from memstrata.store.postgres.transfer import Transfer
 from memstrata.store.postgres.updates import EpisodeUpdates
-from memstrata.store.sqlite_common import _iso, _ts
+from memstrata.store.sql.common import migrations
+from memstrata.store.sql.episodes import EpisodeRules
+from memstrata.store.sql.host import speak_store_errors
+from memstrata.store.sql.jobs import Jobs
+from memstrata.store.sql.keys import ApiKeys
+from memstrata.store.sql.usage import LLMAccounting
 
 #: the advisory lock that serialises migrations of one database across processes
 MIGRATION_LOCK = 0x6D656D73  # "mems"
 
 
 def _migrations() -> list[tuple[int, str]]:
-    folder = resources.files("memstrata.store").joinpath("migrations/postgres")
-    out = []
-    for entry in folder.iterdir():
-        if entry.name.endswith(".sql"):
-            out.append((int(entry.name.split("_", 1)[0]), entry.read_text()))
-    return sorted(out)
+    return migrations("postgres")
 
 
 class PostgresStore(
     Erasure,
     Transfer,
-    ServiceTables,
+    ApiKeys,
+    Jobs,
     BuildBookkeeping,
     DerivedRecords,
     SearchPrimitives,
     EpisodeUpdates,
-    Base,
+    LLMAccounting,
+    EpisodeRules,
+    PostgresBase,
     Store,
 ):
     """A memstrata database in PostgreSQL (``postgresql://user:pw@host:port/db``)."""
@@ -172,26 +156,12 @@ class PostgresStore(
         with self._lock:
             return self._read_version()
 
-    def _meta(self, key: str, default: str | None = None) -> str | None:
-        read = "SELECT value FROM memstrata_meta WHERE key=%s"
-        if default is None:
-            row = self._one(read, (key,))
-        else:
-            with self._write() as conn:
-                conn.execute(
-                    "INSERT INTO memstrata_meta VALUES (%s, %s) ON CONFLICT (key) DO NOTHING",
-                    (key, default),
-                )
-                row = conn.execute(read, (key,)).fetchone()
-        return None if row is None else str(row[0])
+    def _index_new(
+        self, conn: psycopg.Connection[Any], ns_id: int, docs: list[tuple[int, str]]
+    ) -> None:
+        self._index_many(conn, ns_id, docs)
 
     # namespaces -------------------------------------------------------------------------
-    def namespaces(self) -> list[str]:
-        return [r[0] for r in self._all('SELECT name FROM namespaces ORDER BY name COLLATE "C"')]
-
-    def has_namespace(self, namespace: str) -> bool:
-        return self._ns_id(namespace) is not None
-
     def delete_namespace(self, namespace: str) -> int:
         with self._write() as conn:
             ns_id = self._lock_ns(conn, namespace)
@@ -223,109 +193,12 @@ class PostgresStore(
                 conn.execute(f"DELETE FROM {table} WHERE namespace_id=%s", (ns_id,))
             conn.execute("DELETE FROM namespaces WHERE id=%s", (ns_id,))
             # its texts' vectors, and those made for its designs, unless held elsewhere
-            forget(conn, own, [ns_id], (), everything=True)
+            self._forget(conn, own, [ns_id], (), everything=True)
             return int(count)
 
     # episodes ---------------------------------------------------------------------------
-    def add_episodes(self, namespace: str, episodes: Sequence[PreparedEpisode]) -> AddReport:
-        report = AddReport()
-        if not episodes:
-            return report
-        with self._write() as conn:
-            ns_id = self._create_ns(conn, namespace)
-            row = conn.execute(
-                "SELECT COALESCE(MAX(seq), 0) FROM episodes WHERE namespace_id=%s", (ns_id,)
-            ).fetchone()
-            seq = int(row[0]) if row else 0
-            now = _now()
-            fresh: list[tuple[int, str]] = []
-            speakers: list[str | None] = []
-            for ep in episodes:
-                added = conn.execute(
-                    "INSERT INTO episodes(namespace_id, external_id, text, speaker, role, "
-                    "occurred_at, occurred_ts, session, seq, metadata, content_hash, embed_hash, "
-                    "created_at) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s) "
-                    "ON CONFLICT (namespace_id, external_id) DO NOTHING RETURNING id",
-                    (
-                        ns_id,
-                        ep.external_id,
-                        ep.text,
-                        ep.speaker,
-                        ep.role,
-                        _iso(ep.occurred_at),
-                        _ts(ep.occurred_at),
-                        ep.session,
-                        seq + 1,
-                        json.dumps(ep.metadata, ensure_ascii=False) if ep.metadata else None,
-                        ep.content_hash,
-                        ep.embed_hash,
-                        now,
-                    ),
-                ).fetchone()
-                if added is None:
-                    old = self._stored_episode(ns_id, ep.external_id)
-                    same = old is not None and same_episode(ep, old)
-                    (report.existing if same else report.conflicts).append(ep.external_id)
-                    continue
-                seq += 1
-                fresh.append((int(added[0]), ep.index_text))
-                report.added.append(ep.external_id)
-                speakers.append(ep.speaker)
-            self._index_many(conn, ns_id, fresh)
-            count_speakers(conn, ns_id, added=speakers)
-        return report
-
-    def existing_ids(self, namespace: str, external_ids: Sequence[str]) -> set[str]:
-        if not external_ids:
-            return set()
-        rows = self._all(
-            "SELECT e.external_id FROM episodes e JOIN namespaces n ON n.id=e.namespace_id "
-            "WHERE n.name=%s AND e.external_id = ANY(%s)",
-            (namespace, list(external_ids)),
-        )
-        return {r[0] for r in rows}
-
-    def get_episodes(self, namespace: str, external_ids: Sequence[str]) -> list[Episode]:
-        rows = self._all(
-            f"SELECT {EP_COLS} FROM episodes e JOIN namespaces n ON n.id=e.namespace_id "
-            "WHERE n.name=%s AND e.external_id = ANY(%s)",
-            (namespace, list(external_ids)),
-        )
-        out = {ep.id: ep for ep in map(episode, rows)}
-        return [out[i] for i in external_ids if i in out]
-
-    def episodes_by_key(self, keys: Sequence[int]) -> dict[int, Episode]:
-        rows = self._all(
-            f"SELECT {EP_COLS} FROM episodes e JOIN namespaces n ON n.id=e.namespace_id "
-            "WHERE e.id = ANY(%s)",
-            ([int(k) for k in keys],),
-        )
-        return {int(row[0]): episode(row) for row in rows}
-
-    def episode_meta(self, keys: Sequence[int]) -> dict[int, EpisodeMeta]:
-        rows = self._all(
-            "SELECT id, session, seq, speaker, occurred_ts FROM episodes WHERE id = ANY(%s)",
-            ([int(k) for k in keys],),
-        )
-        return {int(r[0]): EpisodeMeta(int(r[0]), r[1], int(r[2]), r[3], r[4]) for r in rows}
-
-    def episode_texts(self, keys: Sequence[int]) -> dict[int, EpisodeText]:
-        rows = self._all(
-            "SELECT id, text, speaker, role, session, seq FROM episodes WHERE id = ANY(%s)",
-            ([int(k) for k in keys],),
-        )
-        return {int(r[0]): EpisodeText(int(r[0]), r[1], r[2], r[3], r[4], int(r[5])) for r in rows}
-
-    def iter_episodes(self, namespace: str, after_key: int = 0, limit: int = 1000) -> list[Episode]:
-        rows = self._all(
-            f"SELECT {EP_COLS} FROM episodes e JOIN namespaces n ON n.id=e.namespace_id "
-            "WHERE n.name=%s AND e.id>%s ORDER BY e.id LIMIT %s",
-            (namespace, after_key, limit),
-        )
-        return [episode(r) for r in rows]
-
     def speakers(self, namespace: str) -> list[str]:
-        rows = self._all(  # kept as episodes are written (common.count_speakers)
+        rows = self._all(  # kept as episodes are written (_count_speakers)
             "SELECT c.speaker FROM speaker_counts c JOIN namespaces n ON n.id=c.namespace_id "
             'WHERE n.name=%s ORDER BY c.n DESC, c.speaker COLLATE "C"',
             (namespace,),
@@ -366,110 +239,11 @@ class PostgresStore(
             conn.execute(
                 "DELETE FROM episodes WHERE namespace_id=%s AND id = ANY(%s)", (ns_id, keys)
             )
-            count_speakers(conn, ns_id, removed=[r.speaker for r in removed])
+            self._count_speakers(conn, ns_id, removed=[r.speaker for r in removed])
             self._follow_provenance(conn, ns_id, affected, removed)
             return DeleteReport(len(keys), missing)
 
-    # accounting and stats ---------------------------------------------------------------
-    def record_llm_call(self, record: LLMCallRecord) -> None:
-        with self._write() as conn:
-            conn.execute(
-                "INSERT INTO llm_calls(namespace, stage, backend, model, prompt_tokens, "
-                "completion_tokens, latency_ms, cached, ok, error, attempts, request_hash, "
-                "created_at, outcome, truncated, rejected, dropped, reasoning_tokens) "
-                "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)",
-                (
-                    record.namespace,
-                    record.stage,
-                    record.backend,
-                    record.model,
-                    record.prompt_tokens,
-                    record.completion_tokens,
-                    record.latency_ms,
-                    int(record.cached),
-                    int(record.ok),
-                    record.error,
-                    record.attempts,
-                    record.request_hash,
-                    record.created_at.isoformat(),
-                    record.outcome,
-                    record.truncated,
-                    record.rejected,
-                    json.dumps(record.dropped, sort_keys=True) if record.dropped else None,
-                    record.reasoning_tokens,
-                ),
-            )
-
-    def llm_usage(self, namespace: str | None = None) -> dict[str, dict[str, Any]]:
-        where, args = ("WHERE namespace=%s", (namespace,)) if namespace else ("", ())
-        rows = self._all(
-            "SELECT stage, count(*), sum(1-ok), sum(cached), sum(prompt_tokens), "
-            "sum(completion_tokens), sum(latency_ms), sum((outcome='kept')::int), "
-            "sum((outcome='repaired')::int), sum(truncated), sum(rejected), "
-            "sum(coalesce((dropped::json->>'cut_off')::int, 0)), sum(reasoning_tokens) "
-            f"FROM llm_calls {where} GROUP BY stage",
-            args,
-        )
-        keys = ("failures", "cached", "prompt_tokens", "completion_tokens")
-        out: dict[str, dict[str, Any]] = {}
-        for r in rows:
-            entry: dict[str, Any] = {"calls": int(r[1])}
-            entry.update({k: int(v) for k, v in zip(keys, r[2:6], strict=True)})
-            entry["latency_ms"] = round(float(r[6]), 1)
-            entry.update(
-                {
-                    k: int(v)
-                    for k, v in zip(
-                        (
-                            "kept",
-                            "repaired",
-                            "truncated",
-                            "rejected",
-                            "cut_off",
-                            "reasoning_tokens",
-                        ),
-                        r[7:],
-                        strict=True,
-                    )
-                }
-            )
-            out[r[0]] = entry
-        return out
-
-    def stats(self, namespace: str | None = None) -> list[NamespaceStats]:
-        with self._lock:
-            names = [namespace] if namespace else self.namespaces()
-            out = []
-            for name in names:
-                ns_id = self._ns_id(name)
-                if ns_id is None:
-                    continue
-                episodes, embedded = self._one(
-                    "SELECT count(*), count(embed_hash) FROM episodes WHERE namespace_id=%s",
-                    (ns_id,),
-                )
-                records: dict[str, int] = {}
-                owned: dict[str, dict[str, int]] = {}
-                for builder, kind, n in self._all(
-                    "SELECT builder, kind, count(*) FROM records WHERE namespace_id=%s "
-                    "GROUP BY builder, kind ORDER BY builder, kind",
-                    (ns_id,),
-                ):
-                    records[kind] = records.get(kind, 0) + int(n)
-                    owned.setdefault(builder, {})[kind] = int(n)
-                out.append(
-                    NamespaceStats(
-                        namespace=name,
-                        episodes=int(episodes),
-                        records=records,
-                        records_by_builder=owned,
-                        embedded=int(embedded),
-                        builds=self._build_counts(ns_id),
-                        repairs=self.repair_backlog(name),
-                    )
-                )
-            return out
-
+    # stats ----------------------------------------------------------------------------
     def size_bytes(self) -> int:
         row = self._one("SELECT pg_database_size(current_database())")
         return int(row[0])
@@ -479,17 +253,5 @@ class PostgresStore(
             self._conn.close()
 
 
-def _guard(method: Callable[..., Any]) -> Callable[..., Any]:
-    @functools.wraps(method)
-    def wrapper(self: PostgresStore, *args: Any, **kwargs: Any) -> Any:
-        try:
-            return method(self, *args, **kwargs)
-        except psycopg.Error as exc:
-            raise translate(exc, self.url) from exc
-
-    return wrapper
-
-
 # Every public method speaks StoreError, never a raw psycopg exception.
-for _name in [n for n in vars(Store) if not n.startswith("_")] + ["schema_version"]:
-    setattr(PostgresStore, _name, _guard(getattr(PostgresStore, _name)))
+speak_store_errors(PostgresStore, psycopg.Error, translate)

@@ -1,31 +1,22 @@
-"""The SQLite store's jobs (schema v7): what an add left to build, read back from the marks."""
+"""Jobs of the service: what an add or update left to build, read back from the build
+marks each time it is asked for (so a job cannot say more than the marks do)."""
 
 from __future__ import annotations
 
 import json
-import sqlite3
-import threading
 import time
 from collections.abc import Sequence
-from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING
 
 from memstrata.store.base import BuildFailure, JobRecord
-from memstrata.store.sqlite_common import _chunks, _now
+from memstrata.store.sql.common import now
+from memstrata.store.sql.host import SQLCore
 
 #: failures listed with a job (the counts cover them all)
 FAILURES_SHOWN = 20
 
 
-class Jobs:
-    """Mixin of :class:`~memstrata.store.sqlite.SQLiteStore`."""
-
-    if TYPE_CHECKING:
-        _conn: sqlite3.Connection
-        _lock: threading.RLock
-
-        def _write(self) -> AbstractContextManager[sqlite3.Connection]: ...
-        def _ns_id(self, namespace: str, create: bool = False) -> int | None: ...
+class Jobs(SQLCore):
+    """Part of a SQL store: the ``jobs`` and ``job_episodes`` tables."""
 
     def add_job(
         self,
@@ -37,56 +28,63 @@ class Jobs:
         external_ids: Sequence[str],
         keep_s: float = 7 * 86_400,
     ) -> int:
-        now = time.time()
+        moment = time.time()
         with self._write() as conn:
-            conn.execute("DELETE FROM jobs WHERE created_ts < ?", (now - keep_s,))
+            conn.execute(self._sql("DELETE FROM jobs WHERE created_ts < ?"), (moment - keep_s,))
             ns_id = self._ns_id(namespace)
             if ns_id is None:
                 return 0
-            cur = conn.execute(
-                "INSERT INTO jobs(id, namespace_id, kind, recipe, builders, episodes, "
-                "created_at, created_ts) VALUES (?,?,?,?,?,0,?,?)",
-                (job_id, ns_id, kind, recipe, json.dumps(list(builders)), _now(), now),
-            )
-            job = cur.lastrowid
-            for chunk in _chunks(list(dict.fromkeys(external_ids)), 500):
-                marks = ",".join("?" * len(chunk))
-                conn.execute(
-                    "INSERT OR IGNORE INTO job_episodes(job, episode_id) SELECT ?, id FROM "
-                    f"episodes WHERE namespace_id=? AND external_id IN ({marks})",
-                    (job, ns_id, *chunk),
-                )
-            (count,) = conn.execute(
-                "SELECT COUNT(*) FROM job_episodes WHERE job=?", (job,)
+            row = conn.execute(
+                self._sql(
+                    "INSERT INTO jobs(namespace_id, id, kind, recipe, builders, episodes, "
+                    "created_at, created_ts) VALUES (?,?,?,?,?,0,?,?) RETURNING key"
+                ),
+                (ns_id, job_id, kind, recipe, json.dumps(list(builders)), now(), moment),
             ).fetchone()
-            conn.execute("UPDATE jobs SET episodes=? WHERE key=?", (count, job))
+            job = int(row[0])
+            self._in(
+                conn,
+                "INSERT INTO job_episodes(namespace_id, job, episode_id) SELECT ?, ?, id "
+                "FROM episodes WHERE namespace_id=? AND external_id {in_} ON CONFLICT DO NOTHING",
+                list(dict.fromkeys(external_ids)),
+                lead=(ns_id, job, ns_id),
+            )
+            (count,) = conn.execute(
+                self._sql("SELECT COUNT(*) FROM job_episodes WHERE namespace_id=? AND job=?"),
+                (ns_id, job),
+            ).fetchone()
+            conn.execute(
+                self._sql("UPDATE jobs SET episodes=? WHERE namespace_id=? AND key=?"),
+                (count, ns_id, job),
+            )
             return int(count)
 
     def job(self, job_id: str) -> JobRecord | None:
         with self._lock:
-            row = self._conn.execute(
+            row = self._row(
                 "SELECT j.key, j.id, n.name, j.kind, j.recipe, j.builders, j.episodes, "
                 "j.created_at, j.namespace_id FROM jobs j JOIN namespaces n "
                 "ON n.id=j.namespace_id WHERE j.id=?",
                 (job_id,),
-            ).fetchone()
+            )
             if row is None:
                 return None
             key, ns_id, builders = row[0], row[8], json.loads(row[5])
-            (present,) = self._conn.execute(
-                "SELECT COUNT(*) FROM job_episodes WHERE job=?", (key,)
-            ).fetchone()
+            (present,) = self._row(
+                "SELECT COUNT(*) FROM job_episodes WHERE namespace_id=? AND job=?", (ns_id, key)
+            )
             marks: dict[str, dict[str, int]] = {}
             retry: list[float] = []
             failures: list[BuildFailure] = []
             for builder in builders:
                 counts = marks.setdefault(builder, {"done": 0, "failed": 0, "dead": 0})
                 # the build_progress key (namespace, builder, episode) makes each a lookup
-                for status, n, soonest in self._conn.execute(
+                for status, n, soonest in self._rows(
                     "SELECT b.status, COUNT(*), MIN(b.retry_at) FROM job_episodes je "
-                    "JOIN build_progress b ON b.namespace_id=? AND b.builder=? "
-                    "AND b.episode_id=je.episode_id WHERE je.job=? GROUP BY b.status",
-                    (ns_id, builder, key),
+                    "JOIN build_progress b ON b.namespace_id=je.namespace_id AND b.builder=? "
+                    "AND b.episode_id=je.episode_id WHERE je.namespace_id=? AND je.job=? "
+                    "GROUP BY b.status",
+                    (builder, ns_id, key),
                 ):
                     counts[status] = int(n)
                     if status == "failed" and soonest is not None:
@@ -94,14 +92,15 @@ class Jobs:
                 if counts["failed"] or counts["dead"]:
                     failures.extend(
                         BuildFailure(*r)
-                        for r in self._conn.execute(
+                        for r in self._rows(
                             "SELECT e.external_id, b.builder, b.status, b.attempts, "
                             "COALESCE(b.error, ''), b.retry_at FROM job_episodes je "
-                            "JOIN build_progress b ON b.namespace_id=? AND b.builder=? "
-                            "AND b.episode_id=je.episode_id JOIN episodes e "
-                            "ON e.id=je.episode_id WHERE je.job=? "
+                            "JOIN build_progress b ON b.namespace_id=je.namespace_id "
+                            "AND b.builder=? AND b.episode_id=je.episode_id JOIN episodes e "
+                            "ON e.namespace_id=je.namespace_id AND e.id=je.episode_id "
+                            "WHERE je.namespace_id=? AND je.job=? "
                             "AND b.status IN ('failed','dead') ORDER BY je.episode_id LIMIT ?",
-                            (ns_id, builder, key, FAILURES_SHOWN),
+                            (builder, ns_id, key, FAILURES_SHOWN),
                         )
                     )
         return JobRecord(
