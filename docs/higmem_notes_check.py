@@ -19,8 +19,8 @@ from datetime import datetime
 
 from dateparser import parse
 
-from memstrata.eval import locomo
 from memstrata.designs.higmem.records import TurnNote
+from memstrata.importers import locomo
 from memstrata.retrieval.documents import caption_of
 from memstrata.retrieval.text import content_terms
 from memstrata.store import open_store

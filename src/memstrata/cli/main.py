@@ -125,7 +125,7 @@ async def _import(
     lines_of: dict[str, list[int]] = {}  # JSONL: the lines each id is on
     batches: dict[str, list[PreparedEpisode]] = {}
     if kind == "locomo":
-        from memstrata.eval import locomo
+        from memstrata.importers import locomo
 
         for conv in locomo.load(file):
             ns = conv.namespace if namespace is None else f"{namespace}/{conv.namespace}"
@@ -452,15 +452,9 @@ def showload_config(
     sys.stdout.write(json.dumps(shown, indent=2) + "\n")
 
 
-# The other commands register themselves on ``app`` when imported.
+# The other commands register themselves on ``app`` when imported; the benchmarks' on
+# first use (``BENCH_MODULES``).
 from memstrata.cli import (  # noqa: E402, F401
-    bench,
-    bench_chaos,
-    bench_explorer,
-    bench_faults,
-    bench_qa,
-    bench_serve,
-    bench_store,
     build,
     copy,
     demo,

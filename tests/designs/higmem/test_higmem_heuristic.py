@@ -293,7 +293,7 @@ def test_bench_locomo_reports_evidence_sets_for_every_recipe(tmp_path: Path, emb
         ev = report["systems"][system]["evidence_set"]["overall"]
         assert ev["n"] == 5 and 0 < ev["avg_k"] <= 10
         assert 0 <= ev["precision"] <= 1 and 0 <= ev["recall"] <= 1
-    from memstrata.eval import locomo
+    from memstrata.importers import locomo
 
     # a fixed-size recipe fills its k = 10, or returns every turn of a shorter conversation
     sizes = [
