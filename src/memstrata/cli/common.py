@@ -15,7 +15,6 @@ from pathlib import Path
 from types import TracebackType
 from typing import Annotated, Any
 
-import click
 import typer
 import typer.main
 from rich.console import Console
@@ -74,11 +73,11 @@ class _Benchmarks(TyperGroup):
             self.commands.update(typer.main.get_group(bench_app).commands)
             self.loaded = True
 
-    def list_commands(self, ctx: click.Context) -> list[str]:
+    def list_commands(self, ctx: Any) -> list[str]:  # typer's own click types
         self._load()
         return super().list_commands(ctx)
 
-    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
         self._load()
         return super().get_command(ctx, cmd_name)
 
