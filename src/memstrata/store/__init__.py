@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 
-from memstrata.errors import ConfigError, StoreNotFoundError
+from memstrata.errors import ConfigError, StoreError, StoreNotFoundError
 from memstrata.redact import redact
 from memstrata.store.base import (
     AddReport,
@@ -37,6 +38,8 @@ def open_store(
     """
     target = store_target(path_or_url, create=create)
     if is_postgres(target):
+        if importlib.util.find_spec("psycopg") is None:
+            raise StoreError("a PostgreSQL store needs psycopg: pip install 'memstrata[postgres]'")
         from memstrata.store.postgres import PostgresStore
 
         return PostgresStore(target)
