@@ -8,7 +8,7 @@
   answer's words (those in the turn) that the note's keywords hold, against the turn's
   first 8 content terms.
 
-Usage: python docs/higmem_notes_check.py STORE LOCOMO_FILE
+Usage: python -m studies.higmem_notes_check STORE LOCOMO_FILE
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ def main(store_path: str, data_path: str) -> None:
     for c in convs:
         notes = {
             r.turn_id: r
-            for r in store.get_records(c.namespace, "turn_note")
+            for r in store.get_records(c.namespace, "turn_note", builder=None)
             if isinstance(r, TurnNote)
         }
         eps = {e.id: e for e in store.get_episodes(c.namespace, [t["id"] for t in c.turns])}
