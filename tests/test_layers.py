@@ -176,8 +176,9 @@ class _Reader(ast.NodeVisitor):
 
     def _add(self, target: str, node: ast.stmt) -> None:
         when = "lazy" if self.in_function else "typing" if self.in_typing else "load"
-        if target != self.name:
-            self.found.append(Import(self.name, target, node.lineno, when))
+        found = Import(self.name, target, node.lineno, when)
+        if target != self.name and found not in self.found:  # one per statement and module
+            self.found.append(found)
 
     def visit_Import(self, node: ast.Import) -> None:
         for alias in node.names:
