@@ -391,11 +391,10 @@ def recipes(
 
     On a terminal, a table; otherwise (a pipe, a file) one tab-separated line per recipe
     under a header line, every field whole."""
-    from memstrata.engine import Registry
+    from memstrata.factory import make_registry
 
     with errors(as_json=as_json):
-        cfg = load_config(config)
-        reg = Registry.load(cfg.recipes)
+        reg = make_registry(load_config(config))
     rows = [{**r.summary(), "origin": reg.origin.get(n, "")} for n, r in reg.recipes.items()]
     if as_json:
         sys.stdout.write(json.dumps(rows, indent=2) + "\n")
@@ -444,8 +443,11 @@ def showload_config(
 
         sys.stdout.write(markdown_table())
         return
+    from memstrata.factory import make_registry
+
     with errors():
         cfg = load_config(config)
+        make_registry(cfg)  # an unknown recipe is an error here too
     shown = cfg.masked()
     if cfg.llm.kind != "none":
         shown["llm_budgets"] = cfg.llm.budgets().table(cfg.llm.max_tokens)
