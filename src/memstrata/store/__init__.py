@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 from memstrata.errors import ConfigError, StoreError, StoreNotFoundError
@@ -38,9 +37,14 @@ def open_store(
     """
     target = store_target(path_or_url, create=create)
     if is_postgres(target):
-        if importlib.util.find_spec("psycopg") is None:
-            raise StoreError("a PostgreSQL store needs psycopg: pip install 'memstrata[postgres]'")
-        from memstrata.store.postgres import PostgresStore
+        try:
+            from memstrata.store.postgres import PostgresStore
+        except ModuleNotFoundError as exc:
+            if (exc.name or "").split(".")[0] != "psycopg":
+                raise
+            raise StoreError(
+                "a PostgreSQL store needs psycopg: pip install 'memstrata[postgres]'"
+            ) from exc
 
         return PostgresStore(target)
     return SQLiteStore(
