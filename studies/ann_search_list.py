@@ -32,7 +32,7 @@ from memstrata.eval.bench_scale import (
     pick_queries,
     real_turns,
 )
-from memstrata.eval.bench_store import Precomputed
+from memstrata.eval.precomputed import Precomputed
 from memstrata.facade import AsyncMemory
 from memstrata.store import SQLiteStore
 

@@ -121,8 +121,12 @@ def test_invalid_toml_raises_config_error(tmp_path: Path) -> None:
 
 
 def test_invalid_values_raise_config_error(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match=r"(?s)invalid configuration.*recipe"):
-        Config.load(env={"MEMSTRATA_RECIPE": "bogus"})
+    # an unknown recipe is refused where the recipes are known, when a memory is opened,
+    # and before the store is
+    cfg = Config.load(env={"MEMSTRATA_RECIPE": "bogus"})
+    with pytest.raises(ConfigError, match=r"invalid configuration: unknown recipe 'bogus'"):
+        Memory.open(tmp_path / "m.db", config=cfg)
+    assert not (tmp_path / "m.db").exists()
     with pytest.raises(ConfigError, match=r"(?s)invalid configuration.*max_episode_chars"):
         Config.load(env={"MEMSTRATA_MAX_EPISODE_CHARS": "lots"})
     with pytest.raises(ConfigError, match="conflicts"):

@@ -25,6 +25,7 @@ from memstrata.errors import (
     StoreLockedError,
     StoreNotFoundError,
 )
+from memstrata.facade import Memory
 from memstrata.llm.tools import ToolsUnsupportedError
 from memstrata.llm.types import (
     LLMBackendError,
@@ -32,7 +33,7 @@ from memstrata.llm.types import (
     LLMOutputError,
     LLMUnavailableError,
 )
-from memstrata.memory import AsyncMemory, Memory
+from memstrata.memory import AsyncMemory
 from memstrata.models import Episode, Hit, SearchResult, Span
 from memstrata.store import AddReport, SearchFilters
 from memstrata.store.base import DeleteReport, EpisodeVersion

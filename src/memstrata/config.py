@@ -321,13 +321,6 @@ class Config(_Section):
         default=2_000_000, description="longer episodes are refused with a clear error"
     )
 
-    @model_validator(mode="after")
-    def _known_recipe(self) -> Config:
-        from memstrata.engine.registry import Registry
-
-        Registry.load(self.recipes).recipe(self.recipe)
-        return self
-
     @property
     def build_mode(self) -> str:
         if self.build.mode is not None:

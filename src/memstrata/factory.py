@@ -1,4 +1,4 @@
-"""Building the configured parts: the embedder and the LLM client."""
+"""Building the configured parts: the registry of recipes, the embedder and the LLM client."""
 
 from __future__ import annotations
 
@@ -7,9 +7,22 @@ from typing import Any
 
 from memstrata.config import ChaosConfig, Config, LLMConfig
 from memstrata.embed.base import Embedder
+from memstrata.engine.registry import Registry
 from memstrata.errors import ConfigError
 from memstrata.llm import LLMClient, ResponseCache, make_backend
 from memstrata.store import Store
+
+
+def make_registry(config: Config) -> Registry:
+    """The designs and recipes ``config`` may use, once its ``recipe`` is known to be one
+    of them. Checked when a memory is opened, not when a configuration is read: knowing
+    the recipes loads every design."""
+    registry = Registry.load(config.recipes)
+    try:
+        registry.recipe(config.recipe)
+    except ConfigError as exc:
+        raise ConfigError(f"invalid configuration: {exc}") from exc
+    return registry
 
 
 def make_embedder(config: Config) -> Embedder:

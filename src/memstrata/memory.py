@@ -4,13 +4,10 @@ Raw text is validated and committed before anything is derived from it. A batch 
 written with its vectors in one transaction: if the embedder fails, nothing of the batch
 is stored and the error says why, so an episode is never searchable by BM25 but invisible
 to the dense route. The recipe's builders run after the commit (inline, from a queue, or
-by hand; ``build.mode``), and their failures never undo or hide an episode. Episode ids
-are the caller's (or generated); adding an id already stored with the same content changes
-nothing (imports are idempotent), with other content it is a conflict unless replaced
-(``update``, ``replace=True``). ``update``, ``history``, ``delete`` and
-``delete_namespace`` live in :mod:`memstrata.updates`, ``get`` and ``list`` in
-:mod:`memstrata.listing`: mixins of :class:`AsyncMemory`. The four memory classes share
-one set of verbs (:mod:`memstrata.verbs`; ``tests/test_one_api.py``).
+by hand; ``build.mode``), and their failures never undo or hide an episode. Ids stored
+again, ``update``, ``history`` and the deletes live in :mod:`memstrata.updates`, ``get``
+and ``list`` in :mod:`memstrata.listing`: mixins of :class:`AsyncMemory`. The four
+memory classes share one set of verbs (:mod:`memstrata.verbs`).
 
 Nothing here names a design: recipes pick builders, routes and answerers by name from
 the registry (:mod:`memstrata.engine`).
@@ -37,7 +34,7 @@ from memstrata.errors import (
     MemstrataError,
     NamespaceNotFoundError,
 )
-from memstrata.factory import make_llm, shared_default_embedder
+from memstrata.factory import make_llm, make_registry, shared_default_embedder
 from memstrata.ingest import EpisodeLike, decode_utf8, prepare_episode
 from memstrata.listing import EpisodeReader
 from memstrata.llm import LLMClient
@@ -52,14 +49,15 @@ from memstrata.updates import EpisodeWriter
 
 Progress = Callable[[int], None]
 logger = logging.getLogger("memstrata")
-
-__all__ = ["AsyncMemory", "Memory", "decode_utf8", "prepare_episode"]
+__all__ = ["AsyncMemory", "decode_utf8", "prepare_episode"]
 
 
 class AsyncMemory(EpisodeWriter, EpisodeReader, Building, Surfaces):
     """Long-term memory over one store. Open with :meth:`open`; close or use ``async with``."""
 
-    def __init__(self, config: Config, store: Store, embedder: Embedder) -> None:
+    def __init__(
+        self, config: Config, store: Store, embedder: Embedder, registry: Registry | None = None
+    ) -> None:
         self.config = config
         self.store = store
         self.embedder = embedder
@@ -68,7 +66,7 @@ class AsyncMemory(EpisodeWriter, EpisodeReader, Building, Surfaces):
         self.engine = Engine(
             store,
             embedder,
-            Registry.load(config.recipes),
+            registry or make_registry(config),
             llm=lambda: self.llm,
             build=config.build,
             retrieval=config.retrieval.model_dump(exclude={"tier"}),
@@ -116,12 +114,13 @@ class AsyncMemory(EpisodeWriter, EpisodeReader, Building, Surfaces):
             cfg = config.with_overrides(**overrides) if overrides else config
         if path_or_url is not None:
             cfg = cfg.model_copy(update={"store": str(path_or_url)})
+        registry = await asyncio.to_thread(make_registry, cfg)  # before anything is opened
         limit_blas_threads()
         store = await asyncio.to_thread(open_store, cfg.store, **cfg.indexes.model_dump())
         try:
             if embedder is None:
                 embedder = await asyncio.to_thread(shared_default_embedder, cfg)
-            memory = cls(cfg, store, embedder)
+            memory = cls(cfg, store, embedder, registry)
             await asyncio.to_thread(memory.engine.adopt_unowned)
             return memory
         except BaseException:
@@ -151,7 +150,6 @@ class AsyncMemory(EpisodeWriter, EpisodeReader, Building, Surfaces):
             raise NamespaceNotFoundError(namespace)
         return namespace
 
-    # writing ----------------------------------------------------------------------------
     async def add(
         self,
         text: str | bytes,
@@ -221,7 +219,6 @@ class AsyncMemory(EpisodeWriter, EpisodeReader, Building, Surfaces):
         except MemstrataError as exc:
             logger.warning("inline build of %r failed; episodes stay queued: %s", namespace, exc)
 
-    # reading ----------------------------------------------------------------------------
     async def search(
         self,
         query: str,
@@ -331,7 +328,6 @@ class AsyncMemory(EpisodeWriter, EpisodeReader, Building, Surfaces):
         """Every recipe: name, description, builders, routes, answerer, where it comes from."""
         return self.engine.recipe_summaries()
 
-    # inspecting -------------------------------------------------------------------------
     async def namespaces(self) -> list[str]:
         """The namespaces that hold episodes, by name."""
         return await asyncio.to_thread(self.store.namespaces)
@@ -344,4 +340,10 @@ class AsyncMemory(EpisodeWriter, EpisodeReader, Building, Surfaces):
         return {"embedder": self.embedder.model_id, "build_mode": self.config.build_mode, **data}
 
 
-from memstrata.facade import Memory  # noqa: E402  (the sync facade, re-exported)
+def __getattr__(name: str) -> Any:
+    """``Memory`` (:mod:`memstrata.facade`, made over this module) on first use."""
+    if name != "Memory":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from memstrata.facade import Memory
+
+    return Memory

@@ -17,7 +17,7 @@ they too work for a kind they have never heard of.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Annotated, Any, ClassVar, TypeVar
 
@@ -222,12 +222,23 @@ def register_kind(cls: type[D]) -> type[D]:
     return cls
 
 
-def load_kinds() -> dict[str, type[Derived]]:
-    """Every kind, the designs' included: imports the built-in designs and the installed
-    design plug-ins, which register their kinds as they load."""
-    from memstrata.engine.registry import load_designs
+#: what declares the kinds not known yet: the engine's registry, which loads the designs
+#: (the core names no layer above it; importing :mod:`memstrata` installs the registry)
+_KIND_SOURCES: list[Callable[[], object]] = []
 
-    load_designs()
+
+def find_kinds_with(source: Callable[[], object]) -> None:
+    """Have :func:`load_kinds` call ``source`` (once per process is the source's own
+    business), which registers the kinds of whatever it loads."""
+    if source not in _KIND_SOURCES:
+        _KIND_SOURCES.append(source)
+
+
+def load_kinds() -> dict[str, type[Derived]]:
+    """Every kind, the designs' included: the kind sources (the registry: the built-in
+    designs and the installed design plug-ins) register their kinds as they load."""
+    for source in _KIND_SOURCES:
+        source()
     return DERIVED_KINDS
 
 

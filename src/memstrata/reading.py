@@ -29,7 +29,7 @@ from memstrata.retrieval.transcript import turns, turns_namespace
 from memstrata.store import PreparedEpisode
 
 if TYPE_CHECKING:
-    from memstrata.memory import AsyncMemory
+    from memstrata.updates import EpisodeWriter
 
 DOCUMENT_ID = "document"
 
@@ -39,7 +39,7 @@ def document_namespace(text: str) -> str:
 
 
 async def read_document(
-    memory: AsyncMemory,
+    memory: EpisodeWriter,
     text: str | bytes,
     question: str,
     *,
@@ -64,7 +64,7 @@ async def read_document(
         return await reader.read(ctx, namespace, episode, question, graph_only=graph_only)
 
 
-async def _store_turns(memory: AsyncMemory, namespace: str, text: str) -> None:
+async def _store_turns(memory: EpisodeWriter, namespace: str, text: str) -> None:
     """The document's turns as episodes, when it is a transcript. Written in batches of
     their own transactions; a turn already stored is skipped, so a read cut short is
     completed by the next one. A turn with no text, or over ``max_episode_chars``, is

@@ -44,10 +44,10 @@ from memstrata.designs.mnemis.graph import Graph
 from memstrata.designs.mnemis.hierarchy import Hierarchy
 from memstrata.designs.mnemis.route import EpisodeUnion, MnemisRoute
 from memstrata.errors import MemstrataError
-from memstrata.eval import locomo
 from memstrata.eval.bench_locomo import OVERALL, import_conversations, ranked_sources
 from memstrata.eval.qa.report import table
 from memstrata.eval.report import write_report
+from memstrata.importers import locomo
 from memstrata.memory import AsyncMemory
 from memstrata.retrieval.text import content_terms
 from studies.mnemis_system2 import learned_bound

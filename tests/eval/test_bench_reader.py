@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 
 from memstrata.eval import bench_reader as br
-from memstrata.eval import locomo
 from memstrata.eval.qa import formats
+from memstrata.importers import locomo
 from memstrata.memory import AsyncMemory
 
 DATA = Path(__file__).parent.parent / "data" / "tiny_locomo.json"

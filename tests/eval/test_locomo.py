@@ -3,8 +3,8 @@ from pathlib import Path
 import pytest
 
 from memstrata.errors import InvalidInputError
-from memstrata.eval import locomo
 from memstrata.eval.metrics import distinct_sources, recall_precision, summarise
+from memstrata.importers import locomo
 
 DATA = Path(__file__).parent.parent / "data" / "tiny_locomo.json"
 

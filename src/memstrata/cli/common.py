@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import importlib
 import json
 import shlex
 import signal
@@ -15,6 +16,7 @@ from types import TracebackType
 from typing import Annotated, Any
 
 import typer
+import typer.main
 from rich.console import Console
 from rich.progress import (
     BarColumn,
@@ -26,6 +28,7 @@ from rich.progress import (
 )
 from rich.table import Table
 from rich.text import Text
+from typer.core import TyperGroup
 
 from memstrata.blas import limit_blas_threads
 from memstrata.config import Config
@@ -45,7 +48,43 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode="markdown",
 )
-bench_app = typer.Typer(help="Benchmarks that print numbers.", no_args_is_help=True)
+#: the modules that register ``memstrata bench``'s commands, imported when a bench command
+#: runs or lists its commands: the other commands load no benchmark (``memstrata.eval``)
+BENCH_MODULES = (
+    "bench",
+    "bench_chaos",
+    "bench_explorer",
+    "bench_faults",
+    "bench_qa",
+    "bench_serve",
+    "bench_store",
+)
+
+
+class _Benchmarks(TyperGroup):
+    """``memstrata bench``, whose commands come from :data:`BENCH_MODULES` on first use."""
+
+    loaded = False
+
+    def _load(self) -> None:
+        if not self.loaded:
+            for name in BENCH_MODULES:
+                importlib.import_module(f"memstrata.cli.{name}")
+            self.commands.update(typer.main.get_group(bench_app).commands)
+            self.loaded = True
+
+    def list_commands(self, ctx: Any) -> list[str]:  # typer's own click types
+        self._load()
+        return super().list_commands(ctx)
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        self._load()
+        return super().get_command(ctx, cmd_name)
+
+
+bench_app = typer.Typer(
+    help="Benchmarks that print numbers.", no_args_is_help=True, cls=_Benchmarks
+)
 app.add_typer(bench_app, name="bench")
 
 # Markup and emoji codes are off: printed strings are shown as they are, so stored text,

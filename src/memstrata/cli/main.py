@@ -125,7 +125,7 @@ async def _import(
     lines_of: dict[str, list[int]] = {}  # JSONL: the lines each id is on
     batches: dict[str, list[PreparedEpisode]] = {}
     if kind == "locomo":
-        from memstrata.eval import locomo
+        from memstrata.importers import locomo
 
         for conv in locomo.load(file):
             ns = conv.namespace if namespace is None else f"{namespace}/{conv.namespace}"
@@ -391,11 +391,10 @@ def recipes(
 
     On a terminal, a table; otherwise (a pipe, a file) one tab-separated line per recipe
     under a header line, every field whole."""
-    from memstrata.engine import Registry
+    from memstrata.factory import make_registry
 
     with errors(as_json=as_json):
-        cfg = load_config(config)
-        reg = Registry.load(cfg.recipes)
+        reg = make_registry(load_config(config))
     rows = [{**r.summary(), "origin": reg.origin.get(n, "")} for n, r in reg.recipes.items()]
     if as_json:
         sys.stdout.write(json.dumps(rows, indent=2) + "\n")
@@ -444,23 +443,20 @@ def showload_config(
 
         sys.stdout.write(markdown_table())
         return
+    from memstrata.factory import make_registry
+
     with errors():
         cfg = load_config(config)
+        make_registry(cfg)  # an unknown recipe is an error here too
     shown = cfg.masked()
     if cfg.llm.kind != "none":
         shown["llm_budgets"] = cfg.llm.budgets().table(cfg.llm.max_tokens)
     sys.stdout.write(json.dumps(shown, indent=2) + "\n")
 
 
-# The other commands register themselves on ``app`` when imported.
+# The other commands register themselves on ``app`` when imported; the benchmarks' on
+# first use (``BENCH_MODULES``).
 from memstrata.cli import (  # noqa: E402, F401
-    bench,
-    bench_chaos,
-    bench_explorer,
-    bench_faults,
-    bench_qa,
-    bench_serve,
-    bench_store,
     build,
     copy,
     demo,

@@ -26,7 +26,7 @@ from memstrata.engine.contracts import Answerer, Builder, Design, Reader, Route
 from memstrata.engine.recipe import Recipe
 from memstrata.engine.views import DesignView
 from memstrata.errors import ConfigError
-from memstrata.models import DERIVED_KINDS, Derived, register_kind
+from memstrata.models import DERIVED_KINDS, Derived, find_kinds_with, register_kind
 
 ENTRY_POINT_GROUP = "memstrata.designs"
 logger = logging.getLogger("memstrata.engine")
@@ -60,6 +60,9 @@ def load_designs() -> Registry:
     """The built-in and installed designs, loaded once per process: what declares the
     designs' record kinds to the stores (see :func:`memstrata.models.record_kind`)."""
     return Registry.load()
+
+
+find_kinds_with(load_designs)
 
 
 class Registry:

@@ -25,9 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from memstrata.engine import BuildReport
-from memstrata.eval import locomo
 from memstrata.eval.metrics import percentile
 from memstrata.eval.report import write_report
+from memstrata.importers import locomo
 from memstrata.memory import AsyncMemory
 
 

@@ -28,9 +28,9 @@ from pathlib import Path
 from typing import Any
 
 from memstrata.config import Config
-from memstrata.eval import locomo
 from memstrata.eval.metrics import percentile
 from memstrata.eval.report import write_report
+from memstrata.importers import locomo
 from memstrata.memory import AsyncMemory
 
 NAMES = """Ada Bruno Chiara Dmitri Elif Farid Greta Hiro Ines Jonas Kofi Lena Mateo Nadia Omar

@@ -19,9 +19,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from memstrata.eval import locomo
 from memstrata.eval.metrics import distinct_sources, evidence_set_metrics, summarise
 from memstrata.eval.report import write_report
+from memstrata.importers import locomo
 from memstrata.memory import AsyncMemory
 from memstrata.retrieval.text import content_terms
 

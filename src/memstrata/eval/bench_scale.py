@@ -30,6 +30,7 @@ import numpy as np
 
 from memstrata.embed.minilm import MiniLMEmbedder, usable_cores
 from memstrata.eval.metrics import percentile
+from memstrata.eval.precomputed import Precomputed
 from memstrata.eval.report import write_report
 from memstrata.memory import AsyncMemory
 from memstrata.retrieval.documents import embed_text
@@ -250,8 +251,6 @@ async def _run(
     progress: Callable[[int], None] | None,
     checkpoint: Callable[[dict[str, Any]], object] | None = None,
 ) -> dict[str, Any]:
-    from memstrata.eval.bench_store import Precomputed
-
     if data:
         episodes, questions = real_turns(data, sizes[-1])
         queries = pick_queries(questions, n_queries, seed)

@@ -19,7 +19,7 @@ from typing import Any
 
 from memstrata import Memory
 from memstrata.errors import InvalidInputError
-from memstrata.eval import locomo
+from memstrata.importers import locomo
 from memstrata.models import Derived, Entity, Fact, Span, record_kind
 
 #: the built-in recipes that build structures (the others only index episodes)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from memstrata.errors import ConfigError, StoreNotFoundError
+from memstrata.errors import ConfigError, StoreError, StoreNotFoundError
 from memstrata.redact import redact
 from memstrata.store.base import (
     AddReport,
@@ -37,7 +37,14 @@ def open_store(
     """
     target = store_target(path_or_url, create=create)
     if is_postgres(target):
-        from memstrata.store.postgres import PostgresStore
+        try:
+            from memstrata.store.postgres import PostgresStore
+        except ModuleNotFoundError as exc:
+            if (exc.name or "").split(".")[0] != "psycopg":
+                raise
+            raise StoreError(
+                "a PostgreSQL store needs psycopg: pip install 'memstrata[postgres]'"
+            ) from exc
 
         return PostgresStore(target)
     return SQLiteStore(

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from studies.structures import noise
 from tests.designs.chatter import built
 
 from memstrata.designs.mindgraph.records import ConceptNode
+from memstrata.eval.structures import noise
 
 
 def test_nodes_are_named_by_their_text_and_none_is_a_greeting(tmp_path: Path, embedder) -> None:

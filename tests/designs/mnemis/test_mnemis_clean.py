@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from studies.structures import cohesion, noise
 from tests.designs.chatter import built
+
+from memstrata.eval.structures import cohesion, noise
 
 #: how much closer (mean cosine, MiniLM) two members of a category are than two names
 #: drawn at random (0.08 on this chat, 0.16 on ku-dev; docs/knowledge.md, "Cleaner

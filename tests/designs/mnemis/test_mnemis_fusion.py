@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from studies.mnemis_system2.ceiling import recorded_unions
 
 from memstrata.config import Config
 from memstrata.designs.mnemis.global_selection import SelectionParams, select_heuristic
@@ -24,6 +24,16 @@ from memstrata.memory import Memory
 from memstrata.models import Entity, Span
 from memstrata.store import SQLiteStore, Store
 from memstrata.store.base import SearchFilters
+
+
+@contextmanager
+def recorded_unions() -> Iterator[list[EpisodeUnion]]:
+    """The episode unions the Mnemis route ranks while the block runs, in order."""
+    seen: list[EpisodeUnion] = []
+    rankings = EpisodeUnion.rankings
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(EpisodeUnion, "rankings", lambda u: seen.append(u) or rankings(u))
+        yield seen
 
 
 def _graph(embedder) -> tuple[Graph, dict[str, str]]:

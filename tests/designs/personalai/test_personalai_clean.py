@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from studies.structures import noise
 from tests.designs.chatter import built
+
+from memstrata.eval.structures import noise
 
 
 def test_no_greeting_or_function_word_is_an_object(tmp_path: Path, embedder) -> None:

@@ -2,7 +2,7 @@
 
 Three readers produce :class:`Sample` lists:
 
-* ``locomo``: the LoCoMo release (through :mod:`memstrata.eval.locomo`); categories get
+* ``locomo``: the LoCoMo release (through :mod:`memstrata.importers.locomo`); categories get
   their names, adversarial questions (category 5) are marked ``abstain``.
 * ``longmemeval``: ``longmemeval_s`` / ``_m`` / ``_oracle``; one sample (namespace) per
   question holding its haystack sessions; turn ids are ``<session id>:<index>``; the
@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from memstrata.errors import InvalidInputError
-from memstrata.eval import locomo
+from memstrata.importers import locomo
 
 FORMATS = ("locomo", "longmemeval", "qaset")
 

@@ -13,6 +13,8 @@
 
 The figures are built without pyplot (no global state), and each bar carries its recipe
 name as ``gid``, so the tests can check colours and extents on the figures themselves.
+matplotlib is the extra ``bench``: without it, importing this module is a
+:class:`~memstrata.ConfigError` that names the extra.
 """
 
 from __future__ import annotations
@@ -24,11 +26,16 @@ import textwrap
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-import matplotlib
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.colors import to_hex, to_rgb
-from matplotlib.figure import Figure
-from matplotlib.ticker import MaxNLocator, NullFormatter
+from memstrata.errors import ConfigError
+
+try:
+    import matplotlib
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.colors import to_hex, to_rgb
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import MaxNLocator, NullFormatter
+except ImportError as exc:  # the plots are the extra ``bench``
+    raise ConfigError("the report's plots need matplotlib: pip install 'memstrata[bench]'") from exc
 
 from memstrata.eval.qa.cost import STAGES
 from memstrata.eval.qa.metrics_retrieval import KS

@@ -6,12 +6,13 @@ from __future__ import annotations
 import base64
 import html
 import io
-from typing import Any
-
-from matplotlib.figure import Figure
+from typing import TYPE_CHECKING, Any
 
 from memstrata.eval.qa.plots import figures
 from memstrata.eval.qa.report import fmt, tables
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 _STYLE = """body{font-family:sans-serif;margin:24px;color:#222}
 table{border-collapse:collapse;margin:8px 0 24px}td,th{border:1px solid #ccc;padding:3px 8px;

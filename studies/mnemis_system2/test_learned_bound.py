@@ -6,6 +6,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
+from memstrata.designs.mnemis.route import EpisodeUnion
+from memstrata.memory import Memory
 from studies.mnemis_system2.learned_bound import (
     FEATURES,
     EpisodeSpace,
@@ -14,9 +17,6 @@ from studies.mnemis_system2.learned_bound import (
     features,
     leave_one_group_out,
 )
-
-from memstrata.designs.mnemis.route import EpisodeUnion
-from memstrata.memory import Memory
 
 
 def _space(tmp_path: Path, embedder) -> EpisodeSpace:

@@ -8,7 +8,7 @@
   answer's words (those in the turn) that the note's keywords hold, against the turn's
   first 8 content terms.
 
-Usage: python docs/higmem_notes_check.py STORE LOCOMO_FILE
+Usage: python -m studies.higmem_notes_check STORE LOCOMO_FILE
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from datetime import datetime
 
 from dateparser import parse
 
-from memstrata.eval import locomo
 from memstrata.designs.higmem.records import TurnNote
+from memstrata.importers import locomo
 from memstrata.retrieval.documents import caption_of
 from memstrata.retrieval.text import content_terms
 from memstrata.store import open_store
@@ -44,7 +44,7 @@ def main(store_path: str, data_path: str) -> None:
     for c in convs:
         notes = {
             r.turn_id: r
-            for r in store.get_records(c.namespace, "turn_note")
+            for r in store.get_records(c.namespace, "turn_note", builder=None)
             if isinstance(r, TurnNote)
         }
         eps = {e.id: e for e in store.get_episodes(c.namespace, [t["id"] for t in c.turns])}

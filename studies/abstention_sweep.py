@@ -1,7 +1,7 @@
 """How the LLM-free answer's abstention rules were chosen (docs/benchmarks.md, "Abstention").
 
-    python docs/abstention_sweep.py ../shared/data/locomo/locomo-dev.json --format locomo
-    python docs/abstention_sweep.py ../shared/data/realtalk/realtalk-dev.json --format qaset
+    python -m studies.abstention_sweep ../shared/data/locomo/locomo-dev.json --format locomo
+    python -m studies.abstention_sweep ../shared/data/realtalk/realtalk-dev.json --format qaset
 
 Each sample is added to a fresh in-memory store; every question is searched with the
 recipe (``default``) and the extract's two signals are kept: the best support among the

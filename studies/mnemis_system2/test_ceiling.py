@@ -6,11 +6,11 @@ import asyncio
 from pathlib import Path
 
 import pytest
-from studies.mnemis_system2 import ceiling as bench_selection
 
 from memstrata.memory import AsyncMemory
+from studies.mnemis_system2 import ceiling as bench_selection
 
-DATA = Path(__file__).parents[2] / "data" / "tiny_locomo.json"
+DATA = Path(__file__).parents[2] / "tests" / "data" / "tiny_locomo.json"
 
 
 def _run(tmp_path: Path, embedder, recipes: list[str]) -> dict:

@@ -1,8 +1,8 @@
 """What the reply parser keeps of replies that break their schema (docs/reliability.md).
 
-    python docs/salvage_before_after.py                       # this checkout
+    python -m studies.salvage_before_after                       # this checkout
     git worktree add /tmp/before a791cca
-    PYTHONPATH=/tmp/before/src python docs/salvage_before_after.py   # before salvage
+    PYTHONPATH=/tmp/before/src python -m studies.salvage_before_after   # before salvage
 
 Each reply is one that a server without schema enforcement sends for a design's own
 answer model; the line says what the parser made of it (items kept, or the error).
