@@ -124,10 +124,6 @@ def test_bench_qa_without_the_bench_extra_names_it(
     assert not (tmp_path / "qa").exists()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the SQLite store still imports the PostgreSQL package, which imports psycopg",
-)
 def test_a_postgres_url_without_the_postgres_extra_names_it(
     subprocess_env: dict[str, str],
 ) -> None:
