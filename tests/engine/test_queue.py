@@ -406,7 +406,7 @@ def test_worker_killed_at_random_moments_loses_and_duplicates_nothing(
                     now = start
                     while not kill.due(start, now, time.monotonic() - t0):
                         assert proc.poll() is None, log_path.read_text()
-                        assert time.monotonic() - t0 < 30, f"round {round_no}: {kill} never came"
+                        assert time.monotonic() - t0 < 300, f"round {round_no}: {kill} never came"
                         # Slow polling while the worker starts (it needs the CPU), fast once
                         # it writes, so that the short hierarchy build is not missed.
                         time.sleep(0.002 if now != start else 0.02)
