@@ -237,8 +237,6 @@ class Engine(Upkeep):
         try:
             try:
                 await self._repair(ctx, namespace, builder, late=True)
-            except (asyncio.CancelledError, KeyboardInterrupt):
-                raise
             except Exception as exc:
                 logger.warning("builder %s could not repair: %s", builder.name, exc)
                 report.errors.append(f"repair: {type(exc).__name__}: {exc}")
@@ -264,8 +262,6 @@ class Engine(Upkeep):
                     failed = step.failed
                     for key, value in step.work.items():
                         report.work[key] = report.work.get(key, 0) + value
-                except (asyncio.CancelledError, KeyboardInterrupt):
-                    raise
                 except Exception as exc:
                     logger.warning("builder %s failed a batch: %s", builder.name, exc)
                     failed = {ep.id: f"{type(exc).__name__}: {exc}" for ep in page}
@@ -281,8 +277,6 @@ class Engine(Upkeep):
                     failed = {i: e for i, e in failed.items() if i not in left}
                 try:
                     await self._removed_meanwhile(ctx, namespace, builder, page)
-                except (asyncio.CancelledError, KeyboardInterrupt):
-                    raise
                 except Exception as exc:
                     logger.warning("builder %s could not repair: %s", builder.name, exc)
                     report.errors.append(f"repair: {type(exc).__name__}: {exc}")
@@ -326,8 +320,6 @@ class Engine(Upkeep):
                 try:
                     await builder.finish(ctx, namespace)
                     self._finished.add((namespace, builder.name))
-                except (asyncio.CancelledError, KeyboardInterrupt):
-                    raise
                 except Exception as exc:
                     logger.warning("builder %s could not finish: %s", builder.name, exc)
                     report.errors.append(f"finish: {type(exc).__name__}: {exc}")
