@@ -34,7 +34,7 @@ from memstrata.designs.memtree.tree import BUILDER, PAPER_BUILDER, Tree, unit
 from memstrata.engine.contracts import BlockingRoute, Context
 from memstrata.models import Hit
 from memstrata.retrieval import documents
-from memstrata.retrieval.fusion import rrf
+from memstrata.retrieval.rank_fusion import rrf
 from memstrata.retrieval.text import content_terms
 from memstrata.store.base import SearchFilters
 from memstrata.store.fulltext import phrases_of

@@ -46,7 +46,7 @@ from memstrata.llm.schema import bounded_json_schema, repair_json
 from memstrata.llm.tools import MAX_ROUNDS, ToolCall, json_protocol, run_tool_loop
 from memstrata.llm.types import LLMOutputError
 from memstrata.retrieval.context import count_tokens
-from memstrata.retrieval.fusion import rrf
+from memstrata.retrieval.rank_fusion import rrf
 from memstrata.retrieval.text import content_terms
 
 _ABSTAIN = re.compile(

@@ -30,7 +30,7 @@ from memstrata.embed.cache import embed_cached
 from memstrata.engine.contracts import BlockingRoute, Context
 from memstrata.models import Hit
 from memstrata.retrieval import documents
-from memstrata.retrieval.fusion import rrf
+from memstrata.retrieval.rank_fusion import rrf
 from memstrata.retrieval.record_index import RecordIndex
 from memstrata.retrieval.system1 import DEFAULT_SYSTEM1, EpisodeRoute, System1Params, plan_query
 from memstrata.retrieval.text import content_terms, words

@@ -65,7 +65,7 @@ from memstrata.embed.cache import embed_cached
 from memstrata.engine.contracts import Context, Route
 from memstrata.models import Episode, Hit
 from memstrata.retrieval import documents
-from memstrata.retrieval.fusion import rrf
+from memstrata.retrieval.rank_fusion import rrf
 from memstrata.retrieval.record_index import RecordIndex
 from memstrata.retrieval.system1 import DEFAULT_SYSTEM1, System1Params
 from memstrata.retrieval.text import content_terms

@@ -31,7 +31,7 @@ from memstrata.designs.mnemis.rerank import Reranker, listwise
 from memstrata.engine.contracts import Context
 from memstrata.llm.types import LLMError
 from memstrata.models import Hit
-from memstrata.retrieval.fusion import rrf
+from memstrata.retrieval.rank_fusion import rrf
 from memstrata.retrieval.record_index import RecordIndex
 from memstrata.retrieval.system1 import EpisodeRoute
 from memstrata.store.base import SearchFilters

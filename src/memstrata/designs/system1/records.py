@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from memstrata.embed.cache import embed_cached
 from memstrata.engine.contracts import BlockingRoute, Context
 from memstrata.models import Derived, Hit
-from memstrata.retrieval.fusion import rrf
+from memstrata.retrieval.rank_fusion import rrf
 from memstrata.retrieval.record_index import RecordIndex
 from memstrata.retrieval.text import content_terms
 from memstrata.store.base import SearchFilters
