@@ -16,7 +16,7 @@ import tomllib
 import types
 from difflib import get_close_matches
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Union, get_args, get_origin
+from typing import TYPE_CHECKING, Any, Literal, Union, cast, get_args, get_origin
 
 from pydantic import (
     BaseModel,
@@ -200,7 +200,7 @@ def _overrides(params: type[BaseModel]) -> dict[str, Any]:
     """Each field of ``params`` as an optional override: same name, type or ``None``
     (the default: keep the recipe's value), same description."""
     return {
-        name: (info.annotation | None, Field(default=None, description=info.description))
+        name: (cast(Any, info.annotation) | None, Field(default=None, description=info.description))
         for name, info in params.model_fields.items()
     }
 
