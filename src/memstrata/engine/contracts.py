@@ -252,7 +252,7 @@ class BlockingRoute(Route[P]):
         namespace: str,
         queries: list[str],
         k: int,
-        filters: SearchFilters | None = None,
+        filters: SearchFilters | None,
     ) -> list[list[Hit]]:
         """:meth:`search`, on the calling thread."""
 

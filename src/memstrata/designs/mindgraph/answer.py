@@ -33,10 +33,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from memstrata.designs.mindgraph import prompts
-from memstrata.designs.mindgraph.build import MARGIN, fitted_state, prompt_tokens
 from memstrata.designs.mindgraph.communities import ReportCache
 from memstrata.designs.mindgraph.graph import ConceptGraph
 from memstrata.designs.mindgraph.heuristic import idf, parse
+from memstrata.designs.mindgraph.llm_build import MARGIN, fitted_state, prompt_tokens
 from memstrata.designs.mindgraph.provenance import window
 from memstrata.engine.contracts import Window
 from memstrata.engine.extractive import MIN_SUPPORT

@@ -26,10 +26,10 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from memstrata.designs.mindgraph.answer import compaction, evidence, first_prompt, tool_loop
-from memstrata.designs.mindgraph.build import build_llm, most_that_fit
 from memstrata.designs.mindgraph.communities import ReportCache
 from memstrata.designs.mindgraph.graph import BUILDER, ConceptGraph, Edge, Node
 from memstrata.designs.mindgraph.heuristic import VERSION, Sentence, parse, question_graph
+from memstrata.designs.mindgraph.llm_build import build_llm, most_that_fit
 from memstrata.designs.mindgraph.prompts import BUILD_STAGE
 from memstrata.designs.mindgraph.records import ConceptEdge, ConceptNode
 from memstrata.embed.cache import embed_cached
