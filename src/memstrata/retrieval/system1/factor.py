@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import Any
 
 from memstrata.retrieval import when
@@ -46,6 +46,14 @@ class Mark:
             return set()
         keys = c.texts if self.reads else c.meta
         return {key for key in keys if self.holds(c, asked, key)}
+
+    def explained(self, c: Candidates, asked: object, marked: set[int]) -> Callable[[int], bool]:
+        """How the ledger tells the candidates the rule applied to when a hit is
+        explained: those it marked; a rule that reads no text is asked again, of the
+        candidates known by then (``meta`` grows as later stages join turns)."""
+        if self.reads or not asked:
+            return marked.__contains__
+        return partial(self.holds, c, asked)
 
 
 def _periods(c: Candidates) -> list[when.Period]:
@@ -144,17 +152,20 @@ def factor(c: Candidates) -> None:
     if any(value for mark, value in asked if mark.reads):
         unread = [key for key in c.meta if key not in c.texts]
         c.texts = {**c.texts, **c.store.episode_texts(unread)}
-    marks = [(mark.knob, getattr(p, mark.knob), mark.marked(c, value)) for mark, value in asked]
-    raises, cuts = marks[: len(BOOSTS)], marks[len(BOOSTS) :]
+    rules = []
+    for mark, value in asked:
+        marked = mark.marked(c, value)
+        rules.append((mark.knob, getattr(p, mark.knob), marked, mark.explained(c, value, marked)))
+    raises, cuts = rules[: len(BOOSTS)], rules[len(BOOSTS) :]
     c.ledger.factored = c.meta
-    c.ledger.boosts = [(knob, value, keys.__contains__) for knob, value, keys in raises]
-    c.ledger.penalties = [(knob, value, keys.__contains__) for knob, value, keys in cuts]
+    c.ledger.boosts = [(knob, value, test) for knob, value, _, test in raises]
+    c.ledger.penalties = [(knob, value, test) for knob, value, _, test in cuts]
     for key in c.meta:
         f = 1.0
-        for _, boost, keys in raises:
+        for _, boost, keys, _ in raises:
             if key in keys:
                 f += boost
-        for _, penalty, keys in cuts:
+        for _, penalty, keys, _ in cuts:
             if key in keys:
                 f *= 1.0 - penalty
         c.final[key] *= f
