@@ -282,7 +282,7 @@ class _FusedSearch(Search):
     ) -> _Found:
         """The entities and facts System-1 finds, and what System-2's Global Selection
         selects (entities, facts, the categories it walked through)."""
-        sel = await self._selection(graph, hierarchy, query, qvec, terms)
+        sel = await self._global_selection(graph, hierarchy, query, qvec, terms)
         return _Found(
             sel=sel,
             s1_ent=admit(graph, self._s1(idx.entities, terms, qvec), admitted),
