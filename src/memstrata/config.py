@@ -16,7 +16,7 @@ import tomllib
 import types
 from difflib import get_close_matches
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Union, get_args, get_origin
+from typing import TYPE_CHECKING, Any, Literal, Union, cast, get_args, get_origin
 
 from pydantic import (
     BaseModel,
@@ -24,6 +24,7 @@ from pydantic import (
     Field,
     SecretStr,
     ValidationError,
+    create_model,
     field_validator,
     model_validator,
 )
@@ -31,6 +32,7 @@ from pydantic import (
 from memstrata.engine.recipe import Recipe
 from memstrata.errors import ConfigError
 from memstrata.redact import redact_tree
+from memstrata.retrieval.system1.params import System1Params
 
 if TYPE_CHECKING:
     from memstrata.llm.budgets import Budgets as LLMBudgets
@@ -190,47 +192,38 @@ class Budgets(_Section):
     evidence_keep: float = Field(default=0.6, ge=0, le=1)
 
 
-class RetrievalConfig(_Section):
-    """Overrides of the recipe's System-1 knobs (see ``memstrata.retrieval.system1``);
-    ``None`` keeps the recipe's value.
-
-    ``tier`` is the tier of the routes and the reranker at search time. ``None`` means
-    ``llm`` when an LLM is configured. ``heuristic`` keeps searches free of LLM calls
-    while the answerer (and a judge) still use the LLM.
-    """
-
+class _SearchTier(_Section):
     tier: Literal["heuristic", "llm"] | None = None
-    candidates: int | None = None
-    rrf_k: int | None = None
-    dense_weight: float | None = None
-    bm25_weight: float | None = None
-    speaker_boost: float | None = None
-    drop_speaker_terms: bool | None = None
-    drop_meta_terms: bool | None = None
-    neighbour_weight: float | None = None
-    neighbour_window: int | None = None
-    date_boost: float | None = None
-    stance_boost: float | None = None
-    link_boost: float | None = None
-    link_pool: int | None = None
-    cover_boost: float | None = None
-    rule_boost: float | None = None
-    advice_boost: float | None = None
-    asker_boost: float | None = None
-    speaker_aliases: bool | None = None
-    brief_words: int | None = None
-    brief_penalty: float | None = None
-    voice_weight: float | None = None
-    session_weight: float | None = None
-    session_window: int | None = None
-    reply_weight: float | None = None
-    reply_pool: int | None = None
-    period_weight: float | None = None
-    thread_weight: float | None = None
-    thread_window: int | None = None
-    ask_weight: float | None = None
-    ask_pool: int | None = None
-    question_penalty: float | None = None
+
+
+def _overrides(params: type[BaseModel]) -> dict[str, Any]:
+    """Each field of ``params`` as an optional override: same name, type or ``None``
+    (the default: keep the recipe's value), same description."""
+    return {
+        name: (cast(Any, info.annotation) | None, Field(default=None, description=info.description))
+        for name, info in params.model_fields.items()
+    }
+
+
+_RETRIEVAL_DOC = """Overrides of the recipe's System-1 knobs, one per field of
+:class:`memstrata.retrieval.system1.System1Params` (made from it, so the two never
+drift apart); ``None`` keeps the recipe's value.
+
+``tier`` is the tier of the routes and the reranker at search time. ``None`` means
+``llm`` when an LLM is configured. ``heuristic`` keeps searches free of LLM calls
+while the answerer (and a judge) still use the LLM.
+"""
+
+if TYPE_CHECKING:
+    RetrievalConfig = _SearchTier
+else:
+    RetrievalConfig = create_model(
+        "RetrievalConfig",
+        __base__=_SearchTier,
+        __doc__=_RETRIEVAL_DOC,
+        __module__=__name__,
+        **_overrides(System1Params),
+    )
 
 
 class BuildConfig(_Section):

@@ -1,6 +1,6 @@
 """Other names of a conversation's two speakers, from how they address each other."""
 
-from memstrata.retrieval.aliases import speaker_named, unknown_names
+from memstrata.retrieval.system1.aliases import speaker_named, unknown_names
 
 SPEAKERS = ["Emi", "elise"]
 

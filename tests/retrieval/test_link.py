@@ -7,7 +7,7 @@ import pytest
 
 from memstrata.embed import MiniLMEmbedder
 from memstrata.memory import Memory
-from memstrata.retrieval.links import cover_words, link_words, word_strengths
+from memstrata.retrieval.system1.hops import cover_words, link_words, word_strengths
 from memstrata.store import Store
 
 ANCHOR = (

@@ -1,8 +1,8 @@
-"""Likes and dislikes in questions and turns (retrieval/stance.py)."""
+"""Likes and dislikes in questions and turns (retrieval/system1/stance.py)."""
 
 import pytest
 
-from memstrata.retrieval.stance import asks, states
+from memstrata.retrieval.system1.stance import asks, states
 
 
 @pytest.mark.parametrize(

@@ -2,7 +2,7 @@
 
 import pytest
 
-from memstrata.retrieval.standing import asks_advice, by_asker, first_person, instructs
+from memstrata.retrieval.system1.standing import asks_advice, by_asker, first_person, instructs
 
 
 @pytest.mark.parametrize(

@@ -2,13 +2,13 @@ import math
 import random
 from datetime import UTC, datetime
 
-from memstrata.retrieval.fusion import rrf
-from memstrata.retrieval.sessions import asks, in_session
+from memstrata.retrieval.rank_fusion import rrf
 from memstrata.retrieval.system1 import (
     System1Params,
     parse_period,
     plan_query,
 )
+from memstrata.retrieval.system1.sessions import asks, in_session
 from memstrata.retrieval.text import at_most_content_words, content_terms, content_words
 from memstrata.store.base import EpisodeMeta
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memstrata.retrieval.voice import apart, in_voice
+from memstrata.retrieval.system1.voice import apart, in_voice
 
 
 @pytest.mark.parametrize(

@@ -21,9 +21,11 @@ that subclasses them and hands a :class:`Design` to the registry, either as a bu
 
 from __future__ import annotations
 
+import asyncio
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, Literal, TypeVar, cast
 
@@ -168,8 +170,6 @@ class Builder(ABC, Generic[P]):
         (another design's records of the same kinds stay). The engine then folds every
         episode in again through :meth:`update` and :meth:`finish`, under its lease and
         failure handling."""
-        import asyncio
-
         await asyncio.to_thread(ctx.store.reset_build, namespace, self.name)
 
     async def repair(self, ctx: Context, namespace: str, work: Repairs) -> None:
@@ -182,7 +182,6 @@ class Builder(ABC, Generic[P]):
         This default suits a design whose records each rest on few episodes: every
         record that lost a source is dropped and its remaining episodes are queued
         again, so :meth:`update` derives it anew from them."""
-        import asyncio
 
         def drop() -> None:
             again: dict[str, None] = {}
@@ -230,6 +229,45 @@ class Route(ABC, Generic[P]):
         """For each query, hits best first. ``k`` is the episode budget; other kinds
         follow the route's own rule (the recipe's fusion budgets cut them). The hits
         must be new objects: fusion sets their ``ranks`` and ``score`` in place."""
+
+
+class BlockingRoute(Route[P]):
+    """A route whose whole search is blocking store and index work: :meth:`search_now`
+    runs on a worker thread, so the event loop serves other requests meanwhile."""
+
+    async def search(
+        self,
+        ctx: Context,
+        namespace: str,
+        queries: list[str],
+        k: int,
+        filters: SearchFilters | None = None,
+    ) -> list[list[Hit]]:
+        return await asyncio.to_thread(self.search_now, ctx, namespace, queries, k, filters)
+
+    @abstractmethod
+    def search_now(
+        self,
+        ctx: Context,
+        namespace: str,
+        queries: list[str],
+        k: int,
+        filters: SearchFilters | None,
+    ) -> list[list[Hit]]:
+        """:meth:`search`, on the calling thread."""
+
+
+@contextmanager
+def forgotten_on_failure(forget: Callable[..., object], *args: object) -> Iterator[None]:
+    """Call ``forget(*args)`` (a cache's ``forget`` of a namespace) when the block fails in any
+    way, cancellation included, and let the failure through: the in-memory structures
+    then hold changes that were never written, and the next reader must load them from
+    the store again."""
+    try:
+        yield
+    except BaseException:
+        forget(*args)
+        raise
 
 
 class Answer(BaseModel):

@@ -52,7 +52,7 @@ from memstrata.errors import ConfigError
 from memstrata.knowledge.present import order_results
 from memstrata.llm.base import LLMClient
 from memstrata.llm.types import NOT_SENT
-from memstrata.models import Hit
+from memstrata.models import Episode, Hit
 from memstrata.redact import redact
 from memstrata.retrieval import evidence
 from memstrata.retrieval.system1 import System1Params
@@ -238,115 +238,150 @@ class Engine(Upkeep):
             holder = await asyncio.to_thread(self.store.lease_holder, namespace, builder.name)
             report.skipped = f"another process ({holder}) is building {builder.name!r}"
             return report
-        cfg = self.build_cfg
         try:
             try:
                 await self._repair(ctx, namespace, builder, late=True)
-            except (asyncio.CancelledError, KeyboardInterrupt):
-                raise
             except Exception as exc:
                 logger.warning("builder %s could not repair: %s", builder.name, exc)
                 report.errors.append(f"repair: {type(exc).__name__}: {exc}")
-            after = 0
-            lost = False
-            breaker = ctx.llm.breaker if ctx.llm is not None else None
-            while True:
-                page = await asyncio.to_thread(
-                    self.store.pending_episodes, namespace, builder.name, cfg.batch_size, after
-                )
-                if not page:
-                    break
-                if stop is not None and stop.is_set():
-                    report.stopped = True
-                    break
-                if breaker is not None and breaker.is_open:
-                    report.unreachable = breaker.why
-                    break
-                after = page[-1].key
-                trips = breaker.trips if breaker is not None else 0
-                try:
-                    step = await builder.update(ctx, namespace, page)
-                    failed = step.failed
-                    for key, value in step.work.items():
-                        report.work[key] = report.work.get(key, 0) + value
-                except (asyncio.CancelledError, KeyboardInterrupt):
-                    raise
-                except Exception as exc:
-                    logger.warning("builder %s failed a batch: %s", builder.name, exc)
-                    failed = {ep.id: f"{type(exc).__name__}: {exc}" for ep in page}
-                left: set[str] = set()
-                if breaker is not None and breaker.trips > trips:
-                    # The server went away during the batch: episodes whose calls were not
-                    # sent (their reason quotes the refusal) stay queued, attempts untouched,
-                    # unless the builder wrote them (a stage to redo); the drain stops here.
-                    report.unreachable = breaker.why
-                    refused = [i for i, why in failed.items() if NOT_SENT in why]
-                    unbuilt = self.store.unbuilt
-                    left = set(await asyncio.to_thread(unbuilt, namespace, [builder.name], refused))
-                    failed = {i: e for i, e in failed.items() if i not in left}
-                try:
-                    await self._removed_meanwhile(ctx, namespace, builder, page)
-                except (asyncio.CancelledError, KeyboardInterrupt):
-                    raise
-                except Exception as exc:
-                    logger.warning("builder %s could not repair: %s", builder.name, exc)
-                    report.errors.append(f"repair: {type(exc).__name__}: {exc}")
-                if failed:
-                    keys = {ep.id: ep.key for ep in page}
-                    await asyncio.to_thread(
-                        self.store.mark_failed,
-                        namespace,
-                        builder.name,
-                        [(keys[i], err) for i, err in failed.items() if i in keys],
-                        cfg.max_attempts,
-                        cfg.backoff_s,
-                    )
-                    report.errors.extend(f"{i}: {e}" for i, e in list(failed.items())[:5])
-                report.episodes += len(page) - len(left)
-                report.failed += len(failed)
-                ctx.advance(len(page) - len(left))
-                if report.unreachable:
-                    break
-                if not await asyncio.to_thread(
-                    self.store.acquire_lease, namespace, builder.name, self.owner, cfg.lease_s
-                ):
-                    # Held past build.lease_s without a renewal (a stalled process, a
-                    # host that could not be checked): another one took the build over.
-                    # Going on would write what the new holder writes too.
-                    holder = await asyncio.to_thread(
-                        self.store.lease_holder, namespace, builder.name
-                    )
-                    if holder is not None:  # else the namespace is gone: nothing to do
-                        report.errors.append(f"lease lost to {holder}: stopped after this batch")
-                    report.stopped = lost = True
-                    break
+            lost = await self._batches(ctx, namespace, builder, report, stop)
             # a lost lease leaves the finishing step to the new holder
-            due = not lost and (report.episodes or (namespace, builder.name) not in self._finished)
-            if due and (report.unreachable or (stop is not None and stop.is_set())):
-                # The finishing step (possibly long: a first hierarchy) is left to the
-                # next drain, which runs it as this one is not marked finished.
-                report.stopped = True
-                self._finished.discard((namespace, builder.name))
-            elif due:
-                try:
-                    await builder.finish(ctx, namespace)
-                    self._finished.add((namespace, builder.name))
-                except (asyncio.CancelledError, KeyboardInterrupt):
-                    raise
-                except Exception as exc:
-                    logger.warning("builder %s could not finish: %s", builder.name, exc)
-                    report.errors.append(f"finish: {type(exc).__name__}: {exc}")
+            if not lost:
+                await self._finish(ctx, namespace, builder, report, stop)
         finally:
             await asyncio.to_thread(self.store.release_lease, namespace, builder.name, self.owner)
         if describe:
-            report.details = await builder.describe(ctx, namespace)
-            stats = (await asyncio.to_thread(self.store.stats, namespace))[0]
-            report.counts = dict(stats.records_by_builder.get(builder.name, {}))
-        if describe and ctx.tier == "llm" and builder.stage_prefix:
-            usage = await asyncio.to_thread(self.store.llm_usage, namespace)
-            report.llm = {k: v for k, v in usage.items() if k.startswith(builder.stage_prefix)}
+            await self._describe(ctx, namespace, builder, report)
         report.seconds = elapsed(t0)
         return report
+
+    async def _batches(
+        self,
+        ctx: Context,
+        namespace: str,
+        builder: Builder,
+        report: BuildReport,
+        stop: asyncio.Event | None,
+    ) -> bool:
+        """Hand the pending episodes to ``builder`` a batch at a time, renewing the lease
+        after each, until none is left, ``stop`` is set or the LLM server is gone.
+        Returns whether the lease was lost to another process."""
+        cfg = self.build_cfg
+        breaker = ctx.llm.breaker if ctx.llm is not None else None
+        after = 0
+        while True:
+            page = await asyncio.to_thread(
+                self.store.pending_episodes, namespace, builder.name, cfg.batch_size, after
+            )
+            if not page:
+                return False
+            if stop is not None and stop.is_set():
+                report.stopped = True
+                return False
+            if breaker is not None and breaker.is_open:
+                report.unreachable = breaker.why
+                return False
+            after = page[-1].key
+            await self._batch(ctx, namespace, builder, page, report)
+            if report.unreachable:
+                return False
+            if not await asyncio.to_thread(
+                self.store.acquire_lease, namespace, builder.name, self.owner, cfg.lease_s
+            ):
+                # Held past build.lease_s without a renewal (a stalled process, a
+                # host that could not be checked): another one took the build over.
+                # Going on would write what the new holder writes too.
+                holder = await asyncio.to_thread(self.store.lease_holder, namespace, builder.name)
+                if holder is not None:  # else the namespace is gone: nothing to do
+                    report.errors.append(f"lease lost to {holder}: stopped after this batch")
+                report.stopped = True
+                return True
+
+    async def _batch(
+        self,
+        ctx: Context,
+        namespace: str,
+        builder: Builder,
+        page: list[Episode],
+        report: BuildReport,
+    ) -> None:
+        """One batch: the builder's step, the repairs of what was removed meanwhile, and
+        the failures marked for a retry with backoff."""
+        cfg = self.build_cfg
+        breaker = ctx.llm.breaker if ctx.llm is not None else None
+        trips = breaker.trips if breaker is not None else 0
+        try:
+            step = await builder.update(ctx, namespace, page)
+            failed = step.failed
+            for key, value in step.work.items():
+                report.work[key] = report.work.get(key, 0) + value
+        except Exception as exc:
+            logger.warning("builder %s failed a batch: %s", builder.name, exc)
+            failed = {ep.id: f"{type(exc).__name__}: {exc}" for ep in page}
+        left: set[str] = set()
+        if breaker is not None and breaker.trips > trips:
+            # The server went away during the batch: episodes whose calls were not
+            # sent (their reason quotes the refusal) stay queued, attempts untouched,
+            # unless the builder wrote them (a stage to redo); the drain stops here.
+            report.unreachable = breaker.why
+            refused = [i for i, why in failed.items() if NOT_SENT in why]
+            unbuilt = self.store.unbuilt
+            left = set(await asyncio.to_thread(unbuilt, namespace, [builder.name], refused))
+            failed = {i: e for i, e in failed.items() if i not in left}
+        try:
+            await self._removed_meanwhile(ctx, namespace, builder, page)
+        except Exception as exc:
+            logger.warning("builder %s could not repair: %s", builder.name, exc)
+            report.errors.append(f"repair: {type(exc).__name__}: {exc}")
+        if failed:
+            keys = {ep.id: ep.key for ep in page}
+            await asyncio.to_thread(
+                self.store.mark_failed,
+                namespace,
+                builder.name,
+                [(keys[i], err) for i, err in failed.items() if i in keys],
+                cfg.max_attempts,
+                cfg.backoff_s,
+            )
+            report.errors.extend(f"{i}: {e}" for i, e in list(failed.items())[:5])
+        report.episodes += len(page) - len(left)
+        report.failed += len(failed)
+        ctx.advance(len(page) - len(left))
+
+    async def _finish(
+        self,
+        ctx: Context,
+        namespace: str,
+        builder: Builder,
+        report: BuildReport,
+        stop: asyncio.Event | None,
+    ) -> None:
+        """The builder's finishing step, when the drain folded something in or the
+        builder never finished in this engine."""
+        due = report.episodes or (namespace, builder.name) not in self._finished
+        if due and (report.unreachable or (stop is not None and stop.is_set())):
+            # The finishing step (possibly long: a first hierarchy) is left to the
+            # next drain, which runs it as this one is not marked finished.
+            report.stopped = True
+            self._finished.discard((namespace, builder.name))
+        elif due:
+            try:
+                await builder.finish(ctx, namespace)
+                self._finished.add((namespace, builder.name))
+            except Exception as exc:
+                logger.warning("builder %s could not finish: %s", builder.name, exc)
+                report.errors.append(f"finish: {type(exc).__name__}: {exc}")
+
+    async def _describe(
+        self, ctx: Context, namespace: str, builder: Builder, report: BuildReport
+    ) -> None:
+        """The builder's figures, its record counts and, on the llm tier, its LLM usage."""
+        report.details = await builder.describe(ctx, namespace)
+        stats = (await asyncio.to_thread(self.store.stats, namespace))[0]
+        report.counts = dict(stats.records_by_builder.get(builder.name, {}))
+        if ctx.tier == "llm" and builder.stage_prefix:
+            usage = await asyncio.to_thread(self.store.llm_usage, namespace)
+            report.llm = {k: v for k, v in usage.items() if k.startswith(builder.stage_prefix)}
 
     # records written before records named their builder ---------------------------------
     def adopt_unowned(self) -> list[str]:

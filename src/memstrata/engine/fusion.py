@@ -1,7 +1,7 @@
 """Fusion: the hits of several routes become one ranked, de-duplicated list of ``k`` hits.
 
 Per kind, every route's ranking of that kind enters a weighted reciprocal rank fusion
-(:func:`memstrata.retrieval.fusion.rrf`); the kinds then share the ``k`` places by their
+(:func:`memstrata.retrieval.rank_fusion.rrf`); the kinds then share the ``k`` places by their
 shares (:func:`cut`). A hit found by several routes keeps the text of
 the best-ranked one and the union of their sources; ``Hit.ranks`` records which route
 found it at what rank, ``Hit.score`` becomes the fused score. With one route, fusion
@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable, Sequence
 
 from memstrata.engine.recipe import FusionSpec
 from memstrata.models import Hit
-from memstrata.retrieval.fusion import rrf
+from memstrata.retrieval.rank_fusion import rrf
 
 # (query, kind, candidate texts) -> candidate indexes, best first
 Reorder = Callable[[str, str, list[str]], Awaitable[list[int]]]

@@ -149,8 +149,6 @@ class Upkeep:
         removed text must not outlive its removal."""
         try:
             await builder.repair(ctx, namespace, work)
-        except (asyncio.CancelledError, KeyboardInterrupt):
-            raise
         except Exception as exc:
             if ctx.tier != "llm":
                 raise

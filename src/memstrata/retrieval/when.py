@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import calendar
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, date, datetime, timedelta
 from functools import lru_cache
 from typing import NamedTuple
@@ -203,77 +203,111 @@ def _absolute(kind: str, m: re.Match[str], text: str) -> list[Period]:
 
 
 def _relative(kind: str, m: re.Match[str], now: datetime | None) -> list[Period]:
+    """The periods a phrase placed from ``now`` names, by the kind of phrase."""
     if now is None:
         return []
-    today = now.date()
     g = [x.lower() if x else x for x in m.groups()]
-    if kind == "ago":
-        n, unit = _count(g[0]), g[1]
-        if unit == "day":
-            return [_day(today - timedelta(days=n))]
-        if unit == "week":
-            mid = _ts(today) - 7 * DAY * n
-            return [Period(mid - 4 * DAY, mid + 4 * DAY, "week")]
-        if unit == "month":
-            s = _add_months(today.replace(day=1), -n)
-            return [_month(s.year, s.month)]
-        return [_year(today.year - n)]
-    if kind == "last_unit":
-        step = {"last": -1, "past": -1, "previous": -1, "this": 0, "next": 1}[g[0]]
-        unit = g[1]
-        if unit in ("week", "weekend"):
-            monday = today - timedelta(days=today.weekday())
-            start = monday + timedelta(weeks=step)
-            if unit == "weekend":
-                start += timedelta(days=5)
-                return [Period(_ts(start), _ts(start) + 2 * DAY, "week")]
-            return [Period(_ts(start), _ts(start) + 7 * DAY, "week")]
-        if unit == "month":
-            s = _add_months(today.replace(day=1), step)
-            return [_month(s.year, s.month)]
-        return [_year(today.year + step)]
-    if kind == "last_weekday":
-        target = list(calendar.day_name).index(g[1].capitalize())
-        if g[0] == "next":
-            ahead = (target - today.weekday()) % 7 or 7
-            return [_day(today + timedelta(days=ahead))]
-        back = (today.weekday() - target) % 7 or 7
-        return [_day(today - timedelta(days=back))]
-    if kind == "last_season":
-        name = "autumn" if g[1] == "fall" else g[1]
-        candidates = sorted(
-            (
-                p
-                for y in (today.year - 2, today.year - 1, today.year, today.year + 1)
-                for p in _season(name, y, y + 1 if name == "winter" else None)
-            ),
-            key=lambda p: p.start,
-        )
-        now_ts = _ts(today)
-        if g[0] == "last":
-            done = [p for p in candidates if p.end <= now_ts]
-            return done[-1:]
-        if g[0] == "next":
-            return [p for p in candidates if p.start > now_ts][:1]
-        return [p for p in candidates if p.start <= now_ts][-1:]
-    if kind == "day_word":
-        shift = {"yesterday": -1, "last night": -1, "tomorrow": 1}.get(g[0], 0)
-        return [_day(today + timedelta(days=shift))]
-    if kind == "dm":
-        day_s, month_s = (g[0], g[1]) if g[0] else (g[3], g[2])
-        if month_s == "may" and not re.search(r"\bMay\b", m.group(0)):
-            return []
-        month = _month_num(month_s)
-        d = _safe_date(today.year, month, int(day_s))
-        if d is not None and d > today + timedelta(days=1):
-            d = _safe_date(today.year - 1, month, int(day_s))
-        return [_day(d)] if d else []
+    return _RELATIVE_BY_KIND.get(kind, _month_name)(g, m, now.date())
+
+
+def _ago(g: list[str], m: re.Match[str], today: date) -> list[Period]:
+    """ "three days ago", "two weeks ago", "a month ago", "a year ago"."""
+    n, unit = _count(g[0]), g[1]
+    if unit == "day":
+        return [_day(today - timedelta(days=n))]
+    if unit == "week":
+        mid = _ts(today) - 7 * DAY * n
+        return [Period(mid - 4 * DAY, mid + 4 * DAY, "week")]
+    if unit == "month":
+        s = _add_months(today.replace(day=1), -n)
+        return [_month(s.year, s.month)]
+    return [_year(today.year - n)]
+
+
+def _last_unit(g: list[str], m: re.Match[str], today: date) -> list[Period]:
+    """ "last week", "this weekend", "next month", "the previous year"."""
+    step = {"last": -1, "past": -1, "previous": -1, "this": 0, "next": 1}[g[0]]
+    unit = g[1]
+    if unit in ("week", "weekend"):
+        monday = today - timedelta(days=today.weekday())
+        start = monday + timedelta(weeks=step)
+        if unit == "weekend":
+            start += timedelta(days=5)
+            return [Period(_ts(start), _ts(start) + 2 * DAY, "week")]
+        return [Period(_ts(start), _ts(start) + 7 * DAY, "week")]
+    if unit == "month":
+        s = _add_months(today.replace(day=1), step)
+        return [_month(s.year, s.month)]
+    return [_year(today.year + step)]
+
+
+def _last_weekday(g: list[str], m: re.Match[str], today: date) -> list[Period]:
+    """ "last Saturday", "next Monday"."""
+    target = list(calendar.day_name).index(g[1].capitalize())
+    if g[0] == "next":
+        ahead = (target - today.weekday()) % 7 or 7
+        return [_day(today + timedelta(days=ahead))]
+    back = (today.weekday() - target) % 7 or 7
+    return [_day(today - timedelta(days=back))]
+
+
+def _last_season(g: list[str], m: re.Match[str], today: date) -> list[Period]:
+    """ "last spring", "next winter", "this fall"."""
+    name = "autumn" if g[1] == "fall" else g[1]
+    candidates = sorted(
+        (
+            p
+            for y in (today.year - 2, today.year - 1, today.year, today.year + 1)
+            for p in _season(name, y, y + 1 if name == "winter" else None)
+        ),
+        key=lambda p: p.start,
+    )
+    now_ts = _ts(today)
+    if g[0] == "last":
+        done = [p for p in candidates if p.end <= now_ts]
+        return done[-1:]
+    if g[0] == "next":
+        return [p for p in candidates if p.start > now_ts][:1]
+    return [p for p in candidates if p.start <= now_ts][-1:]
+
+
+def _day_word(g: list[str], m: re.Match[str], today: date) -> list[Period]:
+    """ "yesterday", "last night", "today", "tomorrow"."""
+    shift = {"yesterday": -1, "last night": -1, "tomorrow": 1}.get(g[0], 0)
+    return [_day(today + timedelta(days=shift))]
+
+
+def _day_month(g: list[str], m: re.Match[str], today: date) -> list[Period]:
+    """A day and month without a year ("7 May", "May 7th"): the latest such day not
+    after tomorrow."""
+    day_s, month_s = (g[0], g[1]) if g[0] else (g[3], g[2])
+    if month_s == "may" and not re.search(r"\bMay\b", m.group(0)):
+        return []
+    month = _month_num(month_s)
+    d = _safe_date(today.year, month, int(day_s))
+    if d is not None and d > today + timedelta(days=1):
+        d = _safe_date(today.year - 1, month, int(day_s))
+    return [_day(d)] if d else []
+
+
+def _month_name(g: list[str], m: re.Match[str], today: date) -> list[Period]:
+    """A month without a year ("in March"): the latest such month, this one included."""
     month_s = g[0]
     if month_s == "may" and "May" not in m.group(0):
         return []
     month = _month_num(month_s)
     year = today.year if month <= today.month else today.year - 1
     return [_month(year, month)]
+
+
+_RELATIVE_BY_KIND: dict[str, Callable[[list[str], re.Match[str], date], list[Period]]] = {
+    "ago": _ago,
+    "last_unit": _last_unit,
+    "last_weekday": _last_weekday,
+    "last_season": _last_season,
+    "day_word": _day_word,
+    "dm": _day_month,
+}
 
 
 def _shift(p: Period, n: int, unit: str, side: str) -> Period:

@@ -9,9 +9,9 @@ import json
 from typing import Any
 
 from memstrata.designs.mindgraph import prompts
-from memstrata.designs.mindgraph.build import build_llm
 from memstrata.designs.mindgraph.communities import llm_reports
 from memstrata.designs.mindgraph.graph import ConceptGraph, Node
+from memstrata.designs.mindgraph.llm_build import build_llm
 from memstrata.llm import LLMClient, ScriptedBackend
 from memstrata.llm.budgets import Budgets
 

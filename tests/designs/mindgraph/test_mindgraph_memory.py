@@ -195,7 +195,7 @@ def test_llm_tier_an_operation_outside_the_vocabulary_is_dropped_and_counted(
 
 
 def test_operations_dropped_from_a_reply_are_counted_among_the_rejected() -> None:
-    from memstrata.designs.mindgraph.build import build_llm
+    from memstrata.designs.mindgraph.llm_build import build_llm
 
     text = "Maya flew to Lisbon in June."
     reply = {

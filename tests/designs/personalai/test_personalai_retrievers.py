@@ -10,7 +10,13 @@ from pai_helpers import make_graph, node, query, set_vectors
 from pydantic import ValidationError
 
 from memstrata.designs.personalai.astar import AStarParams, astar, search
-from memstrata.designs.personalai.beam import BeamParams, Path, beam, beam_paths, select
+from memstrata.designs.personalai.beam_search import (
+    BeamSearchParams,
+    Path,
+    beam_paths,
+    beam_search,
+    select,
+)
 from memstrata.designs.personalai.retrieve import (
     ComparatorParams,
     Query,
@@ -183,7 +189,7 @@ def web(store, embedder):
 
 def _paths(graph, **kw) -> list[Path]:
     q = query(graph, ["S"], vector=graph.topology().vectors()[node(graph.topology(), graph, "F")])
-    return beam_paths(q, BeamParams(**kw))
+    return beam_paths(q, BeamSearchParams(**kw))
 
 
 def test_beam_without_node_sharing_never_shares_a_node(web) -> None:
@@ -218,7 +224,10 @@ def test_beam_final_sorting_modes() -> None:
     ended = [Path([0, 1], sims=[0.9], score=0.9), Path([0, 2], sims=[0.2], score=0.2)]
     cont = [Path([0, 3], sims=[0.5], score=0.5), Path([0, 4], sims=[0.8], score=0.8)]
     pick = {
-        m: [p.score for p in select(ended, cont, BeamParams(max_paths=3, final_sorting_mode=m))]
+        m: [
+            p.score
+            for p in select(ended, cont, BeamSearchParams(max_paths=3, final_sorting_mode=m))
+        ]
         for m in ("ended_first", "continuous_first", "mixed")
     }
     assert pick["ended_first"] == [0.9, 0.2, 0.8]
@@ -227,12 +236,12 @@ def test_beam_final_sorting_modes() -> None:
 
 
 def test_beam_mean_alpha_weighs_the_last_node(web) -> None:
-    from memstrata.designs.personalai.beam import relevance
+    from memstrata.designs.personalai.beam_search import relevance
 
     assert relevance([1.0, 0.0], 1.0) == pytest.approx(0.5)
     assert relevance([1.0, 0.0], 0.0) == pytest.approx(0.0)
     assert relevance([1.0, 0.0], 0.75) == pytest.approx(0.375)
-    items = beam(query(web, ["S"]), BeamParams(max_depth=2))
+    items = beam_search(query(web, ["S"]), BeamSearchParams(max_depth=2))
     assert items and all(it.path[0] == f"o:{web.by_name['s']}" for it in items)
 
 
@@ -242,7 +251,7 @@ def test_restrictions_never_visit_their_node_type(star, restrict) -> None:
     runs = [
         lambda q: astar(q, AStarParams()),
         lambda q: watercircles(q, WaterCirclesParams(strict_filter=False)),
-        lambda q: beam(q, BeamParams()),
+        lambda q: beam_search(q, BeamSearchParams()),
     ]
     for run in runs:
         base = query(star, ["A", "B", "C"])
@@ -257,8 +266,8 @@ def test_restrictions_never_visit_their_node_type(star, restrict) -> None:
 
 def test_restriction_letters_are_checked() -> None:
     with pytest.raises(ValidationError, match="E, T and O"):
-        BeamParams(restrict="EX")
-    assert BeamParams(restrict="te").restrict == "TE"
+        BeamSearchParams(restrict="EX")
+    assert BeamSearchParams(restrict="te").restrict == "TE"
 
 
 def test_mixed_is_the_union(star) -> None:
@@ -334,7 +343,7 @@ def two_starts(store, embedder):
 def test_beam_paths_may_enter_another_start_node(two_starts) -> None:
     g = two_starts
     q = query(g, ["A", "B"], vector=g.topology().vectors()[node(g.topology(), g, "B")])
-    paths = beam_paths(q, BeamParams(max_paths=10, max_depth=3))
+    paths = beam_paths(q, BeamSearchParams(max_paths=10, max_depth=3))
     name = {q.topo.index[f"o:{oid}"]: key for key, oid in g.by_name.items()}
     named = {tuple(name.get(n, "?") for n in p.nodes) for p in paths}
     assert ("a", "x", "b") in {p[:3] for p in named}, named  # A-X-B: "X knows B"
@@ -344,7 +353,7 @@ def test_beam_caps_paths_per_start_node_and_ignores_their_order(two_starts) -> N
     g = two_starts
     vec = g.topology().vectors()[node(g.topology(), g, "X")]
     runs = [
-        beam_paths(query(g, starts, vector=vec), BeamParams(max_paths=2))
+        beam_paths(query(g, starts, vector=vec), BeamSearchParams(max_paths=2))
         for starts in (["A", "B"], ["B", "A"])
     ]
     assert [p.nodes for p in runs[0]] == [p.nodes for p in runs[1]]  # order-free

@@ -32,7 +32,7 @@ from memstrata.designs.higmem.layer import (
 )
 from memstrata.designs.higmem.notes import analyse, calendar_date, note_text, turn_body
 from memstrata.designs.higmem.records import Event, EventFact, TurnNote, profile_key
-from memstrata.engine.contracts import Builder, Context, StepResult
+from memstrata.engine.contracts import Builder, Context, StepResult, forgotten_on_failure
 from memstrata.engine.removal import following, leaked, removed_terms
 from memstrata.errors import ConfigError
 from memstrata.llm.base import LLMClient
@@ -108,7 +108,7 @@ class HiGMemBuilder(Builder[HiGMemParams]):
         cache = layer_cache(ctx)
         lay = await asyncio.to_thread(cache.get, self.name, namespace)
         batch = list(episodes)
-        try:
+        with forgotten_on_failure(cache.forget, self.name, namespace):
             windows = await asyncio.to_thread(self._windows, ctx, batch)
             if ctx.tier == "llm":
                 if ctx.llm is None:
@@ -125,9 +125,6 @@ class HiGMemBuilder(Builder[HiGMemParams]):
                 await asyncio.to_thread(self._heuristic, lay, batch, windows)
             keys = [ep.key for ep in batch if ep.id not in failed]
             await asyncio.to_thread(lay.flush, keys)
-        except BaseException:
-            cache.forget(self.name, namespace)  # the in-memory layers hold unwritten changes
-            raise
         return StepResult(failed=failed)
 
     def _windows(self, ctx: Context, batch: list[Episode]) -> dict[str, list[Episode]]:
@@ -221,8 +218,6 @@ class HiGMemBuilder(Builder[HiGMemParams]):
                 else:
                     event.facts.append(fact)
                 lay.link(event, ep)
-        except (asyncio.CancelledError, KeyboardInterrupt):
-            raise
         except Exception as exc:
             lay.restore(saved, ep.id)
             if old_note is not None:

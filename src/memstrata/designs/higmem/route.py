@@ -323,9 +323,10 @@ class GuidedRoute(Route[GuidedParams]):
         k: int,
         filters: SearchFilters | None,
     ) -> list[Hit]:
+        """Keywords, the semantic candidates, the turns the events predict, the profile
+        and link expansions, then the evidence filter's choice."""
         p = self.params
-        paper = p.prompts == "paper"
-        ask_kw = prompts.paper_query_keywords if paper else prompts.query_keywords
+        ask_kw = prompts.paper_query_keywords if p.prompts == "paper" else prompts.query_keywords
         kw = await ask(llm, ask_kw(query), "keywords")
         words_ = [w.strip() for w in getattr(kw, "keywords", []) if w.strip()]
         if p.query == "keywords":  # q_kw alone; the question when the model gave none
@@ -338,41 +339,7 @@ class GuidedRoute(Route[GuidedParams]):
         anchors = self._anchors(lay, qvec)
         linked = await asyncio.to_thread(self._linked, ctx, lay, namespace, anchors, filters)
         if anchors and linked:
-            sims = dict(
-                zip(
-                    linked,
-                    (self._turn_vecs(ctx, list(linked.values())) @ qvec).tolist(),
-                    strict=True,
-                )
-            )
-            short: dict[str, str] = {}
-            sid_of: dict[str, str] = {}
-            blocks = []
-            for eid, _ in anchors:
-                inside = [t for t in lay.events[eid].turn_ids if t in linked]
-                if p.shown_per_event is not None:
-                    inside = sorted(inside, key=lambda t: -sims[t])[: p.shown_per_event]
-                shown = []
-                for t in sorted(inside, key=lambda t: linked[t].seq):
-                    if t not in sid_of:
-                        sid_of[t] = f"T{len(short) + 1}"
-                        short[sid_of[t]] = t
-                    shown.append((sid_of[t], cut(stamp(linked[t]), p.shown_chars)))
-                if shown:
-                    blocks.append((self._sheet(lay.events[eid], sid_of), shown))
-            ask_pred = prompts.paper_event_prediction if paper else prompts.event_prediction
-            fixed = p.prompt_budget == "fixed"
-            calls = pack(blocks, p.predict_chars if fixed else chars(llm, "predict", query))
-            preds = await asyncio.gather(
-                *(ask(llm, ask_pred(query, c), "predict", room(llm, c)) for c in calls)
-            )
-            for pred in preds:
-                for sid in getattr(pred, "ids", []):
-                    got = short.get(sid.strip().upper())
-                    if got is not None:
-                        t = got
-                        owner = next(e for e, _ in anchors if t in lay.events[e].turn_ids)
-                        cands.setdefault(t, Candidate(linked[t])).events.append(owner)
+            await self._predicted(ctx, llm, lay, query, qvec, anchors, linked, cands)
         if p.k_profile:
             found = await asyncio.to_thread(
                 self._profiled, ctx, lay, namespace, [query, *words_], filters
@@ -381,7 +348,66 @@ class GuidedRoute(Route[GuidedParams]):
                 cands.setdefault(ep.id, Candidate(ep)).via.append("profile")
         if p.link_expansion:
             await asyncio.to_thread(self._expand, ctx, lay, namespace, cands, filters)
-        pool = list(cands.values())[: p.max_candidates]
+        chosen = await self._filtered(llm, lay, query, list(cands.values()), k)
+        for rank, c in enumerate(chosen):
+            c.score = 1.0 / (rank + 1)
+        return self._hits(chosen)
+
+    async def _predicted(
+        self,
+        ctx: Context,
+        llm: LLMClient,
+        lay: Layers,
+        query: str,
+        qvec: np.ndarray,
+        anchors: list[tuple[str, float]],
+        linked: dict[str, Episode],
+        cands: dict[str, Candidate],
+    ) -> None:
+        """Event prediction: the anchor events' sheets and turns (short ids) shown to the
+        LLM, and the turns it names join ``cands`` under the event that holds them."""
+        p = self.params
+        vecs = self._turn_vecs(ctx, list(linked.values()))
+        sims = dict(zip(linked, (vecs @ qvec).tolist(), strict=True))
+        short: dict[str, str] = {}
+        sid_of: dict[str, str] = {}
+        blocks = []
+        for eid, _ in anchors:
+            inside = [t for t in lay.events[eid].turn_ids if t in linked]
+            if p.shown_per_event is not None:
+                inside = sorted(inside, key=lambda t: -sims[t])[: p.shown_per_event]
+            shown = []
+            for t in sorted(inside, key=lambda t: linked[t].seq):
+                if t not in sid_of:
+                    sid_of[t] = f"T{len(short) + 1}"
+                    short[sid_of[t]] = t
+                shown.append((sid_of[t], cut(stamp(linked[t]), p.shown_chars)))
+            if shown:
+                blocks.append((self._sheet(lay.events[eid], sid_of), shown))
+        paper = p.prompts == "paper"
+        ask_pred = prompts.paper_event_prediction if paper else prompts.event_prediction
+        fixed = p.prompt_budget == "fixed"
+        calls = pack(blocks, p.predict_chars if fixed else chars(llm, "predict", query))
+        preds = await asyncio.gather(
+            *(ask(llm, ask_pred(query, c), "predict", room(llm, c)) for c in calls)
+        )
+        for pred in preds:
+            for sid in getattr(pred, "ids", []):
+                got = short.get(sid.strip().upper())
+                if got is not None:
+                    t = got
+                    owner = next(e for e, _ in anchors if t in lay.events[e].turn_ids)
+                    cands.setdefault(t, Candidate(linked[t])).events.append(owner)
+
+    async def _filtered(
+        self, llm: LLMClient, lay: Layers, query: str, cands: list[Candidate], k: int
+    ) -> list[Candidate]:
+        """The evidence filter over the first ``max_candidates``: the set it keeps,
+        whatever its size (Eq. 8: ``k`` does not cut it); the first ``k`` in order when
+        every filter call failed."""
+        p = self.params
+        paper = p.prompts == "paper"
+        pool = cands[: p.max_candidates]
         ids = {f"T{i}": c for i, c in enumerate(pool, start=1)}
         shown = [
             (sid, cut(stamp(c.ep) if paper else self._with_dates(lay, c.ep), p.shown_chars))
@@ -404,15 +430,11 @@ class GuidedRoute(Route[GuidedParams]):
             )
         )
         answered = [r for r in kept if isinstance(r, prompts.Selection)]
-        if not answered:  # the filter failed: candidates in order
-            chosen = pool[:k]
-        else:  # the filter's set, whatever its size (Eq. 8): k does not cut it
-            said = [s.strip().upper() for r in answered for s in r.ids]
-            picked = [ids[s] for s in said if s in ids]
-            chosen = list({id(c): c for c in picked}.values()) or pool[:1]
-        for rank, c in enumerate(chosen):
-            c.score = 1.0 / (rank + 1)
-        return self._hits(chosen)
+        if not answered:
+            return pool[:k]
+        said = [s.strip().upper() for r in answered for s in r.ids]
+        picked = [ids[s] for s in said if s in ids]
+        return list({id(c): c for c in picked}.values()) or pool[:1]
 
     def _sheet(self, event: Event, sid_of: dict[str, str]) -> str:
         """An event as prediction reads it: its summary, then its fact sheet's latest

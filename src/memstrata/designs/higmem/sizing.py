@@ -5,8 +5,6 @@ prompt that falls back instead of failing the search."""
 
 from __future__ import annotations
 
-import asyncio
-
 from pydantic import BaseModel
 
 from memstrata.designs.higmem import prompts
@@ -105,7 +103,5 @@ async def ask(
     budget = llm.budgets.tokens(prompts.STAGES[step]) if max_tokens is None else max_tokens
     try:
         return await llm.structured(messages, model, stage=prompts.STAGES[step], max_tokens=budget)
-    except (asyncio.CancelledError, KeyboardInterrupt):
-        raise
     except Exception:  # counted as a failure in the LLM accounting
         return None

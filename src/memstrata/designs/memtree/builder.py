@@ -37,7 +37,7 @@ from memstrata.designs.memtree.tree import (
     Vec,
     tree_problems,
 )
-from memstrata.engine.contracts import Builder, Context, StepResult
+from memstrata.engine.contracts import Builder, Context, StepResult, forgotten_on_failure
 from memstrata.errors import ConfigError
 from memstrata.models import Episode, Span
 from memstrata.retrieval.chunking import chunk_spans
@@ -172,7 +172,7 @@ class MemTreeBuilder(Builder[MemTreeParams]):
         tree = await asyncio.to_thread(cache.get, namespace, self.name)
         batch = list(episodes)
         before = (tree.insertions, tree.aggregates)
-        try:
+        with forgotten_on_failure(cache.forget, namespace, self.name):
             if ctx.tier == "llm":
                 if ctx.llm is None:
                     raise ConfigError(
@@ -183,9 +183,6 @@ class MemTreeBuilder(Builder[MemTreeParams]):
                 failed = await asyncio.to_thread(self._update_heuristic, tree, batch)
             keys = [ep.key for ep in batch if ep.id not in failed]
             await asyncio.to_thread(tree.flush, (self.name, keys))
-        except BaseException:
-            cache.forget(namespace, self.name)  # the in-memory tree holds unwritten changes
-            raise
         work = {
             "insertions": tree.insertions - before[0],
             "aggregates": tree.aggregates - before[1],
@@ -221,8 +218,6 @@ class MemTreeBuilder(Builder[MemTreeParams]):
                         *(llm_aggregate(llm, c, content, n, paper=paper) for _, c, n in ins.targets)
                     )
                     await asyncio.to_thread(apply, tree, ins, texts)
-            except (asyncio.CancelledError, KeyboardInterrupt):
-                raise
             except Exception as exc:
                 tree.rollback()
                 failed[ep.id] = f"{type(exc).__name__}: {exc}"
@@ -243,7 +238,7 @@ class MemTreeBuilder(Builder[MemTreeParams]):
         cache = tree_cache(ctx)
         cache.forget(namespace)
         tree = await asyncio.to_thread(cache.get, namespace)
-        try:
+        with forgotten_on_failure(cache.forget, namespace, self.name):
             for rec in work.dropped:
                 if isinstance(rec, TreeNode) and any(
                     n.parent_id == rec.id for n in tree.nodes.values()
@@ -279,9 +274,6 @@ class MemTreeBuilder(Builder[MemTreeParams]):
                 tree.update_inner(nid, text)
             await asyncio.to_thread(tree.embed_nodes, order)
             await asyncio.to_thread(tree.flush)
-        except BaseException:
-            cache.forget(namespace, self.name)
-            raise
 
     def _fold(self, tree: Tree, texts: list[str], counts: list[int]) -> str:
         """The heuristic Aggregate folded over a node's children, in their order."""

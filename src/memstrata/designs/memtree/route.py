@@ -23,7 +23,6 @@ sources credits the episodes the summary rests on most.
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 from typing import ClassVar, Literal
 
@@ -32,10 +31,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from memstrata.designs.memtree.builder import tree_cache
 from memstrata.designs.memtree.tree import BUILDER, PAPER_BUILDER, Tree, unit
-from memstrata.engine.contracts import Context, Route
+from memstrata.engine.contracts import BlockingRoute, Context
 from memstrata.models import Hit
 from memstrata.retrieval import documents
-from memstrata.retrieval.fusion import rrf
+from memstrata.retrieval.rank_fusion import rrf
 from memstrata.retrieval.text import content_terms
 from memstrata.store.base import SearchFilters
 from memstrata.store.fulltext import phrases_of
@@ -69,7 +68,7 @@ class MemTreePaperRouteParams(MemTreeRouteParams):
     )
 
 
-class MemTreeRoute(Route[MemTreeRouteParams]):
+class MemTreeRoute(BlockingRoute[MemTreeRouteParams]):
     """Cosine search over the tree's nodes; leaves as episodes, inner nodes as summaries."""
 
     name = "memtree"
@@ -78,17 +77,7 @@ class MemTreeRoute(Route[MemTreeRouteParams]):
     #: the builder whose tree it searches
     builder: ClassVar[str] = BUILDER
 
-    async def search(
-        self,
-        ctx: Context,
-        namespace: str,
-        queries: list[str],
-        k: int,
-        filters: SearchFilters | None = None,
-    ) -> list[list[Hit]]:
-        return await asyncio.to_thread(self._search, ctx, namespace, queries, k, filters)
-
-    def _search(
+    def search_now(
         self,
         ctx: Context,
         namespace: str,

@@ -11,7 +11,7 @@ Two ways to use it:
 
 Where things are: :mod:`.graph` (nodes, edges, the four operations and their
 validation), :mod:`.provenance` (quotes to spans), :mod:`.heuristic` (the LLM-free
-build), :mod:`.build` (the D.1 build loop), :mod:`.communities` (Leiden subgraphs and
+build), :mod:`.llm_build` (the D.1 build loop), :mod:`.communities` (Leiden subgraphs and
 cached reports), :mod:`.answer` (the tool loop, evidence windows, compaction),
 :mod:`.prompts` (D.1-D.3 verbatim), :mod:`.recipe`, :mod:`.show`, :mod:`.view` (the explorer).
 """

@@ -33,10 +33,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from memstrata.designs.mindgraph import prompts
-from memstrata.designs.mindgraph.build import MARGIN, fitted_state, prompt_tokens
 from memstrata.designs.mindgraph.communities import ReportCache
 from memstrata.designs.mindgraph.graph import ConceptGraph
 from memstrata.designs.mindgraph.heuristic import idf, parse
+from memstrata.designs.mindgraph.llm_build import MARGIN, fitted_state, prompt_tokens
 from memstrata.designs.mindgraph.provenance import window
 from memstrata.engine.contracts import Window
 from memstrata.engine.extractive import MIN_SUPPORT
@@ -46,7 +46,7 @@ from memstrata.llm.schema import bounded_json_schema, repair_json
 from memstrata.llm.tools import MAX_ROUNDS, ToolCall, json_protocol, run_tool_loop
 from memstrata.llm.types import LLMOutputError
 from memstrata.retrieval.context import count_tokens
-from memstrata.retrieval.fusion import rrf
+from memstrata.retrieval.rank_fusion import rrf
 from memstrata.retrieval.text import content_terms
 
 _ABSTAIN = re.compile(
@@ -222,6 +222,54 @@ def _support(
     return out
 
 
+@dataclass
+class _Tools:
+    """The answer stage's tools over one graph (D.3: ``lookup_source``,
+    ``subgraph_summary``), with the source windows looked up and the calls by tool."""
+
+    text: str
+    graph: ConceptGraph
+    reports: ReportCache
+    size: int
+    looked: list[tuple[int, int, list[str]]] = field(default_factory=list)
+    calls: dict[str, int] = field(
+        default_factory=lambda: {"lookup_source": 0, "subgraph_summary": 0}
+    )
+
+    async def run(self, call: ToolCall) -> str:
+        self.calls[call.name] = self.calls.get(call.name, 0) + 1
+        if call.name == "lookup_source":
+            return self._lookup(call)
+        return await self._summary(call)
+
+    def _lookup(self, call: ToolCall) -> str:
+        """The text around a node's source quote, ``size`` characters."""
+        graph = self.graph
+        nid = str(call.arguments.get("node_id", "")).strip()
+        if nid not in graph.nodes:
+            return f"error: no node {nid!r}; ids are those of the graph's nodes"
+        found = node_window(self.text, graph, nid, self.size)
+        if found is None:
+            return f"node {nid!r} has no located source quote: {graph.nodes[nid].content}"
+        self.looked.append((found[0], found[1], [nid]))
+        return self.text[found[0] : found[1]]
+
+    async def _summary(self, call: ToolCall) -> str:
+        """The subgraphs' index, or one subgraph's report (``mode = "detail"``)."""
+        subs = await self.reports.get()
+        if call.arguments.get("mode") == "detail":
+            sid = call.arguments.get("subgraph_id")
+            try:
+                at = int(sid)  # type: ignore[arg-type]
+            except (TypeError, ValueError):
+                at = -1
+            if not 0 <= at < len(subs):  # a negative id is no subgraph, not one from the end
+                return f"error: no subgraph {sid!r}; ids are 0 to {len(subs) - 1}"
+            return subs[at].detail()
+        head = "subgraph_id | title | impact_rating | n_nodes"
+        return "\n".join([head, *(s.index_line() for s in subs)])
+
+
 async def tool_loop(
     llm: LLMClient,
     text: str,
@@ -246,36 +294,11 @@ async def tool_loop(
     if window is not None:
         state, rounds = _fitted(graph, question, schema, size, max_rounds, max_tokens, window)
     messages, _ = prompts.answer(state, graph.stats_line(), question)
-    looked: list[tuple[int, int, list[str]]] = []
-    calls: dict[str, int] = {"lookup_source": 0, "subgraph_summary": 0}
+    tools = _Tools(text, graph, reports, size)
 
     async def execute(call: ToolCall) -> str:
-        found = await run(call)
+        found = await tools.run(call)
         return found[:size] if window is not None else found
-
-    async def run(call: ToolCall) -> str:
-        calls[call.name] = calls.get(call.name, 0) + 1
-        if call.name == "lookup_source":
-            nid = str(call.arguments.get("node_id", "")).strip()
-            if nid not in graph.nodes:
-                return f"error: no node {nid!r}; ids are those of the graph's nodes"
-            found = node_window(text, graph, nid, size)
-            if found is None:
-                return f"node {nid!r} has no located source quote: {graph.nodes[nid].content}"
-            looked.append((found[0], found[1], [nid]))
-            return text[found[0] : found[1]]
-        subs = await reports.get()
-        if call.arguments.get("mode") == "detail":
-            sid = call.arguments.get("subgraph_id")
-            try:
-                at = int(sid)  # type: ignore[arg-type]
-            except (TypeError, ValueError):
-                at = -1
-            if not 0 <= at < len(subs):  # a negative id is no subgraph, not one from the end
-                return f"error: no subgraph {sid!r}; ids are 0 to {len(subs) - 1}"
-            return subs[at].detail()
-        head = "subgraph_id | title | impact_rating | n_nodes"
-        return "\n".join([head, *(s.index_line() for s in subs)])
 
     result = await run_tool_loop(
         llm,
@@ -291,7 +314,7 @@ async def tool_loop(
     return Outcome(
         answer=answer,
         abstained=not answer or bool(_ABSTAIN.match(answer)),
-        windows=_merge(text, looked),
+        windows=_merge(text, tools.looked),
         first_prompt=messages[0].content,
         usage={
             "rounds": result.usage,
@@ -302,7 +325,7 @@ async def tool_loop(
         details={
             "cited_nodes": cited,
             "confidence": confidence,
-            "tool_calls": calls,
+            "tool_calls": tools.calls,
             "tool_rounds": len(result.rounds),
             "capped": result.capped,
             "protocol": result.replies[0].mode,

@@ -35,9 +35,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from memstrata import nlp
-from memstrata.designs.mindgraph.build import build_llm
 from memstrata.designs.mindgraph.graph import BUILDER, ConceptGraph, Node, snake
 from memstrata.designs.mindgraph.heuristic import episode_parts
+from memstrata.designs.mindgraph.llm_build import build_llm
 from memstrata.designs.mindgraph.records import ConceptEdge, ConceptNode
 from memstrata.designs.mindgraph.repair import repair_records
 from memstrata.engine.contracts import Builder, Context, StepResult

@@ -209,11 +209,6 @@ class ConceptGraph:
             deg[e.target] += 1
         return deg
 
-    def neighbours(self, nid: str) -> list[str]:
-        out = [e.target for e in self.edges if e.source == nid]
-        out += [e.source for e in self.edges if e.target == nid]
-        return list(dict.fromkeys(out))
-
     def digest(self) -> str:
         """Hash of the structure (nodes, types, contents, spans, edges): keys caches of
         what is computed from a graph (communities, reports)."""

@@ -121,6 +121,27 @@ def claim_text(text: str, s: Sentence) -> str:
     return body if len(body) <= _CLAIM_CHARS else body[: _CLAIM_CHARS - 1] + "…"
 
 
+def _mention(
+    graph: ConceptGraph,
+    text: str,
+    chunk: int,
+    span: tuple[int, int],
+    nid: str,
+    kind: str,
+    content: str,
+    claim: str,
+    relation: str,
+) -> None:
+    """Node ``nid`` (added the first time it is met, quoting ``span``) and its edge to
+    ``claim``, quoting the same ``span``."""
+    a, b = span
+    if nid not in graph.nodes:
+        node = {"op": "add_node", "id": nid, "type": kind, "content": content}
+        graph.apply({**node, "src": text[a:b]}, text, chunk, a, b)
+    edge = {"op": "add_edge", "source": nid, "target": claim, "relation": relation}
+    graph.apply({**edge, "src": text[a:b]}, text, chunk, a, b)
+
+
 def question_graph(
     text: str,
     question: str,
@@ -146,92 +167,22 @@ def question_graph(
         cid = f"claim_{n + 1}"
         chunk = chunk_of(s.start)
         quote = text[s.start : s.end]
-        graph.apply(
-            {
-                "op": "add_node",
-                "id": cid,
-                "type": "claim",
-                "content": claim_text(text, s),
-                "src": quote,
-            },
-            text,
-            chunk,
-            s.start,
-            s.end,
-        )
+        node = {"op": "add_node", "id": cid, "type": "claim", "content": claim_text(text, s)}
+        graph.apply({**node, "src": quote}, text, chunk, s.start, s.end)
         if previous is not None:
+            edge = {"op": "add_edge", "source": previous, "target": cid}
             graph.apply(
-                {
-                    "op": "add_edge",
-                    "source": previous,
-                    "target": cid,
-                    "relation": "followed_by",
-                    "src": quote,
-                },
-                text,
-                chunk,
-                s.start,
-                s.end,
+                {**edge, "relation": "followed_by", "src": quote}, text, chunk, s.start, s.end
             )
         previous = cid
         for name, a, b in s.entities:
             eid = snake(name) or f"entity_{a}"
-            if eid not in graph.nodes:
-                graph.apply(
-                    {
-                        "op": "add_node",
-                        "id": eid,
-                        "type": "entity",
-                        "content": name,
-                        "src": text[a:b],
-                    },
-                    text,
-                    chunk,
-                    a,
-                    b,
-                )
-            graph.apply(
-                {
-                    "op": "add_edge",
-                    "source": eid,
-                    "target": cid,
-                    "relation": "mentioned_in",
-                    "src": text[a:b],
-                },
-                text,
-                chunk,
-                a,
-                b,
-            )
+            _mention(graph, text, chunk, (a, b), eid, "entity", name, cid, "mentioned_in")
         for value, a, b in s.numbers:
             sid = "stat_" + (snake(value) or str(a))
-            if sid not in graph.nodes:  # one node per value, like a name
-                graph.apply(
-                    {
-                        "op": "add_node",
-                        "id": sid,
-                        "type": "stat",
-                        "content": f"{value} in: {claim_text(text, s)[:80]}",
-                        "src": text[a:b],
-                    },
-                    text,
-                    chunk,
-                    a,
-                    b,
-                )
-            graph.apply(
-                {
-                    "op": "add_edge",
-                    "source": sid,
-                    "target": cid,
-                    "relation": "stated_in",
-                    "src": text[a:b],
-                },
-                text,
-                chunk,
-                a,
-                b,
-            )
+            content = f"{value} in: {claim_text(text, s)[:80]}"
+            # one node per value, like a name
+            _mention(graph, text, chunk, (a, b), sid, "stat", content, cid, "stated_in")
     # the same name twice in one sentence is one edge: not an error of the tier
     graph.rejected.pop("duplicate_edge", None)
     return graph

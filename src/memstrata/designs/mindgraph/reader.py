@@ -25,17 +25,23 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from memstrata.designs.mindgraph.answer import compaction, evidence, first_prompt, tool_loop
-from memstrata.designs.mindgraph.build import build_llm, most_that_fit
+from memstrata.designs.mindgraph.answer import (
+    Outcome,
+    compaction,
+    evidence,
+    first_prompt,
+    tool_loop,
+)
 from memstrata.designs.mindgraph.communities import ReportCache
 from memstrata.designs.mindgraph.graph import BUILDER, ConceptGraph, Edge, Node
 from memstrata.designs.mindgraph.heuristic import VERSION, Sentence, parse, question_graph
+from memstrata.designs.mindgraph.llm_build import build_llm, most_that_fit
 from memstrata.designs.mindgraph.prompts import BUILD_STAGE
 from memstrata.designs.mindgraph.records import ConceptEdge, ConceptNode
 from memstrata.embed.cache import embed_cached
 from memstrata.engine.contracts import Context, Reader, Reading
 from memstrata.errors import ConfigError
-from memstrata.llm.base import context_tokens
+from memstrata.llm.base import LLMClient, context_tokens
 from memstrata.llm.types import LLMError, MemoryUsageSink
 from memstrata.models import Episode, Span
 from memstrata.retrieval.chunking import chunk_spans
@@ -135,7 +141,7 @@ class MindGraphReader(Reader[ReaderParams]):
     ) -> Reading:
         if ctx.tier == "llm" and ctx.llm is None:
             raise ConfigError("the llm tier needs an LLM; configure llm.kind or use heuristic")
-        text, p = document.text, self.params
+        text = document.text
         sink = MemoryUsageSink()
         llm = ctx.llm.scoped(namespace=namespace, usage=sink) if ctx.llm is not None else None
         key = self.graph_key(question, ctx)
@@ -144,21 +150,7 @@ class MindGraphReader(Reader[ReaderParams]):
         failed = 0
         places = await asyncio.to_thread(self._places, ctx, namespace, document, question)
         if graph is None:
-            chunks = self._chunks(ctx, document)
-            if llm is None:
-                graph = await asyncio.to_thread(
-                    self._sized_graph, ctx, document, question, chunks, places
-                )
-            else:
-                graph, failed = await build_llm(
-                    llm,
-                    text,
-                    question,
-                    chunks,
-                    max_tokens=p.build_max_tokens,
-                    state_nodes=p.state_nodes,
-                    window=context_tokens(llm.backend),
-                )
+            graph, failed = await self._built(ctx, llm, document, question, places)
             await asyncio.to_thread(save_graph, ctx, namespace, key, document.id, graph, failed)
         counts = {**graph.counts(), "cached": cached, "key": key}
         counts["chunk_tokens"] = self.chunk_tokens(ctx)
@@ -172,38 +164,8 @@ class MindGraphReader(Reader[ReaderParams]):
             view = graph_view(graph, text)
             view["subgraphs"] = [s.__dict__ for s in await reports.get()]
             return Reading(question=question, graph={**counts, **view})
-        embed = partial(embed_cached, ctx.store, ctx.embedder)
         units = [(t.start, t.end) for t in self._turns(ctx, document) or []]
-        heuristic = partial(
-            evidence,
-            text,
-            graph,
-            question,
-            p.windows,
-            p.window_chars,
-            embed,
-            places=places,
-            units=units,
-            unit_chars=p.turn_chars,
-        )
-        if llm is None:
-            out = heuristic()
-        else:
-            try:
-                out = await tool_loop(
-                    llm,
-                    text,
-                    graph,
-                    question,
-                    reports,
-                    size=p.window_chars,
-                    max_rounds=p.max_rounds,
-                    max_tokens=p.answer_max_tokens,
-                    window=context_tokens(llm.backend),
-                )
-            except LLMError as exc:  # the graph stands: answer from its evidence windows
-                out = heuristic()
-                out.details["answer_error"] = f"{type(exc).__name__}: {exc}"[:500]
+        out = await self._answered(ctx, llm, text, graph, question, reports, places, units)
         usage: dict[str, Any] = {"stages": sink.summary(), **out.usage}
         if failed:
             usage["failed_build_chunks"] = failed
@@ -217,6 +179,78 @@ class MindGraphReader(Reader[ReaderParams]):
             usage=usage,
             details={"tier": ctx.tier, **out.details, **({"turns": len(units)} if units else {})},
         )
+
+    async def _built(
+        self,
+        ctx: Context,
+        llm: LLMClient | None,
+        document: Episode,
+        question: str,
+        places: list[tuple[int, int]],
+    ) -> tuple[ConceptGraph, int]:
+        """The question's graph over the document: the heuristic build, or the D.1 calls
+        chunk by chunk; and how many chunks failed."""
+        chunks = self._chunks(ctx, document)
+        if llm is None:
+            graph = await asyncio.to_thread(
+                self._sized_graph, ctx, document, question, chunks, places
+            )
+            return graph, 0
+        p = self.params
+        return await build_llm(
+            llm,
+            document.text,
+            question,
+            chunks,
+            max_tokens=p.build_max_tokens,
+            state_nodes=p.state_nodes,
+            window=context_tokens(llm.backend),
+        )
+
+    async def _answered(
+        self,
+        ctx: Context,
+        llm: LLMClient | None,
+        text: str,
+        graph: ConceptGraph,
+        question: str,
+        reports: ReportCache,
+        places: list[tuple[int, int]],
+        units: list[tuple[int, int]],
+    ) -> Outcome:
+        """The answer: the tool loop over the graph, or (no LLM, or a failed loop) the
+        graph's evidence windows."""
+        p = self.params
+        heuristic = partial(
+            evidence,
+            text,
+            graph,
+            question,
+            p.windows,
+            p.window_chars,
+            partial(embed_cached, ctx.store, ctx.embedder),
+            places=places,
+            units=units,
+            unit_chars=p.turn_chars,
+        )
+        if llm is None:
+            return heuristic()
+        try:
+            return await tool_loop(
+                llm,
+                text,
+                graph,
+                question,
+                reports,
+                size=p.window_chars,
+                max_rounds=p.max_rounds,
+                max_tokens=p.answer_max_tokens,
+                window=context_tokens(llm.backend),
+            )
+        except LLMError as exc:  # the graph stands: answer from its evidence windows
+            out = heuristic()
+            out.details["answer_error"] = f"{type(exc).__name__}: {exc}"[:500]
+            return out
 
     def chunk_tokens(self, ctx: Context) -> int:
         """The build's chunk size: ``chunk_tokens`` (the paper's 8,192), cut to what the

@@ -19,7 +19,6 @@ node's id, type and content. Search filters apply to the source episodes.
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,10 +27,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from memstrata.designs.mindgraph.builder import BUILDER
 from memstrata.designs.mindgraph.records import ConceptEdge, ConceptNode
 from memstrata.embed.cache import embed_cached
-from memstrata.engine.contracts import Context, Route
+from memstrata.engine.contracts import BlockingRoute, Context
 from memstrata.models import Hit
 from memstrata.retrieval import documents
-from memstrata.retrieval.fusion import rrf
+from memstrata.retrieval.rank_fusion import rrf
 from memstrata.retrieval.record_index import RecordIndex
 from memstrata.retrieval.system1 import DEFAULT_SYSTEM1, EpisodeRoute, System1Params, plan_query
 from memstrata.retrieval.text import content_terms, words
@@ -109,22 +108,12 @@ def graph_index(ctx: Context, namespace: str) -> _Index:
     return held
 
 
-class MindGraphRoute(Route[MindGraphRouteParams]):
+class MindGraphRoute(BlockingRoute[MindGraphRouteParams]):
     name = "mindgraph"
     Params = MindGraphRouteParams
     needs = (BUILDER,)
 
-    async def search(
-        self,
-        ctx: Context,
-        namespace: str,
-        queries: list[str],
-        k: int,
-        filters: SearchFilters | None = None,
-    ) -> list[list[Hit]]:
-        return await asyncio.to_thread(self._search, ctx, namespace, queries, k, filters)
-
-    def _search(
+    def search_now(
         self,
         ctx: Context,
         namespace: str,

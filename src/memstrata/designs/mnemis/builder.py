@@ -31,7 +31,7 @@ from memstrata.designs.mnemis.hierarchy import Hierarchy, HierarchyParams
 from memstrata.designs.mnemis.repair import repair_graph
 from memstrata.embed.base import Embedder
 from memstrata.embed.cache import ensure_embedded
-from memstrata.engine.contracts import Builder, Context, StepResult
+from memstrata.engine.contracts import Builder, Context, StepResult, forgotten_on_failure
 from memstrata.errors import ConfigError
 from memstrata.models import Episode
 from memstrata.retrieval import documents
@@ -108,7 +108,7 @@ class MnemisBuilder(Builder[MnemisBuildParams]):
     async def update(self, ctx: Context, namespace: str, episodes: Sequence[Episode]) -> StepResult:
         cache = graph_cache(ctx, self.name)
         graph, hierarchy = await asyncio.to_thread(cache.get, namespace, self.params.hierarchy)
-        try:
+        with forgotten_on_failure(cache.forget, namespace):
             base = self._base(ctx, graph)
             batch = list(episodes)
             if ctx.tier == "llm":
@@ -136,9 +136,6 @@ class MnemisBuilder(Builder[MnemisBuildParams]):
             failed: dict[str, str] = dict(getattr(base, "failed", {}))
             keys = [ep.key for ep in batch if ep.id not in failed]
             await asyncio.to_thread(graph.flush, (self.name, keys))
-        except BaseException:
-            cache.forget(namespace)  # the in-memory graph holds unwritten changes
-            raise
         return StepResult(failed=failed)
 
     async def finish(self, ctx: Context, namespace: str) -> None:
@@ -149,13 +146,10 @@ class MnemisBuilder(Builder[MnemisBuildParams]):
         again = bool(graph.categories)
         if again and not (self.params.upkeep == "rebuild" and unplaced(graph)):
             return
-        try:
+        with forgotten_on_failure(cache.forget, namespace):
             await hierarchy.rebuild(self._grouper(ctx))
             await asyncio.to_thread(graph.flush)
             ctx.shared[f"{self.name}.hierarchy.{namespace}"] = "rebuilt" if again else "built"
-        except BaseException:
-            cache.forget(namespace)
-            raise
 
     async def rebuild(self, ctx: Context, namespace: str) -> None:
         await super().rebuild(ctx, namespace)

@@ -59,7 +59,7 @@ class PaperSearch(Search):
         s1_fact = admit(graph, self._s1(idx.facts, terms, qvec, plain=True), admitted)
         s1_ent, s1_fact = s1_ent[:two_k], s1_fact[:two_k]
         s1_ids = [h.id for h in s1_eps[:k]]
-        sel = await self._selection(graph, hierarchy, query, qvec, terms)
+        sel = await self._global_selection(graph, hierarchy, query, qvec, terms)
         s2_ent = admit(graph, list(dict.fromkeys(sel.entities + sel.linked_entities)), admitted)
         s2_fact = admit(graph, [f for f in sel.facts if f in idx.facts.row], admitted)
         cats = [

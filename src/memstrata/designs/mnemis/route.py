@@ -37,6 +37,7 @@ turns first, and ``Recall@K`` over distinct sources measures the episode ranking
 
 from __future__ import annotations
 
+import asyncio
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Literal
@@ -65,7 +66,7 @@ from memstrata.embed.cache import embed_cached
 from memstrata.engine.contracts import Context, Route
 from memstrata.models import Episode, Hit
 from memstrata.retrieval import documents
-from memstrata.retrieval.fusion import rrf
+from memstrata.retrieval.rank_fusion import rrf
 from memstrata.retrieval.record_index import RecordIndex
 from memstrata.retrieval.system1 import DEFAULT_SYSTEM1, System1Params
 from memstrata.retrieval.text import content_terms
@@ -151,6 +152,21 @@ class EpisodeUnion:
         ]
 
 
+@dataclass
+class _Found:
+    """One query's entity, fact and category candidates: by route as found, then each
+    kind's union in the order the reranker gave it (``ents``, ``facts``, ``cats``)."""
+
+    sel: Selection
+    s1_ent: list[str]
+    s1_fact: list[str]
+    s2_ent: list[str]
+    s2_fact: list[str]
+    cats: list[str]
+    ents: list[str] = field(default_factory=list)
+    facts: list[str] = field(default_factory=list)
+
+
 class MnemisRoute(Route[MnemisParams]):
     """Dual-route retrieval over one namespace's Mnemis graph: episodes, facts, entities."""
 
@@ -226,57 +242,134 @@ class _FusedSearch(Search):
         k: int,
         admitted: set[str] | None,
     ) -> list[Hit]:
-        p = self.params
+        """Select (System-1 and Global Selection), rank the entities and facts, fuse the
+        episode union, then the hits: episodes, facts, entities."""
         terms = content_terms(query)
+        found = await self._select(graph, hierarchy, idx, query, qvec, terms, admitted)
+        await self._rank(graph, idx, query, qvec, terms, found, 2 * k)
+        union, episodes, support = await asyncio.to_thread(
+            self._union, graph, query, qvec, terms, s1_eps, found, admitted
+        )
+        ranked, by_id, scores = await self._fuse(union, episodes, s1_eps, k)
+        hits: list[Hit] = []
+        s1_rank, s2_set = set(union.system1), set(support)
+        for e in ranked[:k]:
+            h = by_id[e].model_copy()
+            h.score = round(scores.get(e, 0.0), 6)
+            h.routes = sorted(
+                set(h.routes)
+                | ({"system1"} if e in s1_rank else set())
+                | ({"system2"} if e in s2_set else set())
+            )
+            hits.append(h)
         two_k = 2 * k
-        s1_ent = admit(graph, self._s1(idx.entities, terms, qvec), admitted)
-        s1_fact = admit(graph, self._s1(idx.facts, terms, qvec), admitted)
-        sel = await self._selection(graph, hierarchy, query, qvec, terms)
-        s2_ent = admit(graph, list(dict.fromkeys(sel.entities + sel.linked_entities)), admitted)
-        s2_fact = admit(graph, [f for f in sel.facts if f in idx.facts.row], admitted)
-        cats = self._categories(graph, idx, qvec, sel, admitted)
+        hits += fact_hits(graph, idx, qvec, found.facts[:two_k], found.s1_fact, found.s2_fact)
+        # Selected categories (section 2.3: "Entities (Categories)") share the entity
+        # budget; they inform the answer model and never rank episodes.
+        ents = found.cats + found.ents[: two_k - len(found.cats)]
+        hits += entity_hits(graph, idx, qvec, ents, found.s1_ent, found.s2_ent)
+        return hits
+
+    async def _select(
+        self,
+        graph: Graph,
+        hierarchy: Hierarchy,
+        idx: Indexes,
+        query: str,
+        qvec: np.ndarray,
+        terms: list[str],
+        admitted: set[str] | None,
+    ) -> _Found:
+        """The entities and facts System-1 finds, and what System-2's Global Selection
+        selects (entities, facts, the categories it walked through)."""
+        sel = await self._global_selection(graph, hierarchy, query, qvec, terms)
+        return _Found(
+            sel=sel,
+            s1_ent=admit(graph, self._s1(idx.entities, terms, qvec), admitted),
+            s1_fact=admit(graph, self._s1(idx.facts, terms, qvec), admitted),
+            s2_ent=admit(graph, list(dict.fromkeys(sel.entities + sel.linked_entities)), admitted),
+            s2_fact=admit(graph, [f for f in sel.facts if f in idx.facts.row], admitted),
+            cats=self._categories(graph, idx, qvec, sel, admitted),
+        )
+
+    async def _rank(
+        self,
+        graph: Graph,
+        idx: Indexes,
+        query: str,
+        qvec: np.ndarray,
+        terms: list[str],
+        found: _Found,
+        two_k: int,
+    ) -> None:
+        """Order each kind's union: the heuristic stand-in reranker, or the LLM's (which
+        places the categories among the entities)."""
         if self.reranker is None:
-            ents = self._rerank_union(idx.entities, terms, qvec, s1_ent, s2_ent)
-            facts = self._rerank_union(idx.facts, terms, qvec, s1_fact, s2_fact)
+            found.ents = self._rerank_union(idx.entities, terms, qvec, found.s1_ent, found.s2_ent)
+            found.facts = self._rerank_union(idx.facts, terms, qvec, found.s1_fact, found.s2_fact)
             # Categories take up to ``category_share`` of the entity budget, most
             # similar first.
-            cats = cats[: int(p.category_share * two_k)]
-        else:
-            ent_union = list(dict.fromkeys(s1_ent + s2_ent + cats))
-            ents = await self._rerank(
-                query, "entity", ent_union, lambda e: entity_text(graph, e), two_k
-            )
-            facts = await self._rerank(
-                query,
-                "fact",
-                list(dict.fromkeys(s1_fact + s2_fact)),
-                lambda f: fact_text(graph, f),
-                two_k,
-            )
-            cats = [e for e in ents[:two_k] if e in graph.categories]
-            ents = [e for e in ents if e not in graph.categories]
-        # Episodes: System-1's ranking, the episodes behind the best facts, each top
-        # entity's best System-1 episode, and System-2's by support.
+            found.cats = found.cats[: int(self.params.category_share * two_k)]
+            return
+        ent_union = list(dict.fromkeys(found.s1_ent + found.s2_ent + found.cats))
+        ents = await self._rerank(
+            query, "entity", ent_union, lambda e: entity_text(graph, e), two_k
+        )
+        found.facts = await self._rerank(
+            query,
+            "fact",
+            list(dict.fromkeys(found.s1_fact + found.s2_fact)),
+            lambda f: fact_text(graph, f),
+            two_k,
+        )
+        found.cats = [e for e in ents[:two_k] if e in graph.categories]
+        found.ents = [e for e in ents if e not in graph.categories]
+
+    def _union(
+        self,
+        graph: Graph,
+        query: str,
+        qvec: np.ndarray,
+        terms: list[str],
+        s1_eps: list[Hit],
+        found: _Found,
+        admitted: set[str] | None,
+    ) -> tuple[EpisodeUnion, dict[str, Episode], dict[str, int]]:
+        """The episode union's rankings (System-1's, the episodes behind the best facts,
+        System-2's by support, each top entity's best System-1 episode, the union read in
+        context and in its session), its episodes, and System-2's support. Reads the
+        store: it runs on a worker thread."""
+        p = self.params
         s1_ids = [h.id for h in s1_eps]
         s1_rank = {e: i for i, e in enumerate(s1_ids)}
         fact_eps = _admit_eps(
-            dict.fromkeys(e for f in facts[: p.candidates] for e in graph.episode_ids(f)), admitted
+            dict.fromkeys(e for f in found.facts[: p.candidates] for e in graph.episode_ids(f)),
+            admitted,
         )
         ent_eps: list[str] = []
-        for e in ents[: p.entity_depth]:
+        for e in found.ents[: p.entity_depth]:
             eps = [x for x in graph.episode_ids(e) if x in s1_rank]
             if eps:
                 ent_eps.append(min(eps, key=s1_rank.__getitem__))
         ent_eps = list(dict.fromkeys(ent_eps))
-        support = {e: n for e, n in sel.support.items() if admitted is None or e in admitted}
+        support = {e: n for e, n in found.sel.support.items() if admitted is None or e in admitted}
         s2_eps = sorted(support, key=lambda e: (-support[e], s1_rank.get(e, len(s1_rank))))
         union = list(dict.fromkeys(s1_ids + fact_eps + s2_eps + ent_eps))
         episodes = {ep.id: ep for ep in self.store.get_episodes(graph.namespace, union)}
         in_context = self._in_context(qvec, episodes) if p.context_weight else []
         in_session = self._in_session(graph.namespace, terms, episodes) if p.session_weight else []
         fused = EpisodeUnion(query, s1_ids, fact_eps, s2_eps, ent_eps, in_context, in_session)
+        return fused, episodes, support
+
+    async def _fuse(
+        self, union: EpisodeUnion, episodes: dict[str, Episode], s1_eps: list[Hit], k: int
+    ) -> tuple[list[str], dict[str, Hit], dict[str, float]]:
+        """The union's episodes fused by RRF, best first (then ordered by the LLM's
+        reranker over the whole union, when there is one), each with a hit to copy, and
+        their fused scores."""
+        p = self.params
         ep_scores = rrf(
-            fused.rankings(),
+            union.rankings(),
             k=p.rrf_k,
             weights=[
                 1.0,
@@ -296,24 +389,9 @@ class _FusedSearch(Search):
         ranked_eps = [e for e in ranked_eps[:window] if e in by_id]
         if self.reranker is not None:
             ranked_eps = await self._rerank(
-                query, "episode", ranked_eps, lambda e: by_id[e].text, k
+                union.query, "episode", ranked_eps, lambda e: by_id[e].text, k
             )
-        s2_set = set(support)
-        hits: list[Hit] = []
-        for e in ranked_eps[:k]:
-            h = by_id[e].model_copy()
-            h.score = round(ep_scores.get(e, 0.0), 6)
-            h.routes = sorted(
-                set(h.routes)
-                | ({"system1"} if e in s1_rank else set())
-                | ({"system2"} if e in s2_set else set())
-            )
-            hits.append(h)
-        hits += fact_hits(graph, idx, qvec, facts[:two_k], s1_fact, s2_fact)
-        # Selected categories (section 2.3: "Entities (Categories)") share the entity
-        # budget; they inform the answer model and never rank episodes.
-        hits += entity_hits(graph, idx, qvec, cats + ents[: two_k - len(cats)], s1_ent, s2_ent)
-        return hits
+        return ranked_eps, by_id, ep_scores
 
     def _categories(
         self,

@@ -31,7 +31,7 @@ from memstrata.designs.mnemis.rerank import Reranker, listwise
 from memstrata.engine.contracts import Context
 from memstrata.llm.types import LLMError
 from memstrata.models import Hit
-from memstrata.retrieval.fusion import rrf
+from memstrata.retrieval.rank_fusion import rrf
 from memstrata.retrieval.record_index import RecordIndex
 from memstrata.retrieval.system1 import EpisodeRoute
 from memstrata.store.base import SearchFilters
@@ -135,10 +135,11 @@ class Search:
         """One query's hits: episodes, then facts, then entities."""
         raise NotImplementedError
 
-    async def _selection(
+    async def _global_selection(
         self, graph: Graph, hierarchy: Hierarchy, query: str, qvec: np.ndarray, terms: list[str]
     ) -> Selection:
-        """System-2 on the tier's terms: the LLM's, else the heuristic one; none when off."""
+        """System-2's Global Selection on the tier's terms: the LLM's, else the heuristic
+        one; none when off."""
         if not self.params.system2:
             return Selection()
         if self.selector is not None:

@@ -9,7 +9,7 @@ Where things are:
 * :mod:`.extract`: the heuristic tier's construction; :mod:`.memorize`: both tiers'
   Memorize pipeline and the outdated-knowledge step; :mod:`.builder`: the builder;
 * :mod:`.retrieve`: items, restrictions, comparator, triplets filter, Mixed;
-  :mod:`.astar`, :mod:`.watercircles`, :mod:`.beam`: the retrievers;
+  :mod:`.astar`, :mod:`.watercircles`, :mod:`.beam_search`: the retrievers;
 * :mod:`.route`: the query pipeline; :mod:`.answer`: the QA generator;
 * :mod:`.prompts`: every prompt and parser (appendices A-C);
 * :mod:`.recipe`: the recipes; :mod:`.show`: ``memstrata show``; :mod:`.view`: the explorer.

@@ -23,7 +23,7 @@ from memstrata.designs.personalai.memorize import STAGE, MemorizeParams, Memoriz
 from memstrata.designs.personalai.repair import repair_graph
 from memstrata.embed.base import Embedder
 from memstrata.embed.cache import ensure_embedded
-from memstrata.engine.contracts import Builder, Context, StepResult
+from memstrata.engine.contracts import Builder, Context, StepResult, forgotten_on_failure
 from memstrata.errors import ConfigError
 from memstrata.llm.types import LLMError
 from memstrata.models import Episode
@@ -79,11 +79,8 @@ class PersonalAIBuilder(Builder[MemorizeParams]):
         graph = await asyncio.to_thread(cache.get, namespace)
         if ctx.tier == "llm":
             return await self._llm(ctx, cache, graph, namespace, list(episodes))
-        try:
+        with forgotten_on_failure(cache.forget, namespace):
             await asyncio.to_thread(self._heuristic, graph, list(episodes))
-        except BaseException:
-            cache.forget(namespace)
-            raise
         return StepResult()
 
     def _heuristic(self, graph: PAGraph, episodes: list[Episode]) -> None:
@@ -112,18 +109,16 @@ class PersonalAIBuilder(Builder[MemorizeParams]):
         for ep in episodes:
             mem = Memorizer(graph, self.params)
             try:
-                await mem.llm(ep, llm)
-                await asyncio.to_thread(_embed_new, graph, graph.dirty())
-                await asyncio.to_thread(graph.flush, (self.name, [ep.key]))
-                if mem.stage_errors:  # written, and queued again for the failed stage
-                    failed[ep.id] = "extraction kept; " + "; ".join(mem.stage_errors)
+                with forgotten_on_failure(cache.forget, namespace):
+                    await mem.llm(ep, llm)
+                    await asyncio.to_thread(_embed_new, graph, graph.dirty())
+                    await asyncio.to_thread(graph.flush, (self.name, [ep.key]))
             except (LLMError, ValueError) as exc:
                 failed[ep.id] = f"{type(exc).__name__}: {exc}"
-                cache.forget(namespace)
                 graph = await asyncio.to_thread(cache.get, namespace)
-            except BaseException:
-                cache.forget(namespace)
-                raise
+            else:
+                if mem.stage_errors:  # written, and queued again for the failed stage
+                    failed[ep.id] = "extraction kept; " + "; ".join(mem.stage_errors)
             ctx.advance(1)
         return StepResult(failed=failed)
 

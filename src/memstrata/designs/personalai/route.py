@@ -27,7 +27,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from memstrata.designs.personalai.astar import AStarParams, astar
-from memstrata.designs.personalai.beam import BeamParams, beam
+from memstrata.designs.personalai.beam_search import BeamSearchParams, beam_search
 from memstrata.designs.personalai.builder import BUILDER, graph_cache
 from memstrata.designs.personalai.extract import name_mentions
 from memstrata.designs.personalai.graph import PAGraph, Topology
@@ -66,7 +66,7 @@ class PersonalAIParams(BaseModel):
     )
     astar: AStarParams = Field(default_factory=AStarParams)
     watercircles: WaterCirclesParams = Field(default_factory=WaterCirclesParams)
-    beam: BeamParams = Field(default_factory=BeamParams)
+    beam: BeamSearchParams = Field(default_factory=BeamSearchParams)
     comparator: ComparatorParams = Field(default_factory=ComparatorParams)
     #: the triplets filter's N: items kept, most similar to the question first
     top_n: int = Field(default=40, ge=1)
@@ -185,7 +185,7 @@ class PersonalAIRoute(Route[PersonalAIParams]):
             "watercircles": lambda q: watercircles(
                 _restricted(q, p.watercircles.restrict), p.watercircles
             ),
-            "beam": lambda q: beam(_restricted(q, p.beam.restrict), p.beam),
+            "beam": lambda q: beam_search(_restricted(q, p.beam.restrict), p.beam),
         }
         return [table[r] for r in dict.fromkeys(p.retrievers)]
 

@@ -11,33 +11,31 @@ it selectable by name.
 
 from __future__ import annotations
 
-import asyncio
-
 from memstrata.designs.system1.records import RecordsRoute
-from memstrata.engine.contracts import Context, Design, Route
+from memstrata.engine.contracts import BlockingRoute, Context, Design
 from memstrata.engine.recipe import Recipe, RouteSpec
 from memstrata.models import Hit
 from memstrata.retrieval.system1 import DEFAULT_SYSTEM1, EpisodeRoute, System1Params
 from memstrata.store.base import SearchFilters
 
 
-class System1Route(Route[System1Params]):
+class System1Route(BlockingRoute[System1Params]):
     """Dense + BM25 over episodes, fused by RRF, with the refinements of its params."""
 
     name = "system1"
     surfaces_unbuilt = True  # System-1 ranks every stored episode
     Params = System1Params
 
-    async def search(
+    def search_now(
         self,
         ctx: Context,
         namespace: str,
         queries: list[str],
         k: int,
-        filters: SearchFilters | None = None,
+        filters: SearchFilters | None,
     ) -> list[list[Hit]]:
         route = EpisodeRoute(ctx.store, ctx.embedder, self.params)
-        return await asyncio.to_thread(route.search, namespace, queries, k, filters)
+        return route.search(namespace, queries, k, filters)
 
 
 RECIPES = [

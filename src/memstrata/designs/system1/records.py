@@ -12,14 +12,12 @@ the embedding cache, so an unchanged record is never embedded twice. Superseded 
 
 from __future__ import annotations
 
-import asyncio
-
 from pydantic import BaseModel, ConfigDict, Field
 
 from memstrata.embed.cache import embed_cached
-from memstrata.engine.contracts import Context, Route
+from memstrata.engine.contracts import BlockingRoute, Context
 from memstrata.models import Derived, Hit
-from memstrata.retrieval.fusion import rrf
+from memstrata.retrieval.rank_fusion import rrf
 from memstrata.retrieval.record_index import RecordIndex
 from memstrata.retrieval.text import content_terms
 from memstrata.store.base import SearchFilters
@@ -47,7 +45,7 @@ class _Index:
         self.index = index
 
 
-class RecordsRoute(Route[RecordsParams]):
+class RecordsRoute(BlockingRoute[RecordsParams]):
     """Hybrid search over the records of ``params.kind``; each hit cites its sources."""
 
     name = "records"
@@ -75,17 +73,7 @@ class RecordsRoute(Route[RecordsParams]):
         self._indexes[namespace] = built
         return built
 
-    async def search(
-        self,
-        ctx: Context,
-        namespace: str,
-        queries: list[str],
-        k: int,
-        filters: SearchFilters | None = None,
-    ) -> list[list[Hit]]:
-        return await asyncio.to_thread(self._search, ctx, namespace, queries, k, filters)
-
-    def _search(
+    def search_now(
         self,
         ctx: Context,
         namespace: str,

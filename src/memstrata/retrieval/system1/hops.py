@@ -1,6 +1,6 @@
-"""The second step of a two-step question, and the other names of a question about
-several things, read from the best candidate's text (System-1's ``link_boost`` and
-``cover_boost``).
+"""Multi-hop questions: the second step of a two-step question, and the other names of a
+question about several things, read from the best candidate's text (System-1's
+``link_boost`` and ``cover_boost``, applied by the stage :func:`second_step`).
 
 A bridge ("the film shot in Leland in 1986" -> *Maximum Overdrive* -> its director) is
 named in the first step's evidence and not in the question; a question about two things
@@ -15,7 +15,8 @@ from collections import Counter
 from collections.abc import Callable
 from functools import lru_cache
 
-from memstrata.retrieval.text import WORD, content_words, plain, sentences
+from memstrata.retrieval.system1.candidates import Candidates
+from memstrata.retrieval.text import WORD, content_terms, content_words, plain, sentences, words
 
 
 def link_words(anchor: str, asked: set[str]) -> set[str]:
@@ -103,3 +104,52 @@ def _name_words(text: str) -> frozenset[str]:
             if (i and word[0].isupper()) or any(c.isdigit() for c in word):
                 out.add(plain(word.lower().replace("’", "'")))
     return frozenset(out)
+
+
+def second_step(c: Candidates) -> None:
+    """Raise the candidates about the second step of the question: a name the best
+    candidate mentions and the question does not (``link_boost``), or a name the
+    question asks about and the best candidate does not hold (``cover_boost``). Each
+    gains its factor x the best score x its strength (:func:`word_strengths`); the
+    best candidate gains the largest raise, so it stays first."""
+    p, final = c.params, c.final
+    if not (p.link_boost or p.cover_boost):
+        return
+    pool = c.best(p.link_pool)
+    unread = [key for key in pool if key not in c.texts]
+    if unread:
+        c.texts = {**c.texts, **c.store.episode_texts(unread)}
+    keys = [key for key in pool if key in c.texts]
+    if len(keys) < 2 or keys[0] != pool[0]:
+        return
+    anchor, others = c.texts[keys[0]].text, [c.texts[key].text for key in keys[1:]]
+    speakers = {w for speaker in c.plan.known_speakers for w in words(speaker)}
+    speakers.update(c.plan.alias_words)
+    question = c.plan.text
+    top = final[pool[0]]
+    gains = [0.0] * len(others)
+    parts: dict[str, list[float]] = {}
+    for rule, boost, found in (
+        (
+            "link_boost",
+            p.link_boost,
+            lambda: link_words(anchor, set(content_terms(question)) | speakers),
+        ),
+        ("cover_boost", p.cover_boost, lambda: cover_words(question, anchor, speakers)),
+    ):
+        if boost:
+            strengths = word_strengths(
+                found(), others, lambda ws: c.store.doc_freqs(c.namespace, ws)
+            )
+            parts[rule] = [boost * top * s for s in strengths]
+            gains = [g + x for g, x in zip(gains, parts[rule], strict=True)]
+    for key, gain in zip(keys[1:], gains, strict=True):
+        final[key] += gain
+    lead = max(gains, default=0.0)
+    final[pool[0]] += lead
+    for rule, part in parts.items():
+        for key, x in zip(keys[1:], part, strict=True):
+            c.ledger.gain(rule, key, x)
+        if lead:  # the best's raise, shared as the best-raised candidate's was
+            at = gains.index(lead)
+            c.ledger.gain(rule, pool[0], lead * part[at] / gains[at])

@@ -17,7 +17,7 @@ from functools import lru_cache
 from itertools import chain
 
 from memstrata.models import Episode
-from memstrata.retrieval import standing
+from memstrata.retrieval.system1 import standing
 from memstrata.retrieval.text import sentences
 from memstrata.store.base import EpisodeMeta, EpisodeText, ScoredKeys, SearchFilters, Store
 

@@ -32,7 +32,7 @@ from memstrata.designs.personalai.retrieve import Item, Query, RestrictParams, p
 SortMode = Literal["ended_first", "continuous_first", "mixed"]
 
 
-class BeamParams(RestrictParams):
+class BeamSearchParams(RestrictParams):
     max_depth: int = Field(default=5, ge=1)
     max_paths: int = Field(default=10, ge=1)
     same_path_intersection_by_node: bool = False
@@ -54,7 +54,7 @@ def relevance(sims: list[float], alpha: float) -> float:
     return alpha * (sum(sims) / len(sims)) + (1 - alpha) * sims[-1] if sims else -2.0
 
 
-def beam_paths(q: Query, p: BeamParams) -> list[Path]:
+def beam_paths(q: Query, p: BeamSearchParams) -> list[Path]:
     """The selected paths of every start node: up to ``max_paths`` per start node (the
     paper: "given a starting node, the algorithm constructs N paths"), each start's in
     its final sorting order, the starts' lists merged best first. A path may enter
@@ -67,7 +67,7 @@ def beam_paths(q: Query, p: BeamParams) -> list[Path]:
     return sorted(out, key=lambda x: (-x.score, x.nodes))
 
 
-def _from_start(q: Query, adj: Any, s: int, p: BeamParams) -> list[Path]:
+def _from_start(q: Query, adj: Any, s: int, p: BeamSearchParams) -> list[Path]:
     """The beam from one start node; path sharing rules hold among its own paths."""
     used_nodes: set[int] = set()
     used_edges: set[int] = set()
@@ -137,7 +137,7 @@ def _from_start(q: Query, adj: Any, s: int, p: BeamParams) -> list[Path]:
     return select(ended, live, p)
 
 
-def select(ended: list[Path], continuous: list[Path], p: BeamParams) -> list[Path]:
+def select(ended: list[Path], continuous: list[Path], p: BeamSearchParams) -> list[Path]:
     ended = sorted((x for x in ended if x.sims), key=lambda x: -x.score)
     continuous = sorted((x for x in continuous if x.sims), key=lambda x: -x.score)
     if p.final_sorting_mode == "ended_first":
@@ -147,7 +147,9 @@ def select(ended: list[Path], continuous: list[Path], p: BeamParams) -> list[Pat
     return sorted(ended + continuous, key=lambda x: -x.score)[: p.max_paths]
 
 
-def beam(q: Query, p: BeamParams) -> list[Item]:
+def beam_search(q: Query, p: BeamSearchParams) -> list[Item]:
+    """The paper's BeamSearch retriever: every edge of the paths :func:`beam_paths`
+    selects, as an item naming the path's records."""
     out: list[Item] = []
     for path in beam_paths(q, p):
         keys = path_keys(q.topo, path.nodes)

@@ -1,4 +1,4 @@
-"""What moved a candidate in System-1's refinement (:mod:`.system1`): the record the
+"""What moved a candidate in System-1's refinement (:mod:`.refine`): the record the
 refinement keeps as it goes, read for the hits it returns only.
 
 System-1 scores a candidate in steps: its fused candidate lists (the base), the gains
