@@ -21,7 +21,7 @@ import numpy as np
 from memstrata.embed.minilm import MiniLMEmbedder
 from memstrata.eval.metrics import recall_precision
 from memstrata.retrieval.documents import embed_text
-from memstrata.retrieval.fusion import rrf
+from memstrata.retrieval.rank_fusion import rrf
 from studies.runs import ranked_questions
 
 SETTINGS = [(3, 0.0, 0.1), (3, 0.0, 0.25), (3, 1.0, 0.1), (3, 1.0, 0.25), (5, 0.5, 0.25)]
