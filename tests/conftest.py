@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -24,10 +25,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """Stop the PostgreSQL server of the session, if a test started one."""
-    import pgtest
-
-    pgtest.shutdown()
+    """Stop the PostgreSQL server of the session, if a test started one (a test that
+    needs it imports ``pgtest``; a venv without the ``postgres`` extra never does)."""
+    pgtest = sys.modules.get("pgtest")
+    if pgtest is not None:
+        pgtest.shutdown()
 
 
 @pytest.fixture(scope="session")
