@@ -17,10 +17,12 @@ def make_registry(config: Config) -> Registry:
     """The designs and recipes ``config`` may use, once its ``recipe`` is known to be one
     of them. Checked when a memory is opened, not when a configuration is read: knowing
     the recipes loads every design."""
-    registry = Registry.load(config.recipes)
     try:
+        registry = Registry.load(config.recipes)
         registry.recipe(config.recipe)
     except ConfigError as exc:
+        if str(exc).startswith("invalid configuration: "):
+            raise
         raise ConfigError(f"invalid configuration: {exc}") from exc
     return registry
 

@@ -231,7 +231,9 @@ def test_invalid_toml_recipe_is_a_clear_config_error(tmp_path: Path, case: str) 
     path = tmp_path / "bad.toml"
     path.write_text(TOML.replace('{ name = "system1", weight = 1.0 }', route, 1))
     with pytest.raises(ConfigError) as err:
-        Config.load(path, env={})
+        cfg = Config.load(path, env={})  # a recipe's shape is checked as the file is read,
+        Memory.open(tmp_path / "m.db", config=cfg)  # its routes when a memory opens
+    assert not (tmp_path / "m.db").exists()
     message = str(err.value)
     assert message.startswith("invalid configuration: ")
     for piece in expected:

@@ -167,7 +167,13 @@ def _top_level(
 
 
 def load_config(config: Path | None, **overrides: Any) -> Config:
-    return Config.load(config, **overrides)
+    """The configuration, with its recipes checked at once: a command says what is wrong
+    with the configuration before it looks for a database."""
+    from memstrata.factory import make_registry
+
+    cfg = Config.load(config, **overrides)
+    make_registry(cfg)
+    return cfg
 
 
 # What an interrupted command has left behind is kept; these say how to go on.
