@@ -12,6 +12,7 @@ from memstrata.retrieval.system1.standing import asks_advice, by_asker, first_pe
         "Thanks! Please never use tables in my reports.",
         "From now on, always answer me in French.",
         "Never suggest recipes with nuts whenever we plan dinners.",
+        "Always écris-moi en français when I ask about my trips.",  # a letter beyond ASCII
     ],
 )
 def test_a_rule_about_the_speakers_requests_is_an_instruction(text: str) -> None:

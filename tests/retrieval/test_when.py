@@ -66,6 +66,7 @@ def test_periods(text: str, expected: tuple[str, str, str]) -> None:
         'When did he start to read "11/22/63" by Stephen King?',  # two-digit year: a title
         "Did she like 2666 by Roberto Bolano?",
         "I walked 2000 steps",  # a count
+        "J'ai marché 2000 étapes",  # a count, its word beyond ASCII
         "I may go there",  # the verb
         "no dates here",
         "",

@@ -156,13 +156,18 @@ def _count(word: str) -> int:
     return int(word) if word.isdigit() else _NUMBERS.get(word, 1)
 
 
-_NEXT_WORD = re.compile(r"\s+([a-z][a-z']*)")
+_NEXT_WORD = re.compile(r"\s+([^\W\d_][^\W\d_']*)")
 
 
 def _looks_counted(text: str, end: int) -> bool:
-    """A bare year followed by a lower-case content word counts things ("2000 steps")."""
+    """A bare year followed by a lower-case content word counts things ("2000 steps",
+    "2000 étapes"): the word is the run of lower-case letters and apostrophes."""
     m = _NEXT_WORD.match(text, end)
-    return m is not None and m.group(1) not in STOPWORDS and m.group(1) not in _MONTH_NAMES
+    if m is None or not m.group(1)[0].islower():
+        return False
+    word = m.group(1)
+    n = next((i for i, c in enumerate(word) if not (c.islower() or c == "'")), len(word))
+    return word[:n] not in STOPWORDS and word[:n] not in _MONTH_NAMES
 
 
 def _absolute(kind: str, m: re.Match[str], text: str) -> list[Period]:

@@ -24,7 +24,7 @@ from memstrata.retrieval.text import sentences
 #: openers ("From now on, ...")
 _RULE = re.compile(
     r"(?:(?:please|and|also|so|ok(?:ay)?|from now on|going forward|in (?:the )?future)"
-    r"[,\s]+)*(?:always|never|don't ever|do not ever)\s+[a-z]",
+    r"[,\s]+)*(?:always|never|don't ever|do not ever)\s+[^\W\d_]",
     re.I,
 )
 #: what makes it a rule about the speaker's own requests rather than a maxim ("Always
